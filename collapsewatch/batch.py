@@ -1,0 +1,68 @@
+"""TokenBatch: the one typed boundary between any trainer (built-in, TRL, verl) and the probe.
+
+Shapes: B sequences, T tokens per row (responses, or prompt+response with mask 0 on the prompt).
+Only ``logp`` and ``mask`` are required; every other field is optional and the metrics that need it
+are NULL when it is absent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+from torch import Tensor
+
+_TOKEN_FIELDS = ("logp", "mask", "logp_old", "logp_rollout", "logp_ref", "entropy", "token_ids", "turn_ids")
+_SEQ_FIELDS = ("seq_ids", "group_ids", "rewards", "truncated")
+
+
+@dataclass
+class TokenBatch:
+    logp: Tensor                        # (B, T) log π_θ(y_t), the latest forward (grad is ignored)
+    mask: Tensor                        # (B, T) 1 on trained model tokens; 0 on prompt, pad, tool observation
+    logp_old: Tensor | None = None      # (B, T) log π_old(y_t), rollout policy recomputed by the trainer
+    logp_rollout: Tensor | None = None  # (B, T) log-prob reported by the inference engine
+    logp_ref: Tensor | None = None      # (B, T) frozen reference model
+    entropy: Tensor | None = None       # (B, T) entropy of softmax(logits / temperature), nats
+    advantages: Tensor | None = None    # (B,) per sequence, or (B, T) per token
+    token_ids: Tensor | None = None     # (B, T) sampled token ids
+    turn_ids: Tensor | None = None      # (B, T) turn index of each token (a turn = model tokens between tools)
+    seq_ids: Tensor | None = None       # (B,) sequence id, unique within the step (default: running index)
+    group_ids: Tensor | None = None     # (B,) prompt/group id (G responses per prompt)
+    rewards: Tensor | None = None       # (B,)
+    truncated: Tensor | None = None     # (B,) bool: response hit the length budget
+
+    def __post_init__(self) -> None:
+        for name in ("logp", "mask"):
+            value = getattr(self, name)
+            if not isinstance(value, Tensor):
+                raise TypeError(f"TokenBatch.{name} must be a torch.Tensor, got {type(value).__name__}")
+        if self.logp.dim() != 2:
+            raise ValueError(f"TokenBatch.logp must be (B, T); got shape {tuple(self.logp.shape)}")
+        shape = tuple(self.logp.shape)
+        wrong = []
+        for name in _TOKEN_FIELDS:
+            value = getattr(self, name)
+            if value is not None and tuple(value.shape) != shape:
+                wrong.append(f"{name} {tuple(value.shape)}")
+        for name in _SEQ_FIELDS:
+            value = getattr(self, name)
+            if value is not None and tuple(value.shape) != shape[:1]:
+                wrong.append(f"{name} {tuple(value.shape)} (expected ({shape[0]},))")
+        adv = self.advantages
+        if adv is not None and tuple(adv.shape) not in (shape[:1], shape):
+            wrong.append(f"advantages {tuple(adv.shape)} (expected ({shape[0]},) or {shape})")
+        if wrong:
+            raise ValueError(f"TokenBatch shapes disagree with logp {shape}: " + ", ".join(wrong))
+
+    @property
+    def device(self) -> torch.device:
+        return self.logp.device
+
+    def detached(self) -> TokenBatch:
+        """A copy whose tensors are detached (no autograd graph is kept alive by the monitor)."""
+        kwargs = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            kwargs[f.name] = v.detach() if isinstance(v, Tensor) else v
+        return TokenBatch(**kwargs)

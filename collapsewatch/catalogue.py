@@ -1,0 +1,160 @@
+"""The metric catalogue: every metric collapsewatch records, defined once.
+
+Probe, store schema (tested against this list), detectors, dashboard and docs all read these
+definitions. Each entry gives the metric's column name, level (token / sequence / step), the
+formula in words, the population it is computed over, and its unit. A metric that does not apply
+to a step (on-policy, no rollout log-probs, no reference model) is stored as NULL, never 0.
+
+Glossary (see the package docstring): ``r = exp(logp − logp_old)``; A = advantage; mask = loss mask;
+"A>0 tokens" = tokens with mask = 1 of sequences whose advantage is > 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Level = Literal["token", "sequence", "step"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    level: Level
+    formula: str
+    population: str
+    unit: str = ""
+    dtype: str = "DOUBLE"
+
+
+def _m(name: str, level: Level, formula: str, population: str, unit: str = "", dtype: str = "DOUBLE") -> Metric:
+    return Metric(name, level, formula, population, unit, dtype)
+
+
+MODEL = "mask = 1"
+POS = "mask = 1, A > 0"
+NEG = "mask = 1, A < 0"
+
+TOKEN_METRICS: tuple[Metric, ...] = (
+    _m("logp", "token", "log π_θ(y_t) at the latest forward", MODEL, "nats"),
+    _m("logp_old", "token", "log π_old(y_t) recomputed by the trainer", MODEL, "nats"),
+    _m("logp_rollout", "token", "log-prob reported by the inference engine", MODEL, "nats"),
+    _m("log_ratio", "token", "logp − logp_old, clamped to ±20", MODEL, "nats"),
+    _m("ratio", "token", "exp(log_ratio)", MODEL),
+    _m("entropy", "token", "entropy of softmax(logits / temperature)", MODEL, "nats"),
+    _m("clip_low", "token", "r < 1−ε_low ∧ A < 0 (TRL semantics)", MODEL, dtype="BOOLEAN"),
+    _m("clip_high", "token", "r > 1+ε_high ∧ A > 0 (TRL semantics)", MODEL, dtype="BOOLEAN"),
+    _m("is_log_ratio", "token", "logp_old − logp_rollout (train/inference mismatch)", MODEL, "nats"),
+    _m("kl_ref_k3", "token", "exp(logp_ref − logp) − (logp_ref − logp) − 1", MODEL, "nats"),
+)
+
+SEQUENCE_METRICS: tuple[Metric, ...] = (
+    _m("reward", "sequence", "scalar reward of the response", "all sequences"),
+    _m("advantage", "sequence", "advantage (mean over mask if given per token)", "all sequences"),
+    _m("correct", "sequence", "reward ≥ success threshold", "all sequences", dtype="BOOLEAN"),
+    _m("n_tokens", "sequence", "tokens in the row (prompt excluded if the trainer passes responses only)",
+       "all sequences", "tokens", "INTEGER"),
+    _m("n_model_tokens", "sequence", "Σ mask", "all sequences", "tokens", "INTEGER"),
+    _m("n_turns", "sequence", "distinct turn ids among mask = 1 tokens", "all sequences", "turns", "INTEGER"),
+    _m("truncated", "sequence", "response hit the length budget", "all sequences", dtype="BOOLEAN"),
+    _m("logp_old_sum", "sequence", "Σ logp_old", MODEL, "nats"),
+    _m("logp_old_mean", "sequence", "mean logp_old (likelihood under π_old)", MODEL, "nats"),
+    _m("displacement_sum", "sequence", "Σ (logp − logp_old); negative = likelihood went down", MODEL, "nats"),
+    _m("displacement_mean", "sequence", "mean (logp − logp_old)", MODEL, "nats"),
+    _m("seq_ratio", "sequence", "GSPO sequence ratio exp(mean log_ratio)", MODEL),
+    _m("clip_low_frac", "sequence", "mean clip_low", MODEL),
+    _m("clip_high_frac", "sequence", "mean clip_high", MODEL),
+    _m("clip_region_frac", "sequence", "mean (clip_low ∨ clip_high)", MODEL),
+    _m("entropy_mean", "sequence", "mean entropy", MODEL, "nats"),
+    _m("entropy_max", "sequence", "max entropy", MODEL, "nats"),
+    _m("repeat_frac_max", "sequence", "largest share of one token id among model tokens (degeneration)", MODEL),
+    _m("is_log_ratio_mean", "sequence", "mean is_log_ratio", MODEL, "nats"),
+)
+
+_Q = ("p01", "p05", "p50", "p95", "p99", "min", "max")
+
+
+def _ratio_quantiles() -> tuple[Metric, ...]:
+    out = []
+    for sign, pop in (("pos", POS), ("neg", NEG)):
+        for q in _Q:
+            out.append(_m(f"ratio_{q}_{sign}", "step", f"{q} of ratio (exact, linear interpolation)", pop))
+    return tuple(out)
+
+
+STEP_METRICS: tuple[Metric, ...] = (
+    _m("n_seqs", "step", "sequences observed in the step", "all sequences", "sequences", "INTEGER"),
+    _m("n_model_tokens", "step", "Σ mask", MODEL, "tokens", "BIGINT"),
+    _m("on_policy", "step", "logp_old absent or log_ratio ≡ 0 on every token", MODEL, dtype="BOOLEAN"),
+    *_ratio_quantiles(),
+    _m("ratio_mean_pos", "step", "mean ratio", POS),
+    _m("ratio_mean_neg", "step", "mean ratio", NEG),
+    _m("ratio_lt_0_5_frac_pos", "step", "share of tokens with r < 0.5", POS),
+    _m("ratio_lt_0_1_frac_pos", "step", "share of tokens with r < 0.1", POS),
+    _m("clip_low_frac", "step", "mean clip_low", MODEL),
+    _m("clip_high_frac", "step", "mean clip_high", MODEL),
+    _m("clip_region_frac", "step", "mean (clip_low ∨ clip_high)", MODEL),
+    _m("clip_low_frac_pos", "step", "share of A>0 tokens with r < 1−ε_low (the clip that never fires)", POS),
+    _m("dual_clip_frac", "step", "mean (r > c ∧ A < 0), NULL when dual clip is off", MODEL),
+    _m("log_ratio_clamped", "step", "tokens whose |log_ratio| exceeded 20 before exp", MODEL, "tokens", "BIGINT"),
+    _m("ppo_kl", "step", "mean(−log_ratio)", MODEL, "nats"),
+    _m("entropy_mean", "step", "mean entropy", MODEL, "nats"),
+    _m("entropy_p05", "step", "p05 entropy", MODEL, "nats"),
+    _m("entropy_p50", "step", "p50 entropy", MODEL, "nats"),
+    _m("entropy_p95", "step", "p95 entropy", MODEL, "nats"),
+    _m("logp_old_mean_correct", "step", "mean over correct sequences of logp_old_mean", "correct sequences", "nats"),
+    _m("logp_old_mean_incorrect", "step", "mean over incorrect sequences of logp_old_mean", "incorrect sequences",
+       "nats"),
+    _m("displacement_mean_correct", "step", "mean over correct sequences of displacement_mean",
+       "correct sequences", "nats"),
+    _m("displacement_mean_incorrect", "step", "mean over incorrect sequences of displacement_mean",
+       "incorrect sequences", "nats"),
+    _m("llds_gate_rate", "step", "share of A ≥ 0 turns whose Σ(logp − logp_old) < 0", "turns of A ≥ 0 sequences"),
+    _m("is_log_ratio_abs_mean", "step", "mean |logp_old − logp_rollout|", MODEL, "nats"),
+    _m("is_ess", "step", "1 / mean((w / mean w)²), w = exp(is_log_ratio)", MODEL),
+    _m("is_chi2", "step", "mean(w²) − 1, w = exp(is_log_ratio)", MODEL),
+    _m("kl_ref_mean", "step", "mean kl_ref_k3", MODEL, "nats"),
+    _m("reward_mean", "step", "mean reward", "all sequences"),
+    _m("reward_std", "step", "std reward (population)", "all sequences"),
+    _m("correct_frac", "step", "share of correct sequences", "all sequences"),
+    _m("zero_std_group_frac", "step", "share of groups whose rewards all equal (no signal)", "groups"),
+    _m("response_length_mean", "step", "mean n_model_tokens", "all sequences", "tokens"),
+    _m("truncated_frac", "step", "share of truncated sequences", "all sequences"),
+    _m("repeat_frac_max", "step", "max over sequences of repeat_frac_max", "all sequences"),
+    _m("nonfinite_logp", "step", "non-finite values in logp", "all tokens", "values", "BIGINT"),
+    _m("nonfinite_logp_old", "step", "non-finite values in logp_old", "all tokens", "values", "BIGINT"),
+    _m("nonfinite_logp_rollout", "step", "non-finite values in logp_rollout", "all tokens", "values", "BIGINT"),
+    _m("nonfinite_logp_ref", "step", "non-finite values in logp_ref", "all tokens", "values", "BIGINT"),
+    _m("nonfinite_entropy", "step", "non-finite values in entropy", "all tokens", "values", "BIGINT"),
+    _m("nonfinite_advantages", "step", "non-finite values in advantages", "all values", "values", "BIGINT"),
+    _m("nonfinite_rewards", "step", "non-finite values in rewards", "all values", "values", "BIGINT"),
+    _m("first_nonfinite", "step", "first tensor (in the order above) holding a non-finite value", "", dtype="VARCHAR"),
+)
+
+# Step scalars a trainer passes to Monitor.log; stored in the long `scalars` table under any key and
+# pivoted into the `steps` view under these names (TRL / verl keys map onto them in the integrations).
+LOGGED_SCALARS: tuple[Metric, ...] = (
+    _m("grad_norm", "step", "global grad norm before clipping", "parameters"),
+    _m("lr", "step", "learning rate", ""),
+    _m("loss", "step", "total loss", ""),
+    _m("loss_policy", "step", "policy (surrogate) loss term", ""),
+    _m("loss_penalty", "step", "objective's extra penalty term (SAPO KL / LLDS)", ""),
+    _m("loss_kl", "step", "β · KL-to-reference term", ""),
+    _m("step_time", "step", "wall time of the optimizer step", "", "s"),
+    _m("rollout_time", "step", "wall time of the rollout that fed this step", "", "s"),
+)
+
+ALL_STEP_COLUMNS: tuple[str, ...] = tuple(m.name for m in STEP_METRICS + LOGGED_SCALARS)
+
+
+def by_name(level: Level) -> dict[str, Metric]:
+    table = {"token": TOKEN_METRICS, "sequence": SEQUENCE_METRICS, "step": STEP_METRICS + LOGGED_SCALARS}
+    return {m.name: m for m in table[level]}
+
+
+def markdown_table() -> str:
+    """The catalogue as a Markdown table (docs/metrics.md is generated from it)."""
+    rows = ["| name | level | formula | population | unit |", "|---|---|---|---|---|"]
+    for m in TOKEN_METRICS + SEQUENCE_METRICS + STEP_METRICS + LOGGED_SCALARS:
+        rows.append(f"| `{m.name}` | {m.level} | {m.formula} | {m.population} | {m.unit} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,1 @@
+"""detectors (being written)."""

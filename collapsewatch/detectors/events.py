@@ -1,0 +1,127 @@
+"""Events and phase episodes: what a detector's per-step verdict becomes.
+
+A detector looks at the step history and says, for each of its phases, one of three things:
+
+* a :class:`Finding` — the phase's rule holds at this step (with severity, metric and evidence);
+* ``None`` — the rule was evaluated and does not hold;
+* nothing (phase absent from the verdict) — the rule could not be evaluated (inputs NULL, too few points).
+
+:func:`advance` turns verdicts into *episodes*. A phase is entered once its rule has held for
+``confirm_steps`` consecutive evaluated steps; the episode's first :class:`Event` has
+``step_start = step_end =`` that step. Every later step where the rule holds re-emits the episode with
+``step_end`` extended (same detector, phase, step_start: the store keeps the latest row). The episode
+ends after ``exit_patience`` consecutive evaluated steps where the rule does not hold; its ``step_end``
+stays at the last step where it held. Steps without a verdict neither extend nor end an episode.
+Severity is the worst seen during the episode; message, value and evidence are those of its last step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+Severity = Literal["info", "warning", "critical"]
+SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
+
+
+def clean(value: Any) -> Any:
+    """Evidence values made JSON-safe and stable: floats to 6 significant digits, non-finite to None."""
+    if isinstance(value, Mapping):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return float(f"{x:.6g}") if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A phase rule that holds at one step: the fields an Event takes from its latest step."""
+
+    severity: Severity
+    metric: str
+    value: float | None
+    threshold: float | None
+    window_steps: int | None
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+Verdict = dict[str, "Finding | None"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One phase episode; fields match the store's ``events`` table except run / rank / source."""
+
+    detector: str
+    phase: str
+    step_start: int
+    step_end: int
+    severity: Severity
+    metric: str | None
+    value: float | None
+    threshold: float | None
+    window_steps: int | None
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """The store's identity of an episode: later rows with the same key supersede earlier ones."""
+        return (self.detector, self.phase, self.step_start)
+
+    def as_row(self) -> dict[str, Any]:
+        """The event as an ``events`` row without run / rank / source; evidence serialised as JSON."""
+        return {
+            "detector": self.detector, "phase": self.phase, "step_start": self.step_start,
+            "step_end": self.step_end, "severity": self.severity, "metric": self.metric,
+            "value": self.value, "threshold": self.threshold, "window_steps": self.window_steps,
+            "message": self.message, "evidence": json.dumps(self.evidence, sort_keys=True, allow_nan=False),
+        }
+
+
+@dataclass(frozen=True)
+class PhaseState:
+    """Tracker state of one (detector, phase): immutable, so a snapshot per step is a dict copy."""
+
+    streak: int = 0
+    """Consecutive evaluated steps where the rule held (counts towards confirm_steps)."""
+    misses: int = 0
+    """Consecutive evaluated steps where the rule did not hold while an episode is open."""
+    episode: Event | None = None
+    """The open episode's latest version, or None."""
+
+
+def advance(
+    state: PhaseState, step: int, finding: Finding | None, detector: str, phase: str,
+    confirm_steps: int, exit_patience: int,
+) -> tuple[PhaseState, Event | None]:
+    """One evaluated step of one phase: the new state and the event to emit (new or extended), if any."""
+    if finding is None:
+        if state.episode is None:
+            return PhaseState(), None
+        misses = state.misses + 1
+        return (PhaseState() if misses >= exit_patience else replace(state, streak=0, misses=misses)), None
+    streak = state.streak + 1
+    if state.episode is None and streak < confirm_steps:
+        return PhaseState(streak=streak), None
+    old = state.episode
+    severity = finding.severity
+    if old is not None and SEVERITY_RANK[old.severity] > SEVERITY_RANK[severity]:
+        severity = old.severity
+    event = Event(
+        detector=detector, phase=phase, step_start=old.step_start if old else step, step_end=step,
+        severity=severity, metric=finding.metric, value=clean(finding.value), threshold=clean(finding.threshold),
+        window_steps=finding.window_steps, message=finding.message,
+        evidence=clean({**finding.evidence, "severity_now": finding.severity}),
+    )
+    return PhaseState(streak=streak, misses=0, episode=event), event

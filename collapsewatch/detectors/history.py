@@ -1,0 +1,201 @@
+"""The bounded step history every detector reads, and the few statistics the rules use.
+
+Rows are normalised once on the way in: NaN and NULL become ``None`` (a pandas frame read from the store
+cannot tell them apart, so neither may the online path); ±Inf becomes ``None`` too, but the column name is
+kept in :attr:`Row.nonfinite` so the non-finite detector can report it. Windows are measured in *steps*
+(``step > t − window``), not rows, so missing steps simply leave fewer points; every rule states the least
+number of points it needs and gives no verdict below that.
+
+Statistics: levels are rolling medians (robust to single-step spikes); trends are Theil–Sen slopes with
+their confidence interval (``scipy.stats.theilslopes``); noise scales are normal-consistent MADs
+(``scipy.stats.median_abs_deviation``). Nothing here keeps state outside the deque, so truncating the deque
+is an exact rollback.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+Value = float | bool | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One normalised step row: only the columns detectors read."""
+
+    step: int
+    values: Mapping[str, Value]
+    nonfinite: frozenset[str] = frozenset()
+
+    def num(self, key: str) -> float | None:
+        v = self.values.get(key)
+        return v if isinstance(v, float) else None
+
+    def text(self, key: str) -> str | None:
+        v = self.values.get(key)
+        return v if isinstance(v, str) else None
+
+    def flag(self, key: str) -> bool | None:
+        v = self.values.get(key)
+        return v if isinstance(v, bool) else None
+
+
+def _is_missing(v: Any) -> bool:
+    if v is None:
+        return True
+    try:  # pandas.NA, NaT and NaN all compare unequal to themselves or refuse bool()
+        return bool(v != v)
+    except TypeError:
+        return True
+
+
+def column_kinds() -> dict[str, str]:
+    """Each catalogue step column's kind for normalisation: 'bool', 'text' or 'num'."""
+    from ..catalogue import LOGGED_SCALARS, STEP_METRICS
+
+    kind = {"BOOLEAN": "bool", "VARCHAR": "text"}
+    return {m.name: kind.get(m.dtype, "num") for m in STEP_METRICS + LOGGED_SCALARS}
+
+
+def normalise(raw: Mapping[str, Any], columns: Mapping[str, str]) -> Row:
+    """Keep ``columns`` (name → 'num' | 'bool' | 'text') of ``raw``.
+
+    Numbers become float: NaN / NULL → None, ±Inf → None with the name noted in ``nonfinite``.
+    Booleans accept bool, 0/1 and numpy bools (a pandas column with NULLs turns bools into floats).
+    Text keeps non-empty strings.
+    """
+    step = raw.get("step")
+    if _is_missing(step) or isinstance(step, (str, bool)):
+        raise ValueError(f"a step row needs an integer 'step', got {step!r}")
+    values: dict[str, Value] = {}
+    inf: list[str] = []
+    for key, kind in columns.items():
+        v = raw.get(key)
+        if _is_missing(v):
+            continue
+        if kind == "text":
+            if str(v):
+                values[key] = str(v)
+        elif kind == "bool":
+            values[key] = bool(v)
+        else:
+            x = float(v)
+            if math.isfinite(x):
+                values[key] = x
+            else:
+                inf.append(key)
+    return Row(int(step), values, frozenset(inf))
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Theil–Sen slope (units per step) with its confidence interval over ``n`` points."""
+
+    slope: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def falling(self) -> bool:
+        """Significantly negative: the whole confidence interval is below zero."""
+        return self.high < 0
+
+    @property
+    def rising(self) -> bool:
+        return self.low > 0
+
+    def as_evidence(self) -> dict[str, float | int]:
+        return {"slope": self.slope, "ci_low": self.low, "ci_high": self.high, "n": self.n}
+
+
+@dataclass(frozen=True)
+class Series:
+    """Non-missing values of one column over a step window, oldest first."""
+
+    steps: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def level(self, k: int) -> float:
+        """Rolling-median level at the window's end (median of the last ``k`` points)."""
+        return float(np.median(self.values[-k:]))
+
+    def level_at(self, i: int, k: int) -> float:
+        """Rolling-median level ending at point ``i`` (inclusive)."""
+        return float(np.median(self.values[max(0, i - k + 1): i + 1]))
+
+    def trend(self, confidence: float) -> Trend:
+        res = stats.theilslopes(self.values, self.steps, confidence)
+        return Trend(float(res.slope), float(res.low_slope), float(res.high_slope), len(self))
+
+    def since(self, step: int) -> Series:
+        """The points with step > ``step``."""
+        keep = self.steps > step
+        return Series(self.steps[keep], self.values[keep])
+
+    def before(self, step: int) -> Series:
+        """The points with step ≤ ``step``."""
+        keep = self.steps <= step
+        return Series(self.steps[keep], self.values[keep])
+
+    def noise(self) -> float:
+        """Per-point noise scale: normal-consistent MAD of first differences, divided by √2."""
+        if len(self) < 3:
+            return 0.0
+        return float(stats.median_abs_deviation(np.diff(self.values), scale="normal")) / math.sqrt(2)
+
+
+class History:
+    """The last ``maxlen`` rows in step order; a row with a step ≤ the last one first truncates."""
+
+    def __init__(self, maxlen: int):
+        self.rows: deque[Row] = deque(maxlen=maxlen)
+
+    @property
+    def step(self) -> int:
+        return self.rows[-1].step
+
+    @property
+    def row(self) -> Row:
+        return self.rows[-1]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def push(self, row: Row) -> None:
+        self.rows.append(row)
+
+    def truncate(self, step: int) -> None:
+        """Drop the rows with step ≥ ``step`` (a restart from an earlier checkpoint)."""
+        while self.rows and self.rows[-1].step >= step:
+            self.rows.pop()
+
+    def recent(self, window: int) -> Iterator[Row]:
+        """Rows with step > current − window, newest first."""
+        lo = self.step - window
+        for row in reversed(self.rows):
+            if row.step <= lo:
+                return
+            yield row
+
+    def series(self, key: str, window: int, *, off_policy: bool = False) -> Series:
+        """Column ``key`` over the window; with ``off_policy`` rows flagged on_policy are skipped."""
+        steps: list[int] = []
+        values: list[float] = []
+        for row in self.recent(window):
+            v = row.num(key)
+            if v is None or (off_policy and row.flag("on_policy") is True):
+                continue
+            steps.append(row.step)
+            values.append(v)
+        return Series(np.asarray(steps[::-1], dtype=float), np.asarray(values[::-1], dtype=float))

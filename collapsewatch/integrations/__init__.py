@@ -1,0 +1,1 @@
+"""integrations (being written)."""

@@ -1,0 +1,75 @@
+"""Built-in tiny Qwen2-architecture causal LMs (random init, seeded) for CPU-sized RL runs.
+
+Presets keep the Qwen2 shape that real recipes train (RMSNorm, RoPE, SwiGLU, grouped-query attention
+with 2 KV heads, tied embeddings) at a size where a GRPO step on 2 CPU cores takes about a second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """Body size of a built-in model; the vocabulary comes from its tokenizer."""
+
+    n_layers: int
+    """Transformer blocks."""
+    d_model: int
+    """Hidden size."""
+    n_heads: int
+    """Query heads (head_dim = d_model / n_heads)."""
+    n_kv_heads: int = 2
+    """Key/value heads (grouped-query attention)."""
+    mlp_ratio: int = 4
+    """intermediate_size = mlp_ratio * d_model."""
+    max_positions: int = 1024
+    """Longest prompt + response, in tokens."""
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads or self.n_heads % self.n_kv_heads:
+            raise ValueError(f"need d_model % n_heads == 0 and n_heads % n_kv_heads == 0, got {self}")
+
+
+PRESETS: dict[str, ModelPreset] = {
+    "tiny": ModelPreset(n_layers=2, d_model=128, n_heads=4),
+    "small": ModelPreset(n_layers=4, d_model=256, n_heads=4),
+}
+
+
+def qwen2_config(preset: ModelPreset, vocab_size: int, pad_token_id: int, eos_token_id: int) -> Qwen2Config:
+    """The ``Qwen2Config`` of ``preset`` for a tokenizer of ``vocab_size`` tokens."""
+    return Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=preset.d_model,
+        intermediate_size=preset.mlp_ratio * preset.d_model,
+        num_hidden_layers=preset.n_layers,
+        num_attention_heads=preset.n_heads,
+        num_key_value_heads=preset.n_kv_heads,
+        max_position_embeddings=preset.max_positions,
+        rope_theta=10000.0,
+        tie_word_embeddings=True,
+        pad_token_id=pad_token_id,
+        eos_token_id=eos_token_id,
+        bos_token_id=None,
+        use_cache=True,
+    )
+
+
+def build_model(
+    preset: str | ModelPreset, vocab_size: int, pad_token_id: int, eos_token_id: int, seed: int = 0
+) -> Qwen2ForCausalLM:
+    """A freshly initialised fp32 model; ``torch.manual_seed(seed)`` first, so weights are bit-identical per seed."""
+    if isinstance(preset, str):
+        if preset not in PRESETS:
+            raise ValueError(f"unknown model preset {preset!r}; known: {sorted(PRESETS)}")
+        preset = PRESETS[preset]
+    config = qwen2_config(preset, vocab_size, pad_token_id, eos_token_id)
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config.pad_token_id = pad_token_id
+    model.generation_config.eos_token_id = eos_token_id
+    return model.float().eval()

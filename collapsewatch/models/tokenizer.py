@@ -1,0 +1,58 @@
+"""A small byte-level BPE tokenizer trained locally (about a second) on knowledge-base and trace text.
+
+Vocabulary size is the first CPU cost driver (embedding and LM head), so the built-in models use ~1k tokens.
+Byte-level means any text still encodes, including names the tokenizer never saw. The chat markers are
+special tokens; the Search-R1 tags are ordinary added tokens (one id each, kept by ``decode``), so a model
+can emit a tag in one step and stop detection is a single-token check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+from collapsewatch.env.search import TAGS
+
+IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|pad|>"
+SPECIAL_TOKENS: tuple[str, ...] = (PAD, IM_START, IM_END)
+
+# ChatML, as Qwen2 and SmolLM2 use it (no default system prompt, to keep prompts short).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE of ``vocab_size`` tokens (256 bytes + specials + tags + merges) on ``texts``.
+
+    Deterministic for a given text order. Padding side is left (decoder-only generation); the rollout
+    engine pads explicitly anyway.
+    """
+    n_reserved = 256 + len(SPECIAL_TOKENS) + len(TAGS)
+    if vocab_size <= n_reserved:
+        raise ValueError(f"vocab_size must exceed {n_reserved} (bytes + special tokens), got {vocab_size}")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size - len(TAGS),
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAGS])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=None,
+        eos_token=IM_END,
+        pad_token=PAD,
+        padding_side="left",
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=4096,
+    )

@@ -1,0 +1,179 @@
+"""Monitor: the object a training loop holds (one per rank).
+
+    with Monitor("runs/", run="exp1", config=cfg) as mon:
+        mon.observe(TokenBatch(...), step=step)       # after each forward of a (micro-)batch
+        mon.log(step, {"grad_norm": g, "lr": lr})      # any step scalars
+
+``observe`` validates shapes, copies the tensors (detached, on their device) and enqueues them; the
+probe, the step metrics, the online detectors and the store writes all run on the recorder thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import platform
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .batch import TokenBatch
+from .probe import ClipSpec
+from .recorder import Recorder, Sampling
+from .store.writer import StoreWriter
+
+log = logging.getLogger("collapsewatch")
+
+
+def _rank_world() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+def _versions() -> dict[str, str]:
+    import duckdb
+    import transformers
+
+    from . import __version__
+
+    return {"collapsewatch": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
+            "duckdb": duckdb.__version__, "python": platform.python_version()}
+
+
+def _default_detectors(enabled: bool | Any) -> Any | None:
+    if enabled is False or enabled is None:
+        return None
+    from .detectors import DetectorConfig, DetectorSuite
+
+    return DetectorSuite(enabled if isinstance(enabled, DetectorConfig) else DetectorConfig())
+
+
+class Monitor:
+    """Watches one rank of one run and writes what it sees into a store folder.
+
+    Args:
+        store: store folder (created if missing).
+        run: run name (letters, digits, ``._-``); several ranks share it.
+        config: the run's configuration, stored as JSON in ``runs.config``.
+        objective: objective name shown in the runs table.
+        clip: clip settings used for clip flags (``eps_low``, ``eps_high``, ``dual_clip``, success threshold).
+        sampling: which sequences keep per-token rows.
+        flush_steps / flush_seconds: write a segment after this many steps or seconds, whichever first.
+        queue_size / on_full: bounded queue to the recorder; ``"block"`` waits, ``"drop"`` drops and counts.
+        detectors: True (default config), False, or a ``DetectorConfig``.
+        on_event: called on the training thread (inside ``observe`` / ``log`` / ``flush``) for each new or
+            extended detector event.
+    """
+
+    def __init__(self, store: str | os.PathLike, run: str, config: dict | None = None, *,
+                 objective: str | None = None, clip: ClipSpec | None = None, sampling: Sampling | None = None,
+                 flush_steps: int = 10, flush_seconds: float = 5.0, queue_size: int = 64, on_full: str = "block",
+                 detectors: bool | Any = True, on_event: Callable[[Any], None] | None = None,
+                 rank: int | None = None, world_size: int | None = None) -> None:
+        if on_full not in ("block", "drop"):
+            raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
+        if flush_steps < 1 or flush_seconds <= 0 or queue_size < 1:
+            raise ValueError("flush_steps, queue_size must be >= 1 and flush_seconds > 0")
+        r, w = _rank_world()
+        self.rank = r if rank is None else rank
+        self.world_size = w if world_size is None else world_size
+        self.store = Path(store)
+        self.run = run
+        self.clip = clip or ClipSpec()
+        self.on_event = on_event
+        self.events: list[Any] = []
+        self.writer = StoreWriter(store, run, self.rank, self.world_size, heartbeat_s=flush_seconds)
+        self.writer.set_run_info(objective=objective, config=config or {}, versions=_versions())
+        self.writer.flush()  # the run is listed (status running) before the first step
+        self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,
+                                  flush_steps=flush_steps, flush_seconds=flush_seconds,
+                                  detectors=_default_detectors(detectors))
+        self._recorder.start()
+        self._closed = False
+        atexit.register(self._atexit)
+
+    # -- the API a training loop calls ------------------------------------------------------------
+    def observe(self, batch: TokenBatch, step: int, *, eps_low: float | None = None, eps_high: float | None = None,
+                dual_clip: float | None = None) -> None:
+        """Record one (micro-)batch of ``step``. Shape errors raise ValueError here; values never raise."""
+        if not isinstance(batch, TokenBatch):
+            raise TypeError(f"observe expects a TokenBatch, got {type(batch).__name__}")
+        self._check_open()
+        clip = self.clip
+        if eps_low is not None or eps_high is not None or dual_clip is not None:
+            clip = ClipSpec(eps_low if eps_low is not None else clip.eps_low,
+                            eps_high if eps_high is not None else clip.eps_high,
+                            dual_clip if dual_clip is not None else clip.dual_clip, clip.success_threshold)
+        copy = TokenBatch(**{k: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
+                             for k, v in vars(batch).items()})
+        self._recorder.put(("observe", int(step), copy, clip))
+        self._deliver()
+
+    def log(self, step: int, scalars: dict[str, float | int | torch.Tensor | None]) -> None:
+        """Record step scalars (grad_norm, lr, loss terms ... under any key)."""
+        self._check_open()
+        clean: dict[str, float | None] = {}
+        for k, v in scalars.items():
+            if isinstance(v, torch.Tensor):
+                v = v.detach().float().cpu().item() if v.numel() == 1 else None
+            clean[str(k)] = None if v is None else float(v)
+        self._recorder.put(("log", int(step), clean))
+        self._deliver()
+
+    def flush(self) -> None:
+        """Finish the current step and write everything pending (blocks until written)."""
+        self._check_open()
+        self._recorder.call("flush")
+        self._deliver()
+
+    def close(self, status: str = "finished", compact: bool = True) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._recorder.call("close", status)
+        self._deliver()
+        if compact:
+            from .store.compact import compact_run
+
+            try:
+                compact_run(self.store, self.run, rank=self.rank)
+            except Exception:
+                log.exception("collapsewatch: compaction of run %s failed; segments are intact", self.run)
+
+    @property
+    def should_stop(self) -> bool:
+        """True once a critical event was seen (a trainer may check it to stop early)."""
+        return any(getattr(e, "severity", None) == "critical" for e in self.events)
+
+    # -- plumbing -----------------------------------------------------------------------------------
+    def _deliver(self) -> None:
+        while True:
+            try:
+                ev = self._recorder.events_out.get_nowait()
+            except Exception:
+                return
+            self.events.append(ev)
+            if self.on_event is not None:
+                try:
+                    self.on_event(ev)
+                except Exception:
+                    log.exception("collapsewatch: on_event callback raised; ignored")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"Monitor for run {self.run!r} is closed")
+
+    def _atexit(self) -> None:
+        if not self._closed:
+            log.warning("collapsewatch: Monitor for run %s was not closed; marking it crashed", self.run)
+            self.close(status="crashed", compact=False)
+
+    def __enter__(self) -> Monitor:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(status="finished" if exc_type is None else "crashed")

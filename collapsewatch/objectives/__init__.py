@@ -1,0 +1,59 @@
+"""The built-in trainer's three separate algorithm axes (glossary: ``collapsewatch`` package docstring, DESIGN §3).
+
+1. advantages  (``advantages.py``):  rewards (B,), group_ids (B,) → A (B,)       group_norm | group_mean
+2. objective   (``registry.py``):    LossInputs → ObjectiveOutput(loss (B, T), intermediates)
+                                     grpo | sapo_search | llds | sapo_soft | gspo
+3. aggregation (``aggregation.py``): loss (B, T), mask (B, T) → scalar            token_mean | seq_mean_token_mean
+                                                                                  | seq_mean_token_sum_norm
+
+A trainer step, with gradient accumulation over micro-batches::
+
+    adv = compute_advantages(rewards, group_ids)                                   # once per rollout batch
+    norm = aggregation_normalizer("token_mean", [mb.mask for mb in micro_batches])  # once per optimizer step
+    for mb in micro_batches:
+        out = compute_objective("llds", LossInputs(logp=..., logp_old=..., advantages=adv[mb.rows], mask=...))
+        aggregate(out.loss, mb.mask, "token_mean", normalizer=norm).backward()
+        probe.observe(...)   # out.intermediates: ratio, clip flags, gates, penalty masks (detached)
+"""
+
+from collapsewatch.objectives import gspo, llds, sapo_search, sapo_soft  # noqa: F401  (registers the objectives)
+from collapsewatch.objectives.advantages import ADVANTAGE_MODES, GroupStats, compute_advantages, group_stats
+from collapsewatch.objectives.aggregation import AGGREGATIONS, aggregate, aggregation_normalizer
+from collapsewatch.objectives.grpo import GrpoParams, grpo
+from collapsewatch.objectives.gspo import GspoParams
+from collapsewatch.objectives.llds import LldsParams
+from collapsewatch.objectives.registry import (
+    Objective,
+    compute_objective,
+    get_objective,
+    make_params,
+    objective_names,
+    register_objective,
+)
+from collapsewatch.objectives.sapo_search import SapoSearchParams
+from collapsewatch.objectives.sapo_soft import SapoSoftParams
+from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+
+__all__ = [
+    "ADVANTAGE_MODES",
+    "AGGREGATIONS",
+    "GroupStats",
+    "GrpoParams",
+    "GspoParams",
+    "LldsParams",
+    "LossInputs",
+    "Objective",
+    "ObjectiveOutput",
+    "SapoSearchParams",
+    "SapoSoftParams",
+    "aggregate",
+    "aggregation_normalizer",
+    "compute_advantages",
+    "compute_objective",
+    "get_objective",
+    "grpo",
+    "group_stats",
+    "make_params",
+    "objective_names",
+    "register_objective",
+]

@@ -1,0 +1,194 @@
+"""The probe: per-token, per-sequence and per-step metrics of a TokenBatch, vectorised in torch.
+
+Everything runs on the batch's device with fixed shapes (no boolean indexing, no ``.item()``), so the
+probe never forces a device sync; the recorder thread copies the small results to the host. Definitions
+are those of :mod:`collapsewatch.catalogue`. Conventions:
+
+* a population with no member (fully masked batch, no A>0 token, on-policy step) gives NaN here, which
+  the recorder stores as NULL;
+* tokens whose value is non-finite are counted (``nonfinite_*``) and excluded from every population;
+* a step may be observed in several parts (gradient accumulation): token and sequence results are
+  concatenated and the step metrics computed once over the whole step, so quantiles stay exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .batch import TokenBatch
+
+LOG_RATIO_CLAMP = 20.0
+QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.50, "p95": 0.95, "p99": 0.99}
+NONFINITE_ORDER = ("logp", "logp_old", "logp_rollout", "logp_ref", "entropy", "advantages", "rewards")
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    """Clip settings of the objective being watched (only used to compute clip flags)."""
+
+    eps_low: float | None = 0.2
+    """Lower clip ε: r < 1 − ε_low with A < 0 is clipped. None = objective without clipping (flags NULL)."""
+    eps_high: float | None = 0.28
+    """Upper clip ε: r > 1 + ε_high with A > 0 is clipped."""
+    dual_clip: float | None = None
+    """Dual-clip constant c (r > c with A < 0); None = dual clip off (dual_clip_frac NULL)."""
+    success_threshold: float = 1.0
+    """A sequence is `correct` when its reward ≥ this."""
+
+
+def _nan_like(x: Tensor) -> Tensor:
+    return torch.full_like(x, float("nan"))
+
+
+def _masked_mean(x: Tensor, m: Tensor, dim: int | None = None) -> Tensor:
+    """Mean of x where m, NaN where m is empty. x, m same shape; m bool."""
+    xs = torch.where(m, x, torch.zeros_like(x))
+    if dim is None:
+        return xs.sum() / m.sum()  # 0/0 -> NaN
+    return xs.sum(dim) / m.sum(dim)
+
+
+def masked_quantiles(x: Tensor, m: Tensor, qs: Tensor) -> Tensor:
+    """Exact quantiles (linear interpolation, numpy's default) of the 1-D x where m; NaN if empty.
+
+    Sorts with the excluded values pushed to +inf and gathers at q·(n−1) computed on device, so the
+    population size never has to reach the host.
+    """
+    vals = torch.where(m, x, torch.full_like(x, float("inf"))).sort().values  # (N,)
+    n = m.sum()
+    if vals.numel() == 0:
+        return torch.full(qs.shape, float("nan"), dtype=x.dtype, device=x.device)
+    pos = qs.to(x.dtype) * (n - 1).clamp(min=0).to(x.dtype)  # (Q,)
+    lo = pos.floor().long().clamp(0, vals.numel() - 1)
+    hi = pos.ceil().long().clamp(0, vals.numel() - 1)
+    frac = pos - lo.to(x.dtype)
+    out = vals[lo] + (vals[hi] - vals[lo]) * frac
+    out = torch.where(frac == 0, vals[lo], out)  # avoid inf-inf when hi points past the population
+    return torch.where(n > 0, out, torch.full_like(out, float("nan")))
+
+
+def _finite_or_false(x: Tensor | None) -> Tensor | None:
+    return None if x is None else torch.isfinite(x)
+
+
+def token_metrics(b: TokenBatch, clip: ClipSpec) -> dict[str, Tensor]:
+    """Per-token tensors (B, T) of the catalogue's token metrics plus the validity masks used later."""
+    f32 = torch.float64 if b.logp.dtype == torch.float64 else torch.float32
+    logp = b.logp.detach().to(f32)
+    mask = b.mask.detach().bool() & torch.isfinite(logp)  # (B, T) tokens that count
+    out: dict[str, Tensor] = {"logp": logp, "mask": mask, "raw_mask": b.mask.detach().bool()}
+    adv = b.advantages
+    if adv is not None:
+        adv = adv.detach().to(f32)
+        adv = adv[:, None].expand_as(logp) if adv.dim() == 1 else adv  # (B, T)
+        out["advantage"] = adv
+    if b.logp_old is not None:
+        logp_old = b.logp_old.detach().to(f32)
+        mask = mask & torch.isfinite(logp_old)
+        raw = logp - logp_old
+        log_ratio = raw.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
+        ratio = log_ratio.exp()
+        out.update(logp_old=logp_old, log_ratio=log_ratio, ratio=ratio,
+                   clamped=(raw.abs() > LOG_RATIO_CLAMP) & mask)
+        if adv is not None and clip.eps_low is not None and clip.eps_high is not None:
+            out["clip_low"] = (ratio < 1 - clip.eps_low) & (adv < 0)
+            out["clip_high"] = (ratio > 1 + clip.eps_high) & (adv > 0)
+            if clip.dual_clip is not None:
+                out["dual_clip"] = (ratio > clip.dual_clip) & (adv < 0)
+    if b.logp_rollout is not None and b.logp_old is not None:
+        out["is_log_ratio"] = out["logp_old"] - b.logp_rollout.detach().to(f32)
+    if b.entropy is not None:
+        out["entropy"] = b.entropy.detach().to(f32)
+    if b.logp_ref is not None:
+        d = b.logp_ref.detach().to(f32) - logp
+        out["kl_ref_k3"] = d.exp() - d - 1
+    out["mask"] = mask
+    return out
+
+
+def _n_distinct_per_row(ids: Tensor, m: Tensor) -> Tensor:
+    """(B,) number of distinct values of ids (B, T) among positions where m."""
+    big = torch.iinfo(torch.long).max
+    s = torch.where(m, ids.long(), torch.full_like(ids, big, dtype=torch.long)).sort(dim=1).values
+    new = torch.ones_like(s, dtype=torch.bool)
+    new[:, 1:] = s[:, 1:] != s[:, :-1]
+    return (new & (s != big)).sum(1)
+
+
+def _max_run_share(ids: Tensor, m: Tensor) -> Tensor:
+    """(B,) largest share of a single id among positions where m (sorted run lengths)."""
+    big = torch.iinfo(torch.long).max
+    s = torch.where(m, ids.long(), torch.full_like(ids, big, dtype=torch.long)).sort(dim=1).values  # (B, T)
+    T = s.shape[1]
+    idx = torch.arange(T, device=s.device).expand_as(s)
+    start = torch.ones_like(s, dtype=torch.bool)
+    start[:, 1:] = s[:, 1:] != s[:, :-1]
+    run_start = torch.where(start, idx, torch.zeros_like(idx)).cummax(dim=1).values
+    run_len = torch.where(s != big, idx - run_start + 1, torch.zeros_like(idx))
+    return run_len.max(dim=1).values.double() / m.sum(1).double()  # 0/0 -> NaN
+
+
+def sequence_metrics(b: TokenBatch, tok: dict[str, Tensor], clip: ClipSpec) -> dict[str, Tensor]:
+    """Per-sequence tensors (B,) of the catalogue's sequence metrics."""
+    m = tok["mask"]
+    B = m.shape[0]
+    n_model = m.sum(1)  # (B,)
+    out: dict[str, Tensor] = {
+        "n_tokens": torch.full((B,), m.shape[1], device=m.device, dtype=torch.long),
+        "n_model_tokens": n_model,
+    }
+    if b.rewards is not None:
+        out["reward"] = b.rewards.detach().double()
+        out["correct"] = out["reward"] >= clip.success_threshold
+    if "advantage" in tok:
+        out["advantage"] = _masked_mean(tok["advantage"], tok["raw_mask"], dim=1)
+        if b.advantages is not None and b.advantages.dim() == 1:
+            out["advantage"] = b.advantages.detach().double()
+    if b.truncated is not None:
+        out["truncated"] = b.truncated.detach().bool()
+    turn_ids = b.turn_ids if b.turn_ids is not None else torch.zeros_like(m, dtype=torch.long)
+    out["n_turns"] = _n_distinct_per_row(turn_ids, m)
+    if b.token_ids is not None:
+        out["repeat_frac_max"] = _max_run_share(b.token_ids, m)
+    zero = torch.zeros_like(tok["logp"])
+    if "logp_old" in tok:
+        out["logp_old_sum"] = torch.where(m, tok["logp_old"], zero).sum(1)
+        out["logp_old_mean"] = out["logp_old_sum"] / n_model
+        out["displacement_sum"] = torch.where(m, tok["log_ratio"], zero).sum(1)
+        out["displacement_mean"] = out["displacement_sum"] / n_model
+        out["seq_ratio"] = out["displacement_mean"].exp()
+    for flag in ("clip_low", "clip_high"):
+        if flag in tok:
+            out[f"{flag}_frac"] = _masked_mean(tok[flag].to(zero.dtype), m, dim=1)
+    if "clip_low" in tok:
+        out["clip_region_frac"] = _masked_mean((tok["clip_low"] | tok["clip_high"]).to(zero.dtype), m, dim=1)
+    if "entropy" in tok:
+        ent_m = m & torch.isfinite(tok["entropy"])
+        out["entropy_mean"] = _masked_mean(tok["entropy"], ent_m, dim=1)
+        out["entropy_max"] = torch.where(ent_m, tok["entropy"], torch.full_like(zero, -torch.inf)).amax(1)
+        out["entropy_max"] = torch.where(ent_m.any(1), out["entropy_max"], _nan_like(out["entropy_mean"]))
+    if "is_log_ratio" in tok:
+        out["is_log_ratio_mean"] = _masked_mean(tok["is_log_ratio"], m & torch.isfinite(tok["is_log_ratio"]), 1)
+    return out
+
+
+def turn_gate_counts(b: TokenBatch, tok: dict[str, Tensor]) -> Tensor | None:
+    """(2,) [gated turns, A ≥ 0 turns]: turns of A ≥ 0 sequences whose Σ(logp − logp_old) < 0."""
+    if "log_ratio" not in tok or "advantage" not in tok:
+        return None
+    m = tok["mask"]
+    B, T = m.shape
+    turn = (b.turn_ids if b.turn_ids is not None else torch.zeros_like(m, dtype=torch.long)).long()
+    key = torch.arange(B, device=m.device)[:, None] * (T + 1) + turn.clamp(0, T)  # (B, T) one slot per turn
+    sums = torch.zeros(B * (T + 1), dtype=tok["log_ratio"].dtype, device=m.device)
+    sums.index_add_(0, key.flatten(), torch.where(m, tok["log_ratio"], torch.zeros_like(tok["log_ratio"])).flatten())
+    count = torch.zeros(B * (T + 1), dtype=sums.dtype, device=m.device)
+    count.index_add_(0, key.flatten(), m.flatten().to(sums.dtype))  # scatter, not boolean indexing: no sync
+    present = count > 0
+    seq_adv = _masked_mean(tok["advantage"], tok["raw_mask"], dim=1)  # (B,)
+    nonneg = (seq_adv >= 0).repeat_interleave(T + 1)
+    turns = present & nonneg
+    return torch.stack([(turns & (sums < 0)).sum(), turns.sum()]).double()

@@ -1,0 +1,234 @@
+"""Recorder: the background thread between the training loop and the store.
+
+The training thread only enqueues detached copies of the observed tensors; this thread runs the probe,
+finalises each step once all its parts have arrived (a step is complete when anything for a later step
+arrives, or on flush / close), runs the online detectors on the step row, and flushes segments every
+``flush_steps`` steps or ``flush_seconds`` seconds. Exceptions here are logged once and counted; they
+never reach the training loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import queue
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import torch
+
+from .batch import TokenBatch
+from .probe import NONFINITE_ORDER, ClipSpec, sequence_metrics, token_metrics, turn_gate_counts
+from .step_metrics import ObservedPart, compute_step_metrics
+from .store.writer import StoreWriter
+
+log = logging.getLogger("collapsewatch")
+TOKEN_COLUMNS = ("logp", "logp_old", "logp_rollout", "log_ratio", "ratio", "entropy", "clip_low", "clip_high",
+                 "is_log_ratio", "kl_ref_k3")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Which sequences keep per-token rows (sequence and step rows are always kept)."""
+
+    token_every: int = 10
+    """Every N-th step (step % N == 0) keeps token rows for all of its sequences."""
+    token_fraction: float = 0.05
+    """Other steps keep token rows for this share of sequences, chosen by a hash of (step, seq_id)."""
+
+    def keep(self, step: int, seq_ids: np.ndarray) -> np.ndarray:
+        if self.token_every > 0 and step % self.token_every == 0:
+            return np.ones(len(seq_ids), dtype=bool)
+        h = (seq_ids.astype(np.uint64) * np.uint64(2654435761) + np.uint64(step * 40503 + 1)) % np.uint64(2**32)
+        return (h.astype(np.float64) / 2**32) < self.token_fraction
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def nonfinite_counts(b: TokenBatch) -> dict[str, torch.Tensor]:
+    out = {}
+    raw = b.mask.bool()
+    for name in NONFINITE_ORDER:
+        t = getattr(b, name)
+        if t is None:
+            continue
+        bad = ~torch.isfinite(t)
+        if t.shape == raw.shape:
+            bad = bad & raw  # padding may legitimately hold -inf
+        out[name] = bad.sum()
+    return out
+
+
+class Recorder(threading.Thread):
+    def __init__(self, writer: StoreWriter, sampling: Sampling, *, queue_size: int, on_full: str,
+                 flush_steps: int, flush_seconds: float, detectors: Any | None) -> None:
+        super().__init__(name="collapsewatch-recorder", daemon=True)
+        self.writer, self.sampling, self.on_full = writer, sampling, on_full
+        self.flush_steps, self.flush_seconds = flush_steps, flush_seconds
+        self.detectors = detectors
+        self.q: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.events_out: queue.SimpleQueue = queue.SimpleQueue()
+        self._step: int | None = None
+        self._parts: list[ObservedPart] = []
+        self._scalars: dict[str, float] = {}
+        self._steps_since_flush = 0
+        self._last_flush = time.monotonic()
+        self._error_logged = False
+
+    # -- called from the training thread ---------------------------------------------------------
+    def put(self, item: tuple) -> None:
+        if self.on_full == "drop":
+            try:
+                self.q.put_nowait(item)
+            except queue.Full:
+                self.writer.dropped_batches += 1
+        else:
+            self.q.put(item)
+
+    def call(self, kind: str, *args: Any) -> None:
+        """Enqueue a control message and wait until the thread has handled it."""
+        done = threading.Event()
+        self.q.put((kind, done, *args))
+        while not done.wait(timeout=1.0):
+            if not self.is_alive():
+                return
+
+    # -- the thread ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        while True:
+            try:
+                item = self.q.get(timeout=self.flush_seconds)
+            except queue.Empty:
+                self._safe(self._flush)
+                continue
+            kind = item[0]
+            if kind == "observe":
+                self._safe(self._observe, *item[1:])
+            elif kind == "log":
+                self._safe(self._log, *item[1:])
+            elif kind in ("flush", "close"):
+                self._safe(self._finalize)
+                self._safe(self._flush, item[2] if kind == "close" else None)
+                item[1].set()
+                if kind == "close":
+                    return
+            if time.monotonic() - self._last_flush > self.flush_seconds or self._steps_since_flush >= self.flush_steps:
+                self._safe(self._flush)
+
+    def _safe(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception:  # the monitor must never take the training run down
+            self.writer.probe_errors += 1
+            if not self._error_logged:
+                self._error_logged = True
+                log.exception("collapsewatch: failed to process an observed batch; training continues "
+                              "and further failures are counted in runs.probe_errors")
+
+    def _advance(self, step: int) -> None:
+        if self._step is not None and step != self._step:
+            self._finalize()
+        self._step = step
+
+    def _observe(self, step: int, b: TokenBatch, clip: ClipSpec) -> None:
+        self._advance(step)
+        offset = sum(p.tok["mask"].shape[0] for p in self._parts)
+        B = b.logp.shape[0]
+        seq_ids = b.seq_ids if b.seq_ids is not None else torch.arange(offset, offset + B)
+        tok = token_metrics(b, clip)
+        seq = sequence_metrics(b, tok, clip)
+        part = ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids, seq_ids)
+        self._parts.append(part)
+        self._write_sequences(step, b, part)
+        self._write_tokens(step, b, part)
+
+    def _log(self, step: int, scalars: dict[str, float]) -> None:
+        self._advance(step)
+        keys = list(scalars)
+        vals = [float(scalars[k]) if scalars[k] is not None else None for k in keys]
+        self._scalars.update({k.replace("/", "_"): v for k, v in zip(keys, vals, strict=True)})
+        w = self.writer
+        self.writer.append("scalars", {"run": [w.run] * len(keys), "rank": [w.rank] * len(keys),
+                                       "step": [step] * len(keys), "key": keys, "value": vals})
+
+    def _write_sequences(self, step: int, b: TokenBatch, part: ObservedPart) -> None:
+        B = part.tok["mask"].shape[0]
+        cols: dict[str, Any] = {k: _np(v) for k, v in part.seq.items()}
+        cols.update(run=[self.writer.run] * B, rank=np.full(B, self.writer.rank), step=np.full(B, step),
+                    seq_id=_np(part.seq_ids))
+        if b.group_ids is not None:
+            cols["group_id"] = _np(b.group_ids)
+        self.writer.append("sequences", cols)
+
+    def _write_tokens(self, step: int, b: TokenBatch, part: ObservedPart) -> None:
+        seq_ids = _np(part.seq_ids)
+        keep_seq = self.sampling.keep(step, seq_ids)  # (B,)
+        if not keep_seq.any():
+            return
+        raw = _np(part.tok["raw_mask"])  # (B, T)
+        keep = raw.copy()
+        if b.turn_ids is not None:
+            keep |= _np(b.turn_ids) >= 0  # observation tokens are kept for display (mask 0)
+        keep &= keep_seq[:, None]
+        rows, pos = np.nonzero(keep)
+        cols: dict[str, Any] = {
+            "run": [self.writer.run] * len(rows), "rank": np.full(len(rows), self.writer.rank),
+            "step": np.full(len(rows), step), "seq_id": seq_ids[rows], "pos": pos, "mask": raw[rows, pos],
+        }
+        extra = {"token_id": b.token_ids, "turn_id": b.turn_ids, "advantage": part.tok.get("advantage"),
+                 "logp_rollout": b.logp_rollout}
+        for name in TOKEN_COLUMNS:
+            extra.setdefault(name, part.tok.get(name))
+        for name, t in extra.items():
+            if t is not None:
+                cols[name] = _np(t)[rows, pos]
+        self.writer.append("tokens", cols)
+
+    def _finalize(self) -> None:
+        if self._step is None:
+            return
+        step, parts, scalars = self._step, self._parts, self._scalars
+        self._step, self._parts, self._scalars = None, [], {}
+        metrics = compute_step_metrics(parts) if parts else {}
+        if parts:
+            row = {"run": [self.writer.run], "rank": [self.writer.rank], "step": [step],
+                   "ts": [datetime.now(timezone.utc)]}
+            row.update({k: [v] for k, v in metrics.items()})
+            self.writer.append("step_metrics", row)
+        self._steps_since_flush += 1
+        if self.detectors is not None:
+            self._detect(dict(metrics, **scalars, step=step))
+
+    def _detect(self, row: dict[str, Any]) -> None:
+        events = self.detectors.update(row)
+        if not events:
+            return
+        cols: dict[str, list] = {}
+        for ev in events:
+            d = asdict(ev)
+            d["evidence"] = json.dumps(d.get("evidence"), default=_json_default, sort_keys=True)
+            d.update(run=self.writer.run, rank=self.writer.rank, source="online")
+            for k, v in d.items():
+                cols.setdefault(k, []).append(v)
+            self.events_out.put(ev)
+        self.writer.append("events", cols)
+
+    def _flush(self, status: str | None = None) -> None:
+        self.writer.flush(status)
+        self._steps_since_flush = 0
+        self._last_flush = time.monotonic()
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if hasattr(x, "item"):
+        return x.item()
+    return str(x)

@@ -1,0 +1,19 @@
+"""The store: append-only Parquet segments per rank, read through DuckDB views, compacted on finish.
+
+Layout of a store directory::
+
+    STORE/_schema/<table>/empty.parquet     typed empty tables from the migrations (so globs always match)
+    STORE/_schema/VERSION                   schema version the segments were written with
+    STORE/<run>/<table>/r<rank>-<n>-<uid>.parquet   one immutable segment per flush, renamed into place
+    STORE/<run>/runs/r<rank>.parquet        the rank's run row, atomically replaced at every heartbeat
+    STORE/<run>/<run>.duckdb                 the run as one DuckDB database file, written at compaction
+
+Why: DuckDB lets one process hold a database file read-write and locks others out, yet readers (the
+dashboard, ``collapsewatch sql``) must read while several ranks write. Immutable segments renamed into
+place give lock-free, never-half-written reads; a killed writer loses at most the rows it had not flushed.
+"""
+
+from .query import ReadOnlyQueryError, Store, connect
+from .writer import StoreWriter
+
+__all__ = ["ReadOnlyQueryError", "Store", "StoreWriter", "connect"]

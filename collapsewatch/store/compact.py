@@ -1,0 +1,101 @@
+"""Compaction: merge a run's small segments (per rank, per table) and export the run to one .duckdb file.
+
+Merging writes the new segment first (atomically) and deletes the old ones after, so a reader sees each
+row at least once and at most ... twice only inside that instant: the views deduplicate step rows by
+(run, rank, step), and the query layer retries a query whose file vanished under it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .migrations import TABLES, migrate
+from .query import view_sql
+from .writer import arrow_schemas, atomic_write_table, check_run_name
+
+SEGMENT = re.compile(r"^r(\d+)-.*\.parquet$")
+
+
+def compact_run(store: str | os.PathLike, run: str, rank: int | None = None, export: bool | None = None) -> int:
+    """Merge segments of ``run`` (one rank, or all); export ``<run>/<run>.duckdb``. Returns files merged."""
+    root = Path(store)
+    check_run_name(run)
+    merged = 0
+    for table in TABLES:
+        if table == "runs":
+            continue
+        folder = root / run / table
+        by_rank: dict[int, list[Path]] = {}
+        for f in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
+            m = SEGMENT.match(f.name)
+            if m and (rank is None or int(m.group(1)) == rank):
+                by_rank.setdefault(int(m.group(1)), []).append(f)
+        for r, files in by_rank.items():
+            if len(files) < 2:
+                continue
+            schema = arrow_schemas()[table]
+            parts = [pq.read_table(f) for f in files]
+            data = pa.concat_tables([_conform(t, schema) for t in parts])
+            atomic_write_table(data, folder / f"r{r}-compact-{uuid.uuid4().hex[:8]}.parquet")
+            for f in files:
+                f.unlink(missing_ok=True)
+            merged += len(files)
+    if export if export is not None else rank in (None, 0):
+        export_duckdb(root, run)
+    return merged
+
+
+def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A segment written by an older schema gets the newer columns as NULLs."""
+    cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
+            for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def export_duckdb(store: str | os.PathLike, run: str) -> Path:
+    """Write ``<run>/<run>.duckdb``: the migrated tables holding this run's rows, plus a ``steps`` view."""
+    root = Path(store).resolve()
+    target = root / run / f"{run}.duckdb"
+    tmp = root / run / f".{run}.{uuid.uuid4().hex[:8]}.duckdb.tmp"
+    sql = view_sql(root, run)
+    con = duckdb.connect(str(tmp))
+    try:
+        migrate(con)
+        sources = {"runs": sql["run_ranks"], "step_metrics": sql["step_metrics"], "scalars": sql["scalars"],
+                   "sequences": sql["sequences"], "tokens": sql["tokens"], "events": sql["events"]}
+        for table, select in sources.items():
+            cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+            names = ", ".join(cols)
+            con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM ({select})")
+        con.execute(f"CREATE VIEW steps AS {view_sql(root, run, sources={t: t for t in TABLES})['steps']}")
+        con.close()
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+        wal = Path(str(tmp) + ".wal")
+        if wal.exists():
+            wal.unlink()
+    return target
+
+
+def compact_store(store: str | os.PathLike) -> list[str]:
+    """Compact every run of a store that is not running. Returns the runs compacted."""
+    from .query import connect
+
+    con = connect(store)
+    runs = [r[0] for r in con.execute("SELECT run FROM runs WHERE status <> 'running' ORDER BY run").fetchall()]
+    con.close()
+    for run in runs:
+        compact_run(store, run)
+        for tmp in (Path(store) / run).glob("*/.*.tmp"):
+            tmp.unlink(missing_ok=True)  # left by a writer killed mid-flush
+    return runs
+

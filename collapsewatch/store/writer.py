@@ -1,0 +1,176 @@
+"""StoreWriter: buffers rows of one (run, rank) and flushes them as immutable Parquet segments.
+
+Every segment is written to a hidden temporary name and ``os.replace``d into place, so readers see a
+segment whole or not at all. A failed flush (full disk, permissions) keeps the rows for the next try,
+counts the failure and reports it once; it never raises into the training loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+import uuid
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .migrations import LATEST_VERSION, TABLES, schema_connection
+
+log = logging.getLogger("collapsewatch.store")
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_PENDING_ROWS = 5_000_000  # per table; beyond this, oldest buffered batches are dropped and counted
+
+
+def check_run_name(run: str) -> str:
+    if not isinstance(run, str) or not RUN_NAME.match(run):
+        raise ValueError(f"run name {run!r} is invalid: use letters, digits, '.', '_' or '-' "
+                         "(starting with a letter or digit, at most 128 characters)")
+    return run
+
+
+_SCHEMAS: dict[str, pa.Schema] | None = None
+
+
+def arrow_schemas() -> dict[str, pa.Schema]:
+    """Arrow schema of every table, read from the migrated DuckDB schema (one source of truth)."""
+    global _SCHEMAS
+    if _SCHEMAS is None:
+        con = schema_connection()
+        _SCHEMAS = {t: con.sql(f"SELECT * FROM {t} LIMIT 0").to_arrow_table().schema for t in TABLES}
+        con.close()
+    return _SCHEMAS
+
+
+def atomic_write_table(table: pa.Table, path: Path) -> None:
+    """Write ``table`` to ``path`` so that no reader ever sees a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def ensure_schema(root: Path) -> None:
+    """Create (or upgrade) ``root/_schema``: one typed, empty Parquet file per table."""
+    marker = root / "_schema" / "VERSION"
+    if marker.exists() and marker.read_text().strip() == str(LATEST_VERSION):
+        return
+    for table, schema in arrow_schemas().items():
+        atomic_write_table(schema.empty_table(), root / "_schema" / table / "empty.parquet")
+    tmp = marker.parent / f".VERSION.{uuid.uuid4().hex[:8]}"
+    tmp.write_text(str(LATEST_VERSION))
+    os.replace(tmp, marker)
+
+
+def to_arrow(table: str, columns: dict[str, Any]) -> pa.Table:
+    """Columns (lists / numpy arrays) → an Arrow table of ``table``'s schema; absent columns are NULL."""
+    schema = arrow_schemas()[table]
+    unknown = set(columns) - set(schema.names)
+    if unknown:
+        raise ValueError(f"table {table!r} has no column(s) {sorted(unknown)}")
+    n = len(next(iter(columns.values())))
+    arrays = []
+    for f in schema:
+        col = columns.get(f.name)
+        arrays.append(pa.nulls(n, f.type) if col is None else pa.array(col, type=f.type, from_pandas=True))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+class StoreWriter:
+    """Buffered, append-only writer of one run's rows for one rank."""
+
+    def __init__(self, root: str | os.PathLike, run: str, rank: int = 0, world_size: int = 1,
+                 heartbeat_s: float = 5.0) -> None:
+        self.root = Path(root)
+        self.run = check_run_name(run)
+        self.rank, self.world_size, self.heartbeat_s = rank, world_size, heartbeat_s
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            ensure_schema(self.root)
+            (self.root / run).mkdir(exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"store {str(self.root)!r} is not writable: {e}") from e
+        self._pending: dict[str, list[pa.Table]] = defaultdict(list)
+        self._segment = 0
+        self._uid = uuid.uuid4().hex[:8]
+        self.write_errors = 0
+        self.dropped_rows = 0
+        self.dropped_batches = 0
+        self.probe_errors = 0
+        self._reported = False
+        self.run_info: dict[str, Any] = {
+            "run": run, "rank": rank, "world_size": world_size, "status": "running",
+            "started_at": datetime.now(timezone.utc), "ended_at": None, "host": socket.gethostname(),
+            "pid": os.getpid(), "objective": None, "config": None, "versions": None,
+        }
+
+    def set_run_info(self, *, objective: str | None = None, config: dict | None = None,
+                     versions: dict | None = None) -> None:
+        if objective is not None:
+            self.run_info["objective"] = objective
+        if config is not None:
+            self.run_info["config"] = json.dumps(config, default=str, sort_keys=True)
+        if versions is not None:
+            self.run_info["versions"] = json.dumps(versions, sort_keys=True)
+
+    def append(self, table: str, columns: dict[str, Any] | pa.Table) -> None:
+        t = columns if isinstance(columns, pa.Table) else to_arrow(table, columns)
+        if t.num_rows:
+            self._pending[table].append(t)
+            self._bound(table)
+
+    def _bound(self, table: str) -> None:
+        while sum(t.num_rows for t in self._pending[table]) > MAX_PENDING_ROWS and len(self._pending[table]) > 1:
+            dropped = self._pending[table].pop(0)
+            self.dropped_rows += dropped.num_rows
+
+    def flush(self, status: str | None = None) -> bool:
+        """Write every pending table as one segment each, then the heartbeat row. True on success."""
+        ok = True
+        for table in list(self._pending):
+            batches = self._pending[table]
+            if not batches:
+                continue
+            data = pa.concat_tables(batches)
+            self._segment += 1
+            path = self.root / self.run / table / f"r{self.rank}-{self._segment:06d}-{self._uid}.parquet"
+            try:
+                atomic_write_table(data, path)
+                self._pending[table] = []
+            except OSError as e:
+                ok = False
+                self._failed(e)
+        if status is not None:
+            self.run_info["status"] = status
+            if status in ("finished", "crashed"):
+                self.run_info["ended_at"] = datetime.now(timezone.utc)
+        try:
+            self._write_run_row()
+        except OSError as e:
+            ok = False
+            self._failed(e)
+        return ok
+
+    def _write_run_row(self) -> None:
+        row = dict(self.run_info, updated_at=datetime.now(timezone.utc), heartbeat_s=self.heartbeat_s,
+                   dropped_batches=self.dropped_batches, write_errors=self.write_errors,
+                   probe_errors=self.probe_errors)
+        table = to_arrow("runs", {k: [v] for k, v in row.items()})
+        atomic_write_table(table, self.root / self.run / "runs" / f"r{self.rank}.parquet")
+
+    def _failed(self, e: OSError) -> None:
+        self.write_errors += 1
+        if not self._reported:
+            self._reported = True
+            log.error("collapsewatch: cannot write to store %s (%s); training continues, rows are kept for "
+                      "retry and failures are counted in runs.write_errors", self.root, e)
