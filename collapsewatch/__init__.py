@@ -14,13 +14,32 @@ Glossary (fixed here once; DESIGN.md §3):
 * ``turn`` = a maximal run of model tokens between two tool observations.
 * ISDD = importance-sampling distribution drift (arXiv 2603.10069); LLD = lazy likelihood displacement
   (arXiv 2512.04220).
+
+Names are imported lazily so that the command line (``collapsewatch sql``) starts without torch.
 """
 
-from .batch import TokenBatch
-from .monitor import Monitor
-from .probe import ClipSpec
-from .recorder import Sampling
-from .store import Store, connect
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "TokenBatch": ".batch", "Monitor": ".monitor", "ClipSpec": ".probe", "Sampling": ".recorder",
+    "Store": ".store", "connect": ".store",
+}
 __all__ = ["ClipSpec", "Monitor", "Sampling", "Store", "TokenBatch", "__version__", "connect"]
+
+if TYPE_CHECKING:
+    from .batch import TokenBatch
+    from .monitor import Monitor
+    from .probe import ClipSpec
+    from .recorder import Sampling
+    from .store import Store, connect
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module 'collapsewatch' has no attribute {name!r}")

@@ -35,13 +35,15 @@ def _rank_world() -> tuple[int, int]:
 
 
 def _versions() -> dict[str, str]:
-    import duckdb
-    import transformers
+    from importlib.metadata import PackageNotFoundError, version
 
-    from . import __version__
-
-    return {"collapsewatch": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
-            "duckdb": duckdb.__version__, "python": platform.python_version()}
+    out = {"python": platform.python_version(), "torch": torch.__version__}
+    for pkg in ("collapsewatch", "transformers", "trl", "duckdb"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
 
 
 def _default_detectors(enabled: bool | Any) -> Any | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from .catalogue import STEP_METRICS
 from .probe import NONFINITE_ORDER, QUANTILES, ClipSpec, masked_quantiles
 
 
@@ -170,4 +171,4 @@ def compute_step_metrics(parts: list[ObservedPart]) -> dict[str, float | int | b
         present = any(name in p.nonfinite for p in parts)
         result[f"nonfinite_{name}"] = c if present else None
     result["first_nonfinite"] = next((n for n in NONFINITE_ORDER if counts[n] > 0), None)
-    return result
+    return {m.name: result.get(m.name) for m in STEP_METRICS}  # every catalogue metric; absent = NULL

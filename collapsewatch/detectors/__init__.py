@@ -1,1 +1,32 @@
-"""detectors (being written)."""
+"""Collapse detectors: ISDD, the LLD death spiral, and the simpler failure signals of GRPO-style runs.
+
+    suite = DetectorSuite(DetectorConfig())
+    events = suite.update(row)        # online: one step row → episodes entered or extended at this step
+    events = detect_frame(df)         # offline: the same rules over a frame of step rows
+
+Rows carry ``step`` plus catalogue step columns (``collapsewatch.catalogue``); an :class:`Event` is one
+phase episode and maps onto the store's ``events`` table (see :mod:`.events` for the episode rules,
+:mod:`.suite` for restarts and ranks, docs/detectors.md for every rule and constant).
+"""
+
+from .config import (
+    DETECTORS,
+    DetectorConfig,
+    EntropyConfig,
+    GradConfig,
+    IsddConfig,
+    LengthConfig,
+    LldConfig,
+    MismatchConfig,
+    NonfiniteConfig,
+    SignalConfig,
+    StarvationConfig,
+)
+from .events import Event, Finding, Severity
+from .suite import Applicability, DetectorSuite, detect_each, detect_frame, final_branch
+
+__all__ = [
+    "DETECTORS", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "Event", "Finding",
+    "GradConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity",
+    "SignalConfig", "StarvationConfig", "detect_each", "detect_frame", "final_branch",
+]

@@ -8,13 +8,13 @@ number of points it needs and gives no verdict below that.
 
 Statistics: levels are rolling medians (robust to single-step spikes); trends are Theil–Sen slopes with
 their confidence interval (``scipy.stats.theilslopes``); noise scales are normal-consistent MADs
-(``scipy.stats.median_abs_deviation``). Nothing here keeps state outside the deque, so truncating the deque
-is an exact rollback.
+(1.4826 · MAD). Nothing here keeps state outside the deques, so truncating them is an exact rollback.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -128,11 +128,13 @@ class Series:
 
     def level(self, k: int) -> float:
         """Rolling-median level at the window's end (median of the last ``k`` points)."""
-        return float(np.median(self.values[-k:]))
+        return float(statistics.median(self.values[-k:].tolist()))  # k is small: faster than np.median
 
-    def level_at(self, i: int, k: int) -> float:
-        """Rolling-median level ending at point ``i`` (inclusive)."""
-        return float(np.median(self.values[max(0, i - k + 1): i + 1]))
+    def levels(self, k: int) -> np.ndarray:
+        """Trailing rolling-median levels; entry j ends at point j + k − 1 (full windows only)."""
+        if len(self) < k:
+            return np.empty(0)
+        return np.median(np.lib.stride_tricks.sliding_window_view(self.values, k), axis=1)
 
     def trend(self, confidence: float) -> Trend:
         res = stats.theilslopes(self.values, self.steps, confidence)
@@ -152,14 +154,21 @@ class Series:
         """Per-point noise scale: normal-consistent MAD of first differences, divided by √2."""
         if len(self) < 3:
             return 0.0
-        return float(stats.median_abs_deviation(np.diff(self.values), scale="normal")) / math.sqrt(2)
+        d = np.diff(self.values)
+        return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)  # MAD · Φ⁻¹(¾)⁻¹
 
 
 class History:
-    """The last ``maxlen`` rows in step order; a row with a step ≤ the last one first truncates."""
+    """The last ``maxlen`` rows in step order, plus per-column (step, value, on_policy) points for fast windows.
+
+    A row with a step ≤ the last one is the caller's business (the suite truncates first, see suite.py).
+    Series are memoised until the next push / truncate: several detectors read the same windows.
+    """
 
     def __init__(self, maxlen: int):
         self.rows: deque[Row] = deque(maxlen=maxlen)
+        self._points: dict[str, deque[tuple[int, float, bool]]] = {}
+        self._memo: dict[tuple[str, int, bool], Series] = {}
 
     @property
     def step(self) -> int:
@@ -173,12 +182,25 @@ class History:
         return len(self.rows)
 
     def push(self, row: Row) -> None:
+        self._memo.clear()
         self.rows.append(row)
+        on = row.flag("on_policy") is True
+        for key, v in row.values.items():
+            if type(v) is float:
+                self._points.setdefault(key, deque()).append((row.step, v, on))
+        oldest = self.rows[0].step
+        for points in self._points.values():
+            while points and points[0][0] < oldest:
+                points.popleft()
 
     def truncate(self, step: int) -> None:
         """Drop the rows with step ≥ ``step`` (a restart from an earlier checkpoint)."""
+        self._memo.clear()
         while self.rows and self.rows[-1].step >= step:
             self.rows.pop()
+        for points in self._points.values():
+            while points and points[-1][0] >= step:
+                points.pop()
 
     def recent(self, window: int) -> Iterator[Row]:
         """Rows with step > current − window, newest first."""
@@ -190,12 +212,18 @@ class History:
 
     def series(self, key: str, window: int, *, off_policy: bool = False) -> Series:
         """Column ``key`` over the window; with ``off_policy`` rows flagged on_policy are skipped."""
+        memo_key = (key, window, off_policy)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        lo = self.step - window
         steps: list[int] = []
         values: list[float] = []
-        for row in self.recent(window):
-            v = row.num(key)
-            if v is None or (off_policy and row.flag("on_policy") is True):
-                continue
-            steps.append(row.step)
-            values.append(v)
-        return Series(np.asarray(steps[::-1], dtype=float), np.asarray(values[::-1], dtype=float))
+        for step, v, on in reversed(self._points.get(key, ())):
+            if step <= lo:
+                break
+            if not (off_policy and on):
+                steps.append(step)
+                values.append(v)
+        out = Series(np.asarray(steps[::-1], dtype=float), np.asarray(values[::-1], dtype=float))
+        self._memo[memo_key] = out
+        return out

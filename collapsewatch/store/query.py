@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pandas as pd
@@ -107,8 +106,15 @@ def connect(store: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnect
         pass  # a read-only copy of a store: old segments still read (union_by_name)
     con = duckdb.connect(":memory:")
     sql = view_sql(root)
-    for name in VIEW_ORDER:
-        con.execute(f"CREATE VIEW {name} AS {sql[name]}")
+    for attempt in range(RETRIES):  # binding a view reads segment footers; compaction may remove one under us
+        try:
+            for name in VIEW_ORDER:
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql[name]}")
+            break
+        except duckdb.IOException:
+            if attempt == RETRIES - 1:
+                raise
+            time.sleep(0.05)
     if read_only:
         con.execute(f"SET allowed_directories = ['{_q(root)}/']")
         con.execute("SET enable_external_access = false")

@@ -1,0 +1,174 @@
+"""The ``collapsewatch`` command line: thin Typer commands over the library.
+
+Library errors (bad paths, unknown runs, malformed or writing SQL) become one line on stderr and exit
+code 1; tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Watch GRPO-style RL runs for ISDD and lazy-likelihood-displacement collapse.")
+
+StoreArg = Annotated[Path, typer.Argument(help="Store folder (one per project; runs live inside it).")]
+RunOpt = Annotated[str | None, typer.Option("--run", "-r", help="Run name.")]
+CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON records instead of a table.")]
+
+
+class CliError(Exception):
+    pass
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(1)
+
+
+def friendly(fn: Callable) -> Callable:
+    """Turn library errors into one line and exit code 1."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, FileNotFoundError, PermissionError, CliError, RuntimeError) as e:
+            _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+    return wrapper
+
+
+def _open_store(store: Path):
+    from .store import Store
+
+    return Store(store)
+
+
+def print_frame(df, csv: bool = False, as_json: bool = False) -> None:
+    if csv:
+        sys.stdout.write(df.to_csv(index=False))
+    elif as_json:
+        sys.stdout.write(df.to_json(orient="records", date_format="iso") + "\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(show_lines=False)
+        for c in df.columns:
+            table.add_column(str(c), overflow="fold")
+        for row in df.itertuples(index=False):
+            table.add_row(*[_fmt(v) for v in row])
+        Console(width=200).print(table)
+
+
+def _fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "NULL"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+@app.command()
+@friendly
+def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
+    """List the runs of a store with status, steps, last reward and event count."""
+    df = _open_store(store).runs()
+    print_frame(df, csv, as_json)
+
+
+@app.command()
+@friendly
+def sql(store: StoreArg, query: Annotated[str, typer.Argument(help="Read-only SQL over the views runs, steps, "
+                                                              "scalars, sequences, tokens, events.")],
+        csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
+    """Run a read-only SQL query against the store (writes and DDL are refused)."""
+    print_frame(_open_store(store).sql(query), csv, as_json)
+
+
+@app.command()
+@friendly
+def compact(store: StoreArg) -> None:
+    """Merge the segments of every finished or crashed run and export each to <run>/<run>.duckdb."""
+    from .store.compact import compact_store
+
+    done = compact_store(store)
+    typer.echo(f"compacted {len(done)} run(s): {', '.join(done) if done else '-'}")
+
+
+@app.command()
+@friendly
+def detect(store: StoreArg, run: RunOpt = None, rank: Annotated[int, typer.Option(help="Rank to read.")] = 0,
+           write: Annotated[bool, typer.Option(help="Write the events into the store.")] = True,
+           csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
+    """Run every detector over stored runs and print the phase timeline (and store it as events)."""
+    from .offline import detect_runs
+
+    df = detect_runs(store, run=run, rank=rank, write=write)
+    if df.empty:
+        typer.echo("no events: no detector fired")
+        return
+    print_frame(df, csv, as_json)
+
+
+@app.command()
+@friendly
+def dash(store: StoreArg, host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+         port: Annotated[int, typer.Option(help="Port.")] = 8050) -> None:
+    """Serve the live dashboard on a store."""
+    from collapsewatch.dashboard.app import serve
+
+    from .store.query import connect
+
+    connect(store).close()  # a bad path fails here with one line
+    typer.echo(f"collapsewatch dashboard on http://{host}:{port}  (store {store})")
+    serve(str(store), host=host, port=port)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@friendly
+def train(ctx: typer.Context) -> None:
+    """Train with the built-in trainer (see `collapsewatch train --help`)."""
+    from .trainer.cli import main as train_main
+
+    raise typer.Exit(train_main(list(ctx.args)))
+
+
+@app.command()
+@friendly
+def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="trainer_state.json (HF Trainer / TRL) "
+                                                                  "or a JSONL file of {step, key: value} rows.")],
+           run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")]) -> None:
+    """Import logged step scalars of a run made without the monitor (HF/TRL trainer_state.json or JSONL)."""
+    from .ingest import ingest_file
+
+    n = ingest_file(store, file, run)
+    typer.echo(f"ingested {n} step(s) into run {run!r}")
+
+
+@app.command()
+@friendly
+def demo(store: Annotated[Path, typer.Option(help="Store for the demo run.")] = Path("demo_runs"),
+         steps: Annotated[int, typer.Option(help="Training steps.")] = 30,
+         serve_dash: Annotated[bool, typer.Option("--dash/--no-dash", help="Serve the dashboard after.")] = True,
+         port: Annotated[int, typer.Option(help="Dashboard port.")] = 8050) -> None:
+    """A short real training run with the monitor, then the dashboard on it (and the sample runs)."""
+    from .demo import run_demo
+
+    run_demo(store, steps=steps, serve=serve_dash, port=port)
+
+
+def main(argv: list[str] | None = None) -> None:
+    app(args=argv, prog_name="collapsewatch")
+
+
+if __name__ == "__main__":
+    main()
+

@@ -1,0 +1,231 @@
+"""Detector configuration: every threshold a named, documented, overridable default.
+
+No paper publishes numeric thresholds for these phases (DESIGN.md §6). The defaults below were set on the
+synthetic series of :mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py`` measures them)
+and on the scale of the quantities: ratios are dimensionless around 1, log-likelihoods are nats per token,
+rewards are assumed to live on a [0, 1]-like scale. Override with ``dataclasses.replace`` or
+:meth:`DetectorConfig.from_dict` (``{"isdd": {"median_threshold": 0.85}}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Episode timing shared by every detector config (see :mod:`.events`)."""
+
+    confirm_steps: int = 3
+    """A phase is entered after its rule held on this many consecutive evaluated steps."""
+    exit_patience: int = 5
+    """An open episode ends after this many consecutive evaluated steps where its rule does not hold."""
+
+    def __post_init__(self) -> None:
+        if self.confirm_steps < 1 or self.exit_patience < 1:
+            raise ValueError("confirm_steps and exit_patience must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class SignalConfig:
+    """Confirmation signals shared by ISDD and LLD (they raise severity, they never flag alone)."""
+
+    recent_steps: int = 10
+    """Window of the 'recent' side of grad-norm spikes and entropy surges."""
+    reference_steps: int = 50
+    """Reference window (ending where the recent window starts) whose median defines 'normal'."""
+    grad_spike_factor: float = 3.0
+    """Grad spike: max grad_norm over the recent window ≥ this × the reference median."""
+    entropy_surge_factor: float = 1.3
+    """Entropy surge: recent entropy_mean level ≥ this × the reference median."""
+    rise_fall_window: int = 80
+    """Window over which 'entropy rose then fell' is judged (ISDD confirmation)."""
+    entropy_rise_frac: float = 0.1
+    """Entropy rise: peak level ≥ (1 + this) × the level at the window start."""
+    entropy_fall_frac: float = 0.1
+    """Entropy fall: current level ≤ (1 − this) × the peak level, the peak after the start."""
+    reward_peak_window: int = 150
+    """The running maximum of the reward level is taken over this many steps (bounded state)."""
+    reward_drop_frac: float = 0.25
+    """Reward drop: level below the running max by at least this fraction of |running max| …"""
+    reward_drop_min: float = 0.05
+    """… and by at least this much in reward units."""
+
+
+@dataclass(frozen=True)
+class IsddConfig(Timing):
+    """ISDD: the ratio of A>0 tokens drifts down (SAPO, arXiv 2603.10069)."""
+
+    median_threshold: float = 0.9
+    """Enter when the smoothed ratio_p50_pos is below this and still falling; stay while below it."""
+    trend_window: int = 20
+    """Steps over which 'still falling' (Theil–Sen slope of ratio_p50_pos) is judged."""
+    min_points: int = 10
+    """Off-policy points the trend window needs for a verdict."""
+    p05_threshold: float = 0.1
+    """Lower-tail rule: smoothed ratio_p05_pos below this."""
+    lt_0_1_frac_threshold: float = 0.05
+    """Lower-tail rule: smoothed share of A>0 tokens with r < 0.1 above this."""
+
+
+@dataclass(frozen=True)
+class LldConfig(Timing):
+    """LLD death spiral on the likelihood of correct responses (LLDS, arXiv 2512.04220)."""
+
+    slope_window: int = 30
+    """Steps of the Theil–Sen slope of L = logp_old_mean_correct (and of I, reward)."""
+    min_points: int = 15
+    """Points of L the slope window needs for a verdict."""
+    flat_change: float = 0.03
+    """Stagnation: the slope's whole CI × slope_window lies within ±this (nats/token): 'flat', not 'unsure'."""
+    decay_change: float = 0.03
+    """Decay: slope × slope_window ≤ −this (nats/token) and the slope's CI is below 0."""
+    require_incorrect_falling: bool = True
+    """Decay also needs logp_old_mean_incorrect not significantly rising (when it has enough points)."""
+    accel_factor: float = 2.0
+    """Acceleration: slope over the last recent_steps ≤ this × the slope over the whole window (< 0)."""
+    recent_steps: int = 10
+    """Steps of the 'recent' slope and of the cliff drop."""
+    cliff_factor: float = 6.0
+    """Cliff: L level fell over recent_steps by ≥ this × the window's per-point noise (MAD)."""
+
+
+@dataclass(frozen=True)
+class EntropyConfig(Timing):
+    """Entropy collapse (exploration gone) and blow-up (policy dissolving)."""
+
+    collapse_abs: float = 0.05
+    """Collapse: entropy_mean level below this many nats …"""
+    collapse_frac: float = 0.1
+    """… or below this fraction of its peak level over the history."""
+    blowup_factor: float = 2.0
+    """Blow-up: level ≥ this × the median of entropy_mean over the history."""
+    min_points: int = 20
+    """Points the history needs before either rule gives a verdict."""
+
+
+@dataclass(frozen=True)
+class GradConfig(Timing):
+    """Gradient explosion on the pre-clip global grad norm."""
+
+    confirm_steps: int = 1
+    exit_patience: int = 3
+    window: int = 50
+    """Reference window (previous steps, current excluded) whose median defines the normal grad norm."""
+    min_points: int = 10
+    """Reference points needed for a verdict."""
+    spike_factor: float = 5.0
+    """Explosion: grad_norm ≥ this × the reference median (warning)."""
+    critical_factor: float = 20.0
+    """… ≥ this × the reference median: critical."""
+
+
+@dataclass(frozen=True)
+class NonfiniteConfig(Timing):
+    """First non-finite value: from first_nonfinite, the nonfinite_* counts, or ±Inf grad_norm / loss."""
+
+    confirm_steps: int = 1
+    exit_patience: int = 3
+
+
+@dataclass(frozen=True)
+class StarvationConfig(Timing):
+    """Signal starvation: groups whose rewards are all equal carry no GRPO advantage."""
+
+    warn_frac: float = 0.8
+    """Warning when the zero_std_group_frac level reaches this."""
+    critical_frac: float = 0.95
+    """Critical when it reaches this."""
+
+
+@dataclass(frozen=True)
+class LengthConfig(Timing):
+    """Length blow-up (truncation) and repetition (degenerate outputs)."""
+
+    truncated_frac: float = 0.3
+    """Blow-up: truncated_frac level ≥ this (warning)."""
+    truncated_critical: float = 0.7
+    """… ≥ this: critical."""
+    repeat_frac: float = 0.6
+    """Repetition: repeat_frac_max level ≥ this (one token id is this share of some response)."""
+
+
+@dataclass(frozen=True)
+class MismatchConfig(Timing):
+    """Train–inference mismatch drift (logp_old vs logp_rollout)."""
+
+    window: int = 30
+    """Steps of the Theil–Sen slope of is_log_ratio_abs_mean."""
+    min_points: int = 15
+    """Points the window needs for the rising rule."""
+    abs_min: float = 0.02
+    """Rising rule: level ≥ this many nats …"""
+    rise_factor: float = 2.0
+    """… and ≥ this × the median over the history, with a significantly rising slope."""
+    ess_warn: float = 0.7
+    """ESS rule: is_ess level ≤ this (is_ess is normalised to (0, 1])."""
+    ess_critical: float = 0.3
+    """ESS level ≤ this: critical."""
+
+
+DETECTORS = ("isdd", "lld", "entropy", "grad", "nonfinite", "starvation", "length", "mismatch")
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """All detector settings. ``DetectorConfig()`` is the documented default."""
+
+    smooth_steps: int = 5
+    """Every 'level' is the median of a column's last this-many points (robust to one-step spikes)."""
+    trend_confidence: float = 0.9
+    """Confidence of the Theil–Sen slope interval behind 'falling' / 'rising'."""
+    history_steps: int = 200
+    """Rows kept (bounded state; per-step cost O(this)). Also the exact-rollback horizon on restarts."""
+    enabled: tuple[str, ...] = DETECTORS
+    """Detectors to run, by name."""
+    signals: SignalConfig = field(default_factory=SignalConfig)
+    isdd: IsddConfig = field(default_factory=IsddConfig)
+    lld: LldConfig = field(default_factory=LldConfig)
+    entropy: EntropyConfig = field(default_factory=EntropyConfig)
+    grad: GradConfig = field(default_factory=GradConfig)
+    nonfinite: NonfiniteConfig = field(default_factory=NonfiniteConfig)
+    starvation: StarvationConfig = field(default_factory=StarvationConfig)
+    length: LengthConfig = field(default_factory=LengthConfig)
+    mismatch: MismatchConfig = field(default_factory=MismatchConfig)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.enabled) - set(DETECTORS)
+        if unknown:
+            raise ValueError(f"unknown detectors {sorted(unknown)}; known: {DETECTORS}")
+        if not 0 < self.trend_confidence < 1:
+            raise ValueError("trend_confidence must be in (0, 1)")
+        s = self.signals
+        needed = {
+            "signals.recent_steps + reference_steps": s.recent_steps + s.reference_steps,
+            "signals.rise_fall_window": s.rise_fall_window, "signals.reward_peak_window": s.reward_peak_window,
+            "isdd.trend_window": self.isdd.trend_window, "lld.slope_window": self.lld.slope_window,
+            "grad.window + 1": self.grad.window + 1, "mismatch.window": self.mismatch.window,
+        }
+        for name, steps in needed.items():
+            if steps > self.history_steps:
+                raise ValueError(f"{name} = {steps} exceeds history_steps = {self.history_steps}")
+        if self.lld.recent_steps >= self.lld.slope_window:
+            raise ValueError("lld.recent_steps must be shorter than lld.slope_window")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DetectorConfig:
+        """Defaults overridden by a nested mapping, e.g. parsed from JSON or TOML."""
+        top = {f.name: f for f in fields(cls)}
+        out = cls()
+        for key, value in data.items():
+            if key not in top:
+                raise ValueError(f"unknown detector setting {key!r}")
+            current = getattr(out, key)
+            if isinstance(value, Mapping):
+                value = replace(current, **value)
+            elif key == "enabled":
+                value = tuple(value)
+            out = replace(out, **{key: value})
+        return out

@@ -1,0 +1,41 @@
+"""Gradient explosion on the pre-clip global ``grad_norm``, phase ``explosion``.
+
+grad_norm ≥ spike_factor × the median over the previous ``window`` steps (current step excluded) →
+warning; ≥ critical_factor × → critical. One step suffices (confirm_steps = 1): a spike is one step.
+A non-finite grad_norm is the non-finite detector's business (NaN cannot be told from NULL).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .config import DetectorConfig
+from .events import Finding, Verdict
+from .history import History
+
+
+class Grad:
+    name = "grad"
+    phases = ("explosion",)
+    inputs = ("grad_norm",)
+
+    def __init__(self, cfg: DetectorConfig):
+        self.cfg = cfg
+
+    def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
+        c = self.cfg.grad
+        g = h.row.num("grad_norm")
+        if g is None:
+            return {}
+        ref = h.series("grad_norm", c.window + 1).before(h.step - 1)
+        if len(ref) < c.min_points:
+            return {}
+        median = float(np.median(ref.values))
+        if median <= 0 or g < c.spike_factor * median:
+            return {"explosion": None}
+        critical = g >= c.critical_factor * median
+        ev = {"grad_norm": g, "reference_median": median, "ratio": g / median, "reference_points": len(ref)}
+        return {"explosion": Finding(
+            "critical" if critical else "warning", "grad_norm", g, c.spike_factor * median, c.window,
+            f"gradient explosion: grad_norm {g:.3g} = {g / median:.1f} × its median {median:.3g} "
+            f"over {c.window} steps", ev)}

@@ -1,0 +1,87 @@
+"""ISDD — importance-sampling distribution drift (SAPO, arXiv 2603.10069), phase ``drift``.
+
+Rule, on off-policy steps only (``on_policy`` true or all ratio columns NULL → "does not hold"):
+
+* median rule: level(ratio_p50_pos) < median_threshold and its Theil–Sen slope over trend_window is
+  significantly negative (to enter; an open episode stays while the level is below the threshold);
+* tail rule: level(ratio_p05_pos) < p05_threshold, or level(ratio_lt_0_1_frac_pos) > lt_0_1_frac_threshold.
+
+Either rule holds → warning; with a confirmation (entropy rose then fell, or reward fell from its running
+max) → critical. The PPO clip does not bound a falling ratio when A > 0, so the usual clip metric
+(``clip_low_frac``, TRL semantics: A < 0 only) stays low through the drift; the evidence records it next to
+``clip_low_frac_pos`` (A>0 tokens under 1 − ε_low, left unclipped) so the reader sees why clip plots missed it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import signals
+from .config import DetectorConfig
+from .events import Finding, Verdict
+from .history import History
+
+RATIO_COLUMNS = ("ratio_p50_pos", "ratio_p05_pos", "ratio_lt_0_1_frac_pos")
+
+
+class Isdd:
+    name = "isdd"
+    phases = ("drift",)
+    inputs = (*RATIO_COLUMNS, "on_policy", "clip_low_frac_pos", "clip_low_frac", "entropy_mean", "reward_mean")
+
+    def __init__(self, cfg: DetectorConfig):
+        self.cfg = cfg
+
+    def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
+        row, c, k = h.row, self.cfg.isdd, self.cfg.smooth_steps
+        if row.flag("on_policy") is True or all(row.num(col) is None for col in RATIO_COLUMNS):
+            return {"drift": None}
+        p50 = h.series("ratio_p50_pos", c.trend_window, off_policy=True)
+        p05 = h.series("ratio_p05_pos", c.trend_window, off_policy=True)
+        lt01 = h.series("ratio_lt_0_1_frac_pos", c.trend_window, off_policy=True)
+        ev: dict[str, Any] = {}
+        fired: list[tuple[str, float, float]] = []  # (metric, level, threshold) per rule that holds
+        if len(p50):
+            level = p50.level(k)
+            ev["ratio_p50_pos_level"] = level
+            if level < c.median_threshold:
+                falling = None
+                if len(p50) >= c.min_points:
+                    trend = p50.trend(self.cfg.trend_confidence)
+                    falling = trend.falling
+                    ev["ratio_p50_pos_trend"] = trend.as_evidence()
+                if falling or "drift" in open_phases:
+                    fired.append(("ratio_p50_pos", level, c.median_threshold))
+        if len(p05):
+            level = ev["ratio_p05_pos_level"] = p05.level(k)
+            if level < c.p05_threshold:
+                fired.append(("ratio_p05_pos", level, c.p05_threshold))
+        if len(lt01):
+            level = ev["ratio_lt_0_1_frac_pos_level"] = lt01.level(k)
+            if level > c.lt_0_1_frac_threshold:
+                fired.append(("ratio_lt_0_1_frac_pos", level, c.lt_0_1_frac_threshold))
+        if not fired:
+            return {"drift": None}
+        return {"drift": self._finding(h, fired, ev)}
+
+    def _finding(self, h: History, fired: list[tuple[str, float, float]], ev: dict[str, Any]) -> Finding:
+        row = h.row
+        rise_fall, rf_ev = signals.entropy_rise_then_fall(h, self.cfg)
+        drop, drop_ev = signals.reward_drop(h, self.cfg)
+        confirmations = [name for name, hit in (("entropy_rise_then_fall", rise_fall), ("reward_drop", drop)) if hit]
+        clip_low, clip_pos = row.num("clip_low_frac"), row.num("clip_low_frac_pos")
+        ev.update(
+            rules=[m for m, _, _ in fired], confirmations=confirmations, entropy=rf_ev, reward=drop_ev,
+            clip_low_frac=clip_low, clip_low_frac_pos=clip_pos,
+            clip_note="PPO clip does not bound r < 1-eps when A > 0: clip_low_frac (A<0 only) misses this drift",
+        )
+        metric, value, threshold = fired[0]
+        parts = [f"{m} level {v:.3g} ({'>' if m.startswith('ratio_lt') else '<'} {t:g})" for m, v, t in fired]
+        clip = f"clip_low_frac {clip_low:.3g}" if clip_low is not None else "clip_low_frac NULL"
+        conf = f"; confirmed by {', '.join(confirmations)}" if confirmations else ""
+        return Finding(
+            severity="critical" if confirmations else "warning", metric=metric, value=value, threshold=threshold,
+            window_steps=self.cfg.isdd.trend_window,
+            message=f"ISDD: {'; '.join(parts)} while the PPO clip stays silent ({clip}){conf}",
+            evidence=ev,
+        )

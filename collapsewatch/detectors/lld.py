@@ -1,0 +1,115 @@
+"""LLD death spiral (LLDS, arXiv 2512.04220) on L = logp_old_mean_correct, with I = logp_old_mean_incorrect.
+
+Slopes are Theil–Sen over slope_window steps, "significant" = the confidence interval excludes 0. Phases
+are ordered and mutually exclusive (the highest one that holds is reported; the others get "does not
+hold"), and each can be re-entered:
+
+* ``early_stagnation`` (info): reward significantly rising while L is flat — an equivalence test: the
+  whole confidence interval of L's slope, times the window, lies within ±flat_change;
+* ``steady_decay`` (warning): L significantly falling, by ≥ decay_change over the window, and I not
+  significantly rising (when require_incorrect_falling and I has enough points; the evidence says whether
+  I's slope is negative — the paper sees both fall, a noisy I slope must not veto the phase);
+* ``accelerated_collapse`` (critical): as steady decay, and accelerating — the slope over the last
+  recent_steps is itself significantly negative and ≤ accel_factor × the window slope, or L's level fell
+  over recent_steps by ≥ cliff_factor × its per-point noise — with at least one of grad-norm spike,
+  entropy surge, reward drop. An open episode stays while L is still significantly falling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import signals
+from .config import DetectorConfig
+from .events import Finding, Verdict
+from .history import History, Series, Trend
+
+PHASES = ("early_stagnation", "steady_decay", "accelerated_collapse")
+
+
+class Lld:
+    name = "lld"
+    phases = PHASES
+    inputs = ("logp_old_mean_correct", "logp_old_mean_incorrect", "reward_mean", "grad_norm", "entropy_mean")
+
+    def __init__(self, cfg: DetectorConfig):
+        self.cfg = cfg
+
+    def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
+        c = self.cfg.lld
+        if h.row.num("logp_old_mean_correct") is None:
+            return {}
+        L = h.series("logp_old_mean_correct", c.slope_window)
+        if len(L) < c.min_points:
+            return {}
+        trend = L.trend(self.cfg.trend_confidence)
+        ev: dict[str, Any] = {"L_level": L.level(self.cfg.smooth_steps), "L_trend": trend.as_evidence(),
+                              "L_change_over_window": trend.slope * c.slope_window}
+        verdict: Verdict = dict.fromkeys(PHASES)
+        change, cl, ch = (v * c.slope_window for v in (trend.slope, trend.low, trend.high))
+        if trend.falling and change <= -c.decay_change:
+            collapse = self._collapse(h, L, trend, ev, "accelerated_collapse" in open_phases)
+            if collapse is not None:
+                verdict["accelerated_collapse"] = collapse
+            elif self._incorrect_ok(h, ev):
+                also = ", incorrect falling too" if ev.get("I_falling") else ""
+                verdict["steady_decay"] = self._finding("steady_decay", "warning", trend, ev,
+                                                        f"L falling {trend.slope:.2g} nats/token per step{also}")
+        elif trend.falling and "accelerated_collapse" in open_phases:
+            verdict["accelerated_collapse"] = self._collapse(h, L, trend, ev, True)
+        elif -c.flat_change <= cl and ch <= c.flat_change:
+            reward = h.series("reward_mean", c.slope_window)
+            if len(reward) >= c.min_points:
+                r_trend = reward.trend(self.cfg.trend_confidence)
+                ev["reward_trend"] = r_trend.as_evidence()
+                if r_trend.rising:
+                    verdict["early_stagnation"] = self._finding(
+                        "early_stagnation", "info", trend, ev,
+                        f"L flat ({trend.slope:.2g}/step) while reward rises ({r_trend.slope:.2g}/step)")
+        return verdict
+
+    def _incorrect_ok(self, h: History, ev: dict[str, Any]) -> bool:
+        c = self.cfg.lld
+        incorrect = h.series("logp_old_mean_incorrect", c.slope_window)
+        if len(incorrect) < c.min_points:
+            ev["I_trend"] = None
+            return True
+        i_trend = incorrect.trend(self.cfg.trend_confidence)
+        ev["I_trend"] = i_trend.as_evidence()
+        ev["I_falling"] = i_trend.slope < 0
+        return not (c.require_incorrect_falling and i_trend.rising)
+
+    def _collapse(self, h: History, L: Series, trend: Trend, ev: dict[str, Any], is_open: bool) -> Finding | None:
+        c, k = self.cfg.lld, self.cfg.smooth_steps
+        recent = L.since(h.step - c.recent_steps)
+        accel = cliff = False
+        if len(recent) >= max(3, c.recent_steps // 2):
+            r_trend = recent.trend(self.cfg.trend_confidence)
+            accel = r_trend.falling and r_trend.slope <= c.accel_factor * trend.slope
+            ev["L_recent_trend"] = r_trend.as_evidence()
+        before = L.before(h.step - c.recent_steps)
+        if len(before) >= k:
+            drop, noise = before.level(k) - L.level(k), L.noise()
+            cliff = noise > 0 and drop >= c.cliff_factor * noise
+            ev.update(L_recent_drop=drop, L_noise=noise)
+        fired = {}
+        for name, fn in (("grad_spike", signals.grad_spike), ("entropy_surge", signals.entropy_surge),
+                         ("reward_drop", signals.reward_drop)):
+            hit, sig_ev = fn(h, self.cfg)
+            ev[name] = sig_ev
+            fired[name] = bool(hit)
+        ev.update(acceleration=accel, cliff=cliff, signals=[n for n, hit in fired.items() if hit])
+        if not (is_open or ((accel or cliff) and any(fired.values()))):
+            return None
+        what = ", ".join([n for n, hit in (("accelerating", accel), ("cliff", cliff)) if hit] + ev["signals"])
+        return self._finding("accelerated_collapse", "critical", trend, ev,
+                             f"L falling {trend.slope:.2g}/step" + (f" with {what}" if what else ""))
+
+    def _finding(self, phase: str, severity: str, trend: Trend, ev: dict[str, Any], detail: str) -> Finding:
+        c = self.cfg.lld
+        threshold = {"early_stagnation": c.flat_change, "steady_decay": -c.decay_change}.get(phase)
+        return Finding(
+            severity=severity, metric="logp_old_mean_correct", value=trend.slope * c.slope_window,  # type: ignore[arg-type]
+            threshold=threshold, window_steps=c.slope_window,
+            message=f"LLD {phase.replace('_', ' ')}: {detail}", evidence=dict(ev),
+        )

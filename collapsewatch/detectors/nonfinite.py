@@ -1,0 +1,57 @@
+"""First non-finite value, phase ``nonfinite`` (critical).
+
+Holds on a step whose ``first_nonfinite`` names a tensor, whose ``nonfinite_*`` counts are > 0, or whose
+logged ``grad_norm`` / ``loss`` is ±Inf (NaN is indistinguishable from NULL in a stored frame, so a NaN
+grad norm alone is not seen; the probe's counts are). The message names the tensor of the episode's first
+step, found by walking back over the consecutive non-finite rows in the history (no extra state).
+"""
+
+from __future__ import annotations
+
+from .config import DetectorConfig
+from .events import Finding, Verdict
+from .history import History, Row
+
+TENSORS = ("logp", "logp_old", "logp_rollout", "logp_ref", "entropy", "advantages", "rewards")
+SCALARS = ("grad_norm", "loss")
+
+
+def _tensors(row: Row) -> list[str] | None:
+    """Tensors with non-finite values in ``row`` (first_nonfinite first); None when nothing was recorded."""
+    first = row.text("first_nonfinite")
+    counts = {t: row.num(f"nonfinite_{t}") for t in TENSORS}
+    if first is None and all(v is None for v in counts.values()) and not row.nonfinite:
+        return None
+    found = [first] if first else []
+    found += [t for t, v in counts.items() if v and t not in found]
+    found += [s for s in SCALARS if s in row.nonfinite]
+    return found
+
+
+class Nonfinite:
+    name = "nonfinite"
+    phases = ("nonfinite",)
+    inputs = ("first_nonfinite", *(f"nonfinite_{t}" for t in TENSORS), *SCALARS)
+
+    def __init__(self, cfg: DetectorConfig):
+        self.cfg = cfg
+
+    def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
+        found = _tensors(h.row)
+        if found is None:
+            return {}
+        if not found:
+            return {"nonfinite": None}
+        first_step, first = h.step, found
+        for row in h.recent(self.cfg.history_steps):
+            earlier = _tensors(row)
+            if not earlier:
+                break
+            first_step, first = row.step, earlier
+        tensor = first[0]
+        count = h.row.num(f"nonfinite_{found[0]}")
+        ev = {"first_tensor": tensor, "first_step": first_step, "tensors_now": found,
+              "counts": {t: h.row.num(f"nonfinite_{t}") for t in TENSORS}}
+        return {"nonfinite": Finding(
+            "critical", f"nonfinite_{found[0]}" if found[0] in TENSORS else found[0], count, 0.0, 1,
+            f"non-finite values since step {first_step}, first in {tensor}; now in {', '.join(found)}", ev)}

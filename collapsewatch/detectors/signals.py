@@ -1,0 +1,78 @@
+"""Confirmation signals shared by the ISDD and LLD rules: reward drop, grad spike, entropy surge / rise-fall.
+
+Each returns ``(fired, evidence)``; ``fired`` is None when the inputs are too thin to say. They raise a
+phase's severity or complete its rule; they never open an episode by themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .config import DetectorConfig
+from .history import History
+
+Signal = tuple["bool | None", dict[str, Any]]
+
+
+def reward_drop(h: History, cfg: DetectorConfig) -> Signal:
+    """Reward level below its running max (over reward_peak_window) by the configured margin."""
+    s = cfg.signals
+    r = h.series("reward_mean", s.reward_peak_window)
+    k = cfg.smooth_steps
+    if len(r) < 2 * k:
+        return None, {}
+    levels = r.levels(k)
+    peak, now = float(levels.max()), float(levels[-1])
+    need = max(s.reward_drop_min, s.reward_drop_frac * abs(peak))
+    fired = peak - now >= need
+    return fired, {"reward_peak": peak, "reward_now": now, "drop": peak - now, "drop_needed": need}
+
+
+def _recent_vs_reference(h: History, key: str, cfg: DetectorConfig) -> tuple[np.ndarray, np.ndarray] | None:
+    s = cfg.signals
+    x = h.series(key, s.recent_steps + s.reference_steps)
+    recent = x.since(h.step - s.recent_steps)
+    ref = x.before(h.step - s.recent_steps)
+    if len(recent) < 1 or len(ref) < max(5, s.reference_steps // 4):
+        return None
+    return recent.values, ref.values
+
+
+def grad_spike(h: History, cfg: DetectorConfig) -> Signal:
+    """Max grad_norm over the recent window ≥ grad_spike_factor × the reference median."""
+    pair = _recent_vs_reference(h, "grad_norm", cfg)
+    if pair is None:
+        return None, {}
+    recent, ref = pair
+    peak, base = float(recent.max()), float(np.median(ref))
+    fired = base > 0 and peak >= cfg.signals.grad_spike_factor * base
+    return fired, {"grad_norm_recent_max": peak, "grad_norm_reference_median": base}
+
+
+def entropy_surge(h: History, cfg: DetectorConfig) -> Signal:
+    """Entropy level over the recent window ≥ entropy_surge_factor × the reference median."""
+    pair = _recent_vs_reference(h, "entropy_mean", cfg)
+    if pair is None:
+        return None, {}
+    recent, ref = pair
+    now, base = float(np.median(recent[-cfg.smooth_steps:])), float(np.median(ref))
+    fired = base > 0 and now >= cfg.signals.entropy_surge_factor * base
+    return fired, {"entropy_now": now, "entropy_reference_median": base}
+
+
+def entropy_rise_then_fall(h: History, cfg: DetectorConfig) -> Signal:
+    """Over rise_fall_window: entropy level rose from the window start to a peak, then fell from it."""
+    s, k = cfg.signals, cfg.smooth_steps
+    e = h.series("entropy_mean", s.rise_fall_window)
+    if len(e) < 3 * k:
+        return None, {}
+    levels = e.levels(k)
+    start, now = float(levels[0]), float(levels[-1])
+    i_peak = int(np.argmax(levels))
+    peak = float(levels[i_peak])
+    fired = (0 < i_peak < len(levels) - 1 and peak >= (1 + s.entropy_rise_frac) * start
+             and now <= (1 - s.entropy_fall_frac) * peak)
+    return fired, {"entropy_start": start, "entropy_peak": peak, "entropy_now": now,
+                   "entropy_peak_step": int(e.steps[i_peak + k - 1])}

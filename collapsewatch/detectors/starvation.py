@@ -1,0 +1,38 @@
+"""Signal starvation, phase ``starvation``: groups whose rewards are all equal have zero GRPO advantage.
+
+level(zero_std_group_frac) ≥ warn_frac → warning, ≥ critical_frac → critical. The evidence tells an
+all-correct batch (task too easy) from an all-wrong one (policy lost) by the correct_frac / reward level.
+"""
+
+from __future__ import annotations
+
+from .config import DetectorConfig
+from .events import Finding, Verdict
+from .history import History
+
+
+class Starvation:
+    name = "starvation"
+    phases = ("starvation",)
+    inputs = ("zero_std_group_frac", "correct_frac", "reward_mean")
+
+    def __init__(self, cfg: DetectorConfig):
+        self.cfg = cfg
+
+    def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
+        c, k = self.cfg.starvation, self.cfg.smooth_steps
+        if h.row.num("zero_std_group_frac") is None:
+            return {}
+        level = h.series("zero_std_group_frac", k).level(k)
+        if level < c.warn_frac:
+            return {"starvation": None}
+        correct = h.series("correct_frac", k)
+        reward = h.series("reward_mean", k)
+        correct_level = correct.level(k) if len(correct) else None
+        kind = "unknown" if correct_level is None else ("all-correct" if correct_level >= 0.5 else "all-wrong")
+        ev = {"zero_std_group_frac_level": level, "correct_frac_level": correct_level,
+              "reward_level": reward.level(k) if len(reward) else None, "groups": kind}
+        severity = "critical" if level >= c.critical_frac else "warning"
+        return {"starvation": Finding(
+            severity, "zero_std_group_frac", level, c.warn_frac, k,
+            f"signal starvation: {level:.0%} of groups have zero reward std (mostly {kind})", ev)}

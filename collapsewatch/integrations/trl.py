@@ -1,0 +1,201 @@
+"""Watch a TRL ``GRPOTrainer`` run with collapsewatch.
+
+    from collapsewatch.integrations.trl import watch
+    trainer = GRPOTrainer(model=..., reward_funcs=..., args=GRPOConfig(...), train_dataset=...)
+    watch(trainer, store="runs/", run="trl-exp")
+    trainer.train()
+
+Two layers, usable apart:
+
+* :class:`CollapsewatchCallback` — a plain ``TrainerCallback`` that works with any TRL version (and any HF
+  ``Trainer``): opens a :class:`~collapsewatch.Monitor` at train begin (rank and world size from the run's
+  accelerate state, the trainer's arguments as the run config), stores every scalar ``on_log`` sees under its
+  original key (``clip_ratio/region_mean``, ``learning_rate`` …) plus catalogue aliases (``learning_rate`` → ``lr``),
+  and closes the Monitor at train end.
+* the per-token tap (:mod:`._trl_tap`), installed by :func:`watch` for TRL in :data:`SUPPORTED_TRL`: captures the
+  log-probs, entropies, old / sampling / reference log-probs, advantages and loss masks TRL computed for each
+  micro-batch — no extra forward — so the store gets the same token, sequence and step metrics as the built-in
+  trainer. Outside the supported range :func:`watch` refuses with :class:`UnsupportedTRLVersion`; ``per_token=False``
+  keeps the scalar path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from transformers import TrainerCallback
+
+from ..monitor import Monitor
+from ..probe import ClipSpec
+from ._trl_tap import GRPOTap, clip_spec, objective_name
+
+log = logging.getLogger("collapsewatch")
+
+SUPPORTED_TRL = SpecifierSet(">=1.10,<1.17")
+"""TRL versions whose ``GRPOTrainer`` internals the per-token tap was checked against (docs/trl.md says how)."""
+
+SCALAR_ALIASES = {"learning_rate": "lr", "policy_loss": "loss_policy"}
+"""TRL / HF log keys stored a second time under the catalogue's name (``collapsewatch.catalogue.LOGGED_SCALARS``).
+``grad_norm``, ``loss`` and ``step_time`` already carry catalogue names; ``kl`` becomes ``loss_kl`` = β · kl."""
+
+
+class UnsupportedTRLVersion(RuntimeError):
+    """The installed TRL is outside :data:`SUPPORTED_TRL`, or the trainer cannot be tapped per token."""
+
+
+def check_trl(trainer: Any | None = None, version: str | None = None) -> None:
+    """Raise :class:`UnsupportedTRLVersion` unless the per-token tap supports this TRL (and ``trainer``)."""
+    if version is None:
+        import trl
+
+        version = trl.__version__
+    hint = ("Use watch(trainer, ..., per_token=False) to record TRL's logged scalars only (works with any TRL "
+            "version), or install a supported TRL: pip install 'trl" + str(SUPPORTED_TRL) + "'.")
+    if _release(version) not in SUPPORTED_TRL:
+        raise UnsupportedTRLVersion(f"collapsewatch's per-token TRL integration supports trl{SUPPORTED_TRL}; "
+                                    f"trl {version} is installed. {hint}")
+    if trainer is None:
+        return
+    from trl import GRPOTrainer
+
+    if not isinstance(trainer, GRPOTrainer):
+        raise UnsupportedTRLVersion(f"per-token capture needs a trl.GRPOTrainer, got {type(trainer).__name__}. {hint}")
+    if getattr(trainer, "use_liger_kernel", False) and _release(version) < Version("1.14"):
+        raise UnsupportedTRLVersion("TRL < 1.14 computes the Liger GRPO loss outside _compute_loss, so there are no "
+                                    f"per-token tensors to capture; set use_liger_kernel=False. {hint}")
+    if "_compute_loss" in vars(trainer):
+        raise UnsupportedTRLVersion("this trainer's _compute_loss is already wrapped (watch() called twice?)")
+
+
+def _release(version: str) -> Version:
+    """1.16.0.dev0 / 1.16.0+local → 1.16.0: a pre-release or local build counts as its release."""
+    return Version(".".join(map(str, (Version(version).release + (0, 0))[:3])))
+
+
+def catalogue_scalars(logs: dict[str, Any], beta: float | None = None) -> dict[str, float | None]:
+    """TRL's logged values (numbers only) under their own keys, plus the catalogue aliases."""
+    out: dict[str, float | None] = {}
+    for key, value in logs.items():
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            out[str(key)] = None if value is None else float(value)
+    for key, alias in SCALAR_ALIASES.items():
+        if key in out and alias not in out:
+            out[alias] = out[key]
+    if beta and out.get("kl") is not None and "loss_kl" not in out:
+        out["loss_kl"] = beta * out["kl"]  # catalogue: loss_kl is β · KL; TRL logs the KL itself
+    return out
+
+
+def _run_config(args: Any, model: Any, extra: dict | None) -> dict[str, Any]:
+    import trl
+
+    config: dict[str, Any] = {"trl_version": trl.__version__, "trl_args": args.to_dict()}
+    model_config = getattr(model, "config", None)
+    if model_config is not None and hasattr(model_config, "to_dict"):
+        config["model_config"] = model_config.to_dict()
+    if extra:
+        config.update(extra)
+    return config
+
+
+class CollapsewatchCallback(TrainerCallback):
+    """Scalars, config and the Monitor's life cycle for any HF / TRL trainer.
+
+    Args:
+        store / run: where and under which name the run is stored (see :class:`~collapsewatch.Monitor`).
+        config: extra entries for the run's stored config (the trainer arguments are always stored).
+        clip / objective: shown in the store; :func:`watch` fills them from the trainer.
+        stop_on_critical: ask the trainer to stop once a detector raises a critical event.
+        **monitor_kwargs: passed to :class:`~collapsewatch.Monitor` (``sampling``, ``flush_steps``, ``detectors`` …).
+    """
+
+    def __init__(self, store: str | os.PathLike, run: str, config: dict | None = None, *, clip: ClipSpec | None = None,
+                 objective: str | None = None, stop_on_critical: bool = False, **monitor_kwargs: Any) -> None:
+        self.store, self.run, self.config = store, run, config
+        self.clip, self.objective, self.stop_on_critical = clip, objective, stop_on_critical
+        self.monitor_kwargs = monitor_kwargs
+        self.monitor: Monitor | None = None
+        self.tap: GRPOTap | None = None  # set by watch(per_token=True)
+        self.beta: float | None = None
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if self.monitor is not None:
+            return
+        self.beta = getattr(args, "beta", None)
+        objective = self.objective or (f"trl:{args.loss_type}" if hasattr(args, "loss_type") else None)
+        self.monitor = Monitor(self.store, self.run, _run_config(args, model, self.config), objective=objective,
+                               clip=self.clip, rank=args.process_index, world_size=args.world_size,
+                               **self.monitor_kwargs)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.monitor is not None and logs:
+            self.monitor.log(state.global_step, catalogue_scalars(logs, self.beta))
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.stop_on_critical and self.monitor is not None and self.monitor.should_stop:
+            log.warning("collapsewatch: critical event at step %d; asking the trainer to stop", state.global_step)
+            control.should_training_stop = True
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.close("finished")
+
+    def close(self, status: str = "finished") -> None:
+        """Close the Monitor (flush, mark the run ``status``, compact); later calls do nothing."""
+        if self.monitor is not None and not self.monitor._closed:
+            self.monitor.close(status=status)
+
+
+def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool = True, config: dict | None = None,
+          success_threshold: float = 1.0, stop_on_critical: bool = False,
+          **monitor_kwargs: Any) -> CollapsewatchCallback:
+    """Attach collapsewatch to ``trainer`` (a TRL ``GRPOTrainer``) before ``trainer.train()``.
+
+    Args:
+        trainer: the trainer; its *instance* gets the callback and (``per_token``) five wrapped methods.
+        store / run: store folder and run name.
+        per_token: capture TRL's per-token tensors (TRL in :data:`SUPPORTED_TRL` only, else
+            :class:`UnsupportedTRLVersion`); False records TRL's logged scalars only, with any TRL version.
+        config: extra entries for the run's stored config.
+        success_threshold: a sequence is ``correct`` when its (weighted, summed) reward ≥ this.
+        stop_on_critical: stop training at a critical detector event.
+        **monitor_kwargs: passed to :class:`~collapsewatch.Monitor` (``sampling``, ``flush_steps``, ``detectors`` …).
+
+    Returns the callback; ``callback.monitor`` is the open Monitor during ``train()``. A ``train()`` that raises
+    marks the run ``crashed``.
+    """
+    clip = ClipSpec(success_threshold=success_threshold)
+    objective = None
+    if per_token:
+        check_trl(trainer)
+        clip, objective = clip_spec(trainer, success_threshold), objective_name(trainer)
+    callback = CollapsewatchCallback(store, run, config, clip=clip, objective=objective,
+                                     stop_on_critical=stop_on_critical, **monitor_kwargs)
+    trainer.add_callback(callback)
+    if per_token:
+        tap = GRPOTap(trainer, lambda: callback.monitor)
+        tap.install()
+        callback.tap = tap
+    _close_on_crash(trainer, callback)
+    return callback
+
+
+def _close_on_crash(trainer: Any, callback: CollapsewatchCallback) -> None:
+    train = trainer.train  # the bound method; the instance attribute below shadows it
+
+    def train_and_close(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return train(*args, **kwargs)
+        except BaseException:
+            callback.close("crashed")
+            raise
+
+    train_and_close.__doc__ = train.__doc__
+    trainer.train = train_and_close
+
+
+__all__ = ["SUPPORTED_TRL", "CollapsewatchCallback", "UnsupportedTRLVersion", "catalogue_scalars", "check_trl",
+           "watch"]

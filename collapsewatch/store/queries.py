@@ -1,0 +1,205 @@
+"""The dashboard's queries: every SQL statement the dashboard runs, with parameters for every value.
+
+Per-run queries read through ``Store.run_view`` (scans only that run's folder). Column and metric names
+cannot be SQL parameters, so they are checked against the metric catalogue before they reach a statement.
+Each function returns a DataFrame (or a small dict) and knows nothing about Dash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from ..catalogue import ALL_STEP_COLUMNS
+from .query import ReadOnlyQueryError, Store, check_read_only
+
+STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
+ACTIVE_WINDOW = 5
+"""An event is *active* when its phase was still holding within this many steps of the run's last step."""
+
+# Token metrics the drill-down can colour by: name -> (per-token SQL expression, aggregate for the heatmap).
+# The ratio heatmap averages log_ratio and exponentiates (a geometric mean): an arithmetic mean of ratios
+# is dominated by its largest values and hides the collapse of the small ones.
+TOKEN_METRICS: dict[str, tuple[str, str]] = {
+    "ratio": ("ratio", "exp(avg(log_ratio))"),
+    "log_ratio": ("log_ratio", "avg(log_ratio)"),
+    "entropy": ("entropy", "avg(entropy)"),
+}
+TOKEN_COLUMNS = ("pos", "token_id", "turn_id", "mask", "advantage", "logp", "logp_old", "logp_rollout",
+                 "log_ratio", "ratio", "entropy", "clip_low", "clip_high", "is_log_ratio")
+
+
+def check_columns(columns: list[str] | tuple[str, ...]) -> list[str]:
+    """The step columns, unchanged, once each is known to the catalogue (names go into SQL verbatim)."""
+    unknown = [c for c in columns if c not in STEP_COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown step metric(s): {', '.join(unknown)}")
+    return list(columns)
+
+
+def _dedup_events(source: str) -> str:
+    """One row per episode: the same (detector, phase, step_start) seen by several ranks or written both
+    online and offline is shown once, with its latest extent."""
+    return f"""
+SELECT * FROM ({source})
+QUALIFY row_number() OVER (PARTITION BY run, detector, phase, step_start
+                           ORDER BY step_end DESC, rank, source) = 1"""
+
+
+def run_list(store: Store) -> pd.DataFrame:
+    """Runs page: one row per run with status, size of its history and its active flags."""
+    return store.query(f"""
+WITH s AS (SELECT run, count(DISTINCT step) AS n_steps, max(step) AS last_step,
+                  arg_max(reward_mean, step) FILTER (WHERE reward_mean IS NOT NULL) AS last_reward,
+                  bool_and(coalesce(on_policy, false)) AS on_policy
+           FROM step_metrics GROUP BY run),
+e AS ({_dedup_events("SELECT * FROM events")})
+SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at,
+       coalesce(s.n_steps, 0) AS n_steps, s.last_step, s.last_reward, coalesce(s.on_policy, false) AS on_policy,
+       count(e.run) AS n_events,
+       count(e.run) FILTER (WHERE e.step_end >= s.last_step - ?) AS n_active,
+       string_agg(DISTINCT e.detector || ':' || e.phase, ', ' ORDER BY e.detector || ':' || e.phase)
+           FILTER (WHERE e.step_end >= s.last_step - ?) AS active_flags,
+       r.dropped_batches, r.write_errors
+FROM runs r LEFT JOIN s USING (run) LEFT JOIN e USING (run)
+GROUP BY ALL
+ORDER BY r.started_at DESC, r.run""", [ACTIVE_WINDOW, ACTIVE_WINDOW])
+
+
+def run_names(store: Store) -> list[str]:
+    return store.query("SELECT run FROM runs ORDER BY started_at DESC, run")["run"].tolist()
+
+
+def run_info(store: Store, run: str) -> dict[str, Any] | None:
+    """Status, objective, config (parsed), ranks and world size of one run; None when the run is unknown."""
+    if not store.has_run(run):
+        return None
+    df = store.query(f"""
+SELECT CASE WHEN bool_or(status = 'crashed') THEN 'crashed'
+            WHEN bool_and(status = 'finished') THEN 'finished' ELSE 'running' END AS status,
+       any_value(objective ORDER BY rank) AS objective, any_value(config ORDER BY rank) AS config,
+       min(rank) AS rank, max(world_size) AS world_size, count(*) AS ranks_seen,
+       min(started_at) AS started_at, max(updated_at) AS updated_at
+FROM ({store.run_view("run_ranks", run)})""")
+    row = df.iloc[0].to_dict()
+    if pd.isna(row["rank"]):
+        return None
+    try:
+        row["config"] = json.loads(row["config"]) if row["config"] else {}
+    except ValueError:
+        row["config"] = {}
+    row["rank"] = int(row["rank"])
+    return row
+
+
+def step_rows(store: Store, run: str, columns: list[str] | tuple[str, ...], *, after: int = -1,
+              rank: int = 0) -> pd.DataFrame:
+    """``step`` plus ``columns`` of one rank of a run for steps > ``after``, in step order.
+
+    The live overview calls this with the last step it has drawn, so a poll reads only the new rows.
+    A ``has_metrics`` column says whether the probe's row of that step has arrived (scalars logged for a
+    step can land one flush before its step metrics)."""
+    cols = check_columns(columns)
+    select = ", ".join(["step", "n_seqs IS NOT NULL AS has_metrics", *cols])
+    return store.query(f"""
+SELECT {select} FROM ({store.run_view("steps", run)})
+WHERE rank = ? AND step > ? ORDER BY step""", [rank, after])
+
+
+def run_events(store: Store, run: str) -> pd.DataFrame:
+    """Detector episodes of one run, one row each, in order of their start."""
+    return store.query(f"""
+SELECT detector, phase, step_start, step_end, severity, metric, value, threshold, window_steps,
+       message, evidence, source
+FROM ({_dedup_events(store.run_view("events", run))})
+ORDER BY step_start, detector, phase""")
+
+
+def token_steps(store: Store, run: str) -> pd.DataFrame:
+    """Steps that kept token rows, with how many sequences each kept and their largest position."""
+    return store.query(f"""
+SELECT step, count(DISTINCT seq_id) AS n_seqs, max(pos) AS max_pos FROM ({store.run_view("tokens", run)})
+GROUP BY step ORDER BY step""")
+
+
+def token_sequences(store: Store, run: str, step: int) -> pd.DataFrame:
+    """The sequences of ``step`` that kept token rows, with their sequence metrics (ranks flattened:
+    the lowest rank holding a seq_id wins)."""
+    return store.query(f"""
+WITH t AS (SELECT seq_id, min(rank) AS rank, count(*) AS n_token_rows
+           FROM ({store.run_view("tokens", run)}) WHERE step = ? GROUP BY seq_id)
+SELECT t.seq_id, t.rank, t.n_token_rows, s.group_id, s.reward, s.advantage, s.correct, s.n_model_tokens,
+       s.displacement_mean, s.entropy_mean, s.seq_ratio
+FROM t LEFT JOIN (SELECT * FROM ({store.run_view("sequences", run)}) WHERE step = ?) s
+     ON s.seq_id = t.seq_id AND s.rank = t.rank
+ORDER BY t.seq_id""", [step, step])
+
+
+def sequence_tokens(store: Store, run: str, step: int, seq_id: int, rank: int = 0) -> pd.DataFrame:
+    """Every stored token of one sequence, in position order."""
+    return store.query(f"""
+SELECT {", ".join(TOKEN_COLUMNS)} FROM ({store.run_view("tokens", run)})
+WHERE step = ? AND seq_id = ? AND rank = ? ORDER BY pos""", [step, seq_id, rank])
+
+
+def token_heatmap(store: Store, run: str, metric: str, *, step_bin: int = 1, pos_bin: int = 1) -> pd.DataFrame:
+    """Step × position grid of a token metric over model tokens (mask = 1): ``step`` and ``pos`` are the
+    lower edges of bins of ``step_bin`` steps and ``pos_bin`` positions, ``value`` the bin's aggregate."""
+    if metric not in TOKEN_METRICS:
+        raise ValueError(f"unknown token metric {metric!r}; one of {sorted(TOKEN_METRICS)}")
+    column, agg = TOKEN_METRICS[metric]
+    return store.query(f"""
+SELECT (step // ?) * ? AS step, (pos // ?) * ? AS pos, {agg} AS value, count(*) AS n
+FROM ({store.run_view("tokens", run)})
+WHERE mask AND {column} IS NOT NULL
+GROUP BY ALL ORDER BY step, pos""", [step_bin, step_bin, pos_bin, pos_bin])
+
+
+def compare_rows(store: Store, runs: list[str], columns: list[str]) -> pd.DataFrame:
+    """``run``, ``step`` and ``columns`` of each run's lowest rank, stacked."""
+    cols = check_columns(columns)
+    parts = []
+    for run in runs:
+        select = ", ".join(["? AS run", "step", *cols])
+        parts.append(store.query(f"""
+WITH v AS ({store.run_view("steps", run)})
+SELECT {select} FROM v WHERE rank = (SELECT min(rank) FROM v) ORDER BY step""", [run]))
+    if not parts:
+        return pd.DataFrame(columns=["run", "step", *cols])
+    return pd.concat(parts, ignore_index=True)
+
+
+def user_query(store: Store, sql: str, max_rows: int = 10_000) -> tuple[pd.DataFrame, bool]:
+    """Run a person's SQL read-only; return (at most ``max_rows`` rows, whether there were more).
+
+    Refuses writes and DDL with ``ReadOnlyQueryError`` (the check ``Store.sql`` applies). The last statement
+    is run as a relation with a LIMIT pushed into it, so ``SELECT * FROM tokens`` does not pull millions of
+    rows into the dashboard."""
+    check_read_only(store.con, sql)
+    last = store.con.extract_statements(sql)[-1]
+    if last.type.name != "SELECT":
+        return store.sql(sql), False
+    try:
+        df = store.con.sql(last.query).limit(max_rows + 1).df()
+    except duckdb.Error as e:
+        raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
+    return df.iloc[:max_rows], len(df) > max_rows
+
+
+def table_version(store: Store, run: str, table: str) -> tuple[tuple[str, int], ...]:
+    """A cheap fingerprint of one run's segments of ``table`` (names and sizes): it changes whenever a
+    writer flushes or compaction merges, so results computed over the table can be cached on it."""
+    folder = store.root / run / table
+    try:
+        return tuple(sorted((e.name, e.stat().st_size) for e in os.scandir(folder) if e.name.endswith(".parquet")))
+    except FileNotFoundError:
+        return ()
+
+
+__all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "TOKEN_METRICS", "check_columns", "compare_rows", "run_events",
+           "run_info", "run_list", "run_names", "sequence_tokens", "step_rows", "table_version", "token_heatmap",
+           "token_sequences", "token_steps", "user_query"]

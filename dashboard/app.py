@@ -1,0 +1,81 @@
+"""The Dash app: ``create_app(store)`` builds it, ``serve(store)`` runs it (127.0.0.1 by default).
+
+Pages live in ``pages/`` (one module each, registered with ``dash.register_page``); they are imported
+explicitly after the app exists, because the package is installed as ``collapsewatch.dashboard`` from a
+``dashboard/`` folder, which Dash's folder scan would import under the wrong module name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+import dash
+from dash import _callback, dcc, html
+
+from . import ids, state
+
+PAGES = ("runs", "overview", "tokens", "compare", "sql")
+ASSETS = Path(__file__).parent / "assets"
+_page_callbacks: tuple[dict, list] | None = None
+
+
+def _load_pages() -> None:
+    """Import the page modules once; a later app in the same process gets the same callbacks again
+    (``dash.callback`` hands its registrations to the first app that serves a request)."""
+    global _page_callbacks
+    if _page_callbacks is None:
+        for name in PAGES:
+            module = importlib.import_module(f"{__package__}.pages.{name}")
+            # what Dash's own folder scan does: the module's layout() becomes the page's layout
+            dash.page_registry[module.__name__]["layout"] = module.layout
+        _page_callbacks = (dict(_callback.GLOBAL_CALLBACK_MAP), list(_callback.GLOBAL_CALLBACK_LIST))
+        return
+    callback_map, callback_list = _page_callbacks
+    for key, value in callback_map.items():
+        if key not in _callback.GLOBAL_CALLBACK_MAP:
+            _callback.GLOBAL_CALLBACK_MAP[key] = value
+            _callback.GLOBAL_CALLBACK_LIST.extend(c for c in callback_list if c["output"] == key)
+
+
+def shell() -> html.Div:
+    """Navigation bar over the page container."""
+    links = [("Runs", "/"), ("Compare", "/compare"), ("SQL", "/sql")]
+    return html.Div(className="shell", children=[
+        dcc.Location(id=ids.NAV_URL, refresh="callback-nav"),
+        html.Nav(className="nav", children=[
+            html.Span("collapsewatch", className="brand"),
+            *[dcc.Link(text, href=href, className="nav-link") for text, href in links],
+            html.Span(str(state.store_path()), id=ids.NAV_STORE_PATH, className="nav-store", title="store"),
+        ]),
+        html.Main(dash.page_container, className="page"),
+    ])
+
+
+def create_app(store: str | Path) -> dash.Dash:
+    """The dashboard over ``store`` (a collapsewatch store folder). Every page visit re-reads the store."""
+    state.configure(store)
+    app = dash.Dash(__name__, use_pages=True, pages_folder="", assets_folder=str(ASSETS), title="collapsewatch",
+                    update_title=None, suppress_callback_exceptions=True)
+    _load_pages()
+    app.layout = shell
+    return app
+
+
+def serve(store: str | Path, host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> None:
+    """Serve the dashboard of ``store`` until interrupted. Binds to localhost unless ``host`` says otherwise:
+    the SQL console reads every run in the store."""
+    app = create_app(store)
+    app.run(host=host, port=port, debug=debug)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m collapsewatch.dashboard", description=serve.__doc__)
+    p.add_argument("store")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8050)
+    p.add_argument("--debug", action="store_true")
+    a = p.parse_args(argv)
+    serve(a.store, a.host, a.port, a.debug)
+

@@ -1,0 +1,72 @@
+"""Figures of the compare and SQL pages (pure: DataFrames in, figures out)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from collapsewatch.catalogue import by_name
+
+from . import theme
+from .series import GL_THRESHOLD, downsample, finite_xy
+
+PANEL_PX = 210
+
+
+def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str]) -> go.Figure:
+    """One panel per metric (stacked, one step axis), one colour per run (the same in every panel)."""
+    if not runs or not metrics:
+        return go.Figure(layout=theme.message_figure_layout("pick runs and metrics to compare", 360))
+    n = len(metrics)
+    gap = 0.06 if n > 1 else 0.0
+    h = (1 - gap * (n - 1)) / n
+    layout = theme.base_layout(60 + PANEL_PX * n, hovermode="x unified", margin=dict(l=60, r=16, t=40, b=30))
+    info = by_name("step")
+    traces = []
+    annotations = []
+    for i, metric in enumerate(metrics):
+        top = 1 - i * (h + gap)
+        suffix = "" if i == 0 else str(i + 1)
+        layout[f"xaxis{suffix}"] = theme.axis(anchor=f"y{suffix}", matches="x" if i else None,
+                                              showticklabels=i == n - 1)
+        layout[f"yaxis{suffix}"] = theme.axis(domain=[top - h, top], anchor=f"x{suffix}", nticks=5)
+        unit = f" ({info[metric].unit})" if metric in info and info[metric].unit else ""
+        annotations.append(dict(text=f"<b>{metric}</b>{unit}", xref="paper", yref="paper", x=0, y=top,
+                                xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11)))
+        for j, run in enumerate(runs):
+            x, y = downsample(*finite_xy(df[df["run"] == run], metric))
+            kind = go.Scattergl if len(x) > GL_THRESHOLD else go.Scatter
+            traces.append(kind(x=x, y=y, name=run, legendgroup=run, showlegend=i == 0, mode="lines",
+                               line=dict(color=theme.CYCLE[j % len(theme.CYCLE)], width=1.6),
+                               xaxis=f"x{suffix}", yaxis=f"y{suffix}",
+                               hovertemplate=f"{run}: %{{y:.4g}}<extra></extra>"))
+    layout["annotations"] = annotations
+    layout["legend"] = dict(orientation="h", x=0, y=1.0, yanchor="bottom", yref="container", font=dict(size=11))
+    return go.Figure(data=traces, layout=layout)
+
+
+def numeric_columns(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+
+
+def sql_chart(df: pd.DataFrame, x: str | None, ys: list[str] | None, kind: str = "line") -> go.Figure:
+    """Quick chart of a query result: ``ys`` against ``x`` as lines, markers or bars."""
+    if df.empty or not x or not ys or x not in df.columns:
+        return go.Figure(layout=theme.message_figure_layout("pick an x and at least one numeric y column", 300))
+    ys = [c for c in ys if c in df.columns]
+    data = df.sort_values(x) if kind == "line" and pd.api.types.is_numeric_dtype(df[x]) else df
+    traces = []
+    for i, col in enumerate(ys):
+        colour = theme.metric_colour(col, i)
+        y = pd.to_numeric(data[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if kind == "bar":
+            traces.append(go.Bar(x=data[x], y=y, name=col, marker_color=colour))
+        else:
+            mode = "lines" if kind == "line" else "markers"
+            cls = go.Scattergl if len(data) > GL_THRESHOLD else go.Scatter
+            traces.append(cls(x=data[x], y=y, name=col, mode=mode, line=dict(color=colour, width=1.6),
+                              marker=dict(color=colour, size=5)))
+    return go.Figure(data=traces, layout=theme.base_layout(320, hovermode="x unified",
+                                                           xaxis=theme.axis(title=dict(text=x)),
+                                                           yaxis=theme.axis(), margin=dict(l=56, r=16, t=36, b=40)))

@@ -1,0 +1,43 @@
+"""Component ids of every page, defined once (callbacks and tests import them from here)."""
+
+# shell
+NAV_URL = "nav-url"              # dcc.Location used by pages to navigate from a callback
+NAV_STORE_PATH = "nav-store-path"
+
+# runs page
+RUNS_GRID = "runs-grid"
+RUNS_INTERVAL = "runs-interval"
+RUNS_SUMMARY = "runs-summary"
+
+# run overview
+OV_RUN = "ov-run"                # run picker
+OV_HEADER = "ov-header"
+OV_GRAPH = "ov-graph"
+OV_STATE = "ov-state"            # dcc.Store: run, rank, last step drawn, summary, events key, status
+OV_INTERVAL = "ov-interval"
+
+# tokens
+TK_RUN = "tk-run"
+TK_STEP = "tk-step"
+TK_SEQ = "tk-seq"
+TK_METRIC = "tk-metric"
+TK_SEQ_INFO = "tk-seq-info"
+TK_TEXT = "tk-text"
+TK_LEGEND = "tk-legend"
+TK_HEATMAP = "tk-heatmap"
+
+# compare
+CMP_RUNS = "cmp-runs"
+CMP_METRICS = "cmp-metrics"
+CMP_GRAPH = "cmp-graph"
+
+# SQL console
+SQL_INPUT = "sql-input"
+SQL_RUN = "sql-run"
+SQL_MESSAGE = "sql-message"
+SQL_GRID = "sql-grid"
+SQL_X = "sql-x"
+SQL_Y = "sql-y"
+SQL_KIND = "sql-kind"
+SQL_CHART = "sql-chart"
+SQL_RESULT = "sql-result"        # dcc.Store: the last result (records, capped) for the quick chart

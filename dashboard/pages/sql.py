@@ -1,0 +1,69 @@
+"""SQL console: read-only queries over the store's views (runs, run_ranks, steps, scalars, sequences,
+tokens, events); results in a grid with a quick chart. Writes and DDL are refused with the store's message."""
+
+from __future__ import annotations
+
+import time
+
+import dash
+import dash_ag_grid as dag
+import pandas as pd
+from dash import Input, Output, State, callback, dcc, html
+
+from collapsewatch.store import queries
+
+from .. import charts, ids, state, tables, theme
+
+dash.register_page(__name__, path="/sql", name="SQL", title="collapsewatch · SQL", order=4)
+MAX_ROWS = 10_000
+EXAMPLE = """-- views: runs, run_ranks, steps, scalars, sequences, tokens, events (read-only)
+SELECT run, step, reward_mean, ratio_p50_pos, ratio_p05_pos, logp_old_mean_correct
+FROM steps ORDER BY run, step"""
+
+
+def layout(**_: str) -> html.Div:
+    return html.Div([
+        html.Div(className="bar", children=[html.H2("SQL"), html.Span(
+            f"read-only DuckDB over the store's views · results capped at {MAX_ROWS:,} rows", className="hint")]),
+        dcc.Textarea(id=ids.SQL_INPUT, value=EXAMPLE, className="sql-input", spellCheck=False),
+        html.Div(className="bar", children=[
+            html.Button("Run ⏎", id=ids.SQL_RUN, className="btn", n_clicks=0),
+            html.Span("chart:", className="hint"),
+            dcc.Dropdown(id=ids.SQL_X, placeholder="x", style={"width": 200}),
+            dcc.Dropdown(id=ids.SQL_Y, placeholder="y", multi=True, style={"minWidth": 320}),
+            dcc.RadioItems(id=ids.SQL_KIND, options=["line", "scatter", "bar"], value="line", inline=True,
+                           className="radio-inline"),
+        ]),
+        html.Div(id=ids.SQL_MESSAGE, className="msg ok"),
+        dag.AgGrid(id=ids.SQL_GRID, rowData=[], columnDefs=[],
+                   defaultColDef={"sortable": True, "resizable": True, "filter": True, "minWidth": 90},
+                   dashGridOptions={"theme": theme.GRID_THEME, "rowHeight": 26, "animateRows": False},
+                   style={"height": 380, "width": "100%"}),
+        dcc.Graph(id=ids.SQL_CHART, figure=charts.sql_chart(pd.DataFrame(), None, None), className="card",
+                  config={"displaylogo": False}, style={"marginTop": 10}),
+    ])
+
+
+@callback(Output(ids.SQL_GRID, "rowData"), Output(ids.SQL_GRID, "columnDefs"), Output(ids.SQL_MESSAGE, "children"),
+          Output(ids.SQL_MESSAGE, "className"), Output(ids.SQL_X, "options"), Output(ids.SQL_X, "value"),
+          Output(ids.SQL_Y, "options"), Output(ids.SQL_Y, "value"),
+          Input(ids.SQL_RUN, "n_clicks"), State(ids.SQL_INPUT, "value"), prevent_initial_call=True)
+def run_query(_: int, sql: str):
+    t0 = time.perf_counter()
+    try:
+        with state.borrow() as s:
+            df, more = queries.user_query(s, sql or "", MAX_ROWS)
+    except ValueError as e:  # ReadOnlyQueryError is a ValueError: its message says why
+        return [], [], str(e), "msg error", [], None, [], []
+    cols, numeric = [str(c) for c in df.columns], charts.numeric_columns(df)
+    msg = f"{len(df):,} rows{' (first ' + format(MAX_ROWS, ',') + ' shown)' if more else ''} · " \
+          f"{(time.perf_counter() - t0) * 1000:.0f} ms"
+    x = "step" if "step" in cols else (cols[0] if cols else None)
+    ys = [c for c in numeric if c != x][:3]
+    return tables.sql_rows(df), tables.sql_columns(df), msg, "msg ok", cols, x, numeric, ys
+
+
+@callback(Output(ids.SQL_CHART, "figure"), Input(ids.SQL_X, "value"), Input(ids.SQL_Y, "value"),
+          Input(ids.SQL_KIND, "value"), State(ids.SQL_GRID, "rowData"), prevent_initial_call=True)
+def chart(x: str | None, ys: list[str] | None, kind: str, rows: list[dict] | None):
+    return charts.sql_chart(pd.DataFrame(rows or []), x, ys, kind)

@@ -1,0 +1,139 @@
+"""Token drill-down: pick a step and a sequence (from the sampled token rows); its text token by token,
+coloured by ratio, displacement or entropy, tool observations set apart, values on hover; and a
+step × position heatmap of the same metric (click a cell to jump to that step)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash
+from dash import Input, Output, Patch, State, callback, ctx, dcc, html, no_update
+
+from collapsewatch.store import queries
+
+from .. import ids, state, theme, token_view
+from .overview import run_picker
+
+dash.register_page(__name__, path_template="/tokens/<run>", name="Tokens", title="collapsewatch · tokens", order=2)
+
+
+def _token_steps(run: str) -> list[dict[str, Any]]:
+    with state.borrow() as s:
+        key = ("token_steps", run, queries.table_version(s, run, "tokens"))
+        df = state.cached(key, lambda: queries.token_steps(s, run))
+    return [{"label": f"step {r.step} ({r.n_seqs} seqs)", "value": int(r.step)} for r in df.itertuples()]
+
+
+def _labelled(row: Any) -> str:
+    mark = "✓" if row.correct is True else ("✗" if row.correct is False else "")
+    reward = "" if row.reward != row.reward else f" · R={row.reward:.2f}{mark}"
+    adv = "" if row.advantage != row.advantage else f" · A={row.advantage:+.2f}"
+    return f"seq {row.seq_id}{reward}{adv} · {row.n_token_rows} tok"
+
+
+def layout(run: str | None = None, step: str | None = None, seq: str | None = None, metric: str = "ratio",
+           **_: str) -> html.Div:
+    if run is None:
+        return html.Div("Pick a run on the Runs page.", className="note")
+    steps = _token_steps(run)
+    values = [o["value"] for o in steps]
+    chosen = int(step) if step is not None and step.isdigit() and int(step) in values else (values[-1] if values else None)
+    return html.Div([
+        html.Div(className="bar", children=[
+            run_picker(ids.TK_RUN, run),
+            dcc.Dropdown(id=ids.TK_STEP, options=steps, value=chosen, clearable=False, placeholder="step",
+                         style={"width": 200}),
+            dcc.Dropdown(id=ids.TK_SEQ, options=[], value=int(seq) if seq and seq.isdigit() else None,
+                         clearable=False, placeholder="sequence", style={"width": 340}),
+            dcc.RadioItems(id=ids.TK_METRIC, options=[{"label": v, "value": k} for k, v in token_view.METRICS.items()],
+                           value=metric if metric in token_view.METRICS else "ratio", inline=True,
+                           className="radio-inline"),
+            dcc.Link("← overview", href=f"/run/{run}"),
+        ]),
+        html.Div(id=ids.TK_SEQ_INFO, className="seq-info"),
+        html.Div(id=ids.TK_LEGEND, className="tok-legend"),
+        html.Div(id=ids.TK_TEXT, className="tok-text",
+                 children="no token rows stored for this run" if not steps else "pick a sequence"),
+        dcc.Graph(id=ids.TK_HEATMAP, config={"displaylogo": False}, className="card", style={"marginTop": 10}),
+    ])
+
+
+@callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.TK_RUN, "value"), prevent_initial_call=True)
+def pick_run(run: str | None):
+    return f"/tokens/{run}" if run else no_update
+
+
+@callback(Output(ids.TK_STEP, "value"), Input(ids.TK_HEATMAP, "clickData"), State(ids.TK_STEP, "options"),
+          prevent_initial_call=True)
+def step_from_heatmap(click: dict | None, options: list[dict]):
+    if not click or not options:
+        return no_update
+    y = click["points"][0]["y"]
+    return min((o["value"] for o in options), key=lambda v: (abs(v - y), v))
+
+
+@callback(Output(ids.TK_SEQ, "options"), Output(ids.TK_SEQ, "value"), Input(ids.TK_STEP, "value"),
+          State(ids.TK_RUN, "value"), State(ids.TK_SEQ, "value"))
+def sequences(step: int | None, run: str, current: int | None):
+    if step is None:
+        return [], None
+    with state.borrow() as s:
+        df = queries.token_sequences(s, run, step)
+    options = [{"label": _labelled(r), "value": int(r.seq_id)} for r in df.itertuples()]
+    values = [o["value"] for o in options]
+    return options, current if current in values else (values[0] if values else None)
+
+
+@callback(Output(ids.TK_TEXT, "children"), Output(ids.TK_SEQ_INFO, "children"), Output(ids.TK_LEGEND, "children"),
+          Input(ids.TK_SEQ, "value"), Input(ids.TK_METRIC, "value"), State(ids.TK_STEP, "value"),
+          State(ids.TK_RUN, "value"), prevent_initial_call=True)
+def render(seq: int | None, metric: str, step: int | None, run: str):
+    if seq is None or step is None:
+        return "pick a step and a sequence", "", legend(metric)
+    with state.borrow() as s:
+        info = queries.run_info(s, run) or {"config": {}}
+        toks = queries.sequence_tokens(s, run, step, seq)
+    decode = state.decoder_for(info["config"])
+    cells = token_view.token_cells(toks, metric, token_view.token_texts(toks["token_id"], decode))
+    spans = [html.Span(c["text"], className="tok obs" if c["observation"] else "tok",
+                       style=None if c["observation"] else {"backgroundColor": c["background"]},
+                       **{"data-tip": c["tip"]}) for c in cells]
+    n_obs = sum(c["observation"] for c in cells)
+    facts = [f"step {step} · seq {seq} · {len(cells)} tokens ({n_obs} tool-observation) · ",
+             html.B("decoded" if decode else "token ids (no tokenizer in the run config)")]
+    return spans or "no tokens stored for this sequence", facts, legend(metric)
+
+
+def legend(metric: str) -> list:
+    if metric == "entropy":
+        swatch = f"linear-gradient(90deg, {theme.rgba(token_view.HOT, 0.08)}, {theme.rgba(token_view.HOT, 0.8)})"
+        ends = ("0", f"≥ {token_view.ENTROPY_SPAN:g} nats")
+    else:
+        swatch = (f"linear-gradient(90deg, {theme.rgba(token_view.DOWN, 0.85)}, {theme.rgba(token_view.DOWN, 0.06)}, "
+                  f"{theme.rgba(token_view.UP, 0.06)}, {theme.rgba(token_view.UP, 0.85)})")
+        ends = ("r ≤ 0 (likelihood down)", "r ≥ 2 (up)") if metric == "ratio" else ("≤ −1 nat", "≥ +1 nat")
+    return [html.Span([ends[0], html.Span(className="swatch", style={"background": swatch}), ends[1]]),
+            html.Span("tool observation (mask 0)", className="tok obs"), html.Span("hover a token for its values")]
+
+
+@callback(Output(ids.TK_HEATMAP, "figure"), Input(ids.TK_METRIC, "value"), Input(ids.TK_STEP, "value"),
+          State(ids.TK_RUN, "value"))
+def heatmap(metric: str, step: int | None, run: str):
+    if ctx.triggered_id == ids.TK_STEP and step is not None:
+        _, step_bin = _grid(run, metric)
+        p = Patch()
+        p["layout"]["shapes"] = [token_view.step_marker(step, step_bin)]
+        return p
+    grid, step_bin = _grid(run, metric)
+    return token_view.heatmap_figure(grid, metric, step, step_bin)
+
+
+def _grid(run: str, metric: str):
+    with state.borrow() as s:
+        version = queries.table_version(s, run, "tokens")
+        steps = state.cached(("token_steps", run, version), lambda: queries.token_steps(s, run))
+        max_pos = int(steps["max_pos"].max()) if len(steps) else 0
+        step_bin, pos_bin = token_view.bins(steps["step"].tolist(), max_pos)
+        grid = state.cached(("heatmap", run, metric, version),
+                            lambda: queries.token_heatmap(s, run, metric, step_bin=step_bin, pos_bin=pos_bin))
+    return grid, step_bin

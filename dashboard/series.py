@@ -1,0 +1,79 @@
+"""Pure helpers for step series: spike-preserving downsampling, which live rows are complete, and the
+run-level summary (on-policy? which metrics were recorded?) that decides what each panel says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tsdownsample import MinMaxLTTBDownsampler
+
+MAX_POINTS = 2500
+"""Points kept per drawn series; longer series are downsampled with MinMaxLTTB (keeps every spike)."""
+GL_THRESHOLD = 2000
+"""Series drawn with more points than this use Scattergl (WebGL) instead of SVG Scatter."""
+
+RATIO_COLUMNS = ("ratio_p05_pos", "ratio_p50_pos", "ratio_p95_pos", "ratio_p05_neg", "ratio_p50_neg",
+                 "ratio_p95_neg")
+
+
+def finite_xy(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(step, value) of the rows where ``column`` is a finite number (NULL / NaN / inf dropped)."""
+    if column not in df.columns or df.empty:
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    y = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    keep = np.isfinite(y)
+    return df["step"].to_numpy(dtype=np.int64)[keep], y[keep]
+
+
+def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_points`` points of a series sorted by x, keeping its minima and maxima (MinMaxLTTB)."""
+    if len(x) <= max_points:
+        return x, y
+    idx = MinMaxLTTBDownsampler().downsample(x.astype(np.float64), y.astype(np.float64), n_out=max_points)
+    idx = np.asarray(idx, dtype=np.int64)
+    return x[idx], y[idx]
+
+
+def complete_rows(df: pd.DataFrame, running: bool) -> pd.DataFrame:
+    """The rows a live view may draw now.
+
+    The recorder writes a step's probe row when the next step starts, while the trainer's scalars for the
+    current step may already be on disk. A running run's rows after its last probe row are held back
+    (they come with a later poll); a run without any probe rows (scalars only) shows everything."""
+    if not running or df.empty or "has_metrics" not in df.columns or not df["has_metrics"].any():
+        return df
+    last = df.loc[df["has_metrics"].astype(bool), "step"].max()
+    return df[df["step"] <= last]
+
+
+def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
+    """What a set of step rows says about the run: ``on_policy`` (True when every probed step is on-policy
+    or has no ratio values, None before the first probed step) and ``present`` (columns with any value)."""
+    present = sorted(c for c in columns if c in df.columns and pd.to_numeric(df[c], errors="coerce").notna().any())
+    probed = df[df["has_metrics"].astype(bool)] if "has_metrics" in df.columns else df.iloc[0:0]
+    if probed.empty:
+        on_policy = None
+    else:
+        flag = probed["on_policy"].fillna(False).astype(bool) if "on_policy" in probed.columns else False
+        ratios = [c for c in RATIO_COLUMNS if c in probed.columns]
+        no_ratio = probed[ratios].isna().all(axis=1) if ratios else True
+        on_policy = bool((flag | no_ratio).all())
+    return {"rows": int(len(df)), "on_policy": on_policy, "present": present}
+
+
+def merge_summaries(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """The summary of old rows + new rows from the summaries of each (what a live poll keeps)."""
+    if not old:
+        return new
+    if old["on_policy"] is None:
+        on_policy = new["on_policy"]
+    elif new["on_policy"] is None:
+        on_policy = old["on_policy"]
+    else:
+        on_policy = old["on_policy"] and new["on_policy"]
+    return {"rows": old["rows"] + new["rows"], "on_policy": on_policy,
+            "present": sorted(set(old["present"]) | set(new["present"]))}

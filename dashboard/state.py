@@ -1,0 +1,119 @@
+"""Process state of the dashboard: which store it serves, a pool of read connections, small caches keyed on
+segment fingerprints, and token decoders found from a run's config.
+
+A DuckDB connection must not be used by two threads at once and the server answers requests on many
+threads, so each request borrows a ``Store`` from a pool (a fresh connection costs a few milliseconds).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from collapsewatch.store.query import Store
+
+_lock = threading.Lock()
+_path: Path | None = None
+_pool: list[Store] = []
+_cache: OrderedDict[Any, Any] = OrderedDict()
+CACHE_ENTRIES = 64
+TOKENIZER_KEYS = ("tokenizer", "tokenizer_path", "tokenizer_dir", "model_path", "model_dir", "model", "path")
+
+
+def configure(store: str | Path) -> Path:
+    """Serve ``store`` (checked by opening it once; raises if it is not a store)."""
+    global _path
+    path = Path(store).expanduser().resolve()
+    Store(path).close()
+    with _lock:
+        for s in _pool:
+            s.close()
+        _pool.clear()
+        _cache.clear()
+        _path = path
+    return path
+
+
+def store_path() -> Path:
+    if _path is None:
+        raise RuntimeError("the dashboard has no store: call create_app(store) first")
+    return _path
+
+
+@contextmanager
+def borrow() -> Iterator[Store]:
+    """A Store for this thread's exclusive use until the block ends."""
+    path = store_path()
+    with _lock:
+        s = _pool.pop() if _pool else None
+    if s is None or s.root != path:
+        s = Store(path)
+    try:
+        yield s
+    finally:
+        with _lock:
+            if s.root == _path and len(_pool) < 8:
+                _pool.append(s)
+            else:
+                s.close()
+
+
+def cached(key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per ``key`` (keys include a segment fingerprint, so new data misses the cache)."""
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    value = compute()
+    with _lock:
+        _cache[key] = value
+        while len(_cache) > CACHE_ENTRIES:
+            _cache.popitem(last=False)
+    return value
+
+
+def tokenizer_dir(config: Any) -> Path | None:
+    """The first directory named in a run's config (``model_path``, ``tokenizer`` … at any depth) that
+    holds a tokenizer (tokenizer.json or tokenizer_config.json)."""
+    found: list[Path] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if isinstance(v, str) and k in TOKENIZER_KEYS:
+                    p = Path(v).expanduser()
+                    if (p / "tokenizer.json").is_file() or (p / "tokenizer_config.json").is_file():
+                        found.append(p)
+                else:
+                    walk(v)
+
+    walk(config)
+    return found[0] if found else None
+
+
+@lru_cache(maxsize=8)
+def _decoder(path: str) -> Callable[[list[int]], list[str]] | None:
+    p = Path(path)
+    if (p / "tokenizer.json").is_file():  # the fast path: no transformers import
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(p / "tokenizer.json"))
+        return lambda ids: [tok.decode([i], skip_special_tokens=False) for i in ids]
+    try:
+        from transformers import AutoTokenizer
+
+        hf = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
+    except Exception:
+        return None
+    return lambda ids: [hf.decode([i], skip_special_tokens=False) for i in ids]
+
+
+def decoder_for(config: Any) -> Callable[[list[int]], list[str]] | None:
+    """Token decoder of a run (from its config), or None: the page then shows token ids."""
+    d = tokenizer_dir(config)
+    return _decoder(str(d.resolve())) if d is not None else None

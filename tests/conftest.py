@@ -1,0 +1,59 @@
+"""Shared fixtures: small hand-built TokenBatches and temporary stores."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from collapsewatch import TokenBatch
+
+LN = math.log
+
+
+def hand_batch() -> TokenBatch:
+    """Three sequences whose every metric is derived by hand in tests/test_probe.py.
+
+    seq 0: A = +1, reward 1, model tokens 0..2, ratios [2, 1, 0.05], turns [0, 0, 1], ids [5, 5, 7]
+    seq 1: A = -1, reward 0, model tokens 0..1, ratios [0.5, 1.5], one turn
+    seq 2: A =  0, reward 0, model token 0,     ratio [1.1]
+    logp_old = -1 (seq 0), -2 (seq 1), -3 (seq 2); position 3 is padding (mask 0, logp = -inf).
+    """
+    ratios = [[2.0, 1.0, 0.05, 1.0], [0.5, 1.5, 1.0, 1.0], [1.1, 1.0, 1.0, 1.0]]
+    logp_old = torch.tensor([[-1.0] * 4, [-2.0] * 4, [-3.0] * 4], dtype=torch.float64)
+    logp = logp_old + torch.tensor(ratios, dtype=torch.float64).log()
+    logp[:, 3] = -math.inf  # padding holds garbage: must not count as non-finite
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]])
+    logp_rollout = logp_old.clone()
+    logp_rollout[0, 0] -= LN(2)  # is_log_ratio = ln 2 on one token, 0 on the others
+    return TokenBatch(
+        logp=logp, mask=mask, logp_old=logp_old, logp_rollout=logp_rollout,
+        entropy=torch.tensor([[0.1, 0.2, 0.3, 9.0], [0.4, 0.5, 9.0, 9.0], [0.6, 9.0, 9.0, 9.0]], dtype=torch.float64),
+        advantages=torch.tensor([1.0, -1.0, 0.0], dtype=torch.float64),
+        token_ids=torch.tensor([[5, 5, 7, 0], [1, 2, 0, 0], [3, 0, 0, 0]]),
+        turn_ids=torch.tensor([[0, 0, 1, -1], [0, 0, -1, -1], [0, -1, -1, -1]]),
+        group_ids=torch.tensor([0, 0, 1]),
+        rewards=torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64),
+        truncated=torch.tensor([False, True, False]),
+    )
+
+
+def random_batch(B: int = 8, T: int = 16, seed: int = 0, drift: float = 0.1) -> TokenBatch:
+    g = torch.Generator().manual_seed(seed)
+    logp_old = -torch.rand(B, T, generator=g) * 3
+    logp = logp_old + drift * torch.randn(B, T, generator=g)
+    mask = torch.ones(B, T)
+    mask[:, :2] = 0
+    return TokenBatch(
+        logp=logp, mask=mask, logp_old=logp_old,
+        logp_rollout=logp_old + 0.01 * torch.randn(B, T, generator=g),
+        entropy=torch.rand(B, T, generator=g), advantages=torch.randn(B, generator=g),
+        token_ids=torch.randint(0, 50, (B, T), generator=g), turn_ids=torch.zeros(B, T, dtype=torch.long),
+        group_ids=torch.arange(B) // 4, rewards=(torch.rand(B, generator=g) > 0.5).double(),
+    )
+
+
+@pytest.fixture
+def store(tmp_path):
+    return tmp_path / "store"

@@ -1,0 +1,224 @@
+"""The TRL integration on real ``GRPOTrainer`` runs (tiny offline model, CPU, a few steps each).
+
+The off-policy tests hold the store against what TRL itself logged for the same steps. TRL's aggregation of
+``clip_ratio/*_mean`` and ``entropy`` (grpo_trainer.py, ``_compute_loss`` and ``log``), transcribed:
+
+    per micro-batch k:  m_k = Σ_tokens(x · mask) / max(Σ mask, 1)          (global_masked_mean; one process here)
+    logged at step s:   mean over the micro-batches k of step s of m_k      (``log`` averages ``_metrics`` lists)
+
+with x = clip flag (low: r < 1−ε_low ∧ A < 0, high: r > 1+ε_high ∧ A > 0, region: either) or entropy. With
+``importance_sampling_level="sequence"`` the flags are per sequence (r = exp(mean log_ratio)) and m_k is their mean
+over the micro-batch's sequences. ``logging_steps=1``, so each step's log holds that step's micro-batches only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+pytest.importorskip("trl")
+
+from collapsewatch import Sampling, connect  # noqa: E402
+from collapsewatch.integrations._trl_tap import turn_ids_from_tool_mask  # noqa: E402
+from collapsewatch.integrations.trl import (  # noqa: E402
+    SUPPORTED_TRL, UnsupportedTRLVersion, catalogue_scalars, check_trl, watch,
+)
+from collapsewatch.integrations.trl_tiny import tiny_grpo_trainer  # noqa: E402
+
+ALL_TOKENS = Sampling(token_every=1)
+TOL = 1e-6
+
+
+def _run(tmp_path, name: str, per_token: bool = True, **config):
+    """Train a tiny GRPO run under watch(); returns (trainer, callback, store, micro-batches observed)."""
+    trainer = tiny_grpo_trainer(str(tmp_path / f"out-{name}"), **config)
+    store = tmp_path / "store"
+    cb = watch(trainer, store, name, per_token=per_token, sampling=ALL_TOKENS, detectors=False)
+    micro: list[tuple[int, np.ndarray, torch.Tensor | None]] = []
+    if per_token:  # record each micro-batch's membership and TRL's own old log-probs, as the tap hands them over
+        build = cb.tap.token_batch
+
+        def spy(inputs, logps, entropies, step):
+            b = build(inputs, logps, entropies, step)
+            old = inputs.get("old_per_token_logps")
+            micro.append((step, b.seq_ids.numpy().copy(), None if old is None else old.clone()))
+            return b
+
+        cb.tap.token_batch = spy
+    trainer.train()
+    return trainer, cb, store, micro
+
+
+def _trl_logged(store, run: str, key: str) -> pd.Series:
+    df = connect(store).execute("SELECT step, value FROM scalars WHERE run = ? AND key = ? ORDER BY step",
+                                [run, key]).df()
+    return df.set_index("step")["value"]
+
+
+def _tokens(store, run: str) -> pd.DataFrame:
+    return connect(store).execute("SELECT * FROM tokens WHERE run = ? AND mask ORDER BY step, seq_id, pos",
+                                  [run]).df()
+
+
+def _micro_index(micro) -> pd.DataFrame:
+    rows = [(step, int(s), k) for k, (step, seqs, _) in enumerate(micro) for s in seqs]
+    return pd.DataFrame(rows, columns=["step", "seq_id", "micro"])
+
+
+def _trl_mean_of_micro_means(per_micro: pd.DataFrame, value: str) -> pd.Series:
+    """TRL's aggregation: per micro-batch Σx/max(n, 1), then the plain mean over a step's micro-batches."""
+    g = per_micro.groupby(["step", "micro"])[value].agg(["sum", "count"])
+    m = g["sum"] / g["count"].clip(lower=1)
+    return m.groupby(level="step").mean()
+
+
+@pytest.mark.parametrize("schedule", [
+    dict(gradient_accumulation_steps=2, steps_per_generation=4),  # 2 micro-batches per step; rollout reused once
+    dict(num_iterations=2),  # one micro-batch per step; each rollout trained on twice
+], ids=["ga2-spg4", "iters2"])
+def test_token_ratios_and_clip_fractions_agree_with_trl_logs(tmp_path, schedule):
+    trainer, cb, store, micro = _run(tmp_path, "offpol", **schedule)
+    assert cb.tap.errors == 0 and not cb.tap.on_policy
+    tok = _tokens(store, "offpol").merge(_micro_index(micro), on=["step", "seq_id"], how="left", validate="m:1")
+    assert tok["micro"].notna().all() and len(tok) > 0
+
+    # per token: r = exp(logp − logp_old) with logp_old exactly TRL's old_per_token_logps; flags by TRL's rule
+    olds = {(step, int(s)): old[i] for step, seqs, old in micro if old is not None for i, s in enumerate(seqs)}
+    trl_old = np.array([float(olds[(r.step, r.seq_id)][r.pos]) for r in tok.itertuples()])
+    np.testing.assert_array_equal(tok["logp_old"].to_numpy(), trl_old)
+    np.testing.assert_allclose(tok["ratio"], np.exp(tok["logp"] - tok["logp_old"]), rtol=1e-6)
+    eps_low, eps_high = trainer.epsilon_low, trainer.epsilon_high
+    assert (tok["clip_low"] == ((tok["ratio"] < 1 - eps_low) & (tok["advantage"] < 0))).all()
+    assert (tok["clip_high"] == ((tok["ratio"] > 1 + eps_high) & (tok["advantage"] > 0))).all()
+
+    # per step: TRL's logged clip fractions and entropy, transcribed from the stored token rows
+    tok["clip_region"] = tok["clip_low"] | tok["clip_high"]
+    for ours, key in (("clip_low", "low_mean"), ("clip_high", "high_mean"), ("clip_region", "region_mean")):
+        expected = _trl_mean_of_micro_means(tok.assign(x=tok[ours].astype(float)), "x")
+        logged = _trl_logged(store, "offpol", f"clip_ratio/{key}")
+        pd.testing.assert_series_equal(logged, expected, check_names=False, check_index_type=False, atol=TOL)
+    pd.testing.assert_series_equal(_trl_logged(store, "offpol", "entropy"), _trl_mean_of_micro_means(tok, "entropy"),
+                                   check_names=False, check_index_type=False, atol=1e-5)
+    assert _trl_logged(store, "offpol", "clip_ratio/region_mean").max() > 0  # the comparison is not vacuous
+
+    # the steps view: exact token-level fractions over the whole step, NULL where the policy had not moved yet
+    steps = connect(store).execute("SELECT * FROM steps WHERE run = 'offpol' ORDER BY step").df().set_index("step")
+    exact = tok.groupby("step")[["clip_low", "clip_high", "clip_region"]].mean()
+    moved = ~steps["on_policy"].astype(bool)
+    assert moved.sum() >= 2
+    np.testing.assert_allclose(steps.loc[moved, "clip_region_frac"], exact.loc[moved[moved].index, "clip_region"],
+                               atol=TOL)
+    assert steps.loc[moved, "ratio_p50_pos"].notna().all()
+    assert steps.loc[~moved, "clip_region_frac"].isna().all()  # log_ratio ≡ 0 at the fresh step: NULL, not 0
+    pd.testing.assert_series_equal(steps["grad_norm"], _trl_logged(store, "offpol", "grad_norm"),
+                                   check_names=False, check_index_type=False)
+
+
+def test_rewards_groups_and_ranks_match_trl(tmp_path):
+    trainer, cb, store, micro = _run(tmp_path, "seqs", gradient_accumulation_steps=2, steps_per_generation=4)
+    con = connect(store)
+    seqs = con.execute("SELECT DISTINCT rank, seq_id, group_id, reward FROM sequences WHERE run = 'seqs'").df()
+    n_gen = trainer.args.generation_batch_size  # 16 sequences per rollout, observed over two steps
+    assert set(seqs["rank"]) == {0} and con.execute("SELECT world_size FROM runs").fetchone() == (1,)
+    assert seqs["seq_id"].is_unique and len(seqs) == 2 * n_gen
+    assert (seqs.groupby("group_id").size() == trainer.num_generations).all()
+    reward_logged = _trl_logged(store, "seqs", "reward")  # logged at the step whose first micro-step generated
+    ours = seqs.groupby(seqs["seq_id"] // n_gen)["reward"].mean()
+    np.testing.assert_allclose(ours.to_numpy(), reward_logged.loc[[1, 3]].to_numpy(), atol=TOL)
+
+
+def test_gspo_sequence_ratio_reproduces_trl_sequence_clip_fractions(tmp_path):
+    trainer, cb, store, micro = _run(tmp_path, "gspo", importance_sampling_level="sequence", loss_type="grpo",
+                                     epsilon=3e-3, epsilon_high=4e-3, gradient_accumulation_steps=2,
+                                     steps_per_generation=4)
+    con = connect(store)
+    assert con.execute("SELECT objective FROM runs").fetchone() == ("trl:grpo+sequence_is",)
+    assert con.execute("SELECT count(clip_low), count(ratio) > 0 FROM tokens").fetchone() == (0, True)
+    seqs = con.execute("SELECT step, seq_id, seq_ratio, advantage FROM sequences").df()
+    seqs = seqs.merge(_micro_index(micro), on=["step", "seq_id"], validate="1:1")
+    s, a = seqs["seq_ratio"], seqs["advantage"]
+    seqs["x"] = (((s < 1 - trainer.epsilon_low) & (a < 0)) | ((s > 1 + trainer.epsilon_high) & (a > 0))).astype(float)
+    logged = _trl_logged(store, "gspo", "clip_ratio/region_mean")
+    pd.testing.assert_series_equal(logged, _trl_mean_of_micro_means(seqs, "x"), check_names=False,
+                                   check_index_type=False, atol=TOL)
+    assert logged.max() > 0
+
+
+def test_on_policy_run_records_null_ratio_metrics(tmp_path):
+    trainer, cb, store, micro = _run(tmp_path, "onpol")  # 1 micro-batch per step, 1 iteration: r ≡ 1
+    assert cb.tap.on_policy and all(old is None for _, _, old in micro)
+    con = connect(store)
+    steps = con.execute("SELECT * FROM steps WHERE run = 'onpol' ORDER BY step").df()
+    assert len(steps) == 4 and steps["on_policy"].all()
+    for col in ("ratio_p50_pos", "ratio_min_neg", "clip_low_frac", "clip_region_frac", "ppo_kl", "llds_gate_rate"):
+        assert steps[col].isna().all(), col
+    assert steps["entropy_mean"].notna().all() and steps["grad_norm"].notna().all()
+    assert con.execute("SELECT count(*) > 0, count(ratio), count(logp_old) FROM tokens").fetchone() == (True, 0, 0)
+    tok = _tokens(store, "onpol").merge(_micro_index(micro), on=["step", "seq_id"])
+    pd.testing.assert_series_equal(_trl_logged(store, "onpol", "entropy"), _trl_mean_of_micro_means(tok, "entropy"),
+                                   check_names=False, check_index_type=False, atol=1e-5)
+
+
+def test_callback_only_path_stores_trl_scalars(tmp_path):
+    trainer, cb, store, _ = _run(tmp_path, "scalars", per_token=False, steps_per_generation=2)
+    assert cb.tap is None
+    con = connect(store)
+    keys = {k for (k,) in con.execute("SELECT DISTINCT key FROM scalars").fetchall()}
+    assert {"clip_ratio/region_mean", "clip_ratio/low_mean", "learning_rate", "lr", "grad_norm", "loss", "entropy",
+            "reward", "step_time"} <= keys
+    steps = con.execute("SELECT step, grad_norm, lr, loss FROM steps ORDER BY step").df()
+    history = [h for h in trainer.state.log_history if "grad_norm" in h]
+    assert steps["step"].tolist() == [h["step"] for h in history] == [1, 2, 3, 4]
+    np.testing.assert_allclose(steps["grad_norm"], [h["grad_norm"] for h in history], rtol=1e-12)
+    np.testing.assert_allclose(steps["lr"], [h["learning_rate"] for h in history], rtol=1e-12)
+    np.testing.assert_allclose(steps["loss"], [h["loss"] for h in history], rtol=1e-12)
+    assert con.execute("SELECT (SELECT count(*) FROM tokens), (SELECT count(*) FROM step_metrics)").fetchone() == (0, 0)
+    assert con.execute("SELECT status, objective FROM runs").fetchone() == ("finished", "trl:dapo")
+
+
+def test_a_crashing_train_marks_the_run_crashed(tmp_path):
+    calls = []
+
+    def reward_then_fail(completions, **kw):
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("reward server down")
+        return [0.0] * len(completions)
+
+    trainer = tiny_grpo_trainer(str(tmp_path / "out"), reward_funcs=reward_then_fail, max_steps=3)
+    watch(trainer, tmp_path / "store", "crash", detectors=False)
+    with pytest.raises(RuntimeError, match="reward server down"):
+        trainer.train()
+    con = connect(tmp_path / "store")
+    assert con.execute("SELECT status FROM runs").fetchone() == ("crashed",)
+    assert con.execute("SELECT max(step) FROM step_metrics").fetchone() == (1,)
+
+
+def test_version_gate():
+    assert "1.16.0" in SUPPORTED_TRL and "1.17.0" not in SUPPORTED_TRL
+    for ok in ("1.10.0", "1.14.2", "1.16.0", "1.16.1.dev0", "1.16.0+local"):
+        check_trl(version=ok)
+    for bad in ("1.9.2", "1.17.0", "2.0.0"):
+        with pytest.raises(UnsupportedTRLVersion, match="per_token=False"):
+            check_trl(version=bad)
+    with pytest.raises(UnsupportedTRLVersion, match="GRPOTrainer"):
+        watch(object(), "unused", "x")
+
+
+def test_catalogue_aliases():
+    logs = {"loss": 0.5, "learning_rate": 1e-3, "kl": 0.2, "grad_norm": 2.0, "epoch": 0.1, "note": "text",
+            "flag": True, "reward": None}
+    out = catalogue_scalars(logs, beta=0.04)
+    assert out == {"loss": 0.5, "learning_rate": 1e-3, "lr": 1e-3, "kl": 0.2, "loss_kl": 0.04 * 0.2,
+                   "grad_norm": 2.0, "epoch": 0.1, "reward": None}
+    assert "loss_kl" not in catalogue_scalars(logs, beta=0.0)
+
+
+def test_turn_ids_from_tool_mask():
+    # completion: model model | tool tool | model | pad   -> turns 0 0 (0 0) 1 -1
+    completion_mask = torch.tensor([[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]])
+    tool_mask = torch.tensor([[1, 1, 0, 0, 1, 1], [1, 1, 1, 1, 1, 1]])  # TRL pads tool_mask with 1
+    assert turn_ids_from_tool_mask(completion_mask, tool_mask).tolist() == [[0, 0, 0, 0, 1, -1], [0, 0, 0, -1, -1, -1]]
+    assert turn_ids_from_tool_mask(completion_mask, None) is None

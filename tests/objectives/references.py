@@ -1,0 +1,220 @@
+"""Straight transcriptions of the reference implementations the objectives are held against.
+
+Kept as close to the source as possible (names, order of operations), so a parity failure points at our code.
+
+- verl ``agg_loss`` and ``compute_grpo_outcome_advantage``: volcengine/verl, verl/trainer/ppo/core_algos.py
+  (commit 012be9d9dcb7c38499f23616142870d2682757fc).
+- LLDS: vengdeng/LLDS-On-Group-Relative-Policy-Optimization-Collapse-in-Search-R1, verl/workers/actor/dp_actor.py
+  (commit 6453f61487ca0f15ecf8860b3d9d30ff49391f7c: ``chunk_sums_vectorized``, ``expand_chunk_mask`` and the
+  penalty block of ``update_policy``) with its verl/trainer/ppo/core_algos.py ``compute_policy_loss`` and
+  verl/utils/torch_functional.py ``masked_mean`` (no epsilon).
+- SAPO (search agent, arXiv 2603.10069): the paper's one-line modification of verl ``compute_policy_loss``, as
+  transcribed in a public reading note of the paper (the ``kl_term_loss`` line with thresholds ``t`` and ``w``).
+- TRL 1.16 ``GRPOTrainer._compute_loss``: not transcribed — ``trl_loss`` calls the installed method itself on a
+  stub trainer whose forward returns the given log-probs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from types import SimpleNamespace
+
+import torch
+import torch.nn.functional as F
+
+
+# ---- verl torch_functional (Search-R1 era) --------------------------------------------------------------------
+def masked_mean(values, mask, axis=None):
+    return (values * mask).sum(axis=axis) / mask.sum(axis=axis)
+
+
+def masked_sum(values, mask, axis=None):
+    return (values * mask).sum(axis=axis)
+
+
+# ---- verl core_algos.agg_loss -----------------------------------------------------------------------------------
+def verl_agg_loss(loss_mat, loss_mask, loss_agg_mode):
+    if loss_agg_mode == "token-mean":
+        loss = masked_mean(loss_mat, loss_mask)
+    elif loss_agg_mode == "seq-mean-token-sum":
+        seq_losses = torch.sum(loss_mat * loss_mask, dim=-1)  # token-sum
+        loss = torch.mean(seq_losses)  # seq-mean
+    elif loss_agg_mode == "seq-mean-token-mean":
+        seq_losses = torch.sum(loss_mat * loss_mask, dim=-1) / torch.sum(loss_mask, dim=-1)  # token-mean
+        loss = torch.mean(seq_losses)  # seq-mean
+    elif loss_agg_mode == "seq-mean-token-sum-norm":
+        seq_losses = torch.sum(loss_mat * loss_mask, dim=-1)
+        max_response_length = loss_mask.shape[-1]
+        loss = torch.sum(seq_losses) / max_response_length
+    else:
+        raise ValueError(f"Invalid loss_agg_mode: {loss_agg_mode}")
+    return loss
+
+
+# ---- verl core_algos.compute_grpo_outcome_advantage (scores already summed to (bs,)) -----------------------------
+def verl_grpo_advantage(scores, index, epsilon=1e-6, norm_adv_by_std_in_grpo=True):
+    scores = scores.clone()
+    id2score = defaultdict(list)
+    id2mean = {}
+    id2std = {}
+    bsz = scores.shape[0]
+    for i in range(bsz):
+        id2score[index[i]].append(scores[i])
+    for idx in id2score:
+        if len(id2score[idx]) == 1:
+            id2mean[idx] = torch.tensor(0.0)
+            id2std[idx] = torch.tensor(1.0)
+        elif len(id2score[idx]) > 1:
+            scores_tensor = torch.stack(id2score[idx])
+            id2mean[idx] = torch.mean(scores_tensor)
+            id2std[idx] = torch.std(scores_tensor)
+    for i in range(bsz):
+        if norm_adv_by_std_in_grpo:
+            scores[i] = (scores[i] - id2mean[index[i]]) / (id2std[index[i]] + epsilon)
+        else:
+            scores[i] = scores[i] - id2mean[index[i]]
+    return scores
+
+
+# ---- LLDS authors' code ------------------------------------------------------------------------------------------
+def expand_chunk_mask(chunk_mask, chunk_id):
+    B, N = chunk_id.shape
+    padded_mask = torch.cat([torch.zeros(B, 1, dtype=chunk_mask.dtype, device=chunk_mask.device), chunk_mask], dim=1)
+    original_mask = padded_mask.gather(1, chunk_id)
+    return original_mask
+
+
+def chunk_sums_vectorized(mask, values, return_chunk_id=True):
+    B, N = mask.shape
+    mask = mask.bool()
+    prev = F.pad(mask[:, :-1], (1, 0), value=False)
+    starts = mask & ~prev
+    chunk_id = starts.cumsum(dim=1).to(torch.long) * mask.to(torch.long)
+    lengths = chunk_id.max(dim=1).values
+    Kmax = int(lengths.max().item())
+    if Kmax == 0:
+        return values.new_zeros((B, 0)), lengths, (chunk_id if return_chunk_id else None)
+    out = values.new_zeros((B, Kmax + 1))
+    out.scatter_add_(1, chunk_id.clamp_max(Kmax), values * mask)
+    sums_padded = out[:, 1:]
+    return sums_padded, lengths, (chunk_id if return_chunk_id else None)
+
+
+def llds_compute_policy_loss(old_log_prob, log_prob, advantages, eos_mask, cliprange):
+    negative_approx_kl = log_prob - old_log_prob
+    ratio = torch.exp(negative_approx_kl)
+    ratio = torch.clamp(ratio, min=-100, max=100)
+    pg_losses = -advantages * ratio
+    pg_losses2 = -advantages * torch.clamp(ratio, 1.0 - cliprange, 1.0 + cliprange)
+    pg_loss = masked_mean(torch.max(pg_losses, pg_losses2), eos_mask)
+    return pg_loss
+
+
+def llds_policy_loss(old_log_prob, log_prob, advantages, response_mask, clip_ratio, no_reduce_lambda, chunk_noreduce):
+    """update_policy's loss for one micro-batch with entropy_coeff = 0, no KL loss and answer_mask = ones."""
+    pg_loss = llds_compute_policy_loss(old_log_prob, log_prob, advantages, response_mask, clip_ratio)
+    policy_loss = pg_loss
+    answer_mask = torch.ones_like(response_mask, dtype=response_mask.dtype)
+    positive_advantage_mask = (advantages >= 0).float()
+    penalty_term = old_log_prob.detach() - log_prob
+    coeff_map = torch.where(answer_mask.bool(), no_reduce_lambda, min(0.0, no_reduce_lambda))
+    diff_log_prob = old_log_prob.detach() - log_prob
+    base_penalty_term = torch.maximum(torch.zeros_like(log_prob), diff_log_prob)
+    if chunk_noreduce:
+        masked_response_mask = response_mask * positive_advantage_mask
+        sum_val, length, chunk_ids = chunk_sums_vectorized(masked_response_mask, penalty_term)
+        chunk_mask = (sum_val > 0).to(torch.long)
+        original_token_mask = expand_chunk_mask(chunk_mask, chunk_ids)
+        valid_penalty_tokens = original_token_mask.detach() * base_penalty_term
+    else:
+        masked_response_mask = response_mask * positive_advantage_mask
+        current_penalty_term = diff_log_prob * positive_advantage_mask
+        penalty_sentence = masked_sum(current_penalty_term, masked_response_mask, axis=-1)
+        penalty_sentence = torch.maximum(torch.zeros_like(penalty_sentence), penalty_sentence)
+        penalty_sentence[penalty_sentence > 0] = 1.0
+        valid_penalty_tokens = penalty_sentence.unsqueeze(-1) * base_penalty_term * positive_advantage_mask
+    weighted_penalty = valid_penalty_tokens * coeff_map
+    loss_noreduce = masked_mean(weighted_penalty, response_mask)
+    return policy_loss + loss_noreduce
+
+
+# ---- SAPO (search agent) paper's compute_policy_loss -------------------------------------------------------------
+def sapo_paper_policy_loss(old_log_prob, log_prob, advantages, eos_mask, cliprange, t, w):
+    negative_approx_kl = log_prob - old_log_prob
+    ratio = torch.exp(negative_approx_kl)
+    pg_losses = -advantages * ratio
+    pg_losses2 = -advantages * torch.clamp(ratio, 1.0 - cliprange, 1.0 + cliprange)
+    kl_term_loss = -masked_mean(
+        torch.log(ratio).masked_fill(ratio > t, 0)[advantages[:, 0] >= 0], eos_mask[advantages[:, 0] >= 0]
+    )
+    pg_loss = masked_mean(torch.max(pg_losses, pg_losses2), eos_mask)
+    return pg_loss + w * kl_term_loss
+
+
+# ---- TRL 1.16 GRPOTrainer._compute_loss, called for real --------------------------------------------------------
+class _IdentityAccelerator:
+    sync_gradients = True
+    num_processes = 1
+
+    def gather(self, x):
+        return x
+
+    gather_for_metrics = gather
+
+    def reduce(self, x, reduction="sum"):
+        return x
+
+
+def trl_loss(
+    loss_type,
+    logp,
+    logp_old,
+    advantages,
+    mask,
+    *,
+    eps_low=0.2,
+    eps_high=0.28,
+    beta=0.0,
+    logp_ref=None,
+    sequence_level=False,
+    max_completion_length=None,
+    tau_pos=1.0,
+    tau_neg=1.05,
+):
+    """The scalar loss of TRL's installed ``GRPOTrainer._compute_loss`` (one process, no accumulation)."""
+    from trl import GRPOTrainer
+
+    B, T = logp.shape
+    stub = SimpleNamespace(
+        _get_per_token_logps_and_entropies=lambda *args, **kwargs: (logp, torch.zeros_like(logp), None),
+        aux_loss_enabled=False,
+        top_entropy_quantile=1.0,
+        off_policy_mask_threshold=None,
+        importance_sampling_level="sequence" if sequence_level else "token",
+        beta=beta,
+        loss_type=loss_type,
+        epsilon_low=eps_low,
+        epsilon_high=eps_high,
+        args=SimpleNamespace(
+            delta=None, sapo_temperature_pos=tau_pos, sapo_temperature_neg=tau_neg, use_bias_correction_kl=False
+        ),
+        use_vllm=False,
+        vllm_importance_sampling_correction=False,
+        model=SimpleNamespace(training=True),
+        current_gradient_accumulation_steps=1,
+        max_completion_length=T if max_completion_length is None else max_completion_length,
+        _entropy_bonus_enabled=False,
+        _metrics=defaultdict(lambda: defaultdict(list)),
+        accelerator=_IdentityAccelerator(),
+    )
+    inputs = {
+        "prompt_ids": torch.zeros(B, 1, dtype=torch.long),
+        "prompt_mask": torch.ones(B, 1, dtype=torch.long),
+        "completion_ids": torch.zeros(B, T, dtype=torch.long),
+        "completion_mask": mask,
+        "advantages": advantages,
+        "old_per_token_logps": logp_old,
+    }
+    if logp_ref is not None:
+        inputs["ref_per_token_logps"] = logp_ref
+    return GRPOTrainer._compute_loss(stub, None, inputs)

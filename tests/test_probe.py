@@ -1,0 +1,182 @@
+"""Probe metrics on hand-derived tensors (tests/conftest.py::hand_batch), and parity checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from collapsewatch.probe import ClipSpec, masked_quantiles, sequence_metrics, token_metrics, turn_gate_counts
+from collapsewatch.recorder import nonfinite_counts
+from collapsewatch.step_metrics import ObservedPart, compute_step_metrics
+from tests.conftest import hand_batch, random_batch
+
+LN = math.log
+CLIP = ClipSpec(eps_low=0.2, eps_high=0.28)
+
+
+def _step(batches, clip=CLIP):
+    parts = []
+    for b in batches:
+        tok = token_metrics(b, clip)
+        seq = sequence_metrics(b, tok, clip)
+        parts.append(ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids))
+    return compute_step_metrics(parts)
+
+
+def test_token_flags_follow_trl_semantics():
+    b = hand_batch()
+    tok = token_metrics(b, CLIP)
+    m = tok["mask"]
+    # clip_high: r > 1.28 and A > 0 -> only seq 0 token 0 (r = 2)
+    assert tok["clip_high"][m].tolist() == [True, False, False, False, False, False]
+    # clip_low: r < 0.8 and A < 0 -> only seq 1 token 0 (r = 0.5); seq 0 token 2 (r = 0.05, A > 0) is NOT clipped
+    assert tok["clip_low"][m].tolist() == [False, False, False, True, False, False]
+    assert tok["ratio"][m].tolist() == pytest.approx([2, 1, 0.05, 0.5, 1.5, 1.1])
+
+
+def test_clip_flags_match_transcription_of_trl():
+    """TRL grpo_trainer: is_low_clipped = (coef_1 < 1 - eps_low) & (advantages < 0), masked_batch_mean."""
+    b = random_batch(B=16, T=32, seed=3, drift=0.4)
+    tok = token_metrics(b, CLIP)
+    coef_1 = torch.exp(b.logp - b.logp_old)
+    adv = b.advantages.unsqueeze(1)
+    mask = b.mask
+    low = ((coef_1 < 1 - 0.2) & (adv < 0)).float()
+    high = ((coef_1 > 1 + 0.28) & (adv > 0)).float()
+    trl = {"clip_low_frac": ((low * mask).sum() / mask.sum()).item(),
+           "clip_high_frac": ((high * mask).sum() / mask.sum()).item(),
+           "clip_region_frac": ((((low + high) > 0).float() * mask).sum() / mask.sum()).item()}
+    stats = _step([b])
+    for k, v in trl.items():
+        assert stats[k] == pytest.approx(v, abs=1e-12), k
+    assert tok["clip_low"].sum() > 0 and tok["clip_high"].sum() > 0  # the batch exercises both flags
+
+
+def test_sequence_metrics_hand_derived():
+    b = hand_batch()
+    tok = token_metrics(b, CLIP)
+    seq = {k: v.tolist() for k, v in sequence_metrics(b, tok, CLIP).items()}
+    assert seq["n_model_tokens"] == [3, 2, 1]
+    assert seq["n_turns"] == [2, 1, 1]  # seq 0 has turns 0 and 1 among its model tokens
+    # displacement = Σ log r: seq 0 ln2 + 0 + ln0.05 = ln 0.1; seq 1 ln0.5 + ln1.5 = ln 0.75; seq 2 ln 1.1
+    assert seq["displacement_sum"] == pytest.approx([LN(0.1), LN(0.75), LN(1.1)])
+    assert seq["displacement_mean"] == pytest.approx([LN(0.1) / 3, LN(0.75) / 2, LN(1.1)])
+    assert seq["logp_old_sum"] == pytest.approx([-3, -4, -3])
+    assert seq["logp_old_mean"] == pytest.approx([-1, -2, -3])
+    assert seq["seq_ratio"] == pytest.approx([0.1 ** (1 / 3), 0.75 ** 0.5, 1.1])  # GSPO: geometric mean
+    assert seq["clip_high_frac"] == pytest.approx([1 / 3, 0, 0])
+    assert seq["clip_low_frac"] == pytest.approx([0, 1 / 2, 0])
+    assert seq["entropy_mean"] == pytest.approx([0.2, 0.45, 0.6])  # padding's 9.0 excluded
+    assert seq["entropy_max"] == pytest.approx([0.3, 0.5, 0.6])
+    assert seq["repeat_frac_max"] == pytest.approx([2 / 3, 1 / 2, 1])  # ids [5, 5, 7]: '5' is 2 of 3
+    assert seq["correct"] == [True, False, False]
+    assert seq["is_log_ratio_mean"] == pytest.approx([LN(2) / 3, 0, 0])
+
+
+def test_llds_gate_is_per_turn():
+    # A >= 0 turns: seq 0 turn 0 (Σ = ln 2 > 0), seq 0 turn 1 (ln 0.05 < 0: gated), seq 2 turn 0 (ln 1.1 > 0)
+    b = hand_batch()
+    gated, total = turn_gate_counts(b, token_metrics(b, CLIP)).tolist()
+    assert (gated, total) == (1, 3)
+
+
+def test_step_metrics_hand_derived():
+    s = _step([hand_batch()])
+    assert s["n_seqs"] == 3 and s["n_model_tokens"] == 6 and s["on_policy"] is False
+    # A > 0 ratios [2, 1, 0.05]: sorted [0.05, 1, 2]; p05 at position 0.05·2 = 0.1 -> 0.05 + 0.1·0.95
+    assert s["ratio_p05_pos"] == pytest.approx(0.145)
+    assert s["ratio_p50_pos"] == pytest.approx(1.0)
+    assert (s["ratio_min_pos"], s["ratio_max_pos"]) == pytest.approx((0.05, 2.0))
+    assert s["ratio_mean_pos"] == pytest.approx(3.05 / 3)
+    assert s["ratio_p50_neg"] == pytest.approx(1.0)  # A < 0 ratios [0.5, 1.5]
+    assert s["ratio_lt_0_1_frac_pos"] == pytest.approx(1 / 3)
+    assert s["ratio_lt_0_5_frac_pos"] == pytest.approx(1 / 3)
+    assert s["clip_low_frac_pos"] == pytest.approx(1 / 3)  # r = 0.05 < 0.8 but A > 0: the clip never fires
+    assert (s["clip_low_frac"], s["clip_high_frac"], s["clip_region_frac"]) == pytest.approx((1 / 6, 1 / 6, 2 / 6))
+    assert s["dual_clip_frac"] is None  # dual clip off -> NULL, not 0
+    assert s["ppo_kl"] == pytest.approx(-(LN(2) + LN(0.05) + LN(0.5) + LN(1.5) + LN(1.1)) / 6)
+    assert s["llds_gate_rate"] == pytest.approx(1 / 3)
+    # w = exp(is_log_ratio) = [2, 1, 1, 1, 1, 1]: mean 7/6; ESS = 1/mean((w/mean w)²) = 49/54; χ² = 9/6 − 1
+    assert s["is_ess"] == pytest.approx(49 / 54)
+    assert s["is_chi2"] == pytest.approx(0.5)
+    assert s["is_log_ratio_abs_mean"] == pytest.approx(LN(2) / 6)
+    assert s["entropy_mean"] == pytest.approx(2.1 / 6)
+    assert s["reward_mean"] == pytest.approx(1 / 3)
+    assert s["reward_std"] == pytest.approx(math.sqrt(2 / 9))
+    assert s["zero_std_group_frac"] == pytest.approx(1 / 2)  # group 0 rewards {1, 0}; group 1 a single 0
+    assert s["logp_old_mean_correct"] == pytest.approx(-1)
+    assert s["logp_old_mean_incorrect"] == pytest.approx(-2.5)  # mean of seq 1 (−2) and seq 2 (−3)
+    assert s["displacement_mean_correct"] == pytest.approx(LN(0.1) / 3)
+    assert s["truncated_frac"] == pytest.approx(1 / 3)
+    assert s["response_length_mean"] == pytest.approx(2.0)
+    assert s["repeat_frac_max"] == pytest.approx(1.0)
+    assert s["nonfinite_logp"] == 0 and s["first_nonfinite"] is None  # padding's -inf does not count
+    assert s["kl_ref_mean"] is None and s["nonfinite_logp_ref"] is None  # no reference model: NULL
+
+
+def test_dual_clip_and_kl_ref():
+    b = hand_batch()
+    b.logp_ref = b.logp_old.clone()  # d = logp_ref − logp = −log r; k3 = r⁻¹·... = exp(d) − d − 1
+    s = _step([b], ClipSpec(0.2, 0.28, dual_clip=1.2))
+    # dual clip: r > 1.2 and A < 0 -> seq 1 token 1 (r = 1.5): 1 of 6
+    assert s["dual_clip_frac"] == pytest.approx(1 / 6)
+    r = np.array([2, 1, 0.05, 0.5, 1.5, 1.1])
+    d = -np.log(r)
+    assert s["kl_ref_mean"] == pytest.approx(np.mean(np.exp(d) - d - 1))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_quantiles_match_numpy(seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1000, generator=g, dtype=torch.float64).exp()
+    m = torch.rand(1000, generator=g) > 0.3
+    qs = torch.tensor([0.01, 0.05, 0.5, 0.95, 0.99], dtype=torch.float64)
+    got = masked_quantiles(x, m, qs).numpy()
+    assert got == pytest.approx(np.quantile(x[m].numpy(), qs.numpy()), rel=1e-12)
+
+
+def test_split_micro_batches_give_same_step_metrics():
+    """Quantiles stay exact when a step arrives in parts (gradient accumulation)."""
+    b = random_batch(B=12, T=20, seed=1, drift=0.3)
+    whole = _step([b])
+    halves = [type(b)(**{k: (v[:6] if v is not None else None) for k, v in vars(b).items()}),
+              type(b)(**{k: (v[6:] if v is not None else None) for k, v in vars(b).items()})]
+    split = _step(halves)
+    for k, v in whole.items():
+        if isinstance(v, float):
+            assert split[k] == pytest.approx(v, rel=1e-9, abs=1e-12), k
+        else:
+            assert split[k] == v, k
+
+
+def test_on_policy_ratio_metrics_are_null():
+    b = random_batch(seed=2)
+    b.logp_old = b.logp.clone()  # what TRL does with one iteration: r ≡ 1 exactly
+    s = _step([b])
+    assert s["on_policy"] is True
+    for k in ("ratio_p05_pos", "ratio_p50_neg", "clip_low_frac", "ppo_kl", "llds_gate_rate"):
+        assert s[k] is None, k
+    assert s["entropy_mean"] is not None and s["reward_mean"] is not None
+
+
+def test_fully_masked_batch_gives_null_metrics():
+    b = random_batch(seed=4)
+    b.mask = torch.zeros_like(b.mask)
+    s = _step([b])
+    assert s["n_model_tokens"] == 0
+    for k in ("ratio_p50_pos", "entropy_mean", "is_ess", "clip_low_frac"):
+        assert s[k] is None, k
+
+
+def test_nonfinite_values_are_counted_and_excluded():
+    b = random_batch(seed=5)
+    b.logp_old[0, 5] = float("nan")
+    b.entropy[1, 7] = float("inf")
+    s = _step([b])
+    assert s["nonfinite_logp_old"] == 1 and s["nonfinite_entropy"] == 1 and s["nonfinite_logp"] == 0
+    assert s["first_nonfinite"] == "logp_old"  # the order of the catalogue: logp, logp_old, ...
+    assert s["ratio_p50_pos"] is not None and math.isfinite(s["ratio_p50_pos"])
+    assert s["n_model_tokens"] == 8 * 14 - 1
