@@ -158,3 +158,9 @@ def markdown_table() -> str:
     for m in TOKEN_METRICS + SEQUENCE_METRICS + STEP_METRICS + LOGGED_SCALARS:
         rows.append(f"| `{m.name}` | {m.level} | {m.formula} | {m.population} | {m.unit} |")
     return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":  # python -m collapsewatch.catalogue > docs/metrics.md
+    print("# Metric catalogue\n\nGenerated from `collapsewatch/catalogue.py` (`python -m collapsewatch.catalogue "
+          "> docs/metrics.md`); a test keeps the two equal. NULL = the metric does not apply to that step.\n")
+    print(markdown_table(), end="")

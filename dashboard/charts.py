@@ -30,7 +30,8 @@ def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str]) -> go.
         suffix = "" if i == 0 else str(i + 1)
         layout[f"xaxis{suffix}"] = theme.axis(anchor=f"y{suffix}", matches="x" if i else None,
                                               showticklabels=i == n - 1)
-        layout[f"yaxis{suffix}"] = theme.axis(domain=[top - h, top], anchor=f"x{suffix}", nticks=5)
+        layout[f"yaxis{suffix}"] = theme.axis(domain=[max(0.0, round(top - h, 6)), min(1.0, round(top, 6))],
+                                              anchor=f"x{suffix}", nticks=5)
         unit = f" ({info[metric].unit})" if metric in info and info[metric].unit else ""
         annotations.append(dict(text=f"<b>{metric}</b>{unit}", xref="paper", yref="paper", x=0, y=top,
                                 xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11)))

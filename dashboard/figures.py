@@ -36,7 +36,7 @@ class Panel:
     ratio_metric: bool = False  # needs π_θ ≠ π_old: "not applicable" on an on-policy run
     log_y: bool = False
     ref_y: float | None = None
-    right_title: str = ""
+    right_format: str = ""     # tick format of the right-hand axis ("" = no right axis)
 
 
 def _fan(sign: str) -> tuple[Series, ...]:
@@ -64,10 +64,10 @@ PANELS: tuple[Panel, ...] = (
     Panel("grad", "grad norm (pre-clip)", (Series("grad_norm", "grad norm"),), log_y=True),
     Panel("length", "response length", (Series("response_length_mean", "mean tokens"),
                                         Series("truncated_frac", "truncated", dash="dot", right=True)),
-          right_title="truncated"),
+          right_format=".0%"),
     Panel("mismatch", "train–inference mismatch", (Series("is_log_ratio_abs_mean", "|is_log_ratio| mean"),
                                                    Series("is_ess", "IS ESS", dash="dot", right=True)),
-          right_title="ESS"),
+          right_format=".3f"),
 )
 
 COLUMNS: tuple[str, ...] = tuple(s.column for p in PANELS for s in p.series) + ("on_policy",)
@@ -75,6 +75,7 @@ TRACE_COLUMNS: tuple[str | None, ...] = (None, *(s.column for p in PANELS for s 
 """Column drawn by each trace index; trace 0 is the phase timeline."""
 
 N_COLS = 2
+LOG_TICKS = (1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000)
 TIMELINE_PX, PANEL_PX, GAP_PX = 118, 158, 34
 NOT_APPLICABLE = "on-policy: ratio metrics not applicable"
 
@@ -95,7 +96,7 @@ def _grid() -> dict[str, Any]:
                       "bottom": row == n_rows - 1 or i + N_COLS >= len(PANELS)})
     return {"height": height + 56, "cells": cells, "timeline_y": [1 - TIMELINE_PX * frac, 1.0],
             "grid_top": top_of_grid, "right_axis": {p.key: f"y{len(PANELS) + 2 + j}" for j, p in
-                                                    enumerate(q for q in PANELS if q.right_title)}}
+                                                    enumerate(q for q in PANELS if q.right_format)}}
 
 
 GRID = _grid()
@@ -110,12 +111,12 @@ def _layout() -> dict[str, Any]:
     for panel, cell in zip(PANELS, GRID["cells"], strict=True):
         xa, ya = "xaxis" + cell["x"][1:], "yaxis" + cell["y"][1:]
         lay[xa] = theme.axis(domain=cell["xd"], anchor=cell["y"], matches="x", showticklabels=cell["bottom"])
-        lay[ya] = theme.axis(domain=cell["yd"], anchor=cell["x"], type="log" if panel.log_y else "linear",
-                             exponentformat="power" if panel.log_y else "B", nticks=5)
+        log = dict(type="log", tickvals=LOG_TICKS, ticktext=[f"{v:g}" for v in LOG_TICKS]) if panel.log_y else {}
+        lay[ya] = theme.axis(domain=cell["yd"], anchor=cell["x"], nticks=5, **log)
         if panel.key in GRID["right_axis"]:
             ra = "yaxis" + GRID["right_axis"][panel.key][1:]
             lay[ra] = theme.axis(overlaying=cell["y"], side="right", anchor=cell["x"], showgrid=False, nticks=4,
-                                 title=dict(text=panel.right_title, font=dict(size=10, color=theme.MUTED)))
+                                 tickformat=panel.right_format)
     return lay
 
 

@@ -1,7 +1,8 @@
-"""Loading and live-updating the run overview: the first draw reads the whole (downsampled) history; each
-poll reads only steps after the last one drawn and sends a Patch that extends the traces in the browser.
+"""Loading and live-updating the run overview: the first draw sends the whole (downsampled) history; each
+poll sends only steps after the last one drawn, as a Patch that extends the traces in the browser.
 
-The poll state (``dcc.Store``) holds the run, its rank, the last step drawn, the run summary, a key of
+Rows come from ``history.StepHistory``, which re-reads only the run's newest segments, so a poll costs the
+same whatever the run's length. The poll state (``dcc.Store``) holds the run, its rank, the last step drawn, the run summary, a key of
 the drawn events and the status. Decorations (bands, timeline, panel notes) are re-sent only when the
 events or the summary change.
 """
@@ -16,9 +17,9 @@ from dash import Patch
 
 from collapsewatch.store import queries
 
-from . import state
+from . import history, state
 from .figures import COLUMNS, decorations, extension, overview_figure
-from .series import complete_rows, merge_summaries, summarise
+from .series import merge_summaries, summarise
 
 
 def events_key(events: pd.DataFrame) -> str:
@@ -34,9 +35,8 @@ def load(run: str) -> tuple[Any, dict[str, Any], dict[str, Any]] | None:
         info = queries.run_info(s, run)
         if info is None:
             return None
-        rows = queries.step_rows(s, run, COLUMNS, rank=info["rank"])
-        events = queries.run_events(s, run)
-    rows = complete_rows(rows, info["status"] == "running")
+        rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
+        events = history.event_log(s, run).events(s)
     summary = summarise(rows, COLUMNS)
     fig = overview_figure(rows, events, summary)
     st = {"run": run, "rank": info["rank"], "last": int(rows["step"].max()) if len(rows) else -1,
@@ -51,9 +51,9 @@ def poll(st: dict[str, Any]) -> tuple[Patch | None, dict[str, Any], dict[str, An
         info = queries.run_info(s, run)
         if info is None:
             return None, st, None
-        new = queries.step_rows(s, run, COLUMNS, after=st["last"], rank=st["rank"])
-        events = queries.run_events(s, run)
-    new = complete_rows(new, info["status"] == "running")
+        rows = history.step_history(s, run, st["rank"], COLUMNS).rows_for(s, info["status"] == "running")
+        events = history.event_log(s, run).events(s)
+    new = rows[rows["step"] > st["last"]] if len(rows) else rows
     summary = merge_summaries(st["summary"], summarise(new, COLUMNS))
     key = events_key(events)
     changed_deco = key != st["events"] or summary["on_policy"] != st["summary"]["on_policy"] \

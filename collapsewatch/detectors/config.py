@@ -80,7 +80,7 @@ class LldConfig(Timing):
     """Points of L the slope window needs for a verdict."""
     flat_change: float = 0.03
     """Stagnation: the slope's whole CI × slope_window lies within ±this (nats/token): 'flat', not 'unsure'."""
-    decay_change: float = 0.03
+    decay_change: float = 0.05
     """Decay: slope × slope_window ≤ −this (nats/token) and the slope's CI is below 0."""
     require_incorrect_falling: bool = True
     """Decay also needs logp_old_mean_incorrect not significantly rising (when it has enough points)."""

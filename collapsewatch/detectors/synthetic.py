@@ -229,7 +229,7 @@ def make_run(scenario: str, seed: int = 0, noise: float = 1.0, n_steps: int = 30
     """One labelled series; ``seed`` fixes every random draw."""
     if scenario not in OVERLAYS:
         raise ValueError(f"unknown scenario {scenario!r}; known: {SCENARIOS}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, SCENARIOS.index(scenario)])  # independent noise per scenario
     cols = healthy_columns(n_steps, rng, noise)
     label = OVERLAYS[scenario](cols, rng, noise, n_steps)
     frame = pd.DataFrame(cols)

@@ -33,7 +33,8 @@ class GroupStats:
 def group_stats(rewards: Tensor, group_ids: Tensor) -> GroupStats:
     """Mean, unbiased std, size and zero-std flag of each sequence's group, broadcast back to (B,)."""
     if rewards.dim() != 1 or tuple(group_ids.shape) != tuple(rewards.shape):
-        raise ValueError(f"rewards and group_ids must both be (B,); got {tuple(rewards.shape)}, {tuple(group_ids.shape)}")
+        shapes = f"{tuple(rewards.shape)}, {tuple(group_ids.shape)}"
+        raise ValueError(f"rewards and group_ids must both be (B,); got {shapes}")
     r = rewards if rewards.is_floating_point() else rewards.float()  # (B,)
     _, inv = torch.unique(group_ids, return_inverse=True)  # (B,) dense group index < B
     zeros = torch.zeros_like(r)  # (B,) one slot per possible group

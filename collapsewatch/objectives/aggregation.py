@@ -3,9 +3,9 @@
 A separate axis from the objective (any objective × any mode). The modes are verl's ``agg_loss`` modes
 (``verl/trainer/ppo/core_algos.py``), parity-tested:
 
-    token_mean               Σ_{i,t} ℓ·m / N                 N = Σ_{i,t} m             (DAPO; verl "token-mean")
-    seq_mean_token_mean      (1/S) Σ_i Σ_t ℓ·m / max(n_i, 1)  S = number of sequences   (GRPO paper; "seq-mean-token-mean")
-    seq_mean_token_sum_norm  (1/S) Σ_i Σ_t ℓ·m / L            L = constant, e.g. max response length (Dr. GRPO)
+    token_mean               Σ_{i,t} ℓ·m / N                  N = Σ_{i,t} m            DAPO; verl "token-mean"
+    seq_mean_token_mean      (1/S) Σ_i Σ_t ℓ·m / max(n_i, 1)  S = number of sequences  GRPO; "seq-mean-token-mean"
+    seq_mean_token_sum_norm  (1/S) Σ_i Σ_t ℓ·m / L            L = constant (max response length), Dr. GRPO
 
 Gradient accumulation: a micro-batch only sees its own N or S, so summing micro-batch means is not the
 full-batch mean. Compute the full-batch denominator once with ``aggregation_normalizer`` over every micro-batch

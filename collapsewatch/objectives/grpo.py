@@ -70,7 +70,7 @@ def ppo_clip_loss(ratio: Tensor, adv: Tensor, eps_low: float, eps_high: float, d
 
 
 def k3_kl(logp: Tensor, logp_ref: Tensor) -> Tensor:
-    """k3 = exp(logp_ref − logp) − (logp_ref − logp) − 1 ≥ 0, Schulman's low-variance estimator of KL(π_θ‖π_ref). (B, T)."""
+    """k3 = exp(logp_ref − logp) − (logp_ref − logp) − 1 ≥ 0, Schulman's estimator of KL(π_θ‖π_ref). (B, T)."""
     d = (logp_ref.detach() - logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
     return torch.exp(d) - d - 1.0
 

@@ -42,7 +42,7 @@ def gspo(inputs: LossInputs, params: GspoParams) -> ObjectiveOutput:
     log_ratio, clamped = clamped_log_ratio(inputs.logp, inputs.logp_old)  # (B, T), (B, T)
     n_tokens = mask.sum(dim=-1).clamp(min=1.0)  # (B,)
     seq_log_ratio = ((log_ratio * mask).sum(dim=-1) / n_tokens).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B,)
-    log_s = inputs.logp - inputs.logp.detach() + seq_log_ratio.unsqueeze(-1)  # (B, T) value log s_i
+    log_s = inputs.logp - inputs.logp.detach() + seq_log_ratio.detach().unsqueeze(-1)  # (B, T) value log s_i
     s = torch.exp(log_s)  # (B, T)
     loss = ppo_clip_loss(s, adv, params.eps_low, params.eps_high, dual_clip_c=None)  # (B, T)
     out = {

@@ -24,7 +24,8 @@ class LldsParams:
     github.com/vengdeng/LLDS-On-Group-Relative-Policy-Optimization-Collapse-in-Search-R1)."""
 
     base: GrpoParams = field(default_factory=GrpoParams)
-    """The GRPO-clip part (the authors' run: Search-R1's ε = 0.2 both sides, k3 KL β = 0.001)."""
+    """The GRPO-clip part. The authors' run used Search-R1's ε = 0.2 both sides and k3 KL β = 0.001
+    (``GrpoParams(eps_high=0.2, kl_beta=0.001)``); the collapsewatch GRPO defaults apply here."""
     lam: float = 0.2
     """λ, the penalty weight (``NO_REDUCE_LAMBDA=0.2``)."""
     gate: Gate = "turn"
@@ -70,11 +71,11 @@ def llds_gate(displacement: Tensor, eligible: Tensor, turn_ids: Tensor | None, g
 def llds(inputs: LossInputs, params: LldsParams) -> ObjectiveOutput:
     """ℓ_t = ℓ_t^GRPO + λ · g_t · max(0, logp_old,t − logp_t);  under token_mean: + λ Σ g·max(0, Δ) / Σ mask
 
-    LLDS, Deng et al., "On GRPO Collapse in Agent Search: The Lazy Likelihood-Displacement" (arXiv 2512.04220;
-    equation number not verified). Parity with the authors' verl fork (``dp_actor.update_policy``, penalty
-    ``loss_noreduce`` aggregated with ``masked_mean(·, response_mask)``) is tested. Gate g_t = 1 on tokens of an
-    A ≥ 0 response (zero included, as ``advantages >= 0`` in their code) whose turn (A-gate) or whole response
-    (R-gate) has a positive summed displacement Σ(logp_old − logp); the gate carries no gradient.
+    LLDS, Deng et al., "On Group Relative Policy Optimization Collapse in Agent Search: The Lazy Likelihood-
+    Displacement" (arXiv 2512.04220, ICML 2026; equation number not verified). Parity with the authors' verl fork
+    (``dp_actor.update_policy``: penalty ``loss_noreduce`` = ``masked_mean(·, response_mask)``) is tested.
+    Gate g_t = 1 on tokens of an A ≥ 0 response (zero included, as ``advantages >= 0`` in their code) whose turn
+    (A-gate) or whole response (R-gate) has a positive summed displacement Σ(logp_old − logp); no gradient.
     The penalty is meant for ``token_mean`` aggregation (the authors'); other modes weight it like the loss.
     """
     base = grpo(inputs, params.base)

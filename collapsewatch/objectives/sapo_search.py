@@ -20,7 +20,8 @@ class SapoSearchParams:
     its abstract and a transcription of its one-line code were reachable), so w and τ are collapsewatch defaults."""
 
     base: GrpoParams = field(default_factory=GrpoParams)
-    """The GRPO-clip part (the paper builds on Search-R1: ε = 0.2 both sides, k3 KL β = 0.001)."""
+    """The GRPO-clip part. The paper builds on Search-R1, whose defaults are ε = 0.2 both sides and k3 KL
+    β = 0.001; here the collapsewatch GRPO defaults apply so that objectives differ only by their penalty."""
     w: float = 0.2
     """Penalty weight w. collapsewatch default, NOT from the paper: the same per-token gradient scale as LLDS's
     λ = 0.2, so the two regularisers compare at equal strength."""
@@ -31,8 +32,9 @@ class SapoSearchParams:
     denominator: Denominator = "positive_tokens"
     """'positive_tokens' (paper): mean over {A ≥ 0, mask} of this micro-batch, so the per-token loss is rescaled by
     Σmask / Σ(mask·1[A≥0]) and is exact under ``token_mean`` aggregation of the same micro-batch, but not
-    invariant to how a batch is split. 'loss_tokens': no rescale — the aggregation's own denominator applies
-    (accumulation-invariant; a deliberate deviation, ≈ w·share-of-A≥0-tokens smaller)."""
+    invariant to how a batch is split into micro-batches. 'loss_tokens': no rescale, the aggregation's own
+    denominator applies (accumulation-invariant; a deliberate deviation whose effective weight is w × the share of
+    A ≥ 0 tokens)."""
 
     def __post_init__(self) -> None:
         if self.w < 0.0:

@@ -1,33 +1,40 @@
 """The dashboard's queries: every SQL statement the dashboard runs, with parameters for every value.
 
-Per-run queries read through ``Store.run_view`` (scans only that run's folder). Column and metric names
-cannot be SQL parameters, so they are checked against the metric catalogue before they reach a statement.
-Each function returns a DataFrame (or a small dict) and knows nothing about Dash.
+Per-run queries read through ``Store.run_view`` (scans only that run's folder) or, given ``files``, only
+those segment files of the run: segments are immutable and their names unique, so a caller that indexes
+them by step range (``segment_steps``) can read just the one or two segments a step lives in, or just the
+segments written since its last poll, at a cost that does not grow with the run's history.
+Column and metric names cannot be SQL parameters, so they are checked against the metric catalogue
+before they reach a statement. Each function returns a DataFrame and knows nothing about Dash.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS
-from .query import ReadOnlyQueryError, Store, check_read_only
+from .migrations import TABLES
+from .query import ReadOnlyQueryError, Store, check_read_only, view_sql
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
 ACTIVE_WINDOW = 5
 """An event is *active* when its phase was still holding within this many steps of the run's last step."""
 
-# Token metrics the drill-down can colour by: name -> (per-token SQL expression, aggregate for the heatmap).
-# The ratio heatmap averages log_ratio and exponentiates (a geometric mean): an arithmetic mean of ratios
-# is dominated by its largest values and hides the collapse of the small ones.
-TOKEN_METRICS: dict[str, tuple[str, str]] = {
-    "ratio": ("ratio", "exp(avg(log_ratio))"),
-    "log_ratio": ("log_ratio", "avg(log_ratio)"),
-    "entropy": ("entropy", "avg(entropy)"),
+# Token metrics of the heatmap: name -> (column averaged per bin, transform of the mean). The ratio heatmap
+# averages log_ratio and exponentiates (a geometric mean): an arithmetic mean of ratios is dominated by its
+# largest values and hides the collapse of the small ones.
+TOKEN_METRICS: dict[str, tuple[str, str | None]] = {
+    "ratio": ("log_ratio", "exp"),
+    "log_ratio": ("log_ratio", None),
+    "entropy": ("entropy", None),
 }
 TOKEN_COLUMNS = ("pos", "token_id", "turn_id", "mask", "advantage", "logp", "logp_old", "logp_rollout",
                  "log_ratio", "ratio", "entropy", "clip_low", "clip_high", "is_log_ratio")
@@ -39,6 +46,46 @@ def check_columns(columns: list[str] | tuple[str, ...]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown step metric(s): {', '.join(unknown)}")
     return list(columns)
+
+
+Files = Sequence[Path]
+
+
+def _files_scan(store: Store, table: str, files: Files) -> str:
+    """A Parquet scan of exactly ``files`` (paths listed from the store folder), or of the table's typed
+    empty file when there are none."""
+    paths = [str(f) for f in files] or [str(store.root / "_schema" / table / "empty.parquet")]
+    quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+    return f"read_parquet([{quoted}], union_by_name = true)"
+
+
+def _source(store: Store, run: str, view: str, files: Files | None) -> str:
+    """The rows of ``view`` for one run: the whole run folder, or only ``files`` (of the view's table)."""
+    if files is None:
+        return store.run_view(view, run)
+    return f"SELECT * FROM {_files_scan(store, view, files)}"
+
+
+def segment_files(store: Store, run: str, table: str) -> list[tuple[Path, int]]:
+    """(path, size) of every Parquet segment of one run's ``table``, by name."""
+    folder = store.root / run / table
+    try:
+        entries = [(Path(e.path), e.stat().st_size) for e in os.scandir(folder)
+                   if e.name.endswith(".parquet") and not e.name.startswith(".")]
+    except FileNotFoundError:
+        return []
+    return sorted(entries)
+
+
+def segment_steps(store: Store, files: Files) -> pd.DataFrame:
+    """``file``, ``min_step``, ``max_step``, ``n_rows`` of each segment, from the Parquet footers only."""
+    if not files:
+        return pd.DataFrame({"file": [], "min_step": [], "max_step": [], "n_rows": []})
+    return store.query("""
+SELECT file_name AS file, min(stats_min_value::BIGINT) AS min_step, max(stats_max_value::BIGINT) AS max_step,
+       sum(row_group_num_rows) AS n_rows
+FROM parquet_metadata(?) WHERE path_in_schema = 'step' GROUP BY file_name ORDER BY file_name""",
+                       [[str(f) for f in files]])
 
 
 def _dedup_events(source: str) -> str:
@@ -97,7 +144,7 @@ FROM ({store.run_view("run_ranks", run)})""")
 
 
 def step_rows(store: Store, run: str, columns: list[str] | tuple[str, ...], *, after: int = -1,
-              rank: int = 0) -> pd.DataFrame:
+              rank: int = 0, files: dict[str, Files] | None = None) -> pd.DataFrame:
     """``step`` plus ``columns`` of one rank of a run for steps > ``after``, in step order.
 
     The live overview calls this with the last step it has drawn, so a poll reads only the new rows.
@@ -110,53 +157,67 @@ SELECT {select} FROM ({store.run_view("steps", run)})
 WHERE rank = ? AND step > ? ORDER BY step""", [rank, after])
 
 
-def run_events(store: Store, run: str) -> pd.DataFrame:
-    """Detector episodes of one run, one row each, in order of their start."""
+def run_events(store: Store, run: str, files: Files | None = None) -> pd.DataFrame:
+    """Detector episodes of one run (or of the given event segments), one row each, in order of start."""
     return store.query(f"""
 SELECT detector, phase, step_start, step_end, severity, metric, value, threshold, window_steps,
        message, evidence, source
-FROM ({_dedup_events(store.run_view("events", run))})
+FROM ({_dedup_events(_source(store, run, "events", files))})
 ORDER BY step_start, detector, phase""")
 
 
-def token_steps(store: Store, run: str) -> pd.DataFrame:
-    """Steps that kept token rows, with how many sequences each kept and their largest position."""
+def token_steps(store: Store, run: str, files: Files | None = None) -> pd.DataFrame:
+    """Steps that kept token rows: sequences kept (over ranks) and largest position. Additive over disjoint
+    sets of files (sum ``n_seqs``, max ``max_pos`` per step)."""
     return store.query(f"""
-SELECT step, count(DISTINCT seq_id) AS n_seqs, max(pos) AS max_pos FROM ({store.run_view("tokens", run)})
-GROUP BY step ORDER BY step""")
+WITH per_rank AS (SELECT step, rank, count(DISTINCT seq_id) AS n, max(pos) AS max_pos
+                  FROM ({_source(store, run, "tokens", files)}) GROUP BY step, rank)
+SELECT step, sum(n)::BIGINT AS n_seqs, max(max_pos) AS max_pos FROM per_rank GROUP BY step ORDER BY step""")
 
 
-def token_sequences(store: Store, run: str, step: int) -> pd.DataFrame:
-    """The sequences of ``step`` that kept token rows, with their sequence metrics (ranks flattened:
-    the lowest rank holding a seq_id wins)."""
+def token_sequences(store: Store, run: str, step: int, files: dict[str, Files] | None = None) -> pd.DataFrame:
+    """The sequences of ``step`` that kept token rows (one row per rank and seq_id), with their sequence
+    metrics. ``files``: {"tokens": [...], "sequences": [...]} holding that step."""
+    files = files or {}
     return store.query(f"""
-WITH t AS (SELECT seq_id, min(rank) AS rank, count(*) AS n_token_rows
-           FROM ({store.run_view("tokens", run)}) WHERE step = ? GROUP BY seq_id)
-SELECT t.seq_id, t.rank, t.n_token_rows, s.group_id, s.reward, s.advantage, s.correct, s.n_model_tokens,
+WITH t AS (SELECT rank, seq_id, count(*) AS n_token_rows
+           FROM ({_source(store, run, "tokens", files.get("tokens"))}) WHERE step = ? GROUP BY rank, seq_id)
+SELECT t.rank, t.seq_id, t.n_token_rows, s.group_id, s.reward, s.advantage, s.correct, s.n_model_tokens,
        s.displacement_mean, s.entropy_mean, s.seq_ratio
-FROM t LEFT JOIN (SELECT * FROM ({store.run_view("sequences", run)}) WHERE step = ?) s
+FROM t LEFT JOIN (SELECT * FROM ({_source(store, run, "sequences", files.get("sequences"))}) WHERE step = ?) s
      ON s.seq_id = t.seq_id AND s.rank = t.rank
-ORDER BY t.seq_id""", [step, step])
+ORDER BY t.rank, t.seq_id""", [step, step])
 
 
-def sequence_tokens(store: Store, run: str, step: int, seq_id: int, rank: int = 0) -> pd.DataFrame:
+def sequence_tokens(store: Store, run: str, step: int, seq_id: int, rank: int = 0,
+                    files: Files | None = None) -> pd.DataFrame:
     """Every stored token of one sequence, in position order."""
     return store.query(f"""
-SELECT {", ".join(TOKEN_COLUMNS)} FROM ({store.run_view("tokens", run)})
+SELECT {", ".join(TOKEN_COLUMNS)} FROM ({_source(store, run, "tokens", files)})
 WHERE step = ? AND seq_id = ? AND rank = ? ORDER BY pos""", [step, seq_id, rank])
 
 
-def token_heatmap(store: Store, run: str, metric: str, *, step_bin: int = 1, pos_bin: int = 1) -> pd.DataFrame:
+def token_heatmap(store: Store, run: str, metric: str, *, step_bin: int = 1, pos_bin: int = 1,
+                  files: Files | None = None) -> pd.DataFrame:
     """Step × position grid of a token metric over model tokens (mask = 1): ``step`` and ``pos`` are the
-    lower edges of bins of ``step_bin`` steps and ``pos_bin`` positions, ``value`` the bin's aggregate."""
+    lower edges of bins of ``step_bin`` steps and ``pos_bin`` positions; ``total`` and ``n`` (additive over
+    disjoint files) give ``value`` = heatmap_value(metric, total, n)."""
     if metric not in TOKEN_METRICS:
         raise ValueError(f"unknown token metric {metric!r}; one of {sorted(TOKEN_METRICS)}")
-    column, agg = TOKEN_METRICS[metric]
-    return store.query(f"""
-SELECT (step // ?) * ? AS step, (pos // ?) * ? AS pos, {agg} AS value, count(*) AS n
-FROM ({store.run_view("tokens", run)})
-WHERE mask AND {column} IS NOT NULL
+    column = TOKEN_METRICS[metric][0]
+    df = store.query(f"""
+SELECT (step // ?) * ? AS step, (pos // ?) * ? AS pos, sum({column}) AS total, count(*) AS n
+FROM ({_source(store, run, "tokens", files)})
+WHERE mask AND isfinite({column})
 GROUP BY ALL ORDER BY step, pos""", [step_bin, step_bin, pos_bin, pos_bin])
+    df["value"] = heatmap_value(metric, df["total"], df["n"])
+    return df
+
+
+def heatmap_value(metric: str, total: Any, n: Any) -> Any:
+    """The cell value from a bin's sum and count: a mean, exponentiated for ``ratio`` (geometric mean)."""
+    mean = total / n
+    return np.exp(mean) if TOKEN_METRICS[metric][1] == "exp" else mean
 
 
 def compare_rows(store: Store, runs: list[str], columns: list[str]) -> pd.DataFrame:
@@ -190,16 +251,6 @@ def user_query(store: Store, sql: str, max_rows: int = 10_000) -> tuple[pd.DataF
     return df.iloc[:max_rows], len(df) > max_rows
 
 
-def table_version(store: Store, run: str, table: str) -> tuple[tuple[str, int], ...]:
-    """A cheap fingerprint of one run's segments of ``table`` (names and sizes): it changes whenever a
-    writer flushes or compaction merges, so results computed over the table can be cached on it."""
-    folder = store.root / run / table
-    try:
-        return tuple(sorted((e.name, e.stat().st_size) for e in os.scandir(folder) if e.name.endswith(".parquet")))
-    except FileNotFoundError:
-        return ()
-
-
-__all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "TOKEN_METRICS", "check_columns", "compare_rows", "run_events",
-           "run_info", "run_list", "run_names", "sequence_tokens", "step_rows", "table_version", "token_heatmap",
-           "token_sequences", "token_steps", "user_query"]
+__all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "TOKEN_METRICS", "check_columns", "compare_rows", "heatmap_value",
+           "run_events", "run_info", "run_list", "run_names", "segment_files", "segment_steps", "sequence_tokens",
+           "step_rows", "token_heatmap", "token_sequences", "token_steps", "user_query"]

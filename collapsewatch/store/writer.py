@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import socket
+import time
 import uuid
 from collections import defaultdict
 from datetime import datetime, timezone
@@ -108,6 +109,7 @@ class StoreWriter:
         self.dropped_batches = 0
         self.probe_errors = 0
         self._reported = False
+        self._last_beat = float("-inf")
         self.run_info: dict[str, Any] = {
             "run": run, "rank": rank, "world_size": world_size, "status": "running",
             "started_at": datetime.now(timezone.utc), "ended_at": None, "host": socket.gethostname(),
@@ -154,11 +156,14 @@ class StoreWriter:
             self.run_info["status"] = status
             if status in ("finished", "crashed"):
                 self.run_info["ended_at"] = datetime.now(timezone.utc)
-        try:
-            self._write_run_row()
-        except OSError as e:
-            ok = False
-            self._failed(e)
+        # the heartbeat row is rewritten at most twice per heartbeat interval, and at every status change
+        if status is not None or not ok or time.monotonic() - self._last_beat > self.heartbeat_s / 2:
+            try:
+                self._write_run_row()
+                self._last_beat = time.monotonic()
+            except OSError as e:
+                ok = False
+                self._failed(e)
         return ok
 
     def _write_run_row(self) -> None:

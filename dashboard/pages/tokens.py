@@ -95,7 +95,8 @@ def render(seq: int | None, metric: str, step: int | None, run: str):
         toks = queries.sequence_tokens(s, run, step, seq)
     decode = state.decoder_for(info["config"])
     cells = token_view.token_cells(toks, metric, token_view.token_texts(toks["token_id"], decode))
-    spans = [html.Span(c["text"], className="tok obs" if c["observation"] else "tok",
+    kind = "tok" if decode else "tok id"  # ids get a gap between them; decoded text carries its own spaces
+    spans = [html.Span(c["text"], className=f"{kind} obs" if c["observation"] else kind,
                        style=None if c["observation"] else {"backgroundColor": c["background"]},
                        **{"data-tip": c["tip"]}) for c in cells]
     n_obs = sum(c["observation"] for c in cells)

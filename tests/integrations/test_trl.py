@@ -23,7 +23,11 @@ pytest.importorskip("trl")
 from collapsewatch import Sampling, connect  # noqa: E402
 from collapsewatch.integrations._trl_tap import turn_ids_from_tool_mask  # noqa: E402
 from collapsewatch.integrations.trl import (  # noqa: E402
-    SUPPORTED_TRL, UnsupportedTRLVersion, catalogue_scalars, check_trl, watch,
+    SUPPORTED_TRL,
+    UnsupportedTRLVersion,
+    catalogue_scalars,
+    check_trl,
+    watch,
 )
 from collapsewatch.integrations.trl_tiny import tiny_grpo_trainer  # noqa: E402
 

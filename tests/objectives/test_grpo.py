@@ -20,7 +20,8 @@ def _inputs(ratios, adv, **kw):
 def test_clip_values_and_gradients():
     # ε_l = 0.2, ε_h = 0.28; per-token advantages.
     # t0: r=1.5, A=+1: −min(1.5, 1.28) = −1.28, clipped high → no gradient
-    # t1: r=0.5, A=+1: −min(0.5, 0.8)  = −0.5, NOT clipped (A>0 falling ratio: the ISDD blind spot), dℓ/dlogp = −A·r = −0.5
+    # t1: r=0.5, A=+1: −min(0.5, 0.8)  = −0.5, NOT clipped (A>0 falling ratio: the ISDD blind spot),
+    #     dℓ/dlogp = −A·r = −0.5
     # t2: r=1.1, A=−1: −min(−1.1, −1.1) = 1.1, inside the band, dℓ/dlogp = −A·r = +1.1
     # t3: r=0.7, A=−1: −min(−0.7, −0.8) = 0.8, clipped low → no gradient
     inputs = _inputs([1.5, 0.5, 1.1, 0.7], [1.0, 1.0, -1.0, -1.0])

@@ -23,7 +23,8 @@ def test_sequence_ratio_and_clip_by_hand():
     inputs = LossInputs(logp=logp, logp_old=logp_old, advantages=torch.tensor([1.0, -1.0], dtype=torch.float64),
                         mask=mask)
     out = compute_objective("gspo", inputs)
-    torch.testing.assert_close(out.intermediates["seq_ratio"][0, :2], torch.full((2,), math.exp(0.05), dtype=torch.float64))
+    s0 = torch.full((2,), math.exp(0.05), dtype=torch.float64)
+    torch.testing.assert_close(out.intermediates["seq_ratio"][0, :2], s0)
     torch.testing.assert_close(out.intermediates["seq_ratio"][1], torch.ones(3, dtype=torch.float64))
     torch.testing.assert_close(out.loss[0, :2], torch.full((2,), -1.0004, dtype=torch.float64))
     torch.testing.assert_close(out.loss[1], torch.ones(3, dtype=torch.float64))

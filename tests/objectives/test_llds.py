@@ -83,6 +83,18 @@ def test_explicit_turn_ids_split_contiguous_model_tokens():
                                torch.tensor([[0.06, 0.0, 0.0, 0.0]], dtype=torch.float64))
 
 
+@pytest.mark.parametrize("gate", ["turn", "response"])
+def test_zero_summed_displacement_is_not_gated(gate):
+    # Strict inequality, as the authors' ``sum_val > 0``: Δ = [0.25, −0.25] sums to exactly 0 → gate off, so the
+    # token whose likelihood went down (Δ = 0.25) is not penalised.
+    delta = torch.tensor([[0.25, -0.25]], dtype=torch.float64)
+    inputs = LossInputs(logp=-delta, logp_old=torch.zeros_like(delta), advantages=torch.tensor([1.0]),
+                        mask=torch.ones_like(delta))
+    out = compute_objective("llds", inputs, LldsParams(base=SYM, gate=gate))
+    assert not out.intermediates["llds_gate"].any()
+    assert torch.all(out.intermediates["llds_penalty"] == 0)
+
+
 def test_params_validation():
     with pytest.raises(ValueError):
         LldsParams(lam=-1.0)

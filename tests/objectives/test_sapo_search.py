@@ -58,20 +58,34 @@ def test_zero_advantage_counts_as_positive_and_tau_one_penalises_any_drop():
     inputs = LossInputs(logp=logp, logp_old=torch.zeros_like(logp), advantages=torch.tensor([0.0], dtype=torch.float64),
                         mask=torch.ones_like(logp))
     out = compute_objective("sapo_search", inputs, SapoSearchParams(w=1.0, tau=1.0))
-    torch.testing.assert_close(out.intermediates["sapo_penalty"], torch.tensor([[-math.log(0.9), 0.0]], dtype=torch.float64))
+    expected = torch.tensor([[-math.log(0.9), 0.0]], dtype=torch.float64)
+    torch.testing.assert_close(out.intermediates["sapo_penalty"], expected)
+
+
+def test_ratio_equal_to_tau_is_penalised():
+    # The paper keeps log r where r ≤ t (``masked_fill(ratio > t, 0)``). At r = τ = 1 the penalty's value is
+    # −log 1 = 0 but its gradient is still −w: d/dlogp [w·(−log r)] = −w = −0.5 (single row, no rescale).
+    logp = torch.zeros(1, 1, dtype=torch.float64, requires_grad=True)
+    inputs = LossInputs(logp=logp, logp_old=torch.zeros_like(logp), advantages=torch.tensor([0.0], dtype=torch.float64),
+                        mask=torch.ones_like(logp))
+    out = compute_objective("sapo_search", inputs, SapoSearchParams(w=0.5, tau=1.0))
+    assert out.intermediates["sapo_penalty_mask"].tolist() == [[True]]
+    out.loss.sum().backward()  # A = 0: the GRPO part has no gradient
+    assert logp.grad.item() == pytest.approx(-0.5)
 
 
 def test_loss_tokens_denominator():
     # No rescale: token_mean gives w·ln2 / 6 (all loss tokens) instead of / 3 (A≥0 tokens): 0.5·0.693147/6 = 0.057762.
     inputs = _batch()
-    out = compute_objective("sapo_search", inputs, SapoSearchParams(base=SYM, w=0.5, tau=0.8, denominator="loss_tokens"))
+    params = SapoSearchParams(base=SYM, w=0.5, tau=0.8, denominator="loss_tokens")
+    out = compute_objective("sapo_search", inputs, params)
     assert aggregate(out.loss, inputs.mask, "token_mean").item() == pytest.approx(0.5 * math.log(2.0) / 6.0)
 
 
 def test_no_positive_token_gives_no_penalty():
     logp = torch.log(torch.tensor([[0.5, 0.5]], dtype=torch.float64))
-    inputs = LossInputs(logp=logp, logp_old=torch.zeros_like(logp), advantages=torch.tensor([-1.0], dtype=torch.float64),
-                        mask=torch.ones_like(logp))
+    adv = torch.tensor([-1.0], dtype=torch.float64)
+    inputs = LossInputs(logp=logp, logp_old=torch.zeros_like(logp), advantages=adv, mask=torch.ones_like(logp))
     out = compute_objective("sapo_search", inputs)
     assert torch.all(out.intermediates["sapo_penalty"] == 0) and torch.isfinite(out.loss).all()
 

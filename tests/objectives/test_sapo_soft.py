@@ -30,8 +30,8 @@ def test_soft_gate_values_and_gradients():
     f3 = 4.0 / 1.05 * _sigmoid(-0.525)
     expected = [-2.0, 4.0 / 1.05 * 0.5, -4.0 * _sigmoid(1.0), 2.0 * f3]
     torch.testing.assert_close(out.loss, torch.tensor([expected], dtype=torch.float64))
-    torch.testing.assert_close(out.intermediates["soft_gate"], torch.tensor([[2.0, 4.0 / 1.05 * 0.5, 4.0 * _sigmoid(1.0), f3]],
-                                                                              dtype=torch.float64))
+    gate = torch.tensor([[2.0, 4.0 / 1.05 * 0.5, 4.0 * _sigmoid(1.0), f3]], dtype=torch.float64)
+    torch.testing.assert_close(out.intermediates["soft_gate"], gate)
     out.loss.sum().backward()
 
     def grad(a, r, tau):

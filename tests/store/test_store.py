@@ -193,9 +193,12 @@ def test_shape_mismatch_names_tensors(store):
         TokenBatch(logp=b.logp, mask=b.mask, rewards=b.rewards[:7])
 
 
-def test_unwritable_store_does_not_stop_training(store, caplog):
-    if os.geteuid() == 0:
-        pytest.skip("root ignores directory permissions; the disk-full path is covered by the next test")
+def test_store_that_cannot_be_created_fails_before_training(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match="afile/store.*not writable"):
+        Monitor(tmp_path / "afile" / "store", run="x")
+    with pytest.raises(ValueError, match="run name"):
+        Monitor(tmp_path / "s", run="../escape")
 
 
 def test_write_failure_is_counted_and_retried(store, monkeypatch, caplog):

@@ -1,0 +1,208 @@
+"""Server-side caches over a run's segments, so that a poll or a drill-down costs the same at step 100 and
+at step 100,000.
+
+A store's segments are immutable Parquet files with unique names, replaced only by compaction (new
+names, old ones deleted). So:
+
+* ``SegmentIndex`` reads each segment's step range once, from its footer;
+* ``StepHistory`` keeps a run's step rows; a refresh re-reads only the segments that hold steps at or after
+  its *frontier* (the last step whose probe row has arrived) plus new segments: one or two files;
+* ``Partials`` keeps results of additive queries (token step summaries, heatmap sums) per batch of files
+  and computes only batches not seen before.
+
+A segment that vanishes (compaction) drops whatever was computed from it, and it is read again in its
+merged form.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from collapsewatch.store import queries
+from collapsewatch.store.query import Store
+
+from .series import complete_rows
+
+Key = tuple[Path, int]  # (segment path, size)
+
+
+class SegmentIndex:
+    """Step range of each segment of one run's table (from Parquet footers, once per segment)."""
+
+    def __init__(self, run: str, table: str) -> None:
+        self.run, self.table = run, table
+        self.ranges: dict[Key, tuple[int, int]] = {}
+
+    def update(self, store: Store) -> bool:
+        """Re-list the folder; True when a segment seen before has vanished (compaction)."""
+        current = set(queries.segment_files(store, self.run, self.table))
+        vanished = any(k not in current for k in self.ranges)
+        self.ranges = {k: v for k, v in self.ranges.items() if k in current}
+        unknown = [k for k in sorted(current) if k not in self.ranges]
+        if unknown:
+            sizes = {str(p): size for p, size in unknown}
+            found = queries.segment_steps(store, [p for p, _ in unknown])
+            for r in found.itertuples():
+                self.ranges[(Path(r.file), sizes[str(r.file)])] = (int(r.min_step), int(r.max_step))
+            for k in unknown:  # a segment without rows has no statistics: never holds a step
+                self.ranges.setdefault(k, (-1, -2))
+        return vanished
+
+    def keys(self) -> set[Key]:
+        return set(self.ranges)
+
+    def holding(self, step: int) -> list[Path]:
+        return sorted(p for (p, _), (lo, hi) in self.ranges.items() if lo <= step <= hi)
+
+    def from_step(self, step: int) -> list[Path]:
+        return sorted(p for (p, _), (lo, hi) in self.ranges.items() if hi >= step)
+
+
+class StepHistory:
+    """The step rows (``columns``) of one rank of a run, kept current by re-reading only its frontier."""
+
+    def __init__(self, run: str, rank: int, columns: tuple[str, ...]) -> None:
+        self.run, self.rank, self.columns = run, rank, columns
+        self.index = {t: SegmentIndex(run, t) for t in ("step_metrics", "scalars")}
+        self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rows = pd.DataFrame()
+        self.frontier = 0          # rows with step < frontier are final
+        self.read_key: Any = None  # the segments read last time; the same set again needs no read
+
+    def rows_for(self, store: Store, running: bool) -> pd.DataFrame:
+        """All complete rows of the run now (see ``series.complete_rows``)."""
+        with self.lock:
+            if any([ix.update(store) for ix in self.index.values()]):
+                self._reset()
+            files = {t: ix.from_step(self.frontier) for t, ix in self.index.items()}
+            key = (tuple(files["step_metrics"]), tuple(files["scalars"]), self.frontier)
+            if key != self.read_key:
+                fresh = queries.step_rows(store, self.run, self.columns, after=self.frontier - 1, rank=self.rank,
+                                          files=files)
+                kept = self.rows[self.rows["step"] < self.frontier] if len(self.rows) else self.rows
+                self.rows = pd.concat([kept, fresh], ignore_index=True) if len(kept) else fresh
+                self.read_key = key
+                probed = self.rows.loc[self.rows["has_metrics"].astype(bool), "step"]
+                steps = probed if len(probed) else self.rows["step"]  # a run that only logs scalars
+                # the frontier step itself is re-read next time (its scalars may still be arriving)
+                self.frontier = int(steps.max()) if len(steps) else self.frontier
+            return complete_rows(self.rows, running)
+
+
+class Partials:
+    """Results of an additive query, one per batch of segments; only batches never seen are computed."""
+
+    def __init__(self) -> None:
+        self.batches: dict[frozenset[Key], pd.DataFrame] = {}
+
+    def get(self, keys: set[Key], compute: Callable[[list[Path]], pd.DataFrame]) -> list[pd.DataFrame]:
+        self.batches = {b: df for b, df in self.batches.items() if b <= keys}
+        covered = frozenset().union(*self.batches) if self.batches else frozenset()
+        missing = sorted(keys - covered)
+        if missing:
+            self.batches[frozenset(missing)] = compute([p for p, _ in missing])
+        return list(self.batches.values())
+
+
+class TokenIndex:
+    """Token rows of one run: which segments hold a step, the steps that kept tokens, heatmap sums."""
+
+    def __init__(self, run: str) -> None:
+        self.run = run
+        self.tokens = SegmentIndex(run, "tokens")
+        self.sequences = SegmentIndex(run, "sequences")
+        self.lock = threading.Lock()
+        self.step_parts = Partials()
+        self.heat_parts: dict[tuple[str, int], Partials] = {}
+
+    def steps(self, store: Store) -> pd.DataFrame:
+        """step, n_seqs, max_pos of every step that kept token rows."""
+        with self.lock:
+            self.tokens.update(store)
+            parts = self.step_parts.get(self.tokens.keys(), lambda f: queries.token_steps(store, self.run, files=f))
+        df = pd.concat(parts, ignore_index=True)
+        if df.empty:
+            return pd.DataFrame({"step": [], "n_seqs": [], "max_pos": []})
+        return df.groupby("step", as_index=False).agg(n_seqs=("n_seqs", "sum"), max_pos=("max_pos", "max"))
+
+    def files_for(self, store: Store, step: int) -> dict[str, list[Path]]:
+        with self.lock:
+            self.tokens.update(store)
+            self.sequences.update(store)
+            return {"tokens": self.tokens.holding(step), "sequences": self.sequences.holding(step)}
+
+    def heatmap(self, store: Store, metric: str, step_bin: int, pos_bin: int, base_pos_bin: int) -> pd.DataFrame:
+        """Step × position grid: per-step sums at ``base_pos_bin`` positions, cached per batch, re-binned."""
+        with self.lock:
+            self.tokens.update(store)
+            partials = self.heat_parts.setdefault((metric, base_pos_bin), Partials())
+            parts = partials.get(self.tokens.keys(), lambda f: queries.token_heatmap(
+                store, self.run, metric, step_bin=1, pos_bin=base_pos_bin, files=f))
+        df = pd.concat(parts, ignore_index=True)
+        if df.empty:
+            return pd.DataFrame({"step": [], "pos": [], "value": [], "n": []})
+        df = df.assign(step=(df["step"] // step_bin) * step_bin, pos=(df["pos"] // pos_bin) * pos_bin)
+        g = df.groupby(["step", "pos"], as_index=False).agg(total=("total", "sum"), n=("n", "sum"))
+        g["value"] = queries.heatmap_value(metric, g["total"], g["n"])
+        return g
+
+
+class EventLog:
+    """Detector episodes of one run: each batch of event segments is read once; the latest extent of each
+    episode (detector, phase, step_start) wins, as in the store's view."""
+
+    KEY = ["detector", "phase", "step_start"]
+
+    def __init__(self, run: str) -> None:
+        self.run = run
+        self.parts = Partials()
+        self.lock = threading.Lock()
+
+    def events(self, store: Store) -> pd.DataFrame:
+        with self.lock:
+            keys = set(queries.segment_files(store, self.run, "events"))
+            parts = self.parts.get(keys, lambda f: queries.run_events(store, self.run, files=f))
+        df = pd.concat(parts, ignore_index=True) if parts else queries.run_events(store, self.run, files=[])
+        df = df.sort_values(["step_end"], ascending=False, kind="stable").drop_duplicates(self.KEY)
+        return df.sort_values(["step_start", "detector", "phase"], kind="stable").reset_index(drop=True)
+
+
+_lock = threading.Lock()
+_entries: OrderedDict[tuple, Any] = OrderedDict()
+MAX_RUNS = 16
+
+
+def _entry(key: tuple, make: Callable[[], Any]) -> Any:
+    with _lock:
+        if key not in _entries:
+            _entries[key] = make()
+        _entries.move_to_end(key)
+        while len(_entries) > MAX_RUNS:
+            _entries.popitem(last=False)
+        return _entries[key]
+
+
+def step_history(store: Store, run: str, rank: int, columns: tuple[str, ...]) -> StepHistory:
+    return _entry(("steps", str(store.root), run, rank, columns), lambda: StepHistory(run, rank, columns))
+
+
+def event_log(store: Store, run: str) -> EventLog:
+    return _entry(("events", str(store.root), run), lambda: EventLog(run))
+
+
+def token_index(store: Store, run: str) -> TokenIndex:
+    return _entry(("tokens", str(store.root), run), lambda: TokenIndex(run))
+
+
+def clear() -> None:
+    with _lock:
+        _entries.clear()
