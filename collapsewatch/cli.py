@@ -132,7 +132,8 @@ def dash(store: StoreArg, host: Annotated[str, typer.Option(help="Interface to b
     serve(str(store), host=host, port=port)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                               "help_option_names": []})
 @friendly
 def train(ctx: typer.Context) -> None:
     """Train with the built-in trainer (see `collapsewatch train --help`)."""

@@ -147,6 +147,11 @@ class Monitor:
                 log.exception("collapsewatch: compaction of run %s failed; segments are intact", self.run)
 
     @property
+    def latest(self) -> dict[str, Any]:
+        """Step metrics of the last step the recorder finished (a step behind the trainer)."""
+        return self._recorder.latest
+
+    @property
     def should_stop(self) -> bool:
         """True once a critical event was seen (a trainer may check it to stop early)."""
         return any(getattr(e, "severity", None) == "critical" for e in self.events)

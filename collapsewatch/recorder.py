@@ -9,13 +9,11 @@ never reach the training loop.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import queue
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -23,6 +21,7 @@ import numpy as np
 import torch
 
 from .batch import TokenBatch
+from .catalogue import LOGGED_SCALARS
 from .probe import NONFINITE_ORDER, ClipSpec, sequence_metrics, token_metrics, turn_gate_counts
 from .step_metrics import ObservedPart, compute_step_metrics
 from .store.writer import StoreWriter
@@ -81,6 +80,7 @@ class Recorder(threading.Thread):
         self._steps_since_flush = 0
         self._last_flush = time.monotonic()
         self._error_logged = False
+        self.latest: dict[str, Any] = {}  # the last finalised step's metrics (for progress displays)
 
     # -- called from the training thread ---------------------------------------------------------
     def put(self, item: tuple) -> None:
@@ -197,38 +197,28 @@ class Recorder(threading.Thread):
         step, parts, scalars = self._step, self._parts, self._scalars
         self._step, self._parts, self._scalars = None, [], {}
         metrics = compute_step_metrics(parts) if parts else {}
+        self.latest = dict(metrics, step=step)
         if parts:
             row = {"run": [self.writer.run], "rank": [self.writer.rank], "step": [step],
                    "ts": [datetime.now(timezone.utc)]}
             row.update({k: [v] for k, v in metrics.items()})
             self.writer.append("step_metrics", row)
         self._steps_since_flush += 1
-        if self.detectors is not None:
-            self._detect(dict(metrics, **scalars, step=step))
+        if self.detectors is not None:  # the same columns the offline `steps` view gives the detectors
+            logged = {m.name: scalars.get(m.name) for m in LOGGED_SCALARS}
+            self._detect(dict(metrics, **logged, step=step))
 
     def _detect(self, row: dict[str, Any]) -> None:
+        from .offline import events_frame
+
         events = self.detectors.update(row)
-        if not events:
-            return
-        cols: dict[str, list] = {}
-        for ev in events:
-            d = asdict(ev)
-            d["evidence"] = json.dumps(d.get("evidence"), default=_json_default, sort_keys=True)
-            d.update(run=self.writer.run, rank=self.writer.rank, source="online")
-            for k, v in d.items():
-                cols.setdefault(k, []).append(v)
-            self.events_out.put(ev)
-        self.writer.append("events", cols)
+        if events:
+            self.writer.append("events", events_frame(self.writer.run, self.writer.rank, events, "online"))
+            for ev in events:
+                self.events_out.put(ev)
 
     def _flush(self, status: str | None = None) -> None:
         self.writer.flush(status)
         self._steps_since_flush = 0
         self._last_flush = time.monotonic()
 
-
-def _json_default(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if hasattr(x, "item"):
-        return x.item()
-    return str(x)

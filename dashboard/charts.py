@@ -43,7 +43,8 @@ def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str]) -> go.
                                xaxis=f"x{suffix}", yaxis=f"y{suffix}",
                                hovertemplate=f"{run}: %{{y:.4g}}<extra></extra>"))
     layout["annotations"] = annotations
-    layout["legend"] = dict(orientation="h", x=0, y=1.0, yanchor="bottom", yref="container", font=dict(size=11))
+    layout["legend"] = dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom", font=dict(size=11),
+                            bgcolor="rgba(0,0,0,0)")
     return go.Figure(data=traces, layout=layout)
 
 

@@ -1,5 +1,5 @@
-"""Process state of the dashboard: which store it serves, a pool of read connections, small caches keyed on
-segment fingerprints, and token decoders found from a run's config.
+"""Process state of the dashboard: which store it serves, a pool of read connections, and token decoders
+found from a run's config (the segment caches are in ``history``).
 
 A DuckDB connection must not be used by two threads at once and the server answers requests on many
 threads, so each request borrows a ``Store`` from a pool (a fresh connection costs a few milliseconds).
@@ -8,7 +8,6 @@ threads, so each request borrows a ``Store`` from a pool (a fresh connection cos
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -20,8 +19,6 @@ from collapsewatch.store.query import Store
 _lock = threading.Lock()
 _path: Path | None = None
 _pool: list[Store] = []
-_cache: OrderedDict[Any, Any] = OrderedDict()
-CACHE_ENTRIES = 64
 TOKENIZER_KEYS = ("tokenizer", "tokenizer_path", "tokenizer_dir", "model_path", "model_dir", "model", "path")
 
 
@@ -34,7 +31,6 @@ def configure(store: str | Path) -> Path:
         for s in _pool:
             s.close()
         _pool.clear()
-        _cache.clear()
         _path = path
     return path
 
@@ -61,20 +57,6 @@ def borrow() -> Iterator[Store]:
                 _pool.append(s)
             else:
                 s.close()
-
-
-def cached(key: Any, compute: Callable[[], Any]) -> Any:
-    """``compute()`` once per ``key`` (keys include a segment fingerprint, so new data misses the cache)."""
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    value = compute()
-    with _lock:
-        _cache[key] = value
-        while len(_cache) > CACHE_ENTRIES:
-            _cache.popitem(last=False)
-    return value
 
 
 def tokenizer_dir(config: Any) -> Path | None:

@@ -74,6 +74,8 @@ class IsddConfig(Timing):
 class LldConfig(Timing):
     """LLD death spiral on the likelihood of correct responses (LLDS, arXiv 2512.04220)."""
 
+    confirm_steps: int = 5
+
     slope_window: int = 30
     """Steps of the Theil–Sen slope of L = logp_old_mean_correct (and of I, reward)."""
     min_points: int = 15
@@ -117,7 +119,9 @@ class GradConfig(Timing):
     min_points: int = 10
     """Reference points needed for a verdict."""
     spike_factor: float = 5.0
-    """Explosion: grad_norm ≥ this × the reference median (warning)."""
+    """Explosion: grad_norm ≥ this × the reference median (warning) …"""
+    spike_z: float = 5.0
+    """… and ≥ exp(this × robust σ of log grad_norm over the window) × the median (jumpy runs need more)."""
     critical_factor: float = 20.0
     """… ≥ this × the reference median: critical."""
 
@@ -179,7 +183,7 @@ class DetectorConfig:
 
     smooth_steps: int = 5
     """Every 'level' is the median of a column's last this-many points (robust to one-step spikes)."""
-    trend_confidence: float = 0.9
+    trend_confidence: float = 0.95
     """Confidence of the Theil–Sen slope interval behind 'falling' / 'rising'."""
     history_steps: int = 200
     """Rows kept (bounded state; per-step cost O(this)). Also the exact-rollback horizon on restarts."""

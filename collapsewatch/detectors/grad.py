@@ -1,7 +1,9 @@
 """Gradient explosion on the pre-clip global ``grad_norm``, phase ``explosion``.
 
-grad_norm ≥ spike_factor × the median over the previous ``window`` steps (current step excluded) →
-warning; ≥ critical_factor × → critical. One step suffices (confirm_steps = 1): a spike is one step.
+grad_norm ≥ bar × the median over the previous ``window`` steps (current step excluded), where
+bar = max(spike_factor, exp(spike_z · σ)) and σ is the robust spread (1.4826 · MAD) of log grad_norm in
+that window: a run whose grad norm is naturally jumpy needs a bigger jump. Warning; ≥ critical_factor ×
+the median → critical. One step suffices (confirm_steps = 1): a spike is one step.
 A non-finite grad_norm is the non-finite detector's business (NaN cannot be told from NULL).
 """
 
@@ -33,9 +35,15 @@ class Grad:
         median = float(np.median(ref.values))
         if median <= 0 or g < c.spike_factor * median:
             return {"explosion": None}
-        critical = g >= c.critical_factor * median
-        ev = {"grad_norm": g, "reference_median": median, "ratio": g / median, "reference_points": len(ref)}
+        logs = np.log(np.maximum(ref.values, 1e-12))
+        spread = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
+        bar = max(c.spike_factor, float(np.exp(c.spike_z * spread)))
+        if g < bar * median:
+            return {"explosion": None}
+        critical = g >= max(c.critical_factor, bar) * median
+        ev = {"grad_norm": g, "reference_median": median, "ratio": g / median, "bar": bar,
+              "log_spread": spread, "reference_points": len(ref)}
         return {"explosion": Finding(
-            "critical" if critical else "warning", "grad_norm", g, c.spike_factor * median, c.window,
+            "critical" if critical else "warning", "grad_norm", g, bar * median, c.window,
             f"gradient explosion: grad_norm {g:.3g} = {g / median:.1f} × its median {median:.3g} "
             f"over {c.window} steps", ev)}

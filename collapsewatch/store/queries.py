@@ -149,11 +149,17 @@ def step_rows(store: Store, run: str, columns: list[str] | tuple[str, ...], *, a
 
     The live overview calls this with the last step it has drawn, so a poll reads only the new rows.
     A ``has_metrics`` column says whether the probe's row of that step has arrived (scalars logged for a
-    step can land one flush before its step metrics)."""
+    step can land one flush before its step metrics). ``files`` ({"step_metrics": [...], "scalars": [...]})
+    restricts the read to those segments."""
     cols = check_columns(columns)
     select = ", ".join(["step", "n_seqs IS NOT NULL AS has_metrics", *cols])
+    if files is None:
+        view = store.run_view("steps", run)
+    else:
+        sources = {t: _files_scan(store, t, files.get(t, [])) for t in TABLES}
+        view = view_sql(store.root, run, sources=sources)["steps"]
     return store.query(f"""
-SELECT {select} FROM ({store.run_view("steps", run)})
+SELECT {select} FROM ({view})
 WHERE rank = ? AND step > ? ORDER BY step""", [rank, after])
 
 

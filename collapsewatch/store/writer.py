@@ -87,6 +87,19 @@ def to_arrow(table: str, columns: dict[str, Any]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def replace_segment(root: str | os.PathLike, run: str, table: str, name: str, columns: dict[str, Any]) -> Path:
+    """Write (or atomically replace) one named segment of a run, outside any rank's writer.
+
+    Used for rows derived after the fact, e.g. offline detector events (``offline-r0.parquet``); the name
+    does not start with ``r<rank>-``, so compaction leaves it alone and a re-run replaces it whole.
+    """
+    check_run_name(run)
+    path = Path(root) / run / table / f"{name}.parquet"
+    table_rows = to_arrow(table, columns) if columns else arrow_schemas()[table].empty_table()
+    atomic_write_table(table_rows, path)
+    return path
+
+
 class StoreWriter:
     """Buffered, append-only writer of one run's rows for one rank."""
 

@@ -11,7 +11,7 @@ from dash import Input, Output, Patch, State, callback, ctx, dcc, html, no_updat
 
 from collapsewatch.store import queries
 
-from .. import ids, state, theme, token_view
+from .. import history, ids, state, theme, token_view
 from .overview import run_picker
 
 dash.register_page(__name__, path_template="/tokens/<run>", name="Tokens", title="collapsewatch · tokens", order=2)
@@ -19,16 +19,16 @@ dash.register_page(__name__, path_template="/tokens/<run>", name="Tokens", title
 
 def _token_steps(run: str) -> list[dict[str, Any]]:
     with state.borrow() as s:
-        key = ("token_steps", run, queries.table_version(s, run, "tokens"))
-        df = state.cached(key, lambda: queries.token_steps(s, run))
-    return [{"label": f"step {r.step} ({r.n_seqs} seqs)", "value": int(r.step)} for r in df.itertuples()]
+        df = history.token_index(s, run).steps(s)
+    return [{"label": f"step {int(r.step)} ({int(r.n_seqs)} seqs)", "value": int(r.step)} for r in df.itertuples()]
 
 
-def _labelled(row: Any) -> str:
+def _labelled(row: Any, multi_rank: bool) -> str:
     mark = "✓" if row.correct is True else ("✗" if row.correct is False else "")
     reward = "" if row.reward != row.reward else f" · R={row.reward:.2f}{mark}"
     adv = "" if row.advantage != row.advantage else f" · A={row.advantage:+.2f}"
-    return f"seq {row.seq_id}{reward}{adv} · {row.n_token_rows} tok"
+    where = f"rank {row.rank} " if multi_rank else ""
+    return f"{where}seq {row.seq_id}{reward}{adv} · {row.n_token_rows} tok"
 
 
 def layout(run: str | None = None, step: str | None = None, seq: str | None = None, metric: str = "ratio",
@@ -43,7 +43,7 @@ def layout(run: str | None = None, step: str | None = None, seq: str | None = No
             run_picker(ids.TK_RUN, run),
             dcc.Dropdown(id=ids.TK_STEP, options=steps, value=chosen, clearable=False, placeholder="step",
                          style={"width": 200}),
-            dcc.Dropdown(id=ids.TK_SEQ, options=[], value=int(seq) if seq and seq.isdigit() else None,
+            dcc.Dropdown(id=ids.TK_SEQ, options=[], value=f"0:{seq}" if seq and seq.isdigit() else seq,
                          clearable=False, placeholder="sequence", style={"width": 340}),
             dcc.RadioItems(id=ids.TK_METRIC, options=[{"label": v, "value": k} for k, v in token_view.METRICS.items()],
                            value=metric if metric in token_view.METRICS else "ratio", inline=True,
@@ -74,12 +74,13 @@ def step_from_heatmap(click: dict | None, options: list[dict]):
 
 @callback(Output(ids.TK_SEQ, "options"), Output(ids.TK_SEQ, "value"), Input(ids.TK_STEP, "value"),
           State(ids.TK_RUN, "value"), State(ids.TK_SEQ, "value"))
-def sequences(step: int | None, run: str, current: int | None):
+def sequences(step: int | None, run: str, current: str | None):
     if step is None:
         return [], None
     with state.borrow() as s:
-        df = queries.token_sequences(s, run, step)
-    options = [{"label": _labelled(r), "value": int(r.seq_id)} for r in df.itertuples()]
+        df = queries.token_sequences(s, run, step, files=history.token_index(s, run).files_for(s, step))
+    multi = df["rank"].nunique() > 1
+    options = [{"label": _labelled(r, multi), "value": f"{r.rank}:{r.seq_id}"} for r in df.itertuples()]
     values = [o["value"] for o in options]
     return options, current if current in values else (values[0] if values else None)
 
@@ -87,12 +88,14 @@ def sequences(step: int | None, run: str, current: int | None):
 @callback(Output(ids.TK_TEXT, "children"), Output(ids.TK_SEQ_INFO, "children"), Output(ids.TK_LEGEND, "children"),
           Input(ids.TK_SEQ, "value"), Input(ids.TK_METRIC, "value"), State(ids.TK_STEP, "value"),
           State(ids.TK_RUN, "value"), prevent_initial_call=True)
-def render(seq: int | None, metric: str, step: int | None, run: str):
+def render(seq: str | None, metric: str, step: int | None, run: str):
     if seq is None or step is None:
         return "pick a step and a sequence", "", legend(metric)
+    rank, seq_id = (int(v) for v in seq.split(":"))
     with state.borrow() as s:
         info = queries.run_info(s, run) or {"config": {}}
-        toks = queries.sequence_tokens(s, run, step, seq)
+        files = history.token_index(s, run).files_for(s, step)["tokens"]
+        toks = queries.sequence_tokens(s, run, step, seq_id, rank, files=files)
     decode = state.decoder_for(info["config"])
     cells = token_view.token_cells(toks, metric, token_view.token_texts(toks["token_id"], decode))
     kind = "tok" if decode else "tok id"  # ids get a gap between them; decoded text carries its own spaces
@@ -100,7 +103,7 @@ def render(seq: int | None, metric: str, step: int | None, run: str):
                        style=None if c["observation"] else {"backgroundColor": c["background"]},
                        **{"data-tip": c["tip"]}) for c in cells]
     n_obs = sum(c["observation"] for c in cells)
-    facts = [f"step {step} · seq {seq} · {len(cells)} tokens ({n_obs} tool-observation) · ",
+    facts = [f"step {step} · seq {seq_id} · {len(cells)} tokens ({n_obs} tool-observation) · ",
              html.B("decoded" if decode else "token ids (no tokenizer in the run config)")]
     return spans or "no tokens stored for this sequence", facts, legend(metric)
 
@@ -131,10 +134,9 @@ def heatmap(metric: str, step: int | None, run: str):
 
 def _grid(run: str, metric: str):
     with state.borrow() as s:
-        version = queries.table_version(s, run, "tokens")
-        steps = state.cached(("token_steps", run, version), lambda: queries.token_steps(s, run))
+        index = history.token_index(s, run)
+        steps = index.steps(s)
         max_pos = int(steps["max_pos"].max()) if len(steps) else 0
         step_bin, pos_bin = token_view.bins(steps["step"].tolist(), max_pos)
-        grid = state.cached(("heatmap", run, metric, version),
-                            lambda: queries.token_heatmap(s, run, metric, step_bin=step_bin, pos_bin=pos_bin))
+        grid = index.heatmap(s, metric, step_bin, pos_bin, base_pos_bin=pos_bin)
     return grid, step_bin

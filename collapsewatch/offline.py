@@ -1,0 +1,62 @@
+"""Offline detection: the detectors over a stored run, with the events written back to the store.
+
+Online (the Monitor's recorder) and offline detection feed the same rows — the catalogue's step metrics and
+logged scalars of one rank, in step order — to the same :class:`DetectorSuite`, so they give the same
+events (tests/test_offline.py holds them to it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from typing import Any
+
+import pandas as pd
+
+from .catalogue import ALL_STEP_COLUMNS
+from .detectors import DetectorConfig, Event, detect_frame
+from .store.query import Store
+from .store.writer import replace_segment
+
+TIMELINE_COLUMNS = ["run", "detector", "phase", "step_start", "step_end", "severity", "metric", "value",
+                    "threshold", "message", "evidence"]
+
+
+def run_steps(store: Store, run: str, rank: int = 0) -> pd.DataFrame:
+    """One rank's step rows in the columns the detectors read."""
+    cols = ", ".join(["step", "ts", *ALL_STEP_COLUMNS])
+    return store.query(f"SELECT {cols} FROM ({store.run_view('steps', run)}) WHERE rank = ? ORDER BY step",
+                       [rank])
+
+
+def events_frame(run: str, rank: int, events: list[Event], source: str) -> dict[str, list[Any]]:
+    cols: dict[str, list[Any]] = {}
+    for ev in events:
+        d = asdict(ev)
+        d["evidence"] = json.dumps(d.get("evidence"), sort_keys=True, default=str)
+        d.update(run=run, rank=rank, source=source)
+        for k, v in d.items():
+            cols.setdefault(k, []).append(v)
+    return cols
+
+
+def detect_runs(store_path: str | os.PathLike, run: str | None = None, rank: int = 0, write: bool = True,
+                config: DetectorConfig | None = None) -> pd.DataFrame:
+    """Detect over one run (or every run) of a store; returns the phase timeline, optionally stores it."""
+    store = Store(store_path)
+    runs = [run] if run is not None else store.runs()["run"].tolist()
+    if run is not None and not store.has_run(run):
+        raise ValueError(f"run {run!r} not found in store {str(store_path)!r}")
+    rows = []
+    for r in runs:
+        events = detect_frame(run_steps(store, r, rank), config)
+        cols = events_frame(r, rank, events, "offline")
+        if write:
+            replace_segment(store_path, r, "events", f"offline-r{rank}", cols)
+        rows.append(pd.DataFrame(cols))
+    store.close()
+    out = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    if out.empty:
+        return pd.DataFrame(columns=TIMELINE_COLUMNS)
+    return out[TIMELINE_COLUMNS].sort_values(["run", "step_start", "detector"], ignore_index=True)

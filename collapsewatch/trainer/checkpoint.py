@@ -1,0 +1,48 @@
+"""Checkpoint / resume: model + tokenizer (HF format), optimizer, data-order RNGs and the step count.
+
+Written to ``<store>/<run>/checkpoint/`` atomically (a temporary folder renamed into place), by rank 0.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import uuid
+from pathlib import Path
+
+import torch
+
+from .config import TrainConfig
+
+
+def checkpoint_dir(cfg: TrainConfig) -> Path:
+    return Path(cfg.store) / cfg.run_name / "checkpoint"
+
+
+def save_checkpoint(cfg: TrainConfig, model, tokenizer, opt, rng: random.Random, gen: torch.Generator,
+                    step: int) -> Path:
+    target = checkpoint_dir(cfg)
+    tmp = target.parent / f".checkpoint-{uuid.uuid4().hex[:8]}"
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    torch.save({"step": step, "optimizer": opt.state_dict(), "rng": rng.getstate(), "gen": gen.get_state(),
+                "torch_rng": torch.get_rng_state()}, tmp / "trainer_state.pt")
+    old = target.parent / f".old-{uuid.uuid4().hex[:8]}"
+    if target.exists():
+        target.rename(old)
+    tmp.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def load_checkpoint(cfg: TrainConfig, model, opt, rng: random.Random, gen: torch.Generator) -> int:
+    """Restore the trainer state saved by save_checkpoint (the model weights were loaded from it already)."""
+    path = checkpoint_dir(cfg) / "trainer_state.pt"
+    if not path.is_file():
+        raise ValueError(f"--resume: no checkpoint at {str(path.parent)!r}")
+    state = torch.load(path, weights_only=False)
+    opt.load_state_dict(state["optimizer"])
+    rng.setstate(state["rng"])
+    gen.set_state(state["gen"])
+    torch.set_rng_state(state["torch_rng"])
+    return int(state["step"])

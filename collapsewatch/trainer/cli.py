@@ -1,0 +1,66 @@
+"""`collapsewatch train`: parse options into a TrainConfig (failing before any work) and train."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.command()
+def train_command(
+    objective: Annotated[str | None, typer.Option(help="grpo | sapo_search | llds | sapo_soft | gspo")] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps.")] = None,
+    store: Annotated[str | None, typer.Option(help="Store folder.")] = None,
+    run: Annotated[str | None, typer.Option(help="Run name.")] = None,
+    model: Annotated[str | None, typer.Option(help="builtin:tiny | builtin:small | builtin:smollm2 | HF folder")] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML file of TrainConfig fields.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value override (repeatable).")] = None,
+    stop_on: Annotated[list[str] | None, typer.Option(help="Stop when a detector enters this phase.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the run's last checkpoint.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Seed.")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu | cuda | auto")] = None,
+) -> None:
+    """Train a search agent with the built-in trainer, watched by the monitor."""
+    from .config import load_config
+
+    cfg = load_config(config, set_, objective=objective, steps=steps, store=store, run=run, model=model,
+                      stop_on=tuple(stop_on) if stop_on else None, resume=resume or None, seed=seed, device=device)
+    _check_store(cfg.store)
+    from .loop import train
+
+    result = train(cfg)
+    typer.echo(f"run {result.run}: {result.steps} steps" + (" (stopped by a detector)" if result.stopped_early
+                                                            else ""))
+
+
+def _check_store(store: str) -> None:
+    p = Path(store)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ValueError(f"store {store!r} cannot be written: {e.strerror or e}") from e
+
+
+def main(argv: list[str]) -> int:
+    try:
+        app(args=argv, prog_name="collapsewatch train", standalone_mode=False)
+    except typer.Exit as e:
+        return e.exit_code
+    except (ValueError, FileNotFoundError, OSError) as e:
+        typer.echo(f"error: {str(e).splitlines()[0]}", err=True)
+        return 1
+    except Exception as e:  # click usage errors
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            return e.exit_code
+        raise
+    return 0

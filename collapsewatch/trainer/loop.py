@@ -1,0 +1,168 @@
+"""The built-in trainer: one readable recipe, top to bottom.
+
+    setup → rollout → rewards/advantages → π_old log-probs → for each mini-batch (× epochs):
+        forward (logp, entropy) → objective → aggregate → backward → clip → optimizer → probe → store
+
+Every optimizer step is one monitor step. With ``mini_batches > 1`` (default 2) the later mini-batches of a
+rollout are trained off-policy, so the ratios the detectors watch actually move (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import torch
+
+from ..batch import TokenBatch
+from ..env import BM25Retriever, EnvConfig, make_env_factory
+from ..monitor import Monitor
+from ..objectives import LossInputs, aggregate, aggregation_normalizer, compute_advantages, compute_objective
+from ..probe import ClipSpec
+from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import TrainConfig, build_params, clip_settings
+from .distributed import Dist, setup_distributed
+from .progress import Progress
+from .setup import load_task_and_policy
+
+
+@dataclass
+class TrainResult:
+    run: str
+    steps: int
+    stopped_early: bool
+    reward_history: list[float]
+
+
+def forward_logps(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, temperature: float,
+                  want_entropy: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(B, L-1) log-prob of ids[:, 1:] under softmax(logits / τ) and its entropy, in fp32."""
+    logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float() / temperature  # (B, L-1, V)
+    logp_all = torch.log_softmax(logits, dim=-1)
+    logp = logp_all.gather(-1, ids[:, 1:, None]).squeeze(-1)  # (B, L-1)
+    entropy = None
+    if want_entropy:
+        with torch.no_grad():
+            entropy = -(logp_all.exp() * logp_all).sum(-1)  # (B, L-1) nats
+    return logp, entropy
+
+
+def _rows(batch: RolloutBatch, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, slice]:
+    """input ids and attention mask of ``rows``, trimmed to their longest sequence."""
+    attn = batch.attention_mask[rows]
+    width = int(attn.sum(1).max())
+    return batch.input_ids[rows, :width], attn[:, :width], slice(1, width)
+
+
+@torch.no_grad()
+def old_logps(model: torch.nn.Module, batch: RolloutBatch, temperature: float, chunk: int) -> torch.Tensor:
+    """(B, L-1) log π_old of every token, recomputed by the training model before any update."""
+    out = torch.zeros(batch.input_ids.shape[0], batch.input_ids.shape[1] - 1)
+    for lo in range(0, out.shape[0], chunk):
+        rows = torch.arange(lo, min(lo + chunk, out.shape[0]))
+        ids, attn, cols = _rows(batch, rows)
+        logp, _ = forward_logps(model, ids, attn, temperature, want_entropy=False)
+        out[lo : lo + len(rows), : cols.stop - 1] = logp.cpu()
+    return out
+
+
+def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch.Tensor, adv: torch.Tensor,
+               logp_old: torch.Tensor, logp_ref: torch.Tensor | None, norm: torch.Tensor, device) -> TokenBatch:
+    """Forward, objective, aggregate, backward for one micro-batch; returns what the probe observes."""
+    ids, attn, cols = _rows(batch, rows)
+    ids, attn = ids.to(device), attn.to(device)
+    logp, entropy = forward_logps(model, ids, attn, cfg.temperature)  # (b, w-1)
+    w = cols.stop - 1
+    mask = batch.loss_mask[rows, cols].to(device)  # (b, w-1) 1 on model tokens
+    turn_ids = batch.turn_ids[rows, cols].to(device)
+    old = logp_old[rows, :w].to(device)
+    ref = logp_ref[rows, :w].to(device) if logp_ref is not None else None
+    inputs = LossInputs(logp=logp, logp_old=old, advantages=adv[rows].to(device), mask=mask,
+                        turn_ids=turn_ids.clamp(min=0), logp_ref=ref, entropy=entropy)
+    out = compute_objective(cfg.objective, inputs, params)
+    aggregate(out.loss, mask, cfg.aggregation, normalizer=norm, max_len=cfg.max_response_tokens).backward()
+    return TokenBatch(logp=logp.detach(), mask=mask, logp_old=old, logp_rollout=batch.logp_rollout[rows, cols],
+                      logp_ref=ref, entropy=entropy, advantages=adv[rows], token_ids=ids[:, 1:], turn_ids=turn_ids,
+                      seq_ids=rows, group_ids=batch.group_ids[rows], rewards=batch.rewards[rows].double(),
+                      truncated=batch.truncated[rows])
+
+
+def train(cfg: TrainConfig) -> TrainResult:
+    # -- setup ----------------------------------------------------------------------------------------
+    dist: Dist = setup_distributed(cfg.device)
+    torch.manual_seed(cfg.seed + dist.rank)
+    rng = random.Random(cfg.seed + dist.rank)  # task order
+    gen = torch.Generator().manual_seed(cfg.seed + dist.rank)  # mini-batch order
+    policy, tokenizer, kb = load_task_and_policy(cfg, dist.device)
+    train_tasks, _ = kb.split()
+    make_env = make_env_factory(kb, EnvConfig(top_k=cfg.top_k, max_turns=cfg.max_turns),
+                                retriever=BM25Retriever([p.text for p in kb.passages]))
+    engine = HFRolloutEngine(policy, tokenizer, RolloutConfig(
+        temperature=cfg.temperature, top_p=cfg.top_p, max_turn_tokens=cfg.max_turn_tokens,
+        max_response_tokens=cfg.max_response_tokens))
+    params = build_params(cfg.objective, cfg.objective_params)
+    eps_low, eps_high, dual = clip_settings(params)
+    ref_model = None
+    if getattr(getattr(params, "base", params), "kl_beta", 0.0):
+        ref_model = load_task_and_policy(cfg, dist.device)[0].eval().requires_grad_(False)
+    model = dist.wrap(policy)
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    step = load_checkpoint(cfg, policy, opt, rng, gen) if cfg.resume else 0
+    stop = {"flag": False}
+    progress = Progress(cfg, dist.rank == 0)
+
+    def on_event(ev) -> None:
+        progress.event(ev)
+        if ev.phase in cfg.stop_on or ev.detector in cfg.stop_on:
+            stop["flag"] = True
+
+    mon = Monitor(cfg.store, cfg.run_name, cfg.to_dict(), objective=cfg.objective, on_event=on_event,
+                  clip=ClipSpec(eps_low, eps_high, dual), rank=dist.rank, world_size=dist.world_size)
+    rewards_seen: list[float] = []
+    status = "crashed"
+    try:
+        while step < cfg.steps and not stop["flag"]:
+            # -- rollout --------------------------------------------------------------------------------
+            t0 = time.perf_counter()
+            tasks = rng.sample(train_tasks, cfg.prompts_per_rollout)
+            batch = engine.rollout(tasks, make_env, cfg.group_size)
+            rollout_time = time.perf_counter() - t0
+            rewards_seen.append(float(batch.rewards.mean()))
+            # -- advantages and π_old ------------------------------------------------------------------
+            adv = compute_advantages(batch.rewards.double(), batch.group_ids, cfg.advantages).float()
+            chunk = max(1, batch.batch_size // (cfg.mini_batches * cfg.grad_accum))
+            logp_old = old_logps(policy, batch, cfg.temperature, chunk)
+            logp_ref = old_logps(ref_model, batch, cfg.temperature, chunk) if ref_model is not None else None
+            # -- updates: epochs × mini-batches, each an optimizer step ----------------------------------
+            for _ in range(cfg.ppo_epochs):
+                perm = torch.randperm(batch.batch_size, generator=gen)
+                for mb in perm.chunk(cfg.mini_batches):
+                    if step >= cfg.steps or stop["flag"]:
+                        break
+                    t1 = time.perf_counter()
+                    micros = mb.chunk(cfg.grad_accum)
+                    norm = aggregation_normalizer(cfg.aggregation, [batch.loss_mask[m, 1:] for m in micros])
+                    for i, rows in enumerate(micros):
+                        with dist.no_sync(model, last=i == len(micros) - 1):
+                            tb = micro_step(model, cfg, params, batch, rows, adv, logp_old, logp_ref, norm,
+                                            dist.device)
+                        mon.observe(tb, step=step)
+                    grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                    mon.log(step, {"grad_norm": float(grad_norm), "lr": cfg.lr, "rollout_time": rollout_time,
+                                   "step_time": time.perf_counter() - t1})
+                    step += 1
+                    progress.update(step, float(batch.rewards.mean()), mon.latest)
+                    if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and dist.rank == 0:
+                        save_checkpoint(cfg, policy, tokenizer, opt, rng, gen, step)
+        status = "finished"
+    finally:
+        progress.close()
+        mon.close(status=status)
+        if dist.rank == 0 and status == "finished":
+            save_checkpoint(cfg, policy, tokenizer, opt, rng, gen, step)
+        dist.close()
+    return TrainResult(cfg.run_name, step, stop["flag"], rewards_seen)

@@ -1,0 +1,115 @@
+"""Run overview figure (dashboard.figures): traces, phase bands, timeline, notes, live extension."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from collapsewatch.dashboard import figures, theme
+from collapsewatch.dashboard.series import GL_THRESHOLD, MAX_POINTS, summarise
+
+
+def _steps(n: int, **overrides) -> pd.DataFrame:
+    df = pd.DataFrame({"step": np.arange(n), "has_metrics": True, "on_policy": False})
+    for c in figures.COLUMNS:
+        if c != "on_policy":
+            df[c] = 0.5
+    df["ratio_p50_pos"] = np.linspace(1.0, 0.5, n)
+    for k, v in overrides.items():
+        df[k] = v
+    return df
+
+
+EVENTS = pd.DataFrame([
+    dict(detector="isdd", phase="drift", step_start=10, step_end=19, severity="critical", metric="ratio_p50_pos",
+         value=0.7, threshold=0.9, window_steps=10, message="A>0 ratio drifting", source="online",
+         evidence=json.dumps({"ratio_p50_pos": 0.71234567, "window": {"start": 10, "end": 19}})),
+    dict(detector="lld", phase="steady_decay", step_start=5, step_end=8, severity="warning", metric="x",
+         value=None, threshold=None, window_steps=None, message="decay", source="online", evidence=None),
+])
+
+
+def _trace(fig, column):
+    return fig.data[figures.TRACE_COLUMNS.index(column)]
+
+
+def test_one_trace_per_series_in_declared_order():
+    df = _steps(30)
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))
+    assert len(fig.data) == len(figures.TRACE_COLUMNS) and fig.data[0].type == "bar"
+    median = _trace(fig, "ratio_p50_pos")
+    assert list(median.x) == list(range(30)) and median.y[0] == 1.0 and median.y[-1] == 0.5
+    assert median.line.color == theme.POS and median.type == "scatter"
+    # the p05–p95 band: the upper edge fills down to the lower edge, drawn just before it
+    lo, up = (figures.TRACE_COLUMNS.index(c) for c in ("ratio_p05_pos", "ratio_p95_pos"))
+    assert up == lo + 1 and fig.data[up].fill == "tonexty"
+    # every panel's x axis follows the timeline's; ratio panels are log-scaled
+    assert fig.layout.xaxis4.matches == "x" and fig.layout.yaxis4.type == "log"
+
+
+def test_phase_bands_span_every_column_with_severity_opacity():
+    df = _steps(30)
+    fig = figures.overview_figure(df, EVENTS, summarise(df, figures.COLUMNS))
+    bands = [s for s in fig.layout.shapes if s.name and s.name.startswith("phase:")]
+    assert len(bands) == 2 * figures.N_COLS
+    isdd = [s for s in bands if s.name == "phase:isdd:drift"]
+    assert {s.xref for s in isdd} == {"x2", "x3"}  # first panel of each column
+    assert (isdd[0].x0, isdd[0].x1) == (9.5, 19.5) and isdd[0].yref == "paper"
+    assert isdd[0].opacity == theme.SEVERITY_OPACITY["critical"] and isdd[0].fillcolor == theme.DETECTOR_COLOURS["isdd"]
+
+
+def test_timeline_bars_and_evidence_hover():
+    bar = figures.timeline_trace(EVENTS)
+    assert bar["y"] == ["isdd · drift", "lld · steady_decay"]
+    assert bar["base"] == [9.5, 4.5] and bar["x"] == [10, 4]  # steps 10..19 inclusive = 10 steps wide
+    assert "ratio_p50_pos: 0.7123" in bar["hovertext"][0] and "window.start: 10" in bar["hovertext"][0]
+    assert "A&gt;0" not in bar["hovertext"][0] and "A>0 ratio drifting" in bar["hovertext"][0]
+
+
+def test_evidence_lines_flatten_and_truncate():
+    ev = json.dumps({"a": 1.23456789, "b": {"c": [1, 2, 3]}, "long": list(range(10))})
+    assert figures.evidence_lines(ev) == ["a: 1.235", "b.c: ['1', '2', '3']", "long: [0, 1, 2, 3, 4, 5, … 10 values]"]
+    assert figures.evidence_lines(json.dumps({f"k{i}": i for i in range(20)}), limit=3)[-1] == "… 17 more"
+    assert figures.evidence_lines("not json") == ["not json"]
+
+
+def test_on_policy_run_says_not_applicable_instead_of_flat_lines():
+    ratio_cols = {c: np.nan for c in figures.COLUMNS if c.startswith(("ratio_", "clip_", "displacement_"))}
+    df = _steps(20, on_policy=True, **ratio_cols)
+    summary = summarise(df, figures.COLUMNS)
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summary)
+    notes = [a.text for a in fig.layout.annotations]
+    ratio_panels = [p for p in figures.PANELS if p.ratio_metric]
+    assert notes.count(figures.NOT_APPLICABLE) == len(ratio_panels) == 4
+    assert len(_trace(fig, "ratio_p50_pos").x) == 0 and len(_trace(fig, "reward_mean").x) == 20
+
+
+def test_missing_metric_and_empty_run_notes():
+    df = _steps(10, is_log_ratio_abs_mean=np.nan, is_ess=np.nan)
+    notes = [a.text for a in figures.decorations(EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))["annotations"]]
+    assert notes.count("not recorded for this run") == 1 and "no detector phases flagged" in notes
+    empty = summarise(df.iloc[0:0], figures.COLUMNS)
+    notes = [a["text"] for a in figures.decorations(EVENTS.iloc[0:0], empty)["annotations"]]
+    assert notes.count("waiting for the first step") == len(figures.PANELS)
+
+
+def test_long_series_downsampled_to_webgl_keeping_spike():
+    n = 20_000
+    grad = np.ones(n)
+    grad[12_345] = 1e3
+    df = _steps(n, grad_norm=grad)
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))
+    g = _trace(fig, "grad_norm")
+    assert len(g.x) == MAX_POINTS > GL_THRESHOLD and g.type == "scattergl"
+    assert max(g.y) == 1e3 and 12_345 in g.x
+
+
+def test_extension_gives_new_points_per_trace():
+    rows = _steps(3).assign(step=[7, 8, 9])
+    rows.loc[1, "grad_norm"] = np.nan
+    ext = figures.extension(rows)
+    assert 0 not in ext  # the timeline is not a step series
+    assert ext[figures.TRACE_COLUMNS.index("grad_norm")] == ([7, 9], [0.5, 0.5])
+    assert ext[figures.TRACE_COLUMNS.index("ratio_p50_pos")][0] == [7, 8, 9]

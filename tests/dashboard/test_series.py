@@ -1,0 +1,47 @@
+"""Downsampling, live-row completeness and run summaries (dashboard.series)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from collapsewatch.dashboard.series import complete_rows, downsample, finite_xy, merge_summaries, summarise
+
+
+def test_downsample_keeps_spikes_and_bounds_points():
+    x = np.arange(100_000, dtype=np.int64)
+    y = np.sin(x / 500.0)
+    y[31_337], y[77_777] = 50.0, -40.0  # one-step spikes
+    xs, ys = downsample(x, y, max_points=1000)
+    assert len(xs) == 1000 and np.all(np.diff(xs) > 0)
+    assert 31_337 in xs and 77_777 in xs and ys.max() == 50.0 and ys.min() == -40.0
+
+
+def test_short_series_untouched_and_nulls_dropped():
+    df = pd.DataFrame({"step": [0, 1, 2, 3], "v": [1.0, None, np.inf, 4.0]})
+    x, y = finite_xy(df, "v")
+    assert x.tolist() == [0, 3] and y.tolist() == [1.0, 4.0]
+    assert downsample(x, y)[0].tolist() == [0, 3]
+    assert finite_xy(df, "missing")[0].size == 0
+
+
+def test_complete_rows_holds_back_scalars_only_tail_of_a_running_run():
+    df = pd.DataFrame({"step": [5, 6, 7], "has_metrics": [True, True, False]})
+    assert complete_rows(df, running=True)["step"].tolist() == [5, 6]
+    assert complete_rows(df, running=False)["step"].tolist() == [5, 6, 7]
+    scalars_only = pd.DataFrame({"step": [1, 2], "has_metrics": [False, False]})
+    assert complete_rows(scalars_only, running=True)["step"].tolist() == [1, 2]
+
+
+def test_summarise_on_policy_and_present_columns():
+    off = pd.DataFrame({"step": [0, 1], "has_metrics": [True, True], "on_policy": [False, False],
+                        "ratio_p50_pos": [1.0, 0.9], "grad_norm": [None, None]})
+    on = pd.DataFrame({"step": [2], "has_metrics": [True], "on_policy": [True], "ratio_p50_pos": [None],
+                       "grad_norm": [1.5]})
+    s_off, s_on = summarise(off, ["ratio_p50_pos", "grad_norm"]), summarise(on, ["ratio_p50_pos", "grad_norm"])
+    assert s_off == {"rows": 2, "on_policy": False, "present": ["ratio_p50_pos"]}
+    assert s_on == {"rows": 1, "on_policy": True, "present": ["grad_norm"]}
+    # an off-policy history stays off-policy when an on-policy step follows; columns accumulate
+    assert merge_summaries(s_off, s_on) == {"rows": 3, "on_policy": False, "present": ["grad_norm", "ratio_p50_pos"]}
+    empty = summarise(off.iloc[0:0], ["grad_norm"])
+    assert empty["on_policy"] is None and merge_summaries(empty, s_on)["on_policy"] is True
