@@ -91,15 +91,35 @@ def table(tallies: dict[str, Tally]) -> str:
 def lld_phases(runs: list[tuple[Label, list[Event]]]) -> str:
     """Per LLD phase: share of LLD runs where it was flagged (any severity) and first-flag delay vs as built."""
     lld_runs = [(lab, ev) for lab, ev in runs if lab.scenario == "lld"]
-    rows = ["| LLD phase (as built) | runs flagged | delay of first flag after built start |", "|---|---|---|"]
+    rows = ["| LLD phase | runs flagged (any severity) | first flag − built start of the phase |", "|---|---|---|"]
     for phase in ("early_stagnation", "steady_decay", "accelerated_collapse"):
         delays = []
         for lab, ev in lld_runs:
             starts = [e.step_start for e in ev if e.detector == "lld" and e.phase == phase]
             if starts:
                 delays.append(min(starts) - lab.phases[phase][0])
-        start, end = lld_runs[0][0].phases[phase] if lld_runs else (0, 0)
-        rows.append(f"| {phase} [{start}, {end}) | {len(delays)}/{len(lld_runs)} | {_med(delays)} |")
+        rows.append(f"| {phase} | {len(delays)}/{len(lld_runs)} | {_med(delays)} |")
+    return "\n".join(rows)
+
+
+def by_noise(runs: list[tuple[Label, list[Event]]], noise_of: list[float], noises: list[float]) -> str:
+    """Per noise level: healthy runs with any flag, failure runs caught by their own detector."""
+    rows = ["| noise × | healthy runs with a flag (any detector) | failure runs flagged by their detector "
+            "| median lead before collapse |", "|---|---|---|---|"]
+    for noise in noises:
+        chunk = [r for r, n in zip(runs, noise_of, strict=True) if n == noise]
+        neg = [ev for lab, ev in chunk if lab.detector is None]
+        pos = [(lab, ev) for lab, ev in chunk if lab.detector is not None]
+        flagged_neg = sum(any(e.severity in FLAG for e in ev) for ev in neg)
+        caught, leads = 0, []
+        for lab, ev in pos:
+            flag = first_flag(ev, lab.detector)
+            if flag is not None and flag >= lab.onset - TOLERANCE:
+                caught += 1
+                if lab.collapse is not None:
+                    leads.append(lab.collapse - flag)
+        lead = f"{statistics.median(leads):g}" if leads else "—"
+        rows.append(f"| {noise:g} | {flagged_neg}/{len(neg)} | {caught}/{len(pos)} | {lead} |")
     return "\n".join(rows)
 
 
@@ -115,6 +135,7 @@ def healthy_summary(runs: list[tuple[Label, list[Event]]], on_policy_isdd: list[
 def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool) -> None:
     runs: list[tuple[Label, list[Event]]] = []
     on_policy_isdd: list[str] = []
+    noise_of: list[float] = []
     n_rows, cpu = 0, 0.0
     for scenario in SCENARIOS:
         for noise in noises:
@@ -127,6 +148,7 @@ def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool) -> None:
                 cpu += time.process_time() - t0
                 n_rows += len(run.frame)
                 runs.append((run.label, suite.episodes()))
+                noise_of.append(noise)
                 if scenario == "on_policy":
                     on_policy_isdd.append(suite.applicability()["isdd"].status)
     print(f"## Synthetic runs: {len(SCENARIOS)} scenarios × {seeds} seeds × noise {noises} × {steps} steps, "
@@ -134,6 +156,8 @@ def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool) -> None:
     print(table(score(runs)))
     print()
     print(lld_phases(runs))
+    print()
+    print(by_noise(runs, noise_of, noises))
     print()
     print(healthy_summary(runs, on_policy_isdd))
     print(f"detector CPU time: {1000 * cpu / n_rows:.2f} ms per step over {n_rows} steps")

@@ -75,7 +75,7 @@ class Monitor:
                  objective: str | None = None, clip: ClipSpec | None = None, sampling: Sampling | None = None,
                  flush_steps: int = 10, flush_seconds: float = 5.0, queue_size: int = 64, on_full: str = "block",
                  detectors: bool | Any = True, on_event: Callable[[Any], None] | None = None,
-                 rank: int | None = None, world_size: int | None = None) -> None:
+                 rank: int | None = None, world_size: int | None = None, enabled: bool = True) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
         if flush_steps < 1 or flush_seconds <= 0 or queue_size < 1:
@@ -88,6 +88,10 @@ class Monitor:
         self.clip = clip or ClipSpec()
         self.on_event = on_event
         self.events: list[Any] = []
+        self.enabled = enabled
+        self._closed = False
+        if not enabled:  # a no-op monitor: same API, nothing recorded (to measure the monitor's overhead)
+            return
         self.writer = StoreWriter(store, run, self.rank, self.world_size, heartbeat_s=flush_seconds)
         self.writer.set_run_info(objective=objective, config=config or {}, versions=_versions())
         self.writer.flush()  # the run is listed (status running) before the first step
@@ -95,7 +99,6 @@ class Monitor:
                                   flush_steps=flush_steps, flush_seconds=flush_seconds,
                                   detectors=_default_detectors(detectors))
         self._recorder.start()
-        self._closed = False
         atexit.register(self._atexit)
 
     # -- the API a training loop calls ------------------------------------------------------------
@@ -105,6 +108,8 @@ class Monitor:
         if not isinstance(batch, TokenBatch):
             raise TypeError(f"observe expects a TokenBatch, got {type(batch).__name__}")
         self._check_open()
+        if not self.enabled:
+            return
         clip = self.clip
         if eps_low is not None or eps_high is not None or dual_clip is not None:
             clip = ClipSpec(eps_low if eps_low is not None else clip.eps_low,
@@ -118,6 +123,8 @@ class Monitor:
     def log(self, step: int, scalars: dict[str, float | int | torch.Tensor | None]) -> None:
         """Record step scalars (grad_norm, lr, loss terms ... under any key)."""
         self._check_open()
+        if not self.enabled:
+            return
         clean: dict[str, float | None] = {}
         for k, v in scalars.items():
             if isinstance(v, torch.Tensor):
@@ -129,6 +136,8 @@ class Monitor:
     def flush(self) -> None:
         """Finish the current step and write everything pending (blocks until written)."""
         self._check_open()
+        if not self.enabled:
+            return
         self._recorder.call("flush")
         self._deliver()
 
@@ -136,6 +145,8 @@ class Monitor:
         if self._closed:
             return
         self._closed = True
+        if not self.enabled:
+            return
         self._recorder.call("close", status)
         self._deliver()
         if compact:
@@ -149,7 +160,7 @@ class Monitor:
     @property
     def latest(self) -> dict[str, Any]:
         """Step metrics of the last step the recorder finished (a step behind the trainer)."""
-        return self._recorder.latest
+        return self._recorder.latest if self.enabled else {}
 
     @property
     def should_stop(self) -> bool:

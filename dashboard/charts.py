@@ -53,22 +53,26 @@ def numeric_columns(df: pd.DataFrame) -> list[str]:
 
 
 def sql_chart(df: pd.DataFrame, x: str | None, ys: list[str] | None, kind: str = "line") -> go.Figure:
-    """Quick chart of a query result: ``ys`` against ``x`` as lines, markers or bars."""
+    """Quick chart of a query result: ``ys`` against ``x`` as lines, markers or bars; a result with a ``run``
+    column gets one series per run (colour = run, dash = column)."""
     if df.empty or not x or not ys or x not in df.columns:
         return go.Figure(layout=theme.message_figure_layout("pick an x and at least one numeric y column", 300))
     ys = [c for c in ys if c in df.columns]
     data = df.sort_values(x) if kind == "line" and pd.api.types.is_numeric_dtype(df[x]) else df
+    groups = list(data.groupby("run", sort=False)) if "run" in data.columns and x != "run" else [(None, data)]
     traces = []
-    for i, col in enumerate(ys):
-        colour = theme.metric_colour(col, i)
-        y = pd.to_numeric(data[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        if kind == "bar":
-            traces.append(go.Bar(x=data[x], y=y, name=col, marker_color=colour))
-        else:
-            mode = "lines" if kind == "line" else "markers"
-            cls = go.Scattergl if len(data) > GL_THRESHOLD else go.Scatter
-            traces.append(cls(x=data[x], y=y, name=col, mode=mode, line=dict(color=colour, width=1.6),
-                              marker=dict(color=colour, size=5)))
-    return go.Figure(data=traces, layout=theme.base_layout(320, hovermode="x unified",
+    for gi, (name, part) in enumerate(groups):
+        for i, col in enumerate(ys):
+            colour = theme.CYCLE[(gi if name is not None else i) % len(theme.CYCLE)]
+            label = f"{name} · {col}" if name is not None else col
+            y = pd.to_numeric(part[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            if kind == "bar":
+                traces.append(go.Bar(x=part[x], y=y, name=label, marker_color=colour))
+                continue
+            cls = go.Scattergl if len(part) > GL_THRESHOLD else go.Scatter
+            dash = ("solid", "dot", "dash", "dashdot")[i % 4] if name is not None else "solid"
+            traces.append(cls(x=part[x], y=y, name=label, mode="lines" if kind == "line" else "markers",
+                              line=dict(color=colour, width=1.6, dash=dash), marker=dict(color=colour, size=5)))
+    return go.Figure(data=traces, layout=theme.base_layout(340, hovermode="x unified",
                                                            xaxis=theme.axis(title=dict(text=x)),
-                                                           yaxis=theme.axis(), margin=dict(l=56, r=16, t=36, b=40)))
+                                                           yaxis=theme.axis(), margin=dict(l=56, r=16, t=44, b=40)))

@@ -8,6 +8,7 @@ with new steps and replace the decorations (bands, timeline, panel notes) withou
 from __future__ import annotations
 
 import json
+from html import escape
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +76,7 @@ TRACE_COLUMNS: tuple[str | None, ...] = (None, *(s.column for p in PANELS for s 
 """Column drawn by each trace index; trace 0 is the phase timeline."""
 
 N_COLS = 2
-LOG_TICKS = (1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000)
+LOG_TICKS = (1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 TIMELINE_PX, PANEL_PX, GAP_PX = 118, 158, 34
 NOT_APPLICABLE = "on-policy: ratio metrics not applicable"
 
@@ -188,8 +189,10 @@ def _panel_note(panel: Panel, summary: dict[str, Any]) -> str | None:
 
 def evidence_lines(evidence: str | None, limit: int = 12) -> list[str]:
     """The evidence JSON of an event as ``key: value`` lines (nested keys dotted), at most ``limit``."""
+    if not isinstance(evidence, str) or not evidence:
+        return []
     try:
-        data = json.loads(evidence) if evidence else {}
+        data = json.loads(evidence)
     except ValueError:
         return [str(evidence)[:200]]
     lines: list[str] = []
@@ -219,8 +222,10 @@ def timeline_trace(events: pd.DataFrame) -> dict[str, Any]:
     labels = [f"{d} · {p}" for d, p in zip(ev["detector"], ev["phase"], strict=True)] if len(ev) else []
     colours = [theme.rgba(theme.detector_colour(d), 0.5 + 2 * theme.SEVERITY_OPACITY.get(s, 0.1))
                for d, s in zip(ev.get("detector", []), ev.get("severity", []), strict=True)]
-    hover = [f"<b>{lab}</b> · {r.severity}<br>steps {r.step_start}–{r.step_end}<br>{r.message}<br>"
-             + "<br>".join(evidence_lines(r.evidence)) for lab, r in zip(labels, ev.itertuples(), strict=True)]
+    # plotly reads hover text as HTML: a message like "r<0.1" must not open a tag
+    hover = [f"<b>{lab}</b> · {r.severity}<br>steps {r.step_start}–{r.step_end}<br>{escape(str(r.message))}<br>"
+             + "<br>".join(escape(line) for line in evidence_lines(r.evidence))
+             for lab, r in zip(labels, ev.itertuples(), strict=True)]
     return dict(type="bar", orientation="h", xaxis="x", yaxis="y", name="phases", y=labels,
                 base=[int(s) - 0.5 for s in ev.get("step_start", [])],
                 x=[int(e) - int(s) + 1 for s, e in zip(ev.get("step_start", []), ev.get("step_end", []), strict=True)],

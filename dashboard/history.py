@@ -27,7 +27,8 @@ import pandas as pd
 from collapsewatch.store import queries
 from collapsewatch.store.query import Store
 
-from .series import complete_rows
+from .series import complete_rows, last_values
+from .tables import active_flags
 
 Key = tuple[Path, int]  # (segment path, size)
 
@@ -83,19 +84,25 @@ class StepHistory:
         with self.lock:
             if any([ix.update(store) for ix in self.index.values()]):
                 self._reset()
-            files = {t: ix.from_step(self.frontier) for t, ix in self.index.items()}
-            key = (tuple(files["step_metrics"]), tuple(files["scalars"]), self.frontier)
-            if key != self.read_key:
+            files = self._frontier_files()
+            if self._key(files) != self.read_key:
                 fresh = queries.step_rows(store, self.run, self.columns, after=self.frontier - 1, rank=self.rank,
                                           files=files)
                 kept = self.rows[self.rows["step"] < self.frontier] if len(self.rows) else self.rows
                 self.rows = pd.concat([kept, fresh], ignore_index=True) if len(kept) else fresh
-                self.read_key = key
                 probed = self.rows.loc[self.rows["has_metrics"].astype(bool), "step"]
                 steps = probed if len(probed) else self.rows["step"]  # a run that only logs scalars
-                # the frontier step itself is re-read next time (its scalars may still be arriving)
+                # the frontier step itself is re-read when new segments come (its scalars may be late)
                 self.frontier = int(steps.max()) if len(steps) else self.frontier
+                self.read_key = self._key(self._frontier_files())
             return complete_rows(self.rows, running)
+
+    def _frontier_files(self) -> dict[str, list[Path]]:
+        return {t: ix.from_step(self.frontier) for t, ix in self.index.items()}
+
+    @staticmethod
+    def _key(files: dict[str, list[Path]]) -> tuple:
+        return tuple(tuple(f) for f in files.values())
 
 
 class Partials:
@@ -157,23 +164,62 @@ class TokenIndex:
 
 
 class EventLog:
-    """Detector episodes of one run: each batch of event segments is read once; the latest extent of each
-    episode (detector, phase, step_start) wins, as in the store's view."""
+    """Detector episodes of one run: each new event segment is read once and merged into the episodes
+    seen so far; the latest extent of each episode (detector, phase, step_start) wins, as in the store's
+    view. A vanished segment (compaction) starts the merge over."""
 
     KEY = ["detector", "phase", "step_start"]
 
     def __init__(self, run: str) -> None:
         self.run = run
-        self.parts = Partials()
         self.lock = threading.Lock()
+        self.seen: set[Key] = set()
+        self.merged: pd.DataFrame | None = None
 
     def events(self, store: Store) -> pd.DataFrame:
         with self.lock:
             keys = set(queries.segment_files(store, self.run, "events"))
-            parts = self.parts.get(keys, lambda f: queries.run_events(store, self.run, files=f))
-        df = pd.concat(parts, ignore_index=True) if parts else queries.run_events(store, self.run, files=[])
-        df = df.sort_values(["step_end"], ascending=False, kind="stable").drop_duplicates(self.KEY)
-        return df.sort_values(["step_start", "detector", "phase"], kind="stable").reset_index(drop=True)
+            if not self.seen <= keys:
+                self.seen, self.merged = set(), None
+            new = sorted(keys - self.seen)
+            if new or self.merged is None:
+                fresh = queries.run_events(store, self.run, files=[p for p, _ in new])
+                both = fresh if self.merged is None else pd.concat([self.merged, fresh], ignore_index=True)
+                both = both.sort_values("step_end", ascending=False, kind="stable").drop_duplicates(self.KEY)
+                self.merged = both.sort_values(["step_start", "detector", "phase"], kind="stable").reset_index(drop=True)
+                self.seen |= set(new)
+            return self.merged
+
+
+SUMMARY_COLUMNS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "entropy_mean", "on_policy",
+                   "ratio_p05_pos", "ratio_p95_pos")
+_summaries: dict[tuple[str, str], tuple[frozenset, dict]] = {}
+
+
+def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
+    """One row per run for the runs page: run rows, step summary (``series.last_values``) and events.
+
+    A running run's summary comes from its ``StepHistory`` (incremental; warm when its overview is open);
+    other runs' summaries are computed once per set of segments, so a refresh reads nothing old again."""
+    base = queries.run_rows(store)
+    rows = []
+    for r in base.to_dict("records"):
+        run, rank = r["run"], int(r["rank"])
+        if r["status"] == "running":
+            summary = last_values(step_history(store, run, rank, columns).rows_for(store, True))
+        else:
+            keys = frozenset(queries.segment_files(store, run, "step_metrics") + queries.segment_files(
+                store, run, "scalars"))
+            cached = _summaries.get((str(store.root), run))
+            if cached is None or cached[0] != keys:
+                full = queries.step_rows(store, run, SUMMARY_COLUMNS, rank=rank)
+                cached = (keys, last_values(full))
+                _summaries[(str(store.root), run)] = cached
+            summary = cached[1]
+        events = event_log(store, run).events(store)
+        n_active, flags = active_flags(events, summary["last_step"])
+        rows.append({**r, **summary, "n_events": len(events), "n_active": n_active, "active_flags": flags})
+    return pd.DataFrame(rows)
 
 
 _lock = threading.Lock()
@@ -206,3 +252,4 @@ def token_index(store: Store, run: str) -> TokenIndex:
 def clear() -> None:
     with _lock:
         _entries.clear()
+        _summaries.clear()

@@ -21,6 +21,9 @@ from . import history, state
 from .figures import COLUMNS, decorations, extension, overview_figure
 from .series import merge_summaries, summarise
 
+POLL_MS = 2000
+"""How often an open overview of a running run asks for new steps."""
+
 
 def events_key(events: pd.DataFrame) -> str:
     """Changes whenever an episode appears, extends, or changes severity or message."""

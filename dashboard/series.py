@@ -77,3 +77,19 @@ def merge_summaries(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str
         on_policy = old["on_policy"] and new["on_policy"]
     return {"rows": old["rows"] + new["rows"], "on_policy": on_policy,
             "present": sorted(set(old["present"]) | set(new["present"]))}
+
+
+LAST_COLUMNS = {"last_reward": "reward_mean", "last_ratio_p50_pos": "ratio_p50_pos",
+                "last_logp_old_correct": "logp_old_mean_correct", "last_entropy": "entropy_mean"}
+
+
+def last_values(rows: pd.DataFrame) -> dict[str, Any]:
+    """Runs-table summary of step rows: n_steps, last_step, on_policy and the last non-null value of each
+    of ``LAST_COLUMNS``."""
+    out: dict[str, Any] = {"n_steps": int(rows["step"].nunique()) if len(rows) else 0,
+                           "last_step": int(rows["step"].max()) if len(rows) else None,
+                           "on_policy": bool(summarise(rows, ()).get("on_policy"))}
+    for name, column in LAST_COLUMNS.items():
+        x, y = finite_xy(rows, column)
+        out[name] = float(y[np.argmax(x)]) if len(x) else None
+    return out

@@ -95,9 +95,10 @@ class SyntheticRun:
     def __init__(self, store: str | Path, run: str, n_steps: int, *, shape: Shape = Shape(), collapse: bool = True,
                  on_policy: bool = False, seed: int = 0, flush_every: int = 10, config: dict | None = None,
                  vocab: int = 1000, heartbeat_s: float = 5.0, objective: str = "grpo",
-                 templates: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        """``templates``: (token ids, observation mask), each (n, seq_len): kept sequences cycle through these
-        rows instead of random ids with an observation block in the middle (e.g. tokenized agent traces)."""
+                 templates: tuple[np.ndarray, ...] | None = None) -> None:
+        """``templates``: (token ids, observation mask[, present]), each (n, seq_len): kept sequences cycle
+        through these rows instead of random ids with an observation block in the middle (e.g. tokenized
+        agent traces); positions where ``present`` is False are not written (shorter sequences)."""
         self.writer = StoreWriter(store, run, heartbeat_s=heartbeat_s)
         self.writer.set_run_info(objective=objective, config=config or {"synthetic": True})
         self.run, self.n_steps, self.shape, self.on_policy = run, n_steps, shape, on_policy
@@ -159,10 +160,12 @@ class SyntheticRun:
         pos = np.tile(np.arange(L), len(steps) * k)
         obs = (pos >= L // 3) & (pos < L // 3 + L // 6)  # a tool observation block: mask 0
         ids = rng.integers(0, self.vocab, n)
+        present = np.ones(n, dtype=bool)
         if self.templates is not None:
-            t_ids, t_obs = self.templates
-            row = (step * k + seq) % len(t_ids)
-            ids, obs = t_ids[row, pos], t_obs[row, pos]
+            row = (step * k + seq) % len(self.templates[0])
+            ids, obs = self.templates[0][row, pos], self.templates[1][row, pos]
+            if len(self.templates) > 2:
+                present = self.templates[2][row, pos]
         adv_pos = seq % 2 == 0
         mu = np.where(adv_pos, np.log(self.curves["ratio_p50_pos"][step]), 0.0) * (0.5 + pos / L)
         log_ratio = np.where(obs, np.nan, mu + rng.normal(0, 0.08, n))
@@ -170,12 +173,16 @@ class SyntheticRun:
             log_ratio = np.where(obs, np.nan, 0.0)
         logp_old = -rng.gamma(1.0, 0.6, n)
         entropy = np.where(obs, np.nan, rng.gamma(2.0, self.curves["entropy_mean"][step] / 2))
-        w.append("tokens", {"run": [w.run] * n, "rank": np.zeros(n, dtype=np.int64), "step": step, "seq_id": seq,
-                            "pos": pos.astype(np.int32), "token_id": ids,
-                            "turn_id": (pos >= L // 3).astype(np.int32) + (pos >= L // 3 + L // 6), "mask": ~obs,
-                            "advantage": np.where(adv_pos, 0.5, -0.5), "logp_old": np.where(obs, np.nan, logp_old),
-                            "logp": np.where(obs, np.nan, logp_old + log_ratio), "log_ratio": log_ratio,
-                            "ratio": np.exp(log_ratio), "entropy": entropy})
+        o = obs.reshape(-1, L).astype(np.int8)  # (kept sequences, L): a new turn id at every block boundary
+        turn = np.cumsum(np.concatenate([np.zeros((len(o), 1), np.int8), np.diff(o, axis=1) != 0], axis=1), axis=1)
+        cols = {"run": [w.run] * n, "rank": np.zeros(n, dtype=np.int64), "step": step, "seq_id": seq,
+                "pos": pos.astype(np.int32), "token_id": ids, "turn_id": turn.ravel().astype(np.int32), "mask": ~obs,
+                "advantage": np.where(adv_pos, 0.5, -0.5), "logp_old": np.where(obs, np.nan, logp_old),
+                "logp": np.where(obs, np.nan, logp_old + log_ratio), "log_ratio": log_ratio,
+                "ratio": np.exp(log_ratio), "entropy": entropy}
+        if not present.all():
+            cols = {k: (np.asarray(v)[present] if k != "run" else [w.run] * int(present.sum())) for k, v in cols.items()}
+        w.append("tokens", cols)
 
     def _events(self, last_step: int) -> None:
         rows = []

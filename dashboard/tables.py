@@ -32,6 +32,18 @@ def _clean(v: Any) -> Any:
     return v
 
 
+ACTIVE_WINDOW = 5
+"""An event is *active* when its phase still held within this many steps of the run's last step."""
+
+
+def active_flags(events: pd.DataFrame, last_step: int | None) -> tuple[int, str]:
+    """(number of active episodes, their 'detector:phase' names, sorted and distinct)."""
+    if last_step is None or events.empty:
+        return 0, ""
+    live = events[events["step_end"] >= last_step - ACTIVE_WINDOW]
+    return len(live), ", ".join(sorted({f"{d}:{p}" for d, p in zip(live["detector"], live["phase"], strict=True)}))
+
+
 def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, Any]]:
     """One grid row per run of ``queries.run_list``, with links to its overview and tokens pages."""
     rows = []
@@ -40,6 +52,8 @@ def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, A
             "run": f"[{r['run']}](/run/{r['run']})", "name": r["run"], "status": r["status"],
             "objective": _clean(r["objective"]) or "", "steps": int(r["n_steps"] or 0),
             "last_step": _clean(r["last_step"]), "last_reward": _clean(r["last_reward"]),
+            "ratio_p50_pos": _clean(r.get("last_ratio_p50_pos")), "logp_old_correct": _clean(r.get("last_logp_old_correct")),
+            "entropy": _clean(r.get("last_entropy")),
             "flags": _clean(r["active_flags"]) or "", "n_active": int(r["n_active"] or 0),
             "events": int(r["n_events"] or 0), "policy": "on-policy" if r["on_policy"] else "off-policy",
             "updated": age(r["updated_at"], now), "tokens": f"[tokens](/tokens/{r['run']})",
@@ -52,20 +66,30 @@ def _status_style() -> dict[str, Any]:
                                 for k, c in theme.STATUS_COLOURS.items()]}
 
 
+def _num(field: str, header: str, fmt: str, width: int = 100, **extra: Any) -> dict[str, Any]:
+    return {"field": field, "headerName": header, "type": "numericColumn", "width": width,
+            "valueFormatter": {"function": f"params.value == null ? '—' : d3.format('{fmt}')(params.value)"}, **extra}
+
+
 RUNS_COLUMNS: list[dict[str, Any]] = [
-    {"field": "run", "headerName": "run", "cellRenderer": "markdown", "flex": 2, "minWidth": 180},
-    {"field": "status", "cellStyle": _status_style(), "width": 100},
-    {"field": "objective", "width": 120},
-    {"field": "steps", "type": "numericColumn", "width": 90},
-    {"field": "last_step", "headerName": "last step", "type": "numericColumn", "width": 100},
-    {"field": "last_reward", "headerName": "last reward", "type": "numericColumn", "width": 110,
-     "valueFormatter": {"function": "params.value == null ? '' : d3.format('.3f')(params.value)"}},
+    {"field": "run", "headerName": "run", "cellRenderer": "markdown", "flex": 2, "minWidth": 170},
+    {"field": "status", "headerName": "status", "cellStyle": _status_style(), "width": 95},
+    {"field": "objective", "headerName": "objective", "width": 115},
+    {"field": "steps", "headerName": "steps", "type": "numericColumn", "width": 80},
+    {"field": "last_step", "headerName": "last step", "type": "numericColumn", "width": 90},
+    _num("last_reward", "reward", ".3f", 85, headerTooltip="reward_mean at the last step"),
+    _num("ratio_p50_pos", "r̃ A>0", ".3f", 80, headerTooltip="ratio_p50_pos at the last step (ISDD: drifts below 1)",
+         cellStyle={"styleConditions": [{"condition": "params.value != null && params.value < 0.9",
+                                         "style": {"color": theme.DETECTOR_COLOURS["isdd"], "fontWeight": 700}}]}),
+    _num("logp_old_correct", "logp_old ✓", ".3f", 100,
+         headerTooltip="logp_old_mean_correct at the last step (LLD: falls)"),
+    _num("entropy", "entropy", ".2f", 80, headerTooltip="entropy_mean at the last step"),
     {"field": "flags", "headerName": "active flags", "flex": 2, "minWidth": 200,
-     "cellStyle": {"color": "#ffa726", "fontWeight": 600}},
-    {"field": "events", "headerName": "events", "type": "numericColumn", "width": 85},
-    {"field": "policy", "width": 100},
-    {"field": "updated", "width": 110},
-    {"field": "tokens", "headerName": "", "cellRenderer": "markdown", "width": 80},
+     "cellStyle": {"color": theme.DETECTOR_COLOURS["isdd"], "fontWeight": 600}},
+    {"field": "events", "headerName": "events", "type": "numericColumn", "width": 80},
+    {"field": "policy", "headerName": "policy", "width": 95},
+    {"field": "updated", "headerName": "updated", "width": 100},
+    {"field": "tokens", "headerName": "", "cellRenderer": "markdown", "width": 75, "sortable": False},
 ]
 
 

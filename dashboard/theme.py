@@ -63,7 +63,7 @@ DETECTOR_COLOURS: dict[str, str] = {
     "length": "#26c6da",
     "mismatch": "#7e57c2",
 }
-SEVERITY_OPACITY = {"info": 0.07, "warning": 0.13, "critical": 0.2}
+SEVERITY_OPACITY = {"info": 0.06, "warning": 0.1, "critical": 0.15}
 STATUS_COLOURS = {"running": "#4fa3f7", "finished": "#9ccc65", "crashed": "#ff5252"}
 
 

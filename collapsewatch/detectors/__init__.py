@@ -3,6 +3,7 @@
     suite = DetectorSuite(DetectorConfig())
     events = suite.update(row)        # online: one step row → episodes entered or extended at this step
     events = detect_frame(df)         # offline: the same rules over a frame of step rows
+    replay(df).applicability()        # offline, with "not applicable" (e.g. ISDD on an on-policy run)
 
 Rows carry ``step`` plus catalogue step columns (``collapsewatch.catalogue``); an :class:`Event` is one
 phase episode and maps onto the store's ``events`` table (see :mod:`.events` for the episode rules,
@@ -23,10 +24,10 @@ from .config import (
     StarvationConfig,
 )
 from .events import Event, Finding, Severity
-from .suite import Applicability, DetectorSuite, detect_each, detect_frame, final_branch
+from .suite import Applicability, DetectorSuite, detect_each, detect_frame, final_branch, replay
 
 __all__ = [
     "DETECTORS", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "Event", "Finding",
     "GradConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity",
-    "SignalConfig", "StarvationConfig", "detect_each", "detect_frame", "final_branch",
+    "SignalConfig", "StarvationConfig", "detect_each", "detect_frame", "final_branch", "replay",
 ]

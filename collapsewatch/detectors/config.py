@@ -1,9 +1,10 @@
 """Detector configuration: every threshold a named, documented, overridable default.
 
-No paper publishes numeric thresholds for these phases (DESIGN.md §6). The defaults below were set on the
-synthetic series of :mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py`` measures them)
-and on the scale of the quantities: ratios are dimensionless around 1, log-likelihoods are nats per token,
-rewards are assumed to live on a [0, 1]-like scale. Override with ``dataclasses.replace`` or
+No paper publishes numeric thresholds for these phases (DESIGN.md §6). The defaults below follow the scale
+of the quantities — ratios are dimensionless around 1, log-likelihoods are nats per token, rewards are
+assumed to live on a [0, 1]-like scale — and were checked on the labelled synthetic series of
+:mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py``); they are not yet calibrated on real
+runs. Override with ``dataclasses.replace`` or
 :meth:`DetectorConfig.from_dict` (``{"isdd": {"median_threshold": 0.85}}``).
 """
 
@@ -75,13 +76,16 @@ class LldConfig(Timing):
     """LLD death spiral on the likelihood of correct responses (LLDS, arXiv 2512.04220)."""
 
     confirm_steps: int = 5
+    exit_patience: int = 10
 
     slope_window: int = 30
     """Steps of the Theil–Sen slope of L = logp_old_mean_correct (and of I, reward)."""
     min_points: int = 15
     """Points of L the slope window needs for a verdict."""
+    stagnation_window: int = 50
+    """Steps over which stagnation (L flat, reward rising) is judged; needs half as many points."""
     flat_change: float = 0.03
-    """Stagnation: the slope's whole CI × slope_window lies within ±this (nats/token): 'flat', not 'unsure'."""
+    """Stagnation: the slope's whole CI × stagnation_window lies within ±this (nats/token): flat, not unsure."""
     decay_change: float = 0.05
     """Decay: slope × slope_window ≤ −this (nats/token) and the slope's CI is below 0."""
     require_incorrect_falling: bool = True
@@ -91,7 +95,7 @@ class LldConfig(Timing):
     recent_steps: int = 10
     """Steps of the 'recent' slope and of the cliff drop."""
     cliff_factor: float = 6.0
-    """Cliff: L level fell over recent_steps by ≥ this × the window's per-point noise (MAD)."""
+    """Cliff: L level fell over recent_steps by ≥ this × the window's per-point noise (MAD), and ≥ decay_change."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,8 @@ class GradConfig(Timing):
     """Explosion: grad_norm ≥ this × the reference median (warning) …"""
     spike_z: float = 5.0
     """… and ≥ exp(this × robust σ of log grad_norm over the window) × the median (jumpy runs need more)."""
+    sustain_steps: int = 2
+    """An isolated spike is info; this many consecutive rows over the bar make it a warning."""
     critical_factor: float = 20.0
     """… ≥ this × the reference median: critical."""
 
@@ -210,6 +216,7 @@ class DetectorConfig:
             "signals.recent_steps + reference_steps": s.recent_steps + s.reference_steps,
             "signals.rise_fall_window": s.rise_fall_window, "signals.reward_peak_window": s.reward_peak_window,
             "isdd.trend_window": self.isdd.trend_window, "lld.slope_window": self.lld.slope_window,
+            "lld.stagnation_window": self.lld.stagnation_window,
             "grad.window + 1": self.grad.window + 1, "mismatch.window": self.mismatch.window,
         }
         for name, steps in needed.items():

@@ -2,8 +2,10 @@
 
 grad_norm ≥ bar × the median over the previous ``window`` steps (current step excluded), where
 bar = max(spike_factor, exp(spike_z · σ)) and σ is the robust spread (1.4826 · MAD) of log grad_norm in
-that window: a run whose grad norm is naturally jumpy needs a bigger jump. Warning; ≥ critical_factor ×
-the median → critical. One step suffices (confirm_steps = 1): a spike is one step.
+that window: a run whose grad norm is naturally jumpy needs a bigger jump. An isolated step over the bar is
+an ``info`` spike (gradient clipping usually absorbs it); warning once sustain_steps consecutive rows are
+over it; critical at ≥ critical_factor × the median. confirm_steps = 1: the first step opens the episode,
+which keeps the worst severity it reaches.
 A non-finite grad_norm is the non-finite detector's business (NaN cannot be told from NULL).
 """
 
@@ -40,10 +42,17 @@ class Grad:
         bar = max(c.spike_factor, float(np.exp(c.spike_z * spread)))
         if g < bar * median:
             return {"explosion": None}
-        critical = g >= max(c.critical_factor, bar) * median
+        run = 0
+        for row in h.recent(self.cfg.history_steps):
+            prev = row.num("grad_norm")
+            if prev is None or prev < bar * median or run >= c.sustain_steps:
+                break
+            run += 1
+        severity = ("critical" if g >= max(c.critical_factor, bar) * median
+                    else "warning" if run >= c.sustain_steps else "info")
         ev = {"grad_norm": g, "reference_median": median, "ratio": g / median, "bar": bar,
-              "log_spread": spread, "reference_points": len(ref)}
+              "log_spread": spread, "reference_points": len(ref), "consecutive_over_bar": run}
         return {"explosion": Finding(
-            "critical" if critical else "warning", "grad_norm", g, bar * median, c.window,
+            severity, "grad_norm", g, bar * median, c.window,
             f"gradient explosion: grad_norm {g:.3g} = {g / median:.1f} × its median {median:.3g} "
             f"over {c.window} steps", ev)}

@@ -1,6 +1,7 @@
 """ISDD — importance-sampling distribution drift (SAPO, arXiv 2603.10069), phase ``drift``.
 
-Rule, on off-policy steps only (``on_policy`` true or all ratio columns NULL → "does not hold"):
+Rule, on off-policy steps only: an on-policy step (``on_policy`` true, or every ratio column NULL) gives no
+verdict — it neither flags nor extends nor ends an episode, and its r ≡ 1 values stay out of the windows:
 
 * median rule: level(ratio_p50_pos) < median_threshold and its Theil–Sen slope over trend_window is
   significantly negative (to enter; an open episode stays while the level is below the threshold);
@@ -35,7 +36,7 @@ class Isdd:
     def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
         row, c, k = h.row, self.cfg.isdd, self.cfg.smooth_steps
         if row.flag("on_policy") is True or all(row.num(col) is None for col in RATIO_COLUMNS):
-            return {"drift": None}
+            return {}
         p50 = h.series("ratio_p50_pos", c.trend_window, off_policy=True)
         p05 = h.series("ratio_p05_pos", c.trend_window, off_policy=True)
         lt01 = h.series("ratio_lt_0_1_frac_pos", c.trend_window, off_policy=True)

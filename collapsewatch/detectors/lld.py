@@ -5,13 +5,14 @@ are ordered and mutually exclusive (the highest one that holds is reported; the 
 hold"), and each can be re-entered:
 
 * ``early_stagnation`` (info): reward significantly rising while L is flat — an equivalence test: the
-  whole confidence interval of L's slope, times the window, lies within ±flat_change;
+  whole confidence interval of L's slope, times the window, lies within ±flat_change — both judged over
+  the longer stagnation_window (a flat slope needs more points to be told from a small one);
 * ``steady_decay`` (warning): L significantly falling, by ≥ decay_change over the window, and I not
   significantly rising (when require_incorrect_falling and I has enough points; the evidence says whether
   I's slope is negative — the paper sees both fall, a noisy I slope must not veto the phase);
 * ``accelerated_collapse`` (critical): as steady decay, and accelerating — the slope over the last
   recent_steps is itself significantly negative and ≤ accel_factor × the window slope, or L's level fell
-  over recent_steps by ≥ cliff_factor × its per-point noise — with at least one of grad-norm spike,
+  over recent_steps by ≥ cliff_factor × its per-point noise and ≥ decay_change — with one of grad-norm spike,
   entropy surge, reward drop. An open episode stays while L is still significantly falling.
 """
 
@@ -46,8 +47,7 @@ class Lld:
         ev: dict[str, Any] = {"L_level": L.level(self.cfg.smooth_steps), "L_trend": trend.as_evidence(),
                               "L_change_over_window": trend.slope * c.slope_window}
         verdict: Verdict = dict.fromkeys(PHASES)
-        change, cl, ch = (v * c.slope_window for v in (trend.slope, trend.low, trend.high))
-        if trend.falling and change <= -c.decay_change:
+        if trend.falling and trend.slope * c.slope_window <= -c.decay_change:
             collapse = self._collapse(h, L, trend, ev, "accelerated_collapse" in open_phases)
             if collapse is not None:
                 verdict["accelerated_collapse"] = collapse
@@ -57,16 +57,30 @@ class Lld:
                                                         f"L falling {trend.slope:.2g} nats/token per step{also}")
         elif trend.falling and "accelerated_collapse" in open_phases:
             verdict["accelerated_collapse"] = self._collapse(h, L, trend, ev, True)
-        elif -c.flat_change <= cl and ch <= c.flat_change:
-            reward = h.series("reward_mean", c.slope_window)
-            if len(reward) >= c.min_points:
-                r_trend = reward.trend(self.cfg.trend_confidence)
-                ev["reward_trend"] = r_trend.as_evidence()
-                if r_trend.rising:
-                    verdict["early_stagnation"] = self._finding(
-                        "early_stagnation", "info", trend, ev,
-                        f"L flat ({trend.slope:.2g}/step) while reward rises ({r_trend.slope:.2g}/step)")
+        else:
+            stagnation = self._stagnation(h, ev)
+            if stagnation is not None:
+                verdict["early_stagnation"] = stagnation
         return verdict
+
+    def _stagnation(self, h: History, ev: dict[str, Any]) -> Finding | None:
+        """Reward significantly rising while L's slope is within ±flat_change over stagnation_window."""
+        c, w = self.cfg.lld, self.cfg.lld.stagnation_window
+        L = h.series("logp_old_mean_correct", w)
+        reward = h.series("reward_mean", w)
+        if len(L) < w // 2 or len(reward) < w // 2:
+            return None
+        trend = L.trend(self.cfg.trend_confidence)
+        if not (-c.flat_change <= trend.low * w and trend.high * w <= c.flat_change):
+            return None
+        r_trend = reward.trend(self.cfg.trend_confidence)
+        ev.update(L_trend_stagnation=trend.as_evidence(), reward_trend=r_trend.as_evidence())
+        if not r_trend.rising:
+            return None
+        return Finding(
+            "info", "logp_old_mean_correct", trend.slope * w, c.flat_change, w,
+            f"LLD early stagnation: L flat ({trend.slope:.2g}/step over {w} steps) while reward rises "
+            f"({r_trend.slope:.2g}/step)", dict(ev))
 
     def _incorrect_ok(self, h: History, ev: dict[str, Any]) -> bool:
         c = self.cfg.lld
@@ -90,7 +104,7 @@ class Lld:
         before = L.before(h.step - c.recent_steps)
         if len(before) >= k:
             drop, noise = before.level(k) - L.level(k), L.noise()
-            cliff = noise > 0 and drop >= c.cliff_factor * noise
+            cliff = drop >= max(c.cliff_factor * noise, c.decay_change)
             ev.update(L_recent_drop=drop, L_noise=noise)
         fired = {}
         for name, fn in (("grad_spike", signals.grad_spike), ("entropy_surge", signals.entropy_surge),
@@ -107,7 +121,7 @@ class Lld:
 
     def _finding(self, phase: str, severity: str, trend: Trend, ev: dict[str, Any], detail: str) -> Finding:
         c = self.cfg.lld
-        threshold = {"early_stagnation": c.flat_change, "steady_decay": -c.decay_change}.get(phase)
+        threshold = -c.decay_change if phase == "steady_decay" else None
         return Finding(
             severity=severity, metric="logp_old_mean_correct", value=trend.slope * c.slope_window,  # type: ignore[arg-type]
             threshold=threshold, window_steps=c.slope_window,

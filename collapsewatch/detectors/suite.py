@@ -206,13 +206,13 @@ def final_branch(df: pd.DataFrame, order_by: str | None = "ts") -> pd.DataFrame:
     return df.drop_duplicates("step", keep="last").sort_values("step", kind="stable")
 
 
-def detect_frame(
+def replay(
     df: pd.DataFrame, config: DetectorConfig | None = None, *, rank: int | None = None, order_by: str | None = "ts",
-) -> list[Event]:
-    """Offline detection over one run's step rows (any order, repeated steps, NULL/NaN allowed).
+) -> DetectorSuite:
+    """A fresh suite fed one run's step rows (any order, repeated steps, NULL/NaN allowed).
 
-    ``rank`` selects one rank of a frame with a ``rank`` column; a frame mixing ranks or runs without
-    it is refused (use :func:`detect_each`). Returns each episode once, in its latest version.
+    ``rank`` selects one rank of a frame with a ``rank`` column; a frame mixing ranks or runs without it is
+    refused (use :func:`detect_each`). The suite answers ``episodes()`` and ``applicability()``.
     """
     frame = df
     if rank is not None:
@@ -226,7 +226,14 @@ def detect_frame(
     suite = DetectorSuite(config)
     for record in final_branch(frame, order_by).to_dict("records"):
         suite.update(record)
-    return suite.episodes()
+    return suite
+
+
+def detect_frame(
+    df: pd.DataFrame, config: DetectorConfig | None = None, *, rank: int | None = None, order_by: str | None = "ts",
+) -> list[Event]:
+    """Offline detection: each episode once, in its latest version (see :func:`replay` for the arguments)."""
+    return replay(df, config, rank=rank, order_by=order_by).episodes()
 
 
 def detect_each(df: pd.DataFrame, config: DetectorConfig | None = None, **kw: Any) -> dict[tuple, list[Event]]:

@@ -30,10 +30,8 @@ INVALID_ACTION_MESSAGE = (
     "</search>. If I want to give the final answer, I should put the answer between <answer> and </answer>. "
     "Let me try again.\n"
 )
-INSTRUCTION = (
-    "Answer the question. To search, write <search> query </search>; results come back between "
-    "<information> and </information>. Give the final answer as <answer> answer </answer>."
-)
+# Short on purpose: every prompt token is paid for in every rollout and every forward of a CPU run.
+INSTRUCTION = "Search with <search> query </search>. Answer with <answer> answer </answer>."
 STOP_STRINGS: tuple[str, ...] = ("</search>", "</answer>")
 TAGS: tuple[str, ...] = ("<search>", "</search>", "<answer>", "</answer>", "<information>", "</information>")
 

@@ -39,6 +39,9 @@ class WarmStartConfig:
     """Linear warm-up length."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
+    context_weight: float = 0.3
+    """Loss weight of prompt and observation tokens relative to model tokens (1). Not 0: predicting names
+    inside the passages is the same copy skill (induction) the policy needs, and it is ~10x more tokens."""
     seed: int = 0
     """Seeds trace order."""
     max_seconds: float = 0.0
@@ -56,7 +59,7 @@ class WarmStartReport:
     steps: int
     seconds: float
     final_loss: float
-    """Mean token cross-entropy (nats) over the last 10 steps."""
+    """Mean cross-entropy (nats) of model tokens over the last 10 steps."""
     success_before: float
     success_after: float
     eval_tasks: int
@@ -65,7 +68,7 @@ class WarmStartReport:
 def trace_examples(
     tokenizer: Tokenizer, tasks: Sequence[Task], make_env: Callable[[Task], Environment]
 ) -> list[tuple[list[int], list[int]]]:
-    """(token ids, loss mask) per task: chat prompt (mask 0) + gold trace segments (model 1, observation 0)."""
+    """(token ids, model mask) per task: chat prompt (0) + gold trace segments (model 1, observation 0)."""
     examples = []
     for task in tasks:
         ids = encode_prompt(tokenizer, task_messages(task))
@@ -79,23 +82,31 @@ def trace_examples(
 
 
 def _pad_right(examples: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[torch.Tensor, ...]:
+    """(ids, attention mask, model-token mask), each (B, L), right-padded."""
     width = max(len(ids) for ids, _ in examples)
     ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
     attn = torch.zeros(len(examples), width, dtype=torch.long)
-    mask = torch.zeros(len(examples), width)
+    model_mask = torch.zeros(len(examples), width)
     for b, (row, m) in enumerate(examples):
         ids[b, : len(row)] = torch.tensor(row)
         attn[b, : len(row)] = 1
-        mask[b, : len(row)] = torch.tensor(m, dtype=torch.float32)
-    return ids, attn, mask
+        model_mask[b, : len(row)] = torch.tensor(m, dtype=torch.float32)
+    return ids, attn, model_mask
 
 
-def masked_lm_loss(model: PreTrainedModel, ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of tokens with mask 1; logits at t-1 predict token t."""
+def sft_loss(
+    model: PreTrainedModel, ids: torch.Tensor, attn: torch.Tensor, model_mask: torch.Tensor, context_weight: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weighted loss, mean nll of model tokens); logits at t-1 predict token t.
+
+    loss = Σ w_t·nll_t / Σ w_t with w = 1 on model tokens, ``context_weight`` on other real tokens.
+    """
     logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1]  # (B, L-1, V)
     nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")  # (B, L-1)
-    target_mask = mask[:, 1:]
-    return (nll * target_mask).sum() / target_mask.sum().clamp(min=1)
+    m = model_mask[:, 1:]
+    w = m + context_weight * (attn[:, 1:] - m)
+    model_nll = (nll * m).sum().detach() / m.sum().clamp(min=1)
+    return (nll * w).sum() / w.sum().clamp(min=1e-8), model_nll
 
 
 def _lr_at(step: int, cfg: WarmStartConfig) -> float:
@@ -108,7 +119,7 @@ def _lr_at(step: int, cfg: WarmStartConfig) -> float:
 def train_on_traces(
     model: PreTrainedModel, tokenizer: Tokenizer, examples: list[tuple[list[int], list[int]]], cfg: WarmStartConfig
 ) -> tuple[int, float]:
-    """Run the SFT loop in place; returns (steps taken, mean loss of the last 10 steps)."""
+    """Run the SFT loop in place; returns (steps taken, mean model-token nll of the last 10 steps)."""
     rng = random.Random(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     model.train()
@@ -120,12 +131,12 @@ def train_on_traces(
         batch = [examples[order.pop()] for _ in range(cfg.batch_size)]
         for group in opt.param_groups:
             group["lr"] = _lr_at(step, cfg)
-        loss = masked_lm_loss(model, *_pad_right(batch, tokenizer.pad_token_id))
+        loss, model_nll = sft_loss(model, *_pad_right(batch, tokenizer.pad_token_id), cfg.context_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(loss.item())
+        losses.append(model_nll.item())
         if cfg.max_seconds and time.perf_counter() - start > cfg.max_seconds:
             break
     model.eval()

@@ -25,8 +25,6 @@ from .migrations import TABLES
 from .query import ReadOnlyQueryError, Store, check_read_only, view_sql
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
-ACTIVE_WINDOW = 5
-"""An event is *active* when its phase was still holding within this many steps of the run's last step."""
 
 # Token metrics of the heatmap: name -> (column averaged per bin, transform of the mean). The ratio heatmap
 # averages log_ratio and exponentiates (a geometric mean): an arithmetic mean of ratios is dominated by its
@@ -97,24 +95,14 @@ QUALIFY row_number() OVER (PARTITION BY run, detector, phase, step_start
                            ORDER BY step_end DESC, rank, source) = 1"""
 
 
-def run_list(store: Store) -> pd.DataFrame:
-    """Runs page: one row per run with status, size of its history and its active flags."""
-    return store.query(f"""
-WITH s AS (SELECT run, count(DISTINCT step) AS n_steps, max(step) AS last_step,
-                  arg_max(reward_mean, step) FILTER (WHERE reward_mean IS NOT NULL) AS last_reward,
-                  bool_and(coalesce(on_policy, false)) AS on_policy
-           FROM step_metrics GROUP BY run),
-e AS ({_dedup_events("SELECT * FROM events")})
-SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at,
-       coalesce(s.n_steps, 0) AS n_steps, s.last_step, s.last_reward, coalesce(s.on_policy, false) AS on_policy,
-       count(e.run) AS n_events,
-       count(e.run) FILTER (WHERE e.step_end >= s.last_step - ?) AS n_active,
-       string_agg(DISTINCT e.detector || ':' || e.phase, ', ' ORDER BY e.detector || ':' || e.phase)
-           FILTER (WHERE e.step_end >= s.last_step - ?) AS active_flags,
+def run_rows(store: Store) -> pd.DataFrame:
+    """Runs page: one row per run from the run rows alone (status, objective, heartbeat, lowest rank);
+    the step and event summaries come from per-run caches (``dashboard.history``)."""
+    return store.query("""
+SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at, k.rank,
        r.dropped_batches, r.write_errors
-FROM runs r LEFT JOIN s USING (run) LEFT JOIN e USING (run)
-GROUP BY ALL
-ORDER BY r.started_at DESC, r.run""", [ACTIVE_WINDOW, ACTIVE_WINDOW])
+FROM runs r JOIN (SELECT run, min(rank) AS rank FROM run_ranks GROUP BY run) k USING (run)
+ORDER BY r.started_at DESC, r.run""")
 
 
 def run_names(store: Store) -> list[str]:
@@ -258,5 +246,5 @@ def user_query(store: Store, sql: str, max_rows: int = 10_000) -> tuple[pd.DataF
 
 
 __all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "TOKEN_METRICS", "check_columns", "compare_rows", "heatmap_value",
-           "run_events", "run_info", "run_list", "run_names", "segment_files", "segment_steps", "sequence_tokens",
+           "run_events", "run_info", "run_names", "run_rows", "segment_files", "segment_steps", "sequence_tokens",
            "step_rows", "token_heatmap", "token_sequences", "token_steps", "user_query"]

@@ -87,6 +87,8 @@ class TrainConfig:
     """Stop training when a detector enters one of these phases (e.g. accelerated_collapse, drift)."""
     progress: bool = True
     """Show a progress bar."""
+    monitor: bool = True
+    """Watch the run (off only to measure the monitor's overhead: nothing is stored)."""
 
     def __post_init__(self) -> None:
         _positive(self, "prompts_per_rollout", "group_size", "max_turns", "top_k", "max_turn_tokens",
@@ -96,6 +98,7 @@ class TrainConfig:
         if self.prompts_per_rollout * self.group_size < self.mini_batches * self.grad_accum:
             raise ValueError("mini_batches × grad_accum exceeds the sequences of one rollout "
                              f"({self.prompts_per_rollout} × {self.group_size})")
+        _check_model(self.model)
         if self.objective not in objective_names():
             raise ValueError(f"objective: unknown {self.objective!r}; known: {', '.join(objective_names())}")
         build_params(self.objective, self.objective_params)  # unknown / invalid hyper-parameters fail here
@@ -140,6 +143,22 @@ def clip_settings(params: Any) -> tuple[float | None, float | None, float | None
     """(eps_low, eps_high, dual_clip) of an objective's params, for the monitor's clip flags (None: no clip)."""
     base = getattr(params, "base", params)
     return (getattr(base, "eps_low", None), getattr(base, "eps_high", None), getattr(base, "dual_clip_c", None))
+
+
+BUILTIN_MODELS = ("builtin:tiny", "builtin:small", "builtin:smollm2")
+
+
+def _check_model(model: str) -> None:
+    if model.startswith("builtin:"):
+        if model not in BUILTIN_MODELS:
+            raise ValueError(f"model: unknown {model!r}; built-in models: {', '.join(BUILTIN_MODELS)}")
+        return
+    p = Path(model).expanduser()
+    if not p.is_dir():
+        raise ValueError(f"model: {model!r} does not exist (expected a Hugging Face model folder or "
+                         f"{' / '.join(BUILTIN_MODELS)})")
+    if not (p / "config.json").is_file():
+        raise ValueError(f"model: {model!r} has no config.json; it is not a Hugging Face model folder")
 
 
 def _positive(cfg: TrainConfig, *names: str) -> None:

@@ -69,8 +69,10 @@ def old_logps(model: torch.nn.Module, batch: RolloutBatch, temperature: float, c
 
 
 def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch.Tensor, adv: torch.Tensor,
-               logp_old: torch.Tensor, logp_ref: torch.Tensor | None, norm: torch.Tensor, device) -> TokenBatch:
+               logp_old: torch.Tensor, logp_ref: torch.Tensor | None, norm: torch.Tensor, device,
+               timings: dict[str, float]) -> TokenBatch:
     """Forward, objective, aggregate, backward for one micro-batch; returns what the probe observes."""
+    t0 = time.perf_counter()
     ids, attn, cols = _rows(batch, rows)
     ids, attn = ids.to(device), attn.to(device)
     logp, entropy = forward_logps(model, ids, attn, cfg.temperature)  # (b, w-1)
@@ -82,7 +84,12 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
     inputs = LossInputs(logp=logp, logp_old=old, advantages=adv[rows].to(device), mask=mask,
                         turn_ids=turn_ids.clamp(min=0), logp_ref=ref, entropy=entropy)
     out = compute_objective(cfg.objective, inputs, params)
-    aggregate(out.loss, mask, cfg.aggregation, normalizer=norm, max_len=cfg.max_response_tokens).backward()
+    loss = aggregate(out.loss, mask, cfg.aggregation, normalizer=norm, max_len=cfg.max_response_tokens)
+    t_fwd = time.perf_counter()
+    loss.backward()
+    timings["forward"] += t_fwd - t0
+    timings["backward"] += time.perf_counter() - t_fwd
+    timings["loss"] += float(loss.detach())
     return TokenBatch(logp=logp.detach(), mask=mask, logp_old=old, logp_rollout=batch.logp_rollout[rows, cols],
                       logp_ref=ref, entropy=entropy, advantages=adv[rows], token_ids=ids[:, 1:], turn_ids=turn_ids,
                       seq_ids=rows, group_ids=batch.group_ids[rows], rewards=batch.rewards[rows].double(),
@@ -119,7 +126,8 @@ def train(cfg: TrainConfig) -> TrainResult:
             stop["flag"] = True
 
     mon = Monitor(cfg.store, cfg.run_name, cfg.to_dict(), objective=cfg.objective, on_event=on_event,
-                  clip=ClipSpec(eps_low, eps_high, dual), rank=dist.rank, world_size=dist.world_size)
+                  clip=ClipSpec(eps_low, eps_high, dual), rank=dist.rank, world_size=dist.world_size,
+                  enabled=cfg.monitor)
     rewards_seen: list[float] = []
     status = "crashed"
     try:
@@ -144,16 +152,20 @@ def train(cfg: TrainConfig) -> TrainResult:
                     t1 = time.perf_counter()
                     micros = mb.chunk(cfg.grad_accum)
                     norm = aggregation_normalizer(cfg.aggregation, [batch.loss_mask[m, 1:] for m in micros])
+                    timings = {"forward": 0.0, "backward": 0.0, "observe": 0.0, "loss": 0.0}
                     for i, rows in enumerate(micros):
                         with dist.no_sync(model, last=i == len(micros) - 1):
                             tb = micro_step(model, cfg, params, batch, rows, adv, logp_old, logp_ref, norm,
-                                            dist.device)
+                                            dist.device, timings)
+                        t2 = time.perf_counter()
                         mon.observe(tb, step=step)
+                        timings["observe"] += time.perf_counter() - t2
                     grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
                     opt.step()
                     opt.zero_grad(set_to_none=True)
-                    mon.log(step, {"grad_norm": float(grad_norm), "lr": cfg.lr, "rollout_time": rollout_time,
-                                   "step_time": time.perf_counter() - t1})
+                    mon.log(step, {"grad_norm": float(grad_norm), "lr": cfg.lr, "loss": timings.pop("loss"),
+                                   "rollout_time": rollout_time, "step_time": time.perf_counter() - t1,
+                                   **{f"time/{k}": v for k, v in timings.items()}})
                     step += 1
                     progress.update(step, float(batch.rewards.mean()), mon.latest)
                     if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and dist.rank == 0:

@@ -16,7 +16,6 @@ from .. import ids, live, state
 
 dash.register_page(__name__, path_template="/run/<run>", name="Run overview", title="collapsewatch · run",
                    order=1)
-POLL_MS = 2000
 
 
 def run_picker(component_id: str, current: str | None) -> dcc.Dropdown:
@@ -56,7 +55,7 @@ def layout(run: str | None = None, **_: str) -> html.Div:
         dcc.Graph(id=ids.OV_GRAPH, figure=fig, config={"displaylogo": False, "scrollZoom": False},
                   className="card"),
         dcc.Store(id=ids.OV_STATE, data=st),
-        dcc.Interval(id=ids.OV_INTERVAL, interval=POLL_MS, disabled=info["status"] == "finished"),
+        dcc.Interval(id=ids.OV_INTERVAL, interval=live.POLL_MS, disabled=info["status"] == "finished"),
     ])
 
 
@@ -70,6 +69,8 @@ def poll(_: int, st: dict[str, Any]):
     return (patch if patch is not None else no_update), new_st, head, done
 
 
-@callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.OV_RUN, "value"), prevent_initial_call=True)
-def pick_run(run: str | None):
-    return f"/run/{run}" if run else no_update
+@callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.OV_RUN, "value"), State(ids.NAV_URL, "pathname"),
+          prevent_initial_call=True)
+def pick_run(run: str | None, path: str | None):
+    # the dropdown reports its value when it mounts: navigate only when a different run was picked
+    return f"/run/{run}" if run and path != f"/run/{run}" else no_update

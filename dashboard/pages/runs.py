@@ -7,9 +7,8 @@ import dash
 import dash_ag_grid as dag
 from dash import Input, Output, callback, dcc, html
 
-from collapsewatch.store import queries
-
-from .. import ids, state, tables, theme
+from .. import history, ids, state, tables, theme
+from ..figures import COLUMNS
 
 dash.register_page(__name__, path="/", name="Runs", title="collapsewatch · runs", order=0)
 REFRESH_MS = 3000
@@ -25,7 +24,7 @@ def _summary(rows: list[dict]) -> list:
 
 def _rows() -> list[dict]:
     with state.borrow() as s:
-        return tables.runs_rows(queries.run_list(s))
+        return tables.runs_rows(history.run_table(s, COLUMNS))
 
 
 def layout(**_: str) -> html.Div:
@@ -33,7 +32,7 @@ def layout(**_: str) -> html.Div:
     return html.Div([
         html.Div(_summary(rows), id=ids.RUNS_SUMMARY, className="bar"),
         dag.AgGrid(id=ids.RUNS_GRID, rowData=rows, columnDefs=tables.RUNS_COLUMNS, getRowId="params.data.name",
-                   defaultColDef={"sortable": True, "resizable": True, "filter": True},
+                   defaultColDef={"sortable": True, "resizable": True},
                    dashGridOptions={"theme": theme.GRID_THEME, "domLayout": "autoHeight", "rowHeight": 30,
                                     "animateRows": False},
                    style={"width": "100%"}),

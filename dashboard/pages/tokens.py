@@ -58,9 +58,11 @@ def layout(run: str | None = None, step: str | None = None, seq: str | None = No
     ])
 
 
-@callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.TK_RUN, "value"), prevent_initial_call=True)
-def pick_run(run: str | None):
-    return f"/tokens/{run}" if run else no_update
+@callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.TK_RUN, "value"), State(ids.NAV_URL, "pathname"),
+          prevent_initial_call=True)
+def pick_run(run: str | None, path: str | None):
+    # the dropdown reports its value when it mounts: navigate only when a different run was picked
+    return f"/tokens/{run}" if run and path != f"/tokens/{run}" else no_update
 
 
 @callback(Output(ids.TK_STEP, "value"), Input(ids.TK_HEATMAP, "clickData"), State(ids.TK_STEP, "options"),
@@ -124,12 +126,20 @@ def legend(metric: str) -> list:
           State(ids.TK_RUN, "value"))
 def heatmap(metric: str, step: int | None, run: str):
     if ctx.triggered_id == ids.TK_STEP and step is not None:
-        _, step_bin = _grid(run, metric)
-        p = Patch()
-        p["layout"]["shapes"] = [token_view.step_marker(step, step_bin)]
-        return p
+        return move_marker(run, metric, step)  # a new step only moves the outline: the grid stays
+    return heatmap_for(run, metric, step)
+
+
+def heatmap_for(run: str, metric: str, step: int | None):
     grid, step_bin = _grid(run, metric)
     return token_view.heatmap_figure(grid, metric, step, step_bin)
+
+
+def move_marker(run: str, metric: str, step: int) -> Patch:
+    _, step_bin = _grid(run, metric)
+    p = Patch()
+    p["layout"]["shapes"] = [token_view.step_marker(step, step_bin)]
+    return p
 
 
 def _grid(run: str, metric: str):

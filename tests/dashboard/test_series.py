@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from collapsewatch.dashboard.series import complete_rows, downsample, finite_xy, merge_summaries, summarise
+from collapsewatch.dashboard.series import (complete_rows, downsample, finite_xy, last_values, merge_summaries,
+                                            summarise)
 
 
 def test_downsample_keeps_spikes_and_bounds_points():
@@ -45,3 +46,12 @@ def test_summarise_on_policy_and_present_columns():
     assert merge_summaries(s_off, s_on) == {"rows": 3, "on_policy": False, "present": ["grad_norm", "ratio_p50_pos"]}
     empty = summarise(off.iloc[0:0], ["grad_norm"])
     assert empty["on_policy"] is None and merge_summaries(empty, s_on)["on_policy"] is True
+
+
+def test_last_values_take_the_last_non_null():
+    rows = pd.DataFrame({"step": [0, 1, 2], "has_metrics": [True, True, False], "on_policy": [False, False, None],
+                         "reward_mean": [0.1, 0.4, None], "ratio_p50_pos": [1.0, 0.8, None],
+                         "logp_old_mean_correct": [None, None, None], "entropy_mean": [2.0, None, None]})
+    assert last_values(rows) == {"n_steps": 3, "last_step": 2, "on_policy": False, "last_reward": 0.4,
+                                 "last_ratio_p50_pos": 0.8, "last_logp_old_correct": None, "last_entropy": 2.0}
+    assert last_values(rows.iloc[0:0])["n_steps"] == 0

@@ -66,16 +66,11 @@ def store(tmp_path_factory):
     s.close()
 
 
-def test_run_list_status_size_and_active_flags(store):
-    df = queries.run_list(store).set_index("run")
+def test_run_rows_status_and_lowest_rank(store):
+    df = queries.run_rows(store).set_index("run")
     assert df.loc["a", "status"] == "running" and df.loc["b", "status"] == "finished"
-    assert df.loc["a", "n_steps"] == 10 and df.loc["a", "last_step"] == 9
-    assert df.loc["a", "last_reward"] == pytest.approx(0.95)
-    # three rows of steady_decay (extended, offline copy) are one episode; plus early_stagnation
-    assert df.loc["a", "n_events"] == 2
-    # active = step_end >= last_step − 5 = 4: steady_decay (ends 8) yes, early_stagnation (ends 2) no
-    assert df.loc["a", "n_active"] == 1 and df.loc["a", "active_flags"] == "lld:steady_decay"
-    assert bool(df.loc["b", "on_policy"]) is True and df.loc["b", "n_events"] == 0
+    assert df.loc["a", "objective"] == "grpo" and df.loc["a", "rank"] == 0 and df.loc["b", "rank"] == 1
+    assert queries.run_names(store) == ["b", "a"]  # most recently started first
 
 
 def test_run_info_parses_config_and_lowest_rank(store):

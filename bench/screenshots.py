@@ -1,0 +1,164 @@
+"""Screenshots of every dashboard page into docs/img/, from a synthetic store (headless Debian Chromium).
+
+    .venv/bin/python bench/screenshots.py [--out docs/img] [--keep STORE_DIR]
+
+The store holds search-agent-like runs: a GRPO run that collapses (ISDD + LLD phases), a healthy LLDS run,
+an on-policy run and a run still being written. Token rows are Search-R1-style traces encoded with a
+byte-level BPE trained here (about a second), so the token page shows text with tool observations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TRACES = [
+    ("Which city is the capital of Australia?", "capital of Australia",
+     "Doc 1 (Canberra): Canberra is the capital city of Australia, founded in 1913 as a planned city "
+     "between Sydney and Melbourne.", "Canberra"),
+    ("Who wrote the novel Middlemarch?", "Middlemarch novel author",
+     "Doc 1 (Middlemarch): Middlemarch is a novel by George Eliot, published in eight parts in 1871 and 1872.",
+     "George Eliot"),
+    ("In which year did the Berlin Wall fall?", "Berlin Wall fall year",
+     "Doc 1 (Berlin Wall): The Berlin Wall fell on 9 November 1989, when the border crossings were opened.",
+     "1989"),
+    ("What is the chemical symbol of tungsten?", "tungsten chemical symbol",
+     "Doc 1 (Tungsten): Tungsten is a chemical element with the symbol W and atomic number 74.", "W"),
+]
+
+
+def trace_text(q: str, query: str, doc: str, answer: str) -> tuple[str, str, str]:
+    """(model text before the observation, the observation, model text after it)."""
+    before = f"<think>I need to look this up: {q.lower()}</think>\n<search>{query}</search>\n"
+    obs = f"<information>{doc}</information>\n"
+    after = f"<think>The document says it: {answer}.</think>\n<answer>{answer}</answer><|im_end|>"
+    return before, obs, after
+
+
+def templates(tok_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids and observation masks (n_traces, length) of the traces, with a tokenizer saved to tok_dir."""
+    from collapsewatch.models.tokenizer import train_tokenizer
+
+    parts = [trace_text(*t) for t in TRACES]
+    tok = train_tokenizer(["".join(p) for p in parts] * 30, vocab_size=600)
+    tok.save_pretrained(tok_dir)
+    ids, obs = [], []
+    for before, ob, after in parts:
+        chunks = [(tok.encode(before), False), (tok.encode(ob), True), (tok.encode(after), False)]
+        row = [(i, o) for c, o in chunks for i in c]
+        ids.append([i for i, _ in row])
+        obs.append([o for _, o in row])
+    n = max(len(r) for r in ids)  # pad to the longest trace; padding is marked absent (not written)
+    pad = lambda r, v: r + [v] * (n - len(r))  # noqa: E731
+    return (np.array([pad(r, 0) for r in ids]), np.array([pad(r, False) for r in obs]),
+            np.array([pad([True] * len(r), False) for r in ids]))
+
+
+def build(root: Path) -> SyntheticRun:
+    tok_dir = root.parent / "tokenizer"
+    tpl = templates(tok_dir)
+    shape = Shape(seqs=64, token_seqs=8, seq_len=tpl[0].shape[1])
+    common = dict(shape=shape, templates=tpl, config={"model_path": str(tok_dir), "group_size": 8})
+    runs = {"search-r1-grpo": dict(n_steps=600, seed=3),
+            "search-r1-llds": dict(n_steps=600, collapse=False, seed=4, objective="llds"),
+            "math-onpolicy-grpo": dict(n_steps=300, collapse=False, on_policy=True, seed=5)}
+    for name, kw in runs.items():
+        r = SyntheticRun(root, name, **common, **kw)
+        r.write()
+        r.close()
+    live = SyntheticRun(root, "search-r1-sapo", n_steps=600, seed=6, objective="sapo_search", heartbeat_s=3600,
+                        **common)
+    live.write(until=420)
+    return live
+
+
+def serve(root: Path) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(root), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(150):
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("server did not start")
+
+
+def shoot(url: str, out: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        page = browser.new_page(viewport={"width": 1680, "height": 1050}, device_scale_factor=1)
+        page.goto(url + "/")
+        page.wait_for_selector(".ag-row")
+        page.screenshot(path=out / "runs.png")
+        page.goto(url + "/run/search-r1-grpo")
+        page.wait_for_selector("#ov-graph .main-svg")
+        page.wait_for_timeout(800)
+        page.screenshot(path=out / "overview.png", full_page=True)
+        page.goto(url + "/run/math-onpolicy-grpo")
+        page.wait_for_selector("#ov-graph .main-svg")
+        page.wait_for_timeout(800)
+        page.screenshot(path=out / "overview-onpolicy.png", full_page=True)
+        page.goto(url + "/tokens/search-r1-grpo?step=590")
+        page.wait_for_selector("#tk-text .tok")
+        page.wait_for_selector("#tk-heatmap .main-svg")
+        page.wait_for_timeout(800)
+        page.locator("#tk-text .tok:not(.obs)").nth(24).hover()
+        page.screenshot(path=out / "tokens.png", full_page=True)
+        page.goto(url + "/compare?runs=search-r1-grpo,search-r1-llds,search-r1-sapo"
+                        "&metrics=reward_mean,ratio_p05_pos,logp_old_mean_correct,entropy_mean,grad_norm")
+        page.wait_for_selector("#cmp-graph .scatterlayer .trace")
+        page.wait_for_timeout(800)
+        page.screenshot(path=out / "compare.png", full_page=True)
+        page.goto(url + "/sql")
+        page.fill("#sql-input", "-- ISDD signal by run: A>0 ratio tail over the last 100 steps\n"
+                                "SELECT run, step, ratio_p05_pos, ratio_p50_pos, clip_low_frac_pos\nFROM steps "
+                                "WHERE run LIKE 'search-r1-%' AND step >= 200\nORDER BY run, step")
+        page.click("#sql-run")
+        page.wait_for_selector("#sql-message.ok")
+        page.wait_for_selector("#sql-chart .scatterlayer .trace")
+        page.wait_for_timeout(800)
+        page.screenshot(path=out / "sql.png", full_page=True)
+        browser.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="docs/img")
+    ap.add_argument("--keep", help="build the store here and keep it (default: a temporary folder)")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(a.keep) if a.keep else Path(tmp) / "store"
+        build(root)
+        proc, url = serve(root)
+        try:
+            shoot(url, out)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    print(f"screenshots in {out}/: " + ", ".join(sorted(p.name for p in out.glob("*.png"))))
+
+
+if __name__ == "__main__":
+    main()

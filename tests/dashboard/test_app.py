@@ -1,0 +1,76 @@
+"""The app: pages registered, every page's layout renders over a store, callbacks answer."""
+
+from __future__ import annotations
+
+import inspect
+
+import dash
+import pytest
+
+from collapsewatch.dashboard import app as app_module
+from collapsewatch.dashboard import create_app, ids, serve
+
+
+@pytest.fixture(scope="module")
+def app(synth_store):
+    return create_app(synth_store)
+
+
+def _text(component) -> str:
+    if isinstance(component, (list, tuple)):
+        return " ".join(_text(c) for c in component)
+    return str(component.to_plotly_json()) if hasattr(component, "to_plotly_json") else str(component)
+
+
+def test_pages_and_localhost_default(app):
+    paths = {p["module"].rsplit(".", 1)[-1]: p.get("path_template") or p["path"] for p in dash.page_registry.values()}
+    assert paths == {"runs": "/", "overview": "/run/<run>", "tokens": "/tokens/<run>", "compare": "/compare",
+                     "sql": "/sql"}
+    assert inspect.signature(serve).parameters["host"].default == "127.0.0.1"
+    assert inspect.signature(serve).parameters["port"].default == 8050
+    assert isinstance(app, dash.Dash)
+
+
+def test_layouts_render(app, served):
+    from collapsewatch.dashboard.pages import compare, overview, runs, sql, tokens
+
+    assert "collapse" in _text(runs.layout()) and "isdd:drift" in _text(runs.layout())
+    ov = overview.layout(run="collapse")
+    assert ids.OV_GRAPH in _text(ov) and "phase:isdd:drift" in _text(ov)
+    assert "on-policy: ratio metrics not applicable" in _text(overview.layout(run="onpolicy"))
+    assert "No run named" in _text(overview.layout(run="missing"))
+    tk = tokens.layout(run="collapse", step="119")
+    assert "step 119" in _text(tk)
+    assert ids.CMP_GRAPH in _text(compare.layout(runs="collapse,healthy"))
+    assert ids.SQL_INPUT in _text(sql.layout())
+
+
+def test_callbacks(app, served):
+    from collapsewatch.dashboard.pages import compare, sql, tokens
+
+    options, value = tokens.sequences(119, "collapse", None)
+    assert value == "0:0" and len(options) == 2
+    spans, facts, _ = tokens.render("0:0", "ratio", 119, "collapse")
+    assert len(spans) == 24 and sum("obs" in s.className for s in spans) == 4
+    assert "token ids" in _text(facts)
+    heat = tokens.heatmap_for("collapse", "entropy", 119)
+    assert heat.data[0].type == "heatmap" and heat.data[0].colorscale[0][1] == "#000004"  # Inferno
+    moved = tokens.move_marker("collapse", "entropy", 7).to_plotly_json()["operations"]
+    assert moved[0]["location"] == ["layout", "shapes"] and moved[0]["params"]["value"][0]["y0"] == 6.5
+    fig = compare.draw(["collapse", "healthy"], ["reward_mean"])
+    assert [t.name for t in fig.data] == ["collapse", "healthy"]
+    out = sql.run_query(1, "DELETE FROM steps")
+    assert out[2].startswith("refused") and out[3] == "msg error"
+    rows, cols, msg, cls, *_ = sql.run_query(1, "SELECT run, count(*) AS n FROM steps GROUP BY run ORDER BY run")
+    assert rows == [{"run": "collapse", "n": 120}, {"run": "healthy", "n": 60}, {"run": "onpolicy", "n": 60}]
+    assert cls == "msg ok" and msg.startswith("3 rows")
+
+
+def test_second_app_in_process_gets_the_callbacks(app, synth_store):
+    assert app.server.test_client().get("/").status_code == 200  # the first request hands callbacks over
+    again = create_app(synth_store)
+    assert again.server.test_client().get("/sql").status_code == 200
+    for a in (app, again):
+        outputs = " ".join(a.callback_map)
+        assert f"{ids.OV_GRAPH}.figure" in outputs and f"{ids.SQL_GRID}.rowData" in outputs
+    assert app_module._page_callbacks is not None

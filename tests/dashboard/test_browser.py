@@ -1,0 +1,172 @@
+"""The dashboard in a real browser: headless Debian Chromium driven by playwright, against a server process
+over a temporary store (one finished collapsing run, one on-policy run, one run a writer extends)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from collapsewatch.dashboard import ids
+from collapsewatch.dashboard.live import POLL_MS
+from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+
+pytestmark = pytest.mark.browser
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SHAPE = Shape(seqs=8, token_seqs=2, seq_len=32)
+
+if not Path(CHROMIUM).exists():
+    pytest.skip("needs Debian chromium at /usr/bin/chromium", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(store: Path, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(store), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stderr.read().decode()[-2000:]) from None
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("dashboard server did not start within 30 s")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("browser-store")
+    for name, kw in {"collapse": dict(n_steps=120), "onpolicy": dict(n_steps=40, collapse=False, on_policy=True)}.items():
+        r = SyntheticRun(root, name, shape=SHAPE, **kw)
+        r.write()
+        r.close()
+    writer = SyntheticRun(root, "live", n_steps=200, shape=SHAPE, collapse=False, heartbeat_s=3600, flush_every=5)
+    writer.write(until=30)
+    port = free_port()
+    proc = start_server(root, port)
+    yield f"http://127.0.0.1:{port}", writer
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    pg = ctx.new_page()
+    pg.errors = []  # console errors and uncaught exceptions seen while the test ran
+    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    yield pg
+    ctx.close()
+
+
+def _last_x(page, trace: int) -> int:
+    return page.evaluate(f"() => {{ const d = document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot').data[{trace}];"
+                         " return d.x.length ? d.x[d.x.length - 1] : -1; }")
+
+
+@pytest.mark.parametrize("path, ready", [
+    ("/", ".ag-row"),
+    ("/run/collapse", f"#{ids.OV_GRAPH} .main-svg"),
+    ("/run/onpolicy", f"#{ids.OV_GRAPH} .main-svg"),
+    ("/tokens/collapse", f"#{ids.TK_TEXT} .tok"),
+    ("/compare", f"#{ids.CMP_GRAPH} .scatterlayer .trace"),
+    ("/sql", f"#{ids.SQL_INPUT}"),
+])
+def test_page_loads_without_console_errors(site, page, path, ready):
+    base, _ = site
+    page.goto(base + path)
+    page.wait_for_selector(ready, timeout=15_000)
+    page.wait_for_load_state("networkidle")
+    assert page.errors == []
+
+
+def test_runs_table_lists_runs_with_flags(site, page):
+    page.goto(site[0] + "/")
+    page.wait_for_selector(".ag-row")
+    text = page.inner_text(f"#{ids.RUNS_GRID}")
+    assert "collapse" in text and "live" in text and "running" in text and "isdd:drift" in text
+
+
+def test_live_run_shows_new_steps_within_the_poll_interval(site, page):
+    base, writer = site
+    page.goto(base + "/run/live")
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
+    from collapsewatch.dashboard.figures import TRACE_COLUMNS
+
+    reward = TRACE_COLUMNS.index("reward_mean")
+    assert _last_x(page, reward) == 29
+    writer.write(until=38)
+    t0 = time.monotonic()
+    while _last_x(page, reward) != 37 and time.monotonic() - t0 < 3 * POLL_MS / 1000 + 2:
+        page.wait_for_timeout(200)
+    assert _last_x(page, reward) == 37, "new steps did not reach the page"
+    assert time.monotonic() - t0 < 3 * POLL_MS / 1000 + 2
+    assert "last step 37" in page.inner_text(f"#{ids.OV_HEADER}")
+    assert page.evaluate("() => performance.getEntriesByType('navigation').length") == 1  # no reload
+    assert page.errors == []
+
+
+def test_phase_bands_visible_on_collapsing_run(site, page):
+    page.goto(site[0] + "/run/collapse")
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
+    boxes = page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.OV_GRAPH} .shapelayer path'))
+        .filter(p => parseFloat(p.style.opacity || p.getAttribute('opacity') || '1') > 0
+                     && (p.style.fill || '').startsWith('rgb') && p.style.fill !== 'rgba(0, 0, 0, 0)')
+        .map(p => p.getBoundingClientRect()).map(r => [r.width, r.height])""")
+    wide = [b for b in boxes if b[0] > 5 and b[1] > 300]  # bands run down the whole panel grid
+    assert len(wide) >= 8  # 4 phases × 2 panel columns
+    assert page.locator(f"#{ids.OV_GRAPH} .barlayer .point").count() == 4  # the timeline: one bar per phase
+
+
+def test_sql_console_refuses_a_write(site, page):
+    page.goto(site[0] + "/sql")
+    page.fill(f"#{ids.SQL_INPUT}", "DROP VIEW steps")
+    page.click(f"#{ids.SQL_RUN}")
+    msg = page.wait_for_selector(f"#{ids.SQL_MESSAGE}.error", timeout=10_000)
+    assert "refused" in msg.inner_text() and "read-only" in msg.inner_text()
+    page.fill(f"#{ids.SQL_INPUT}", "SELECT run, count(*) AS n FROM steps GROUP BY run ORDER BY run")
+    page.click(f"#{ids.SQL_RUN}")
+    page.wait_for_selector(f"#{ids.SQL_MESSAGE}.ok")
+    page.wait_for_function(f"() => document.querySelector('#{ids.SQL_GRID}').innerText.includes('onpolicy')")
+    assert page.errors == []
+
+
+def test_tokens_page_colours_tokens_and_marks_observations(site, page):
+    page.goto(site[0] + "/tokens/collapse")
+    page.wait_for_selector(f"#{ids.TK_TEXT} .tok")
+    assert page.locator(f"#{ids.TK_TEXT} .tok.obs").count() == 5  # seq_len 32 → positions 10..14 are a tool block
+    first = page.locator(f"#{ids.TK_TEXT} .tok:not(.obs)").first
+    assert "ratio" in first.get_attribute("data-tip")
+    before = first.evaluate("e => e.style.backgroundColor")
+    page.click("text=entropy")
+    page.wait_for_function(f"""b => getComputedStyle(document.querySelector('#{ids.TK_TEXT} .tok:not(.obs)'))
+                                   .backgroundColor !== b && document.querySelector('#{ids.TK_TEXT} .tok:not(.obs)')
+                                   .style.backgroundColor.includes('255, 202, 40')""", arg=before)
+    page.wait_for_selector(f"#{ids.TK_HEATMAP} .heatmaplayer image, #{ids.TK_HEATMAP} .hm image")
+    assert page.errors == []

@@ -1,0 +1,74 @@
+"""Compare and SQL figures (dashboard.charts) and grid rows (dashboard.tables)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pandas as pd
+
+from collapsewatch.dashboard import charts, tables, theme
+
+
+def test_compare_one_panel_per_metric_one_colour_per_run():
+    df = pd.DataFrame({"run": ["a", "a", "b"], "step": [0, 1, 0], "reward_mean": [0.1, 0.2, 0.3],
+                       "grad_norm": [1.0, 2.0, np.nan]})
+    fig = charts.compare_figure(df, ["a", "b"], ["reward_mean", "grad_norm"])
+    assert [(t.name, t.yaxis) for t in fig.data] == [("a", "y"), ("b", "y"), ("a", "y2"), ("b", "y2")]
+    assert fig.data[0].line.color == fig.data[2].line.color == theme.CYCLE[0]
+    assert list(fig.data[2].y) == [1.0, 2.0] and len(fig.data[3].x) == 0  # b's grad norm is NULL
+    assert [t.showlegend for t in fig.data] == [True, True, False, False]
+    assert fig.layout.xaxis2.matches == "x"
+    assert "pick runs" in charts.compare_figure(df, [], []).layout.annotations[0].text
+
+
+def test_sql_chart_kinds():
+    df = pd.DataFrame({"step": [2, 1, 3], "v": [20.0, 10.0, 30.0], "name": ["x", "y", "z"]})
+    line = charts.sql_chart(df, "step", ["v"], "line")
+    assert list(line.data[0].x) == [1, 2, 3] and list(line.data[0].y) == [10.0, 20.0, 30.0]  # sorted by x
+    assert charts.sql_chart(df, "name", ["v"], "bar").data[0].type == "bar"
+    assert charts.sql_chart(df, "step", ["v"], "scatter").data[0].mode == "markers"
+    assert charts.numeric_columns(df.assign(flag=True)) == ["step", "v"]
+    assert len(charts.sql_chart(df, None, ["v"]).data) == 0
+    runs = pd.DataFrame({"run": ["a", "b", "a"], "step": [0, 0, 1], "v": [1.0, 2.0, 3.0], "w": [0.0, 0.0, 0.0]})
+    fig = charts.sql_chart(runs, "step", ["v", "w"])
+    assert [t.name for t in fig.data] == ["a · v", "a · w", "b · v", "b · w"]
+    assert list(fig.data[0].y) == [1.0, 3.0] and fig.data[0].line.color == fig.data[1].line.color == theme.CYCLE[0]
+    assert fig.data[1].line.dash == "dot"
+
+
+def test_age():
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+    assert tables.age(now - timedelta(seconds=12), now) == "12 s ago"
+    assert tables.age(now - timedelta(minutes=4, seconds=59), now) == "4 min ago"
+    assert tables.age(now - timedelta(days=2, hours=3), now) == "2 d ago"
+    assert tables.age(None, now) == ""
+
+
+def test_runs_rows_links_and_flags():
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+    df = pd.DataFrame([{"run": "exp1", "status": "running", "objective": "llds", "n_steps": 40, "last_step": 39,
+                        "last_reward": 0.5, "last_ratio_p50_pos": 0.8, "last_logp_old_correct": -1.5,
+                        "last_entropy": np.nan, "active_flags": "isdd:drift", "n_active": 1, "n_events": 3,
+                        "on_policy": False, "updated_at": now - timedelta(seconds=3)}])
+    row = tables.runs_rows(df, now)[0]
+    assert row["run"] == "[exp1](/run/exp1)" and row["tokens"] == "[tokens](/tokens/exp1)"
+    assert (row["steps"], row["last_step"], row["flags"], row["events"]) == (40, 39, "isdd:drift", 3)
+    assert row["policy"] == "off-policy" and row["updated"] == "3 s ago"
+    assert (row["ratio_p50_pos"], row["logp_old_correct"], row["entropy"]) == (0.8, -1.5, None)
+
+
+def test_sql_rows_are_json_safe():
+    df = pd.DataFrame({"t": pd.to_datetime(["2026-01-01"]), "x": [np.nan], "n": [np.int64(3)],
+                       "l": [[1, 2]]})
+    assert tables.sql_rows(df) == [{"t": "2026-01-01", "x": None, "n": 3, "l": "[1, 2]"}]
+    cols = {c["field"]: c for c in tables.sql_columns(df)}
+    assert cols["x"]["type"] == "numericColumn" and "valueFormatter" in cols["x"] and "valueFormatter" not in cols["n"]
+
+
+def test_active_flags_within_window_of_last_step():
+    ev = pd.DataFrame({"detector": ["lld", "isdd", "lld"], "phase": ["steady_decay", "drift", "early_stagnation"],
+                       "step_end": [95, 100, 40]})
+    # window 5: episodes ending at ≥ 95 are active at step 100
+    assert tables.active_flags(ev, 100) == (2, "isdd:drift, lld:steady_decay")
+    assert tables.active_flags(ev, None) == (0, "") and tables.active_flags(ev.iloc[0:0], 10) == (0, "")

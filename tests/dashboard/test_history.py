@@ -1,0 +1,108 @@
+"""Segment caches (dashboard.history): a refresh reads only the newest segments and stays exact."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from collapsewatch.dashboard import history
+from collapsewatch.dashboard.figures import COLUMNS
+from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+from collapsewatch.store import queries
+from collapsewatch.store.compact import compact_run
+from collapsewatch.store.query import Store
+
+SMALL = Shape(seqs=4, token_seqs=2, seq_len=12)
+
+
+@pytest.fixture()
+def live(tmp_path):
+    run = SyntheticRun(tmp_path, "r", n_steps=100, shape=SMALL, flush_every=5, heartbeat_s=3600)
+    run.write(until=20)
+    store = Store(tmp_path)
+    yield run, store
+    store.close()
+
+
+def _spy(monkeypatch, name):
+    calls = []
+    real = getattr(queries, name)
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("files"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(history.queries, name, spy)
+    return calls
+
+
+def test_step_history_reads_only_the_frontier_segments(live, monkeypatch):
+    run, store = live
+    hist = history.StepHistory("r", 0, COLUMNS)
+    calls = _spy(monkeypatch, "step_rows")
+    assert hist.rows_for(store, running=True)["step"].tolist() == list(range(20))
+    assert len(calls[-1]["step_metrics"]) == 4  # first read: all four segments (steps 0–19)
+    run.write(until=30)
+    rows = hist.rows_for(store, running=True)
+    # frontier = 19: the segment holding steps 15–19 is read again, plus the two new ones; not 0–14
+    assert len(calls[-1]["step_metrics"]) == 3 and len(calls[-1]["scalars"]) == 3
+    full = queries.step_rows(store, "r", COLUMNS)
+    pd.testing.assert_frame_equal(rows.reset_index(drop=True), full, check_dtype=False)
+    n_calls = len(calls)
+    hist.rows_for(store, running=True)
+    assert len(calls) == n_calls  # nothing new on disk: no read at all
+
+
+def test_step_history_survives_compaction(live):
+    run, store = live
+    hist = history.StepHistory("r", 0, COLUMNS)
+    before = hist.rows_for(store, running=True)
+    compact_run(store.root, "r", export=False)
+    after = hist.rows_for(store, running=True)
+    assert len(queries.segment_files(store, "r", "step_metrics")) == 1
+    pd.testing.assert_frame_equal(before.reset_index(drop=True), after.reset_index(drop=True), check_dtype=False)
+
+
+def test_token_index_matches_direct_queries_and_computes_only_new_batches(live):
+    run, store = live
+    index = history.TokenIndex("r")
+    pd.testing.assert_frame_equal(index.steps(store), queries.token_steps(store, "r"), check_dtype=False)
+    grid = index.heatmap(store, "ratio", step_bin=3, pos_bin=2, base_pos_bin=2)
+    direct = queries.token_heatmap(store, "r", "ratio", step_bin=3, pos_bin=2)
+    assert grid[["step", "pos", "n"]].values.tolist() == direct[["step", "pos", "n"]].values.tolist()
+    assert grid["value"].tolist() == pytest.approx(direct["value"].tolist())
+    run.write(until=25)
+    index.heatmap(store, "ratio", step_bin=3, pos_bin=2, base_pos_bin=2)
+    batches = index.heat_parts[("ratio", 2)].batches
+    assert sorted(len(b) for b in batches) == [1, 4]  # the first four segments, then the new one alone
+    files = index.files_for(store, 22)
+    assert len(files["tokens"]) == 1 and len(files["sequences"]) == 1
+    toks = queries.sequence_tokens(store, "r", 22, 1, files=files["tokens"])
+    pd.testing.assert_frame_equal(toks, queries.sequence_tokens(store, "r", 22, 1))
+
+
+def test_event_log_keeps_latest_extent(tmp_path):
+    run = SyntheticRun(tmp_path, "c", n_steps=100, shape=SMALL, flush_every=10)
+    run.write(until=50)  # early_stagnation starts at 44 and has reached 49
+    store = Store(tmp_path)
+    log = history.EventLog("c")
+    assert log.events(store)[["phase", "step_start", "step_end"]].values.tolist() == [["early_stagnation", 44, 49]]
+    run.write(until=70)
+    ev = log.events(store)
+    assert ev[["phase", "step_start", "step_end"]].values.tolist() == [
+        ["early_stagnation", 44, 55], ["steady_decay", 59, 69], ["drift", 67, 69]]
+    pd.testing.assert_frame_equal(ev, queries.run_events(store, "c"), check_dtype=False)
+    store.close()
+
+
+def test_run_table_summarises_runs_and_flags(synth_store):
+    store = Store(synth_store)
+    history.clear()
+    df = history.run_table(store, COLUMNS).set_index("run")
+    assert df.loc["collapse", "n_steps"] == 120 and df.loc["collapse", "last_step"] == 119
+    assert df.loc["collapse", "active_flags"] == "isdd:drift, lld:accelerated_collapse"
+    assert df.loc["collapse", "n_events"] == 4 and df.loc["collapse", "n_active"] == 2
+    assert bool(df.loc["onpolicy", "on_policy"]) and pd.isna(df.loc["onpolicy", "last_ratio_p50_pos"])
+    last = queries.step_rows(store, "collapse", ["reward_mean"])["reward_mean"].iloc[-1]
+    assert df.loc["collapse", "last_reward"] == pytest.approx(last)
+    store.close()

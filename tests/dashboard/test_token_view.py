@@ -1,0 +1,73 @@
+"""Token drill-down builders (dashboard.token_view) and tokenizer discovery (dashboard.state)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from collapsewatch.dashboard import state, theme, token_view
+
+
+def test_token_texts_decoded_or_ids():
+    assert token_view.token_texts([5, None, 7], None) == ["[5]", "[?]", "[7]"]
+    decode = lambda ids: [f"<{i}>" for i in ids]  # noqa: E731
+    assert token_view.token_texts([5, np.nan, 7], decode) == ["<5>", "[?]", "<7>"]
+
+
+def test_visible_whitespace():
+    assert token_view.visible("a\nb\t") == "a↵\nb→" and token_view.visible("") == "∅"
+
+
+def test_colour_scales():
+    # ratio: strength (r − 1) / 1, clipped: r = 0.5 → −0.5 (likelihood down, orange-red); r = 3 → +1 (blue)
+    assert token_view.scale("ratio", 0.5) == -0.5 and token_view.scale("ratio", 3.0) == 1.0
+    assert token_view.colour("ratio", 0.5) == theme.rgba(token_view.DOWN, 0.06 + 0.79 * 0.5)
+    assert token_view.colour("ratio", 3.0) == theme.rgba(token_view.UP, 0.85)
+    assert token_view.scale("log_ratio", -2.0) == -1.0 and token_view.scale("entropy", 2.0) == 0.5
+    assert token_view.scale("entropy", None) == 0.0 and token_view.scale("ratio", float("nan")) == 0.0
+    with pytest.raises(ValueError):
+        token_view.scale("logp", 1.0)
+
+
+def test_token_cells_mark_observations_and_carry_values():
+    toks = pd.DataFrame({"pos": [0, 1], "token_id": [11, 12], "turn_id": [0, 1], "mask": [True, False],
+                         "advantage": [0.5, 0.5], "logp": [-1.0, np.nan], "logp_old": [-0.5, np.nan],
+                         "log_ratio": [-0.5, np.nan], "ratio": [np.exp(-0.5), np.nan], "entropy": [1.25, np.nan]})
+    cells = token_view.token_cells(toks, "entropy", ["Paris", "\n"])
+    assert cells[0]["background"] == theme.rgba(token_view.HOT, 0.08 + 0.72 * 1.25 / 4.0)
+    assert "ratio 0.6065" in cells[0]["tip"] and "log_ratio -0.5000" in cells[0]["tip"] and "A +0.500" in cells[0]["tip"]
+    assert cells[1] == {"text": "↵\n", "observation": True, "background": None,
+                        "tip": "pos 1 · id 12 · turn 1\ntool observation (mask 0, not trained on)"}
+
+
+def test_bins_cap_heatmap_size():
+    assert token_view.bins(list(range(100)), 63) == (1, 1)
+    assert token_view.bins(list(range(0, 2000)), 1023, max_rows=160, max_cols=256) == (13, 4)  # ⌈2000/160⌉, ⌈1024/256⌉
+    assert token_view.bins([], 0) == (1, 1)
+
+
+def test_heatmap_figure_grid_and_marker():
+    grid = pd.DataFrame({"step": [0, 0, 10, 10], "pos": [0, 4, 0, 4], "value": [1.0, 0.5, 0.8, np.nan]})
+    fig = token_view.heatmap_figure(grid, "ratio", step=13, step_bin=10)
+    hm = fig.data[0]
+    assert list(hm.x) == [0, 4] and list(hm.y) == [0, 10] and hm.zmid == 1.0
+    assert np.asarray(hm.z)[0].tolist() == [1.0, 0.5]
+    marker = fig.layout.shapes[0]
+    assert (marker.y0, marker.y1) == (5.0, 15.0)  # the 10-step bin holding step 13, centred on its label 10
+    ent = token_view.heatmap_figure(grid.fillna(0.0), "entropy")
+    assert ent.data[0].zmid is None and ent.data[0].zmin == 0.0
+    assert "no token rows" in token_view.heatmap_figure(grid.iloc[0:0], "ratio").layout.annotations[0].text
+
+
+def test_tokenizer_found_in_nested_config_and_decodes(tmp_path):
+    from collapsewatch.models.tokenizer import train_tokenizer
+
+    tok = train_tokenizer(["the capital of France is Paris"] * 20, vocab_size=300)
+    tok.save_pretrained(tmp_path / "tok")
+    config = {"model": {"model_path": str(tmp_path / "tok")}, "lr": 1e-6}
+    assert state.tokenizer_dir(config) == tmp_path / "tok"
+    assert state.tokenizer_dir({"model_path": str(tmp_path)}) is None  # no tokenizer files there
+    ids = tok.encode("Paris is")
+    decode = state.decoder_for(config)
+    assert "".join(decode(ids)) == "Paris is"

@@ -1,0 +1,50 @@
+"""Episode tracking: confirm, extend, patience, re-entry, worst severity; JSON-safe evidence."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from collapsewatch.detectors.events import Event, Finding, PhaseState, advance, clean
+
+WARN = Finding("warning", "m", 1.0, 0.5, 10, "w", {"x": 1.0})
+CRIT = Finding("critical", "m", 2.0, 0.5, 10, "c", {"x": 2.0})
+
+
+def drive(verdicts: dict[int, Finding | None], confirm: int = 3, patience: int = 3) -> list[Event]:
+    state, out = PhaseState(), []
+    for step in sorted(verdicts):
+        state, event = advance(state, step, verdicts[step], "d", "p", confirm, patience)
+        if event is not None:
+            out.append(event)
+    return out
+
+
+def test_confirm_extend_patience_and_reentry():
+    # holds 10-13, misses 14-15 (< patience 3), holds 16, misses 17-19 (= patience: closed), holds 20-22
+    v = {s: WARN for s in (10, 11, 12, 13, 16, 20, 21, 22)} | {s: None for s in (14, 15, 17, 18, 19)}
+    events = drive(v)
+    # confirmed on the 3rd consecutive hold (12); extended at 13 and 16 (gap within patience); then a
+    # new episode confirmed at 22 (3rd hold after the reset)
+    assert [(e.step_start, e.step_end) for e in events] == [(12, 12), (12, 13), (12, 16), (22, 22)]
+
+
+def test_gap_in_streak_before_confirmation_restarts_count():
+    events = drive({10: WARN, 11: WARN, 12: None, 13: WARN, 14: WARN, 15: WARN})
+    assert [(e.step_start, e.step_end) for e in events] == [(15, 15)]
+
+
+def test_episode_keeps_worst_severity_but_latest_message():
+    events = drive({1: WARN, 2: CRIT, 3: WARN}, confirm=1)
+    assert [e.severity for e in events] == ["warning", "critical", "critical"]
+    assert events[-1].message == "w" and events[-1].value == 1.0
+    assert events[-1].evidence["severity_now"] == "warning"
+
+
+def test_clean_and_as_row_give_strict_json():
+    ev = clean({"a": float("nan"), "b": [math.inf, 1.23456789], "c": True, "d": 3})
+    assert ev == {"a": None, "b": [None, 1.23457], "c": True, "d": 3}
+    row = Event("isdd", "drift", 1, 2, "warning", "m", 0.5, 0.9, 20, "msg", ev).as_row()
+    assert json.loads(row["evidence"]) == ev
+    assert set(row) == {"detector", "phase", "step_start", "step_end", "severity", "metric", "value",
+                        "threshold", "window_steps", "message", "evidence"}

@@ -1,0 +1,73 @@
+"""Row normalisation (NULL / NaN / Inf / pandas types) and step-windowed series."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from collapsewatch.detectors.history import History, column_kinds, normalise
+
+KINDS = {"grad_norm": "num", "on_policy": "bool", "first_nonfinite": "text", "reward_mean": "num"}
+
+
+def test_normalise_missing_values_and_types():
+    r = normalise({"step": np.int64(7), "grad_norm": math.inf, "on_policy": 1.0, "first_nonfinite": "",
+                   "reward_mean": pd.NA}, KINDS)
+    assert r.step == 7
+    assert r.values == {"on_policy": True}  # inf dropped but noted, '' and NA are missing
+    assert r.nonfinite == {"grad_norm"}
+    r = normalise({"step": 1, "grad_norm": np.float32(2.5), "on_policy": np.bool_(False), "reward_mean": np.nan,
+                   "first_nonfinite": "logp", "unrelated": "x"}, KINDS)
+    assert r.values == {"grad_norm": 2.5, "on_policy": False, "first_nonfinite": "logp"}
+
+
+@pytest.mark.parametrize("step", [None, float("nan"), "3"])
+def test_a_row_needs_a_step(step):
+    with pytest.raises(ValueError, match="step"):
+        normalise({"step": step}, KINDS)
+
+
+def test_column_kinds_follow_the_catalogue():
+    kinds = column_kinds()
+    assert kinds["on_policy"] == "bool" and kinds["first_nonfinite"] == "text"
+    assert kinds["ratio_p50_pos"] == "num" and kinds["grad_norm"] == "num"
+
+
+def test_series_windows_are_in_steps_and_skip_missing_and_on_policy():
+    h = History(maxlen=100)
+    for step in (0, 1, 2, 5, 6, 9):  # steps 3, 4, 7, 8 missing
+        v = None if step == 6 else float(step)
+        h.push(normalise({"step": step, "reward_mean": v, "on_policy": step == 5}, KINDS))
+    s = h.series("reward_mean", 5)  # steps 5..9
+    assert s.steps.tolist() == [5.0, 9.0] and s.values.tolist() == [5.0, 9.0]
+    assert h.series("reward_mean", 5, off_policy=True).steps.tolist() == [9.0]
+    assert h.series("reward_mean", 100).level(3) == 5.0  # median of [2, 5, 9]
+
+
+def test_truncate_drops_rows_and_points_from_the_restart_step():
+    h = History(maxlen=100)
+    for step in range(10):
+        h.push(normalise({"step": step, "reward_mean": float(step)}, KINDS))
+    h.truncate(6)
+    assert h.step == 5
+    assert h.series("reward_mean", 100).values.tolist() == [0, 1, 2, 3, 4, 5]
+
+
+def test_history_is_bounded():
+    h = History(maxlen=20)
+    for step in range(1000):
+        h.push(normalise({"step": step, "reward_mean": 1.0, "grad_norm": 2.0}, KINDS))
+    assert len(h) == 20
+    assert len(h.series("reward_mean", 10_000)) == 20
+    assert all(len(points) == 20 for points in h._points.values())
+
+
+def test_trend_of_a_noise_free_line_is_exact():
+    h = History(maxlen=100)
+    for step in range(20):
+        h.push(normalise({"step": step, "reward_mean": 1.0 - 0.01 * step}, KINDS))
+    t = h.series("reward_mean", 20).trend(0.95)
+    assert t.slope == pytest.approx(-0.01) and t.falling and not t.rising

@@ -1,0 +1,41 @@
+"""First non-finite value: the tensor named at the episode's first step; Inf in logged scalars."""
+
+from __future__ import annotations
+
+import math
+
+from collapsewatch.detectors import DetectorConfig
+
+from .series import feed, rows, spans
+
+ONLY = DetectorConfig(enabled=("nonfinite",))
+CLEAN = {f"nonfinite_{t}": 0.0 for t in ("logp", "logp_old", "logp_rollout", "logp_ref", "entropy",
+                                          "advantages", "rewards")}
+
+
+def test_first_tensor_is_kept_while_the_episode_runs():
+    # step 50: advantages (first); step 51: logp first now; 52… clean → closes after 3 clean rows
+    data = rows(60, first_nonfinite=lambda s: {50: "advantages", 51: "logp"}.get(s), **CLEAN)
+    data[50]["nonfinite_advantages"] = 4.0
+    data[51]["nonfinite_logp"], data[51]["nonfinite_advantages"] = 10.0, 4.0
+    stream, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "nonfinite") == [("nonfinite", 50, 51, "critical")]
+    ep = suite.episodes()[0]
+    assert ep.evidence["first_tensor"] == "advantages" and ep.evidence["first_step"] == 50
+    assert ep.metric == "nonfinite_logp" and ep.value == 10.0
+    assert "first in advantages" in ep.message and [e.step_end for e in stream] == [50, 51]
+
+
+def test_infinite_grad_norm_is_reported_but_nan_is_indistinguishable_from_null():
+    data = rows(30, grad_norm=lambda s: {10: math.nan, 20: math.inf}.get(s, 1.0), **CLEAN)
+    _, suite = feed(data, ONLY)
+    (ep,) = suite.episodes()
+    assert (ep.step_start, ep.metric, ep.evidence["first_tensor"]) == (20, "grad_norm", "grad_norm")
+
+
+def test_counts_without_a_name_still_flag():
+    data = rows(10, **CLEAN)
+    data[4]["nonfinite_entropy"] = 2.0
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "nonfinite") == [("nonfinite", 4, 4, "critical")]
+    assert suite.episodes()[0].evidence["first_tensor"] == "entropy"
