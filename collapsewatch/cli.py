@@ -39,6 +39,8 @@ def friendly(fn: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
         except (ValueError, FileNotFoundError, PermissionError, CliError, RuntimeError) as e:
             _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -30,7 +29,7 @@ from collapsewatch.store.query import Store
 from .series import complete_rows, last_values
 from .tables import active_flags
 
-Key = tuple[Path, int]  # (segment path, size)
+Key = tuple[str, int]  # (segment path, size)
 
 
 class SegmentIndex:
@@ -47,10 +46,10 @@ class SegmentIndex:
         self.ranges = {k: v for k, v in self.ranges.items() if k in current}
         unknown = [k for k in sorted(current) if k not in self.ranges]
         if unknown:
-            sizes = {str(p): size for p, size in unknown}
+            sizes = dict(unknown)
             found = queries.segment_steps(store, [p for p, _ in unknown])
             for r in found.itertuples():
-                self.ranges[(Path(r.file), sizes[str(r.file)])] = (int(r.min_step), int(r.max_step))
+                self.ranges[(r.file, sizes[r.file])] = (int(r.min_step), int(r.max_step))
             for k in unknown:  # a segment without rows has no statistics: never holds a step
                 self.ranges.setdefault(k, (-1, -2))
         return vanished
@@ -58,10 +57,10 @@ class SegmentIndex:
     def keys(self) -> set[Key]:
         return set(self.ranges)
 
-    def holding(self, step: int) -> list[Path]:
+    def holding(self, step: int) -> list[str]:
         return sorted(p for (p, _), (lo, hi) in self.ranges.items() if lo <= step <= hi)
 
-    def from_step(self, step: int) -> list[Path]:
+    def from_step(self, step: int) -> list[str]:
         return sorted(p for (p, _), (lo, hi) in self.ranges.items() if hi >= step)
 
 
@@ -97,11 +96,11 @@ class StepHistory:
                 self.read_key = self._key(self._frontier_files())
             return complete_rows(self.rows, running)
 
-    def _frontier_files(self) -> dict[str, list[Path]]:
+    def _frontier_files(self) -> dict[str, list[str]]:
         return {t: ix.from_step(self.frontier) for t, ix in self.index.items()}
 
     @staticmethod
-    def _key(files: dict[str, list[Path]]) -> tuple:
+    def _key(files: dict[str, list[str]]) -> tuple:
         return tuple(tuple(f) for f in files.values())
 
 
@@ -111,7 +110,7 @@ class Partials:
     def __init__(self) -> None:
         self.batches: dict[frozenset[Key], pd.DataFrame] = {}
 
-    def get(self, keys: set[Key], compute: Callable[[list[Path]], pd.DataFrame]) -> list[pd.DataFrame]:
+    def get(self, keys: set[Key], compute: Callable[[list[str]], pd.DataFrame]) -> list[pd.DataFrame]:
         self.batches = {b: df for b, df in self.batches.items() if b <= keys}
         covered = frozenset().union(*self.batches) if self.batches else frozenset()
         missing = sorted(keys - covered)
@@ -141,7 +140,7 @@ class TokenIndex:
             return pd.DataFrame({"step": [], "n_seqs": [], "max_pos": []})
         return df.groupby("step", as_index=False).agg(n_seqs=("n_seqs", "sum"), max_pos=("max_pos", "max"))
 
-    def files_for(self, store: Store, step: int) -> dict[str, list[Path]]:
+    def files_for(self, store: Store, step: int) -> dict[str, list[str]]:
         with self.lock:
             self.tokens.update(store)
             self.sequences.update(store)

@@ -53,6 +53,8 @@ def complete_rows(df: pd.DataFrame, running: bool) -> pd.DataFrame:
 def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
     """What a set of step rows says about the run: ``on_policy`` (True when every probed step is on-policy
     or has no ratio values, None before the first probed step) and ``present`` (columns with any value)."""
+    if df.empty:
+        return {"rows": 0, "on_policy": None, "present": []}
     present = sorted(c for c in columns if c in df.columns and pd.to_numeric(df[c], errors="coerce").notna().any())
     probed = df[df["has_metrics"].astype(bool)] if "has_metrics" in df.columns else df.iloc[0:0]
     if probed.empty:

@@ -62,34 +62,28 @@ def colour(metric: str, value: float | None) -> str:
     return theme.rgba(UP if s > 0 else DOWN, 0.06 + 0.79 * abs(s))
 
 
-def _fmt(v: Any, spec: str = ".4g") -> str:
-    return "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
-
-
 def token_cells(tokens: pd.DataFrame, metric: str, texts: list[str]) -> list[dict[str, Any]]:
     """Per token: ``text``, ``background``, ``observation`` (mask 0) and ``tip`` (hover lines)."""
+    cols = {c: tokens[c].to_numpy(dtype=float, na_value=np.nan) if c in tokens else np.full(len(tokens), np.nan)
+            for c in ("token_id", "turn_id", "ratio", "log_ratio", "entropy", "advantage", "logp", "logp_old")}
+    values = cols[metric] if metric in cols else np.full(len(tokens), np.nan)
     cells = []
-    for row, text in zip(tokens.to_dict("records"), texts, strict=True):
-        obs = not bool(row["mask"])
-        value = _num(row.get(metric))
-        head = f"pos {row['pos']} · id {_fmt(_num(row.get('token_id')), '.0f')} · turn {_fmt(_num(row.get('turn_id')), '.0f')}"
-        if obs:
-            tip = f"{head}\ntool observation (mask 0, not trained on)"
-        else:
-            tip = (f"{head}\nratio {_fmt(_num(row.get('ratio')))}   log_ratio {_fmt(_num(row.get('log_ratio')), '+.4f')}"
-                   f"\nentropy {_fmt(_num(row.get('entropy')))}   A {_fmt(_num(row.get('advantage')), '+.3f')}"
-                   f"\nlogp {_fmt(_num(row.get('logp')))}   logp_old {_fmt(_num(row.get('logp_old')))}")
-        cells.append({"text": visible(text), "observation": obs, "tip": tip,
-                      "background": None if obs else colour(metric, value)})
+    for i, (pos, mask, text) in enumerate(zip(tokens["pos"].tolist(), tokens["mask"].tolist(), texts, strict=True)):
+        head = f"pos {pos} · id {_fmt(cols['token_id'][i], '.0f')} · turn {_fmt(cols['turn_id'][i], '.0f')}"
+        if not mask:
+            cells.append({"text": visible(text), "observation": True, "background": None,
+                          "tip": f"{head}\ntool observation (mask 0, not trained on)"})
+            continue
+        tip = (f"{head}\nratio {_fmt(cols['ratio'][i])}   log_ratio {_fmt(cols['log_ratio'][i], '+.4f')}"
+               f"\nentropy {_fmt(cols['entropy'][i])}   A {_fmt(cols['advantage'][i], '+.3f')}"
+               f"\nlogp {_fmt(cols['logp'][i])}   logp_old {_fmt(cols['logp_old'][i])}")
+        cells.append({"text": visible(text), "observation": False, "tip": tip,
+                      "background": colour(metric, float(values[i]))})
     return cells
 
 
-def _num(v: Any) -> float | None:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
+def _fmt(v: float, spec: str = ".4g") -> str:
+    return "—" if not math.isfinite(v) else format(v, spec)
 
 
 def bins(steps: Sequence[int], max_pos: int, max_rows: int = 160, max_cols: int = 256) -> tuple[int, int]:

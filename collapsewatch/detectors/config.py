@@ -192,7 +192,10 @@ class DetectorConfig:
     trend_confidence: float = 0.95
     """Confidence of the Theil–Sen slope interval behind 'falling' / 'rising'."""
     history_steps: int = 200
-    """Rows kept (bounded state; per-step cost O(this)). Also the exact-rollback horizon on restarts."""
+    """The longest window any rule reads (bounded state; per-step cost O(this))."""
+    rollback_steps: int = 200
+    """A restart going back at most this many rows is replayed exactly (rows and per-step tracker
+    snapshots are kept this much longer); an older one starts the detectors cold."""
     enabled: tuple[str, ...] = DETECTORS
     """Detectors to run, by name."""
     signals: SignalConfig = field(default_factory=SignalConfig)
@@ -209,6 +212,8 @@ class DetectorConfig:
         unknown = set(self.enabled) - set(DETECTORS)
         if unknown:
             raise ValueError(f"unknown detectors {sorted(unknown)}; known: {DETECTORS}")
+        if self.rollback_steps < 0:
+            raise ValueError("rollback_steps must be ≥ 0")
         if not 0 < self.trend_confidence < 1:
             raise ValueError("trend_confidence must be in (0, 1)")
         s = self.signals

@@ -22,7 +22,7 @@ from typing import Any
 
 from . import signals
 from .config import DetectorConfig
-from .events import Finding, Verdict
+from .events import Finding, Severity, Verdict
 from .history import History, Series, Trend
 
 PHASES = ("early_stagnation", "steady_decay", "accelerated_collapse")
@@ -119,11 +119,11 @@ class Lld:
         return self._finding("accelerated_collapse", "critical", trend, ev,
                              f"L falling {trend.slope:.2g}/step" + (f" with {what}" if what else ""))
 
-    def _finding(self, phase: str, severity: str, trend: Trend, ev: dict[str, Any], detail: str) -> Finding:
+    def _finding(self, phase: str, severity: Severity, trend: Trend, ev: dict[str, Any], detail: str) -> Finding:
         c = self.cfg.lld
         threshold = -c.decay_change if phase == "steady_decay" else None
         return Finding(
-            severity=severity, metric="logp_old_mean_correct", value=trend.slope * c.slope_window,  # type: ignore[arg-type]
+            severity=severity, metric="logp_old_mean_correct", value=trend.slope * c.slope_window,
             threshold=threshold, window_steps=c.slope_window,
             message=f"LLD {phase.replace('_', ' ')}: {detail}", evidence=dict(ev),
         )

@@ -6,11 +6,12 @@ normalised rows; the only other state is the episode tracker's per-phase record 
 
 Restarts. A row whose step is ≤ the last step seen is a restart from an earlier checkpoint: the suite
 rolls back to its state just before that step (history rows and tracker states with step ≥ it are dropped;
-a tracker snapshot per step makes this exact within ``history_steps``), then processes the row. Episodes
-that started on the discarded branch move to :attr:`DetectorSuite.retracted` (their rows stay in the store
-unless the caller removes them); episodes open across the restart step are re-emitted with their
-``step_end`` cut back. A restart further back than ``history_steps`` starts the detectors cold
-(``cold_restarts`` counts these; only then can online and offline differ).
+rows are kept ``rollback_steps`` beyond the longest window and the tracker is snapshotted at every step, so
+this is exact for restarts up to ``rollback_steps`` rows back), then processes the row. Episodes that
+started on the discarded branch move to :attr:`DetectorSuite.retracted` (their rows stay in the store unless
+the caller removes them); episodes open across the restart step are re-emitted with their ``step_end`` cut
+back. An older restart starts the detectors cold (``cold_restarts`` counts these; only then can online and
+offline differ).
 
 Ranks. A suite watches one stream: the Monitor runs one per rank. ``detect_frame`` refuses a frame that
 mixes runs or ranks unless ``rank=`` picks one; ``detect_each`` runs one suite per (run, rank).
@@ -85,10 +86,10 @@ class DetectorSuite:
         kinds = column_kinds()
         wanted = {"on_policy", *(c for d in self.detectors for c in d.inputs)}
         self._columns = {c: kinds.get(c, "num") for c in sorted(wanted)}
-        self._history = History(self.config.history_steps)
+        self._history = History(self.config.history_steps + self.config.rollback_steps)
         self._states: dict[tuple[str, str], PhaseState] = {}
         self._seen: dict[str, int] = {}
-        self._snapshots: deque[_Snapshot] = deque(maxlen=self.config.history_steps)
+        self._snapshots: deque[_Snapshot] = deque(maxlen=self.config.rollback_steps + 1)  # +1: the state before
         self._episodes: dict[tuple[str, str, int], Event] = {}
         self._first_step: int | None = None
         self.retracted: list[Event] = []
@@ -165,11 +166,11 @@ class DetectorSuite:
         if self._snapshots:
             snap = self._snapshots[-1]
             self._states, self._seen = dict(snap.states), dict(snap.seen)
-        else:
-            self._states, self._seen = {}, {}
+        else:  # before the first row (a fresh start), or older than the snapshots reach (cold)
             if self._first_step is not None and self._first_step < step:
                 self.cold_restarts += 1
-            self._first_step = None
+            self._history = History(self.config.history_steps + self.config.rollback_steps)
+            self._states, self._seen, self._first_step = {}, {}, None
         restored = {s.episode.key: s.episode for s in self._states.values() if s.episode is not None}
         cut: list[Event] = []
         for key, event in list(self._episodes.items()):

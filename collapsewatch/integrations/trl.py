@@ -145,8 +145,8 @@ class CollapsewatchCallback(TrainerCallback):
 
     def close(self, status: str = "finished") -> None:
         """Close the Monitor (flush, mark the run ``status``, compact); later calls do nothing."""
-        if self.monitor is not None and not self.monitor._closed:
-            self.monitor.close(status=status)
+        if self.monitor is not None:
+            self.monitor.close(status=status)  # idempotent
 
 
 def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool = True, config: dict | None = None,

@@ -29,19 +29,20 @@ from collapsewatch.rollout.hf import HFRolloutEngine, encode_prompt
 class WarmStartConfig:
     """Optimiser and budget of the supervised warm start."""
 
-    steps: int = 150
+    steps: int = 400
     """Optimizer steps."""
-    batch_size: int = 16
+    batch_size: int = 8
     """Traces per step."""
-    lr: float = 3e-3
+    lr: float = 5e-3
     """Peak AdamW learning rate (linear warm-up, cosine decay to 10 %)."""
     warmup_steps: int = 10
     """Linear warm-up length."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
-    context_weight: float = 0.3
+    context_weight: float = 1.0
     """Loss weight of prompt and observation tokens relative to model tokens (1). Not 0: predicting names
-    inside the passages is the same copy skill (induction) the policy needs, and it is ~10x more tokens."""
+    inside the passages is the same copy skill (induction) the policy needs, and it is ~10x more tokens:
+    with 0 the tiny preset stays at the name-prior loss (~1.5 nats/token, ~3 % success) after 400 steps."""
     seed: int = 0
     """Seeds trace order."""
     max_seconds: float = 0.0

@@ -46,7 +46,7 @@ def check_columns(columns: list[str] | tuple[str, ...]) -> list[str]:
     return list(columns)
 
 
-Files = Sequence[Path]
+Files = Sequence[str | Path]
 
 
 def _files_scan(store: Store, table: str, files: Files) -> str:
@@ -64,11 +64,12 @@ def _source(store: Store, run: str, view: str, files: Files | None) -> str:
     return f"SELECT * FROM {_files_scan(store, view, files)}"
 
 
-def segment_files(store: Store, run: str, table: str) -> list[tuple[Path, int]]:
-    """(path, size) of every Parquet segment of one run's ``table``, by name."""
+def segment_files(store: Store, run: str, table: str) -> list[tuple[str, int]]:
+    """(path, size) of every Parquet segment of one run's ``table``, by name (plain strings: a live poll
+    lists hundreds of them, and pathlib objects would cost more than the read)."""
     folder = store.root / run / table
     try:
-        entries = [(Path(e.path), e.stat().st_size) for e in os.scandir(folder)
+        entries = [(e.path, e.stat().st_size) for e in os.scandir(folder)
                    if e.name.endswith(".parquet") and not e.name.startswith(".")]
     except FileNotFoundError:
         return []

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batch import TokenBatch
-from ..env import BM25Retriever, EnvConfig, make_env_factory
+from ..env import EnvConfig, make_env_factory
 from ..monitor import Monitor
 from ..objectives import LossInputs, aggregate, aggregation_normalizer, compute_advantages, compute_objective
 from ..probe import ClipSpec
@@ -104,8 +104,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     gen = torch.Generator().manual_seed(cfg.seed + dist.rank)  # mini-batch order
     policy, tokenizer, kb = load_task_and_policy(cfg, dist.device)
     train_tasks, _ = kb.split()
-    make_env = make_env_factory(kb, EnvConfig(top_k=cfg.top_k, max_turns=cfg.max_turns),
-                                retriever=BM25Retriever([p.text for p in kb.passages]))
+    make_env = make_env_factory(kb, EnvConfig(top_k=cfg.top_k, max_turns=cfg.max_turns))
     engine = HFRolloutEngine(policy, tokenizer, RolloutConfig(
         temperature=cfg.temperature, top_p=cfg.top_p, max_turn_tokens=cfg.max_turn_tokens,
         max_response_tokens=cfg.max_response_tokens))

@@ -9,7 +9,8 @@ from dash import Input, Output, callback, dcc, html
 from collapsewatch.catalogue import ALL_STEP_COLUMNS, by_name
 from collapsewatch.store import queries
 
-from .. import charts, ids, state
+from .. import charts, history, ids, state
+from ..figures import COLUMNS
 
 dash.register_page(__name__, path="/compare", name="Compare", title="collapsewatch · compare", order=3)
 DEFAULT_METRICS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "entropy_mean")
@@ -39,5 +40,18 @@ def draw(runs: list[str] | None, metrics: list[str] | None):
     if not runs or not metrics:
         return charts.compare_figure(pd.DataFrame(), runs, metrics)
     with state.borrow() as s:
-        df = queries.compare_rows(s, runs, metrics)
+        df = _rows(s, runs, metrics)
     return charts.compare_figure(df, runs, metrics)
+
+
+def _rows(s, runs: list[str], metrics: list[str]) -> pd.DataFrame:
+    """Metrics of the overview come from the runs' cached histories; others are read from the store."""
+    if not set(metrics) <= set(COLUMNS):
+        return queries.compare_rows(s, runs, metrics)
+    parts = []
+    for run in runs:
+        info = queries.run_info(s, run)
+        if info is not None:
+            rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
+            parts.append(rows[["step", *metrics]].assign(run=run))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "step", *metrics])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from collapsewatch.dashboard import history, state
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 

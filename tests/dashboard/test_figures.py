@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
-
+import plotly.graph_objects as go
 from collapsewatch.dashboard import figures, theme
 from collapsewatch.dashboard.series import GL_THRESHOLD, MAX_POINTS, summarise
 
@@ -32,32 +32,38 @@ EVENTS = pd.DataFrame([
 
 
 def _trace(fig, column):
-    return fig.data[figures.TRACE_COLUMNS.index(column)]
+    return fig["data"][figures.TRACE_COLUMNS.index(column)]
+
+
+def _shapes(fig):
+    return fig["layout"]["shapes"]
 
 
 def test_one_trace_per_series_in_declared_order():
     df = _steps(30)
     fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))
-    assert len(fig.data) == len(figures.TRACE_COLUMNS) and fig.data[0].type == "bar"
+    assert len(fig["data"]) == len(figures.TRACE_COLUMNS) and fig["data"][0]["type"] == "bar"
     median = _trace(fig, "ratio_p50_pos")
-    assert list(median.x) == list(range(30)) and median.y[0] == 1.0 and median.y[-1] == 0.5
-    assert median.line.color == theme.POS and median.type == "scatter"
+    assert median["x"] == list(range(30)) and median["y"][0] == 1.0 and median["y"][-1] == 0.5
+    assert median["line"]["color"] == theme.POS and median["type"] == "scatter"
+    go.Figure(fig)  # a valid plotly figure
     # the p05–p95 band: the upper edge fills down to the lower edge, drawn just before it
     lo, up = (figures.TRACE_COLUMNS.index(c) for c in ("ratio_p05_pos", "ratio_p95_pos"))
-    assert up == lo + 1 and fig.data[up].fill == "tonexty"
+    assert up == lo + 1 and fig["data"][up]["fill"] == "tonexty"
     # every panel's x axis follows the timeline's; ratio panels are log-scaled
-    assert fig.layout.xaxis4.matches == "x" and fig.layout.yaxis4.type == "log"
+    assert fig["layout"]["xaxis4"]["matches"] == "x" and fig["layout"]["yaxis4"]["type"] == "log"
 
 
 def test_phase_bands_span_every_column_with_severity_opacity():
     df = _steps(30)
     fig = figures.overview_figure(df, EVENTS, summarise(df, figures.COLUMNS))
-    bands = [s for s in fig.layout.shapes if s.name and s.name.startswith("phase:")]
+    bands = [s for s in _shapes(fig) if s.get("name", "").startswith("phase:")]
     assert len(bands) == 2 * figures.N_COLS
-    isdd = [s for s in bands if s.name == "phase:isdd:drift"]
-    assert {s.xref for s in isdd} == {"x2", "x3"}  # first panel of each column
-    assert (isdd[0].x0, isdd[0].x1) == (9.5, 19.5) and isdd[0].yref == "paper"
-    assert isdd[0].opacity == theme.SEVERITY_OPACITY["critical"] and isdd[0].fillcolor == theme.DETECTOR_COLOURS["isdd"]
+    isdd = [s for s in bands if s["name"] == "phase:isdd:drift"]
+    assert {s["xref"] for s in isdd} == {"x2", "x3"}  # first panel of each column
+    assert (isdd[0]["x0"], isdd[0]["x1"]) == (9.5, 19.5) and isdd[0]["yref"] == "paper"
+    assert isdd[0]["opacity"] == theme.SEVERITY_OPACITY["critical"]
+    assert isdd[0]["fillcolor"] == theme.DETECTOR_COLOURS["isdd"]
 
 
 def test_timeline_bars_and_evidence_hover():
@@ -80,10 +86,10 @@ def test_on_policy_run_says_not_applicable_instead_of_flat_lines():
     df = _steps(20, on_policy=True, **ratio_cols)
     summary = summarise(df, figures.COLUMNS)
     fig = figures.overview_figure(df, EVENTS.iloc[0:0], summary)
-    notes = [a.text for a in fig.layout.annotations]
+    notes = [a["text"] for a in fig["layout"]["annotations"]]
     ratio_panels = [p for p in figures.PANELS if p.ratio_metric]
     assert notes.count(figures.NOT_APPLICABLE) == len(ratio_panels) == 4
-    assert len(_trace(fig, "ratio_p50_pos").x) == 0 and len(_trace(fig, "reward_mean").x) == 20
+    assert _trace(fig, "ratio_p50_pos")["x"] == [] and len(_trace(fig, "reward_mean")["x"]) == 20
 
 
 def test_missing_metric_and_empty_run_notes():
@@ -102,8 +108,8 @@ def test_long_series_downsampled_to_webgl_keeping_spike():
     df = _steps(n, grad_norm=grad)
     fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))
     g = _trace(fig, "grad_norm")
-    assert len(g.x) == MAX_POINTS > GL_THRESHOLD and g.type == "scattergl"
-    assert max(g.y) == 1e3 and 12_345 in g.x
+    assert len(g["x"]) == MAX_POINTS > GL_THRESHOLD and g["type"] == "scattergl"
+    assert max(g["y"]) == 1e3 and 12_345 in g["x"]
 
 
 def test_extension_gives_new_points_per_trace():

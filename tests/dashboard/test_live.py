@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from collapsewatch.dashboard import history, live, state
 from collapsewatch.dashboard.figures import TRACE_COLUMNS
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
@@ -27,7 +26,7 @@ def _ops(patch):
 def test_load_then_poll_sends_only_new_steps(running):
     fig, st, info = live.load("live")
     reward = TRACE_COLUMNS.index("reward_mean")
-    assert info["status"] == "running" and st["last"] == 39 and list(fig.data[reward].x) == list(range(40))
+    assert info["status"] == "running" and st["last"] == 39 and fig["data"][reward]["x"] == list(range(40))
     assert live.poll(st) == (None, st, None)  # nothing new: nothing sent
 
     running.write(until=47)

@@ -44,6 +44,17 @@ def test_restart_rolls_back_exactly_and_retracts_the_discarded_branch():
     assert not any(e.detector == "isdd" for e in suite.episodes())
 
 
+def test_restart_after_the_history_has_wrapped_is_still_exact():
+    # 450 rows (the 400-row history has evicted 50), then a restart that discards 150 of them
+    b1 = make_run("lld", seed=2, n_steps=450).frame
+    b2 = make_run("mismatch", seed=2, n_steps=450).frame
+    arrived = pd.concat([b1, b2[b2.step >= 300]], ignore_index=True)
+    _, suite = online(arrived)
+    assert (suite.restarts, suite.cold_restarts) == (1, 0)
+    final = pd.concat([b1[b1.step < 300], b2[b2.step >= 300]], ignore_index=True)
+    assert suite.episodes() == detect_frame(final)
+
+
 def test_restart_cuts_back_an_episode_open_across_the_restart_step():
     # Starvation from step 20 (opens at 24 with the defaults); the run restarts at 40 with healthy rows:
     # the episode is re-emitted with step_end 39, its last step before the restart. The 5-point level still
@@ -60,15 +71,14 @@ def test_restart_cuts_back_an_episode_open_across_the_restart_step():
     assert [(e.step_start, e.step_end) for e in suite.episodes()] == [(24, 41)]
 
 
-def test_a_restart_older_than_the_history_starts_cold():
-    cfg = DetectorConfig(history_steps=80, isdd=IsddConfig(trend_window=20),
-                         signals=DetectorConfig().signals.__class__(reference_steps=40, rise_fall_window=60,
-                                                                    reward_peak_window=60))
-    suite = DetectorSuite(cfg)
+def test_a_restart_older_than_rollback_steps_starts_cold():
+    suite = DetectorSuite(DetectorConfig(rollback_steps=50))
     for r in rows(200, reward_mean=0.5):
         suite.update(r)
-    suite.update({"step": 10, "reward_mean": 0.5})
-    assert suite.cold_restarts == 1 and suite.last_step == 10
+    suite.update({"step": 150, "reward_mean": 0.5})  # discards 50 rows (150…199): exact
+    assert (suite.restarts, suite.cold_restarts, len(suite._history)) == (1, 0, 151)
+    suite.update({"step": 10, "reward_mean": 0.5})  # 141 rows back: cold, history restarts at 10
+    assert (suite.restarts, suite.cold_restarts, len(suite._history)) == (2, 1, 1)
 
 
 def test_duplicate_step_replaces_the_row():
@@ -120,8 +130,9 @@ def test_bounded_state_over_a_long_run():
     frame = make_run("healthy", seed=0, n_steps=500).frame
     for r in frame.to_dict("records"):
         suite.update(r)
-    assert len(suite._history) == suite.config.history_steps == len(suite._snapshots)
-    assert max(len(p) for p in suite._history._points.values()) <= suite.config.history_steps
+    cfg = suite.config
+    assert len(suite._history) == cfg.history_steps + cfg.rollback_steps and len(suite._snapshots) == cfg.rollback_steps + 1
+    assert max(len(p) for p in suite._history._points.values()) <= cfg.history_steps + cfg.rollback_steps
 
 
 def test_offline_applicability_of_an_on_policy_run():

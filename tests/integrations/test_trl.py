@@ -35,11 +35,11 @@ ALL_TOKENS = Sampling(token_every=1)
 TOL = 1e-6
 
 
-def _run(tmp_path, name: str, per_token: bool = True, **config):
+def _run(tmp_path, name: str, per_token: bool = True, detectors: bool = False, **config):
     """Train a tiny GRPO run under watch(); returns (trainer, callback, store, micro-batches observed)."""
     trainer = tiny_grpo_trainer(str(tmp_path / f"out-{name}"), **config)
     store = tmp_path / "store"
-    cb = watch(trainer, store, name, per_token=per_token, sampling=ALL_TOKENS, detectors=False)
+    cb = watch(trainer, store, name, per_token=per_token, sampling=ALL_TOKENS, detectors=detectors)
     micro: list[tuple[int, np.ndarray, torch.Tensor | None]] = []
     if per_token:  # record each micro-batch's membership and TRL's own old log-probs, as the tap hands them over
         build = cb.tap.token_batch
@@ -85,6 +85,7 @@ def _trl_mean_of_micro_means(per_micro: pd.DataFrame, value: str) -> pd.Series:
 def test_token_ratios_and_clip_fractions_agree_with_trl_logs(tmp_path, schedule):
     trainer, cb, store, micro = _run(tmp_path, "offpol", **schedule)
     assert cb.tap.errors == 0 and not cb.tap.on_policy
+    assert connect(store).execute("SELECT probe_errors, status FROM runs").fetchone() == (0, "finished")
     tok = _tokens(store, "offpol").merge(_micro_index(micro), on=["step", "seq_id"], how="left", validate="m:1")
     assert tok["micro"].notna().all() and len(tok) > 0
 
@@ -151,9 +152,10 @@ def test_gspo_sequence_ratio_reproduces_trl_sequence_clip_fractions(tmp_path):
 
 
 def test_on_policy_run_records_null_ratio_metrics(tmp_path):
-    trainer, cb, store, micro = _run(tmp_path, "onpol")  # 1 micro-batch per step, 1 iteration: r ≡ 1
+    trainer, cb, store, micro = _run(tmp_path, "onpol", detectors=True)  # 1 micro-batch/step, 1 iteration: r ≡ 1
     assert cb.tap.on_policy and all(old is None for _, _, old in micro)
     con = connect(store)
+    assert con.execute("SELECT probe_errors FROM runs").fetchone() == (0,)
     steps = con.execute("SELECT * FROM steps WHERE run = 'onpol' ORDER BY step").df()
     assert len(steps) == 4 and steps["on_policy"].all()
     for col in ("ratio_p50_pos", "ratio_min_neg", "clip_low_frac", "clip_region_frac", "ppo_kl", "llds_gate_rate"):

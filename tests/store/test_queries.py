@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 import math
+from datetime import datetime, timezone
 
 import numpy as np
 import pytest
