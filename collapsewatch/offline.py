@@ -7,9 +7,8 @@ events (tests/test_offline.py holds them to it).
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict
+from datetime import datetime, timezone
 from typing import Any
 
 import pandas as pd
@@ -31,12 +30,11 @@ def run_steps(store: Store, run: str, rank: int = 0) -> pd.DataFrame:
 
 
 def events_frame(run: str, rank: int, events: list[Event], source: str) -> dict[str, list[Any]]:
+    """Events as columns of the ``events`` table (evidence as strict JSON, written now)."""
+    now = datetime.now(timezone.utc)
     cols: dict[str, list[Any]] = {}
     for ev in events:
-        d = asdict(ev)
-        d["evidence"] = json.dumps(d.get("evidence"), sort_keys=True, default=str)
-        d.update(run=run, rank=rank, source=source)
-        for k, v in d.items():
+        for k, v in dict(ev.as_row(), run=run, rank=rank, source=source, written_at=now).items():
             cols.setdefault(k, []).append(v)
     return cols
 

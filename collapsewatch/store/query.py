@@ -74,7 +74,7 @@ FROM ({step_metrics}) m FULL OUTER JOIN sc USING (run, rank, step)""",
         "events": f"""
 SELECT * FROM {s['events']}
 QUALIFY row_number() OVER (PARTITION BY run, rank, detector, phase, step_start, source
-                           ORDER BY step_end DESC) = 1""",
+                           ORDER BY written_at DESC, step_end DESC) = 1""",
         "runs": """
 SELECT run,
        CASE WHEN bool_or(status = 'crashed') THEN 'crashed'

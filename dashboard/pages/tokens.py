@@ -136,17 +136,21 @@ def heatmap_for(run: str, metric: str, step: int | None):
 
 
 def move_marker(run: str, metric: str, step: int) -> Patch:
-    _, step_bin = _grid(run, metric)
+    step_bin, _ = _bins(run)
     p = Patch()
     p["layout"]["shapes"] = [token_view.step_marker(step, step_bin)]
     return p
 
 
-def _grid(run: str, metric: str):
+def _bins(run: str) -> tuple[int, int]:
+    """(step_bin, pos_bin) of the run's heatmap, from its token-step index."""
     with state.borrow() as s:
-        index = history.token_index(s, run)
-        steps = index.steps(s)
-        max_pos = int(steps["max_pos"].max()) if len(steps) else 0
-        step_bin, pos_bin = token_view.bins(steps["step"].tolist(), max_pos)
-        grid = index.heatmap(s, metric, step_bin, pos_bin, base_pos_bin=pos_bin)
+        steps = history.token_index(s, run).steps(s)
+    return token_view.bins(steps["step"].tolist(), int(steps["max_pos"].max()) if len(steps) else 0)
+
+
+def _grid(run: str, metric: str):
+    step_bin, pos_bin = _bins(run)
+    with state.borrow() as s:
+        grid = history.token_index(s, run).heatmap(s, metric, step_bin, pos_bin, base_pos_bin=pos_bin)
     return grid, step_bin

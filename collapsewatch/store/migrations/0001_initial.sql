@@ -73,5 +73,6 @@ CREATE TABLE events (
     window_steps INTEGER,              -- the window the rule looked at
     message VARCHAR NOT NULL,          -- one line a person reads
     evidence VARCHAR,                  -- JSON: every signal the rule looked at, with values
-    source VARCHAR NOT NULL            -- online | offline
+    source VARCHAR NOT NULL,           -- online | offline
+    written_at TIMESTAMP WITH TIME ZONE NOT NULL  -- the view keeps the latest-written row of an episode
 );
