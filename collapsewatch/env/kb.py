@@ -35,7 +35,12 @@ QUESTION_TEMPLATES: dict[str, str] = {
     "employer_city": "In which city is the company that {subject} works for?",
 }
 HOPS: dict[str, int] = {
-    "born_city": 1, "employer": 1, "city_country": 1, "company_city": 1, "born_country": 2, "employer_city": 2,
+    "born_city": 1,
+    "employer": 1,
+    "city_country": 1,
+    "company_city": 1,
+    "born_country": 2,
+    "employer_city": 2,
 }
 
 

@@ -42,4 +42,4 @@ class BM25Retriever:
         if k < 1 or not tokens[0]:
             return []
         ids, scores = self._index.retrieve([tokens[0]], k=k, show_progress=False, n_threads=0)
-        return [int(i) for i, s in zip(ids[0], scores[0]) if s > 0]
+        return [int(i) for i, s in zip(ids[0], scores[0], strict=True) if s > 0]

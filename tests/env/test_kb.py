@@ -46,7 +46,9 @@ def test_split_is_disjoint_and_seeded():
 
 
 def test_question_type_filter_and_validation():
-    kb = build_kb(KBConfig(seed=1, n_people=10, n_cities=3, n_countries=2, n_companies=2, question_types=("born_city",)))
+    kb = build_kb(
+        KBConfig(seed=1, n_people=10, n_cities=3, n_countries=2, n_companies=2, question_types=("born_city",))
+    )
     assert len(kb.tasks) == 10 and {t.kind for t in kb.tasks} == {"born_city"}
     with pytest.raises(ValueError, match="unknown"):
         KBConfig(question_types=("nope",))

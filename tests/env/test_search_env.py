@@ -28,8 +28,16 @@ def test_parse_well_formed_actions():
 
 
 def test_parse_malformed_actions():
-    for text in ["", "Drirford", "<search>no close", "<search>x</answer>", "<answer>x", "</search>x<search>",
-                 "<search>   </search>", "<Search>x</Search>"]:
+    for text in [
+        "",
+        "Drirford",
+        "<search>no close",
+        "<search>x</answer>",
+        "<answer>x",
+        "</search>x<search>",
+        "<search>   </search>",
+        "<Search>x</Search>",
+    ]:
         assert parse_action(text) == Action("invalid"), text
 
 
@@ -72,7 +80,7 @@ def test_bm25_returns_gold_passage_first_for_every_hop():
     kb = build_kb()
     retriever = BM25Retriever([p.text for p in kb.passages])
     for task in kb.tasks:
-        for query, pid in zip(task.gold_queries, task.gold_passage_ids):
+        for query, pid in zip(task.gold_queries, task.gold_passage_ids, strict=True):
             assert retriever.search_ids(query, 3)[0] == pid, (task, query)
     assert retriever.search("the and of", 3) == []  # only stop words: nothing to match
     assert len(retriever.search(kb.tasks[0].gold_queries[0], 1000)) <= len(kb.passages)

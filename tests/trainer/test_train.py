@@ -1,0 +1,61 @@
+"""End-to-end: the built-in trainer on the tiny built-in model, into a temporary store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collapsewatch import connect
+from collapsewatch.trainer.config import load_config
+from collapsewatch.trainer.loop import train
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ["prompts_per_rollout=2", "group_size=4", "max_turn_tokens=24", "max_response_tokens=120"]
+
+
+def test_train_writes_steps_sequences_tokens_and_resumes(store):
+    cfg = load_config(overrides=SMALL, steps=3, store=str(store), run="e2e", progress=False)
+    result = train(cfg)
+    assert result.steps == 3
+    con = connect(store)
+    # 2 mini-batches per rollout: steps 0, 1 from rollout 1, step 2 from rollout 2; 4 sequences each
+    assert con.execute("SELECT count(*), sum(n_seqs) FROM steps WHERE run = 'e2e'").fetchone() == (3, 12)
+    assert con.execute("SELECT count(*) FROM sequences").fetchone() == (12,)
+    n_tok, n_model = con.execute("SELECT count(*), count(*) FILTER (WHERE mask) FROM tokens WHERE step = 0"
+                                 ).fetchone()
+    assert n_model > 0 and n_tok > n_model  # observation tokens are stored (mask false) for display
+    # π_old is the policy before the step-0 update; the step-1 mini-batch was trained after it: r moved
+    on_policy = dict(con.execute("SELECT step, on_policy FROM steps ORDER BY step").fetchall())
+    assert on_policy[0] is True or on_policy[0] is False  # step 0 may be exactly on-policy (r ≡ 1)
+    assert con.execute("SELECT grad_norm IS NOT NULL, lr FROM steps WHERE step = 2").fetchone() == (True, cfg.lr)
+    assert con.execute("SELECT status, objective FROM runs").fetchone() == ("finished", "grpo")
+    # resume continues the step count from the checkpoint
+    cfg2 = load_config(overrides=SMALL, steps=5, store=str(store), run="e2e", progress=False, resume=True)
+    assert train(cfg2).steps == 5
+    steps = [r[0] for r in connect(store).execute("SELECT step FROM steps ORDER BY step").fetchall()]
+    assert steps == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("objective", ["sapo_search", "llds", "sapo_soft", "gspo"])
+def test_every_objective_trains_a_step(store, objective):
+    cfg = load_config(overrides=SMALL, steps=2, store=str(store), run=objective, objective=objective,
+                      progress=False)
+    assert train(cfg).steps == 2
+    row = connect(store).execute("SELECT count(*), max(n_seqs) FROM steps").fetchone()
+    assert row == (2, 4)
+
+
+def test_two_gloo_ranks_write_their_own_rows(store, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29533",
+           "-m", "collapsewatch", "train", "--steps", "2", "--store", str(store), "--run-name", "ddp",
+           *[a for kv in SMALL for a in ("--set", kv)], "--set", "progress=false"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    con = connect(store)
+    assert con.execute("SELECT rank, count(*) FROM steps GROUP BY rank ORDER BY rank").fetchall() == [(0, 2), (1, 2)]
+    assert con.execute("SELECT world_size, ranks_seen, status FROM runs").fetchone() == (2, 2, "finished")
