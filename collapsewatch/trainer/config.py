@@ -30,6 +30,8 @@ class TrainConfig:
     bring the knowledge base they were warm-started on and ignore it."""
     max_turns: int = 4
     """Model actions per episode (search / answer / invalid); built-in models are warm-started with it."""
+    n_train_tasks: int = 0
+    """Train on only the first N questions of the training split (0 = all); small N learns fast (tests, demos)."""
     top_k: int = 3
     """Passages returned per search; built-in models are warm-started with it."""
     # -- rollout ------------------------------------------------------------------------------------
@@ -96,6 +98,8 @@ class TrainConfig:
                   "max_response_tokens", "steps", "mini_batches", "ppo_epochs", "grad_accum")
         if self.group_size < 2:
             raise ValueError("group_size: GRPO needs at least 2 responses per question")
+        if self.n_train_tasks < 0 or 0 < self.n_train_tasks < self.prompts_per_rollout:
+            raise ValueError("n_train_tasks: must be 0 (all) or at least prompts_per_rollout")
         if self.prompts_per_rollout * self.group_size < self.mini_batches * self.grad_accum:
             raise ValueError("mini_batches × grad_accum exceeds the sequences of one rollout "
                              f"({self.prompts_per_rollout} × {self.group_size})")

@@ -104,6 +104,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     gen = torch.Generator().manual_seed(cfg.seed + dist.rank)  # mini-batch order
     policy, tokenizer, kb = load_task_and_policy(cfg, dist.device)
     train_tasks, _ = kb.split()
+    train_tasks = train_tasks[: cfg.n_train_tasks or None]
     make_env = make_env_factory(kb, EnvConfig(top_k=cfg.top_k, max_turns=cfg.max_turns))
     engine = HFRolloutEngine(policy, tokenizer, RolloutConfig(
         temperature=cfg.temperature, top_p=cfg.top_p, max_turn_tokens=cfg.max_turn_tokens,

@@ -5,7 +5,7 @@ import importlib.util
 import pytest
 import torch
 
-from collapsewatch.env import KBConfig, build_kb, make_env_factory
+from collapsewatch.env import EnvConfig, KBConfig, build_kb, make_env_factory
 from collapsewatch.models import (
     BuiltinSpec,
     WarmStartConfig,
@@ -19,7 +19,9 @@ from collapsewatch.models import (
 )
 from collapsewatch.rollout import HFRolloutEngine, RolloutConfig
 
-ONE_HOP = KBConfig(seed=11, n_people=60, n_cities=10, n_countries=3, n_companies=5, question_types=("born_city", "employer"))
+ONE_HOP = KBConfig(
+    seed=11, n_people=60, n_cities=10, n_countries=3, n_companies=5, question_types=("born_city", "employer")
+)
 
 
 def test_trace_examples_mask_only_model_tokens():
@@ -47,13 +49,21 @@ def test_sft_loss_weights_context_tokens():
         assert abs(model_nll.item() - 2.0794415) < 1e-5
 
 
-@pytest.mark.slow
 def test_warm_start_raises_success_rate():
-    spec = BuiltinSpec(kb=ONE_HOP, n_eval=24, warm_start=WarmStartConfig(steps=500))
+    # the smallest version of the built-in recipe (1-hop "born in" questions, one passage per search):
+    # ~60-token traces, so the copy skill appears after ~200 steps of 8 traces (~10-15 s on 2 cores)
+    kb = KBConfig(seed=11, n_people=100, n_cities=10, n_countries=3, n_companies=5, question_types=("born_city",))
+    spec = BuiltinSpec(
+        kb=kb,
+        env=EnvConfig(top_k=1),
+        eval_fraction=0.3,
+        n_eval=30,
+        warm_start=WarmStartConfig(steps=500, target_nll=0.1),
+    )
     _, _, report = build_builtin(spec)
     # random init never writes "<answer> exact name</answer>" by chance (~1/V per name token)
-    assert report.success_before == 0.0
-    assert report.success_after >= 0.15 and report.final_loss <= 0.2 and report.steps < 500
+    assert report.success_before == 0.0 and report.eval_tasks == 30
+    assert report.success_after >= 0.2 and report.final_loss <= 0.1 and report.steps < 500
 
 
 def test_cached_builtin_policy_succeeds_sometimes():
