@@ -12,8 +12,11 @@ drifting background load on a shared machine hits all variants alike; tables giv
    (step metrics + online detectors), ``_log`` and ``_flush`` (Parquet segments). It runs concurrently with
    training, so it is not part of the wall-time sum.
 2. **Monitor overhead**: the same runs with ``monitor=False`` (a no-op Monitor) and ``monitor=True``, wall and process
-   CPU per step. Both variants draw the same random numbers (the monitor consumes none), so they train on identical
-   rollouts; the bench checks that their reward histories match.
+   CPU per step (medians, median of the per-round paired ratios, best of rounds), the process CPU split into the
+   training thread, the recorder thread (read through ``pthread_getcpuclockid``) and the rest, and the monitor's own
+   time measured directly. Both variants draw the same random numbers (the monitor consumes none), so they train on
+   identical rollouts (the bench checks that their reward histories match): the training thread does the same work
+   in both, and the spread of its per-round CPU ratio is the noise floor of the end-to-end comparison.
 3. **Tokens/s vs TRL** on the built-in tiny model (``load_policy("builtin:tiny")``, its tokenizer and chat template):
    TRL ``GRPOTrainer`` vs the built-in trainer with ``max_turns=1`` (one model turn, no observation), same prompts
    (the knowledge base's training questions through ``task_messages``), G=8, 4 prompts per generation, 2 optimizer
@@ -31,10 +34,11 @@ drifting background load on a shared machine hits all variants alike; tables giv
 
 Torch runs with ``--threads`` intra-op threads (default 1; on a shared 2-core machine two OpenMP threads stall
 unpredictably under background load). Model set-up, the end-of-run checkpoint and the store's close/compaction are
-outside the timed window; open + close of the monitor is reported once per run.
+outside the timed window; open + close of the monitor is reported once per run. The default run took 170 s on the
+2-core machine when it was quiet, 409 s at load average 5 (``--aa`` adds half of sections 1-2 again).
 
-    COLLAPSEWATCH_CACHE=/tmp/cwcache python -m bench.bench_trainer [--steps 12] [--rounds 5] [--threads 1]
-        [--trl-steps 10] [--L 40] [--modes stop,fixed] [--parts 1,2,3]
+    COLLAPSEWATCH_CACHE=/tmp/cwcache python -m bench.bench_trainer [--steps 12] [--rounds 7] [--threads 1]
+        [--trl-steps 10] [--L 40] [--modes stop,fixed] [--parts 1,2,3] [--aa]
 """
 
 from __future__ import annotations
@@ -260,13 +264,17 @@ def builtin_run(workdir: str, name: str, steps: int, **overrides) -> dict:
     return out
 
 
-def bench_monitor(rounds: int, steps: int) -> dict[bool, list[dict]]:
-    runs: dict[bool, list[dict]] = {False: [], True: []}
+def bench_monitor(rounds: int, steps: int, aa: bool = False) -> dict[str, list[dict]]:
+    """Monitor off / on (and, with ``aa``, a second monitor-off run: the A/A noise floor), order rotated per round."""
+    variants = ("off", "on", "off2") if aa else ("off", "on")
+    runs: dict[str, list[dict]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as workdir:
         builtin_run(workdir, "warmup", 4, monitor=True)
         for r in range(rounds):
-            for on in ((False, True) if r % 2 == 0 else (True, False)):
-                runs[on].append(builtin_run(workdir, f"r{r}-{'on' if on else 'off'}", steps, monitor=on))
+            k = r % len(variants)
+            order = (variants[k:] + variants[:k]) if aa else (variants if r % 2 == 0 else variants[::-1])
+            for v in order:
+                runs[v].append(builtin_run(workdir, f"r{r}-{v}", steps, monitor=v == "on"))
     return runs
 
 
@@ -408,27 +416,39 @@ def table_breakdown(on: list[dict], off: list[dict]) -> None:
         print(f"| {label} | {v:.4f} | {100 * v / cpu_off:.2f} % |")
 
 
-def table_overhead(on: list[dict], off: list[dict]) -> None:
+def table_overhead(on: list[dict], off: list[dict], off2: list[dict] | None = None) -> None:
     print(f"\n### 2. Monitor overhead (monitor=False vs True, {len(on)} rounds each, alternating)\n")
-    print("| per optimizer step | monitor off | monitor on | on vs off |")
-    print("|---|---|---|---|")
+    print("| per optimizer step | monitor off (median) | monitor on (median) | on vs off: medians "
+          "| paired rounds, median | best of rounds |")
+    print("|---|---|---|---|---|---|")
     rows = (("wall s", "wall"), ("process CPU s (all threads)", "cpu"),
             ("… training thread CPU s", "cpu_train_thread"), ("… recorder thread CPU s (whole thread)",
                                                               "cpu_recorder_thread"),
             ("… other threads CPU s (pyarrow / torch pools)", "cpu_other_threads"))
     for label, key in rows:
         a, b = med(off, key), med(on, key)
-        print(f"| {label} | {a:.4f} | {b:.4f} | {pct(b, a) if a > 1e-3 else f'{b - a:+.4f} s'} |")
+        if a > 1e-3:
+            paired = statistics.median(y[key] / x[key] for x, y in zip(off, on, strict=True))
+            best = min(y[key] for y in on) / min(x[key] for x in off)
+            cols = f"{pct(b, a)} | {100 * (paired - 1):+.1f} % | {100 * (best - 1):+.1f} %"
+        else:
+            cols = f"{b - a:+.4f} s | | "
+        print(f"| {label} | {a:.4f} | {b:.4f} | {cols} |")
     direct = [x["monitor"] + x["rec_total"] for x in on]
     print(f"| monitor's own time, measured directly (training-thread calls + recorder methods' CPU) | — | "
-          f"{statistics.median(direct):.4f} | {100 * statistics.median(direct) / med(off, 'cpu'):+.1f} % of off CPU |")
+          f"{statistics.median(direct):.4f} | {100 * statistics.median(direct) / med(off, 'cpu'):+.1f} % of off CPU | | |")
     wr = sorted(b["wall"] / a["wall"] for a, b in zip(off, on, strict=True))
     cr = sorted(b["cpu"] / a["cpu"] for a, b in zip(off, on, strict=True))
     tr = sorted(b["cpu_train_thread"] / a["cpu_train_thread"] for a, b in zip(off, on, strict=True))
     print(f"\nPer-round on/off ratios (paired by round) — wall: {', '.join(f'{x:.3f}' for x in wr)}; "
           f"process CPU: {', '.join(f'{x:.3f}' for x in cr)}; training-thread CPU: {', '.join(f'{x:.3f}' for x in tr)}")
+    if off2:
+        for key, label in (("wall", "wall"), ("cpu", "process CPU")):
+            aa = sorted(y[key] / x[key] for x, y in zip(off, off2, strict=True))
+            print(f"A/A noise floor, {label}: second monitor-off run / first, per round {', '.join(f'{x:.3f}' for x in aa)}"
+                  f" (median {100 * (statistics.median(aa) - 1):+.1f} %)")
     print(f"Once per run (not per step): Monitor open + close (final flush, compaction) {med(on, 'fixed'):.2f} s.")
-    same = all(x["rewards"] == off[0]["rewards"] for x in on + off)
+    same = all(x["rewards"] == off[0]["rewards"] for x in on + off + (off2 or []))
     print(f"Same rollouts with the monitor on and off (reward histories equal): {'yes' if same else 'NO'}.")
 
 
@@ -453,12 +473,13 @@ def table_trl(mode: str, L: int, runs: dict[str, list[dict]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=12, help="optimizer steps per run of sections 1-2 (even, >= 4)")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--trl-steps", type=int, default=10, help="optimizer steps per run of section 3 (even, >= 4)")
     ap.add_argument("--L", type=int, default=40, help="max completion tokens in section 3 (= max_turn_tokens)")
     ap.add_argument("--modes", default="stop,fixed", help="section 3 length regimes: stop, fixed")
     ap.add_argument("--parts", default="1,2,3")
+    ap.add_argument("--aa", action="store_true", help="section 2: add a second monitor-off run per round (noise floor)")
     a = ap.parse_args()
     for n in (a.steps, a.trl_steps):
         if n < 4 or n % UPDATES:
@@ -484,18 +505,19 @@ def main() -> None:
     if parts & {"1", "2"}:
         print(f"sections 1-2: built-in trainer, {BASE}, otherwise TrainConfig defaults; {a.steps} steps per run, "
               f"timed steps {UPDATES}..{a.steps - 1}")
-        runs = bench_monitor(a.rounds, a.steps)
+        runs = bench_monitor(a.rounds, a.steps, a.aa)
         if "1" in parts:
-            table_breakdown(runs[True], runs[False])
+            table_breakdown(runs["on"], runs["off"])
         if "2" in parts:
-            table_overhead(runs[True], runs[False])
+            table_overhead(runs["on"], runs["off"], runs.get("off2"))
     if "3" in parts:
         if trl_version is None:
             print("\n### 3. skipped: trl is not installed")
         else:
             for mode in a.modes.split(","):
                 table_trl(mode, a.L, bench_trl(a.rounds, a.trl_steps, a.L, mode))
-    print(f"\n(bench took {time.perf_counter() - t0:.0f} s; load average at end {os.getloadavg()[0]:.1f})")
+    print(f"\n(bench took {time.perf_counter() - t0:.0f} s; load average at end {os.getloadavg()[0]:.1f}; "
+          f"torch threads at end {torch.get_num_threads()})")
 
 
 if __name__ == "__main__":

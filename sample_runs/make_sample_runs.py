@@ -75,7 +75,6 @@ def strip(run_dir: Path) -> None:
 
 
 def summary(names: list[str]) -> None:
-    import pandas as pd
 
     from collapsewatch import connect
 
@@ -106,7 +105,6 @@ def summary(names: list[str]) -> None:
                   f"episode(s), worst {sev[int(row.sev)]}{lead}")
         if ev.empty:
             print("  no detector episodes")
-    del pd
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,7 @@ from collapsewatch.models.tokenizer import IM_END, IM_START, train_tokenizer
 from collapsewatch.models.warmstart import WarmStartConfig, WarmStartReport, warm_start
 
 META_FILE = "collapsewatch_builtin.json"
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 """Bump when tokenizer, model or warm-start code changes what a spec builds: older caches are rebuilt."""
 
 
@@ -125,7 +125,10 @@ def build_builtin(spec: BuiltinSpec) -> tuple[PreTrainedModel, Tokenizer, WarmSt
     if spec.warm_start is None:
         return model, tokenizer, None
     train, held_out = kb.split(spec.eval_fraction)
-    report = warm_start(model, tokenizer, train, held_out[: spec.n_eval], make_env, spec.warm_start)
+    cfg = spec.warm_start
+    if cfg.lr is None:
+        cfg = dataclasses.replace(cfg, lr=PRESETS[spec.preset].sft_lr)
+    report = warm_start(model, tokenizer, train, held_out[: spec.n_eval], make_env, cfg)
     return model, tokenizer, report
 
 

@@ -28,6 +28,9 @@ class ModelPreset:
     """intermediate_size = mlp_ratio * d_model."""
     max_positions: int = 1024
     """Longest prompt + response, in tokens."""
+    sft_lr: float = 5e-3
+    """Peak warm-start learning rate for this size (measured: ``small`` does not learn at 5e-3 in 600 steps,
+    nll 1.27; at 1e-3 it reaches nll 0.18 in ~320 steps)."""
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads or self.n_heads % self.n_kv_heads:
@@ -36,7 +39,7 @@ class ModelPreset:
 
 PRESETS: dict[str, ModelPreset] = {
     "tiny": ModelPreset(n_layers=2, d_model=128, n_heads=4),
-    "small": ModelPreset(n_layers=4, d_model=256, n_heads=4),
+    "small": ModelPreset(n_layers=4, d_model=256, n_heads=4, sft_lr=1e-3),
 }
 
 

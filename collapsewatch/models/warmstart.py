@@ -24,6 +24,9 @@ from collapsewatch.env.traces import gold_trace
 from collapsewatch.rollout.engine import RolloutConfig
 from collapsewatch.rollout.hf import HFRolloutEngine, encode_prompt
 
+DEFAULT_LR = 5e-3
+"""Peak learning rate that works for the ``tiny`` preset (2 layers, d128)."""
+
 
 @dataclass(frozen=True)
 class WarmStartConfig:
@@ -37,8 +40,9 @@ class WarmStartConfig:
     stopping on the loss instead of a step count lands every seed at a similar success rate (~0.3-0.5)."""
     batch_size: int = 8
     """Traces per step."""
-    lr: float = 5e-3
-    """Peak AdamW learning rate (linear warm-up, cosine decay to 10 %)."""
+    lr: float | None = None
+    """Peak AdamW learning rate (linear warm-up, cosine decay to 10 %); None = the model preset's
+    ``sft_lr`` for built-ins, ``DEFAULT_LR`` otherwise."""
     warmup_steps: int = 10
     """Linear warm-up length."""
     weight_decay: float = 0.0
@@ -53,7 +57,13 @@ class WarmStartConfig:
     """Stop early after this much wall time (0 = no limit)."""
 
     def __post_init__(self) -> None:
-        if self.steps < 1 or self.batch_size < 1 or self.lr <= 0 or self.warmup_steps < 0 or self.target_nll < 0:
+        if (
+            self.steps < 1
+            or self.batch_size < 1
+            or (self.lr is not None and self.lr <= 0)
+            or self.warmup_steps < 0
+            or self.target_nll < 0
+        ):
             raise ValueError(
                 f"WarmStartConfig: need steps, batch_size >= 1, lr > 0, warmup, target_nll >= 0; got {self}"
             )
@@ -117,10 +127,11 @@ def sft_loss(
 
 
 def _lr_at(step: int, cfg: WarmStartConfig) -> float:
+    peak = cfg.lr if cfg.lr is not None else DEFAULT_LR
     if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
+        return peak * (step + 1) / cfg.warmup_steps
     progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def train_on_traces(
@@ -128,7 +139,7 @@ def train_on_traces(
 ) -> tuple[int, float]:
     """Run the SFT loop in place; returns (steps taken, mean model-token nll of the last 10 steps)."""
     rng = random.Random(cfg.seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(model.parameters(), lr=_lr_at(0, cfg), weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     model.train()
     start, losses, order = time.perf_counter(), [], []
     step = 0

@@ -57,9 +57,9 @@ class HFRolloutEngine:
         self.single_stop_ids, self.candidate_ids = stop_token_info(tokenizer, self.config.stop_strings, vocab)
 
     def sync_weights(self, model: torch.nn.Module) -> None:
-        """Shares the module, so only checks it is the same one."""
-        if model is not self.model:
-            self.model = model
+        """Sample from ``model`` from now on. The engine holds the module itself (no copy), so after an
+        optimizer step on the same module there is nothing to do; a vLLM engine would copy weights here."""
+        self.model = model
 
     def rollout(
         self,
@@ -127,12 +127,11 @@ class HFRolloutEngine:
                 stopping_criteria=StoppingCriteriaList([stopper]),
             )
         new = out[:, input_ids.shape[1] :]  # (b, n)
-        logps = recorder.finish(new[:, -1]).cpu()  # (b, n)
-        n_new = torch.where(stopper.n_new < 0, new.shape[1], stopper.n_new).cpu()
+        logps = recorder.finish(new[:, -1]).cpu().tolist()  # (b, n)
+        n_new = torch.where(stopper.n_new < 0, new.shape[1], stopper.n_new).tolist()  # (b,)
+        new, stopped = new.cpu().tolist(), stopper.hit_stop.tolist()
         for b, (seq, env) in enumerate(zip(seqs, envs, strict=True)):
-            self._finish_turn(
-                seq, env, new[b, : n_new[b]].tolist(), logps[b, : n_new[b]].tolist(), bool(stopper.hit_stop[b])
-            )
+            self._finish_turn(seq, env, new[b][: n_new[b]], logps[b][: n_new[b]], stopped[b])
 
     def _finish_turn(
         self, seq: SequenceBuilder, env: Environment, tokens: list[int], logps: list[float], stopped: bool

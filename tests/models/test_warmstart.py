@@ -51,7 +51,8 @@ def test_sft_loss_weights_context_tokens():
 
 def test_warm_start_raises_success_rate():
     # the smallest version of the built-in recipe (1-hop "born in" questions, one passage per search):
-    # ~60-token traces, so the copy skill appears after ~200 steps of 8 traces (~10-15 s on 2 cores)
+    # ~60-token traces, so the copy skill appears after ~200 steps of 8 traces: ~7 s on 2 idle cores,
+    # ~70 s when other processes compete for them (2 torch threads then wait on each other)
     kb = KBConfig(seed=11, n_people=100, n_cities=10, n_countries=3, n_companies=5, question_types=("born_city",))
     spec = BuiltinSpec(
         kb=kb,
@@ -73,7 +74,7 @@ def test_cached_builtin_policy_succeeds_sometimes():
     make_env = make_env_factory(kb, policy.spec.env)
     after = success_rate(policy.model, policy.tokenizer, held_out[:64], make_env)
     fresh = build_model("tiny", len(policy.tokenizer), policy.tokenizer.pad_token_id, policy.tokenizer.eos_token_id)
-    before = success_rate(fresh, policy.tokenizer, held_out[:16], make_env)
+    before = success_rate(fresh, policy.tokenizer, held_out[:8], make_env)
     assert before == 0.0 and 0.2 <= after <= 0.9
     assert policy.report is not None and policy.report.success_after > policy.report.success_before
     assert load_policy("builtin:tiny").path == policy.path  # same cache entry through the generic loader
