@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from plotly.io.json import to_json_plotly
+
 from collapsewatch.dashboard import create_app, history, live, state
 from collapsewatch.dashboard.figures import COLUMNS
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
-from plotly.io.json import to_json_plotly
-
 from collapsewatch.store import queries
 
 RUN = "bench"

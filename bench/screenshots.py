@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

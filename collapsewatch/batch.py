@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 _TOKEN_FIELDS = ("logp", "mask", "logp_old", "logp_rollout", "logp_ref", "entropy", "token_ids", "turn_ids")
-_SEQ_FIELDS = ("seq_ids", "group_ids", "rewards", "truncated")
+_SEQ_FIELDS = ("seq_ids", "group_ids", "rewards", "truncated", "group_zero_std")
 
 
 @dataclass
@@ -31,6 +31,8 @@ class TokenBatch:
     group_ids: Tensor | None = None     # (B,) prompt/group id (G responses per prompt)
     rewards: Tensor | None = None       # (B,)
     truncated: Tensor | None = None     # (B,) bool: response hit the length budget
+    group_zero_std: Tensor | None = None  # (B,) bool: all G responses of this sequence's group (the whole group,
+    #                                       not only the members in this batch) got the same reward
 
     def __post_init__(self) -> None:
         for name in ("logp", "mask"):
@@ -66,3 +68,20 @@ class TokenBatch:
             v = getattr(self, f.name)
             kwargs[f.name] = v.detach() if isinstance(v, Tensor) else v
         return TokenBatch(**kwargs)
+
+
+def group_zero_std(group_ids: Tensor, rewards: Tensor) -> Tensor:
+    """(B,) bool for ``TokenBatch.group_zero_std``: every member of the sequence's group got the same reward.
+
+    Call it on the *whole* rollout (all G responses of each prompt) before splitting into mini-batches; a NaN reward
+    makes its group count as not equal.
+    """
+    if group_ids.shape != rewards.shape or group_ids.dim() != 1:
+        raise ValueError(f"group_zero_std: group_ids {tuple(group_ids.shape)} and rewards {tuple(rewards.shape)} "
+                         "must both be (B,)")
+    _, inv = torch.unique(group_ids, return_inverse=True)
+    n = int(inv.max()) + 1 if inv.numel() else 0
+    r = rewards.double()
+    hi = torch.full((n,), -torch.inf, dtype=r.dtype, device=r.device).scatter_reduce(0, inv, r, "amax")
+    lo = torch.full((n,), torch.inf, dtype=r.dtype, device=r.device).scatter_reduce(0, inv, r, "amin")
+    return (hi == lo)[inv]

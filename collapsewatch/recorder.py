@@ -144,7 +144,8 @@ class Recorder(threading.Thread):
         seq_ids = b.seq_ids if b.seq_ids is not None else torch.arange(offset, offset + B)
         tok = token_metrics(b, clip)
         seq = sequence_metrics(b, tok, clip)
-        part = ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids, seq_ids)
+        part = ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids, seq_ids,
+                            b.group_zero_std)
         self._parts.append(part)
         self._write_sequences(step, b, part)
         self._write_tokens(step, b, part)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from .batch import group_zero_std
 from .catalogue import STEP_METRICS
 from .probe import NONFINITE_ORDER, QUANTILES, ClipSpec, masked_quantiles
 
@@ -27,6 +28,7 @@ class ObservedPart:
     clip: ClipSpec
     group_ids: Tensor | None = None  # (B,)
     seq_ids: Tensor = field(default_factory=lambda: torch.zeros(0))  # (B,)
+    group_zero_std: Tensor | None = None  # (B,) bool, whole-group flag from the trainer
 
 
 def _cat_tok(parts: list[ObservedPart], key: str) -> Tensor | None:
@@ -117,12 +119,12 @@ def _token_stats(parts: list[ObservedPart], m: Tensor, out: dict[str, Tensor]) -
         out["kl_ref_mean"] = _mean(kl, m & torch.isfinite(kl))
 
 
-def _group_zero_std_frac(groups: Tensor, rewards: Tensor) -> Tensor:
+def _group_zero_std_frac(groups: Tensor, flags: Tensor) -> Tensor:
+    """Share of the distinct groups in ``groups`` whose flag is set (a group's members all carry the same flag)."""
     _, inv = torch.unique(groups, return_inverse=True)
     n = int(inv.max()) + 1
-    hi = torch.full((n,), -math.inf, dtype=rewards.dtype).scatter_reduce(0, inv, rewards, "amax")
-    lo = torch.full((n,), math.inf, dtype=rewards.dtype).scatter_reduce(0, inv, rewards, "amin")
-    return (hi == lo).double().mean()
+    per_group = torch.zeros(n, dtype=torch.float64).scatter_reduce(0, inv, flags.double(), "amax")
+    return per_group.mean()
 
 
 def _sequence_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
@@ -136,8 +138,13 @@ def _sequence_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
         correct = _cat_seq(parts, "correct")
         out["correct_frac"] = _mean(correct.double(), fin)
         groups = [p.group_ids for p in parts]
-        if all(g is not None for g in groups) and fin.all():
-            out["zero_std_group_frac"] = _group_zero_std_frac(torch.cat(groups).cpu(), reward.cpu())
+        if all(g is not None for g in groups):
+            g = torch.cat(groups).cpu()
+            flags = [p.group_zero_std for p in parts]
+            if all(f is not None for f in flags):  # whole-group flags from the trainer: exact under shuffling
+                out["zero_std_group_frac"] = _group_zero_std_frac(g, torch.cat(flags).cpu())
+            elif fin.all():  # fallback: the members seen this step (exact when the step holds whole groups)
+                out["zero_std_group_frac"] = _group_zero_std_frac(g, group_zero_std(g, reward.cpu()))
         for key in ("logp_old_mean", "displacement_mean"):
             v = _cat_seq(parts, key)
             if v is not None:

@@ -34,20 +34,21 @@ COMMON = {
 }
 
 # Collapse-prone settings: 8 optimizer steps per rollout (4 mini-batches × 2 epochs, so the late ones are far
-# off-policy), a high learning rate and no gradient clipping. Shared by grpo-collapse, sapo_search and llds.
+# off-policy) at a high learning rate (10× the healthy run's), gradient norm clipped at 1.0 as usual. Shared by
+# grpo-collapse, sapo_search and llds. (Scan of other settings: docs/sample_runs.md.)
 COLLAPSE_PRONE = {
     "mini_batches": 4,
     "ppo_epochs": 2,
-    "lr": 5e-4,
-    "max_grad_norm": 1e9,
+    "lr": 1e-3,
+    "max_grad_norm": 1.0,
 }
 
 RUNS: list[tuple[str, str, int, dict]] = [
     # name, objective, steps, overrides
     ("grpo-healthy", "grpo", 200, {"mini_batches": 2, "ppo_epochs": 1, "lr": 1e-4, "max_grad_norm": 1.0}),
-    ("grpo-collapse", "grpo", 280, COLLAPSE_PRONE),
-    ("sapo_search", "sapo_search", 280, COLLAPSE_PRONE),
-    ("llds", "llds", 280, COLLAPSE_PRONE),
+    ("grpo-collapse", "grpo", 200, COLLAPSE_PRONE),
+    ("sapo_search", "sapo_search", 200, COLLAPSE_PRONE),
+    ("llds", "llds", 200, COLLAPSE_PRONE),
 ]
 
 SMOOTH = 16

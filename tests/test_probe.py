@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from collapsewatch.batch import TokenBatch, group_zero_std
 from collapsewatch.probe import ClipSpec, masked_quantiles, sequence_metrics, token_metrics, turn_gate_counts
 from collapsewatch.recorder import nonfinite_counts
 from collapsewatch.step_metrics import ObservedPart, compute_step_metrics
@@ -22,7 +23,8 @@ def _step(batches, clip=CLIP):
     for b in batches:
         tok = token_metrics(b, clip)
         seq = sequence_metrics(b, tok, clip)
-        parts.append(ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids))
+        parts.append(ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids,
+                                  group_zero_std=b.group_zero_std))
     return compute_step_metrics(parts)
 
 
@@ -180,3 +182,31 @@ def test_nonfinite_values_are_counted_and_excluded():
     assert s["first_nonfinite"] == "logp_old"  # the order of the catalogue: logp, logp_old, ...
     assert s["ratio_p50_pos"] is not None and math.isfinite(s["ratio_p50_pos"])
     assert s["n_model_tokens"] == 8 * 14 - 1
+
+
+def _seq_batch(groups: list[int], rewards: list[float], zero_std: torch.Tensor | None) -> TokenBatch:
+    B = len(groups)
+    return TokenBatch(logp=torch.zeros(B, 2), mask=torch.ones(B, 2), group_ids=torch.tensor(groups),
+                      rewards=torch.tensor(rewards, dtype=torch.float64), group_zero_std=zero_std)
+
+
+def test_zero_std_group_frac_uses_whole_groups_under_shuffling():
+    # Rollout: group 0 rewards [1, 0, 0, 0] (mixed: has signal), group 1 [1, 1, 1, 1] (no signal).
+    groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    rewards = torch.tensor([1.0, 0, 0, 0, 1, 1, 1, 1])
+    flags = group_zero_std(groups, rewards)
+    assert flags.tolist() == [False] * 4 + [True] * 4
+    # A shuffled mini-batch holds rows 1, 2 (group 0, both reward 0) and row 5 (group 1): of its two groups only
+    # group 1 has zero std, so 1/2 -- the members seen alone ({0, 0} and {1}) would wrongly say 2/2.
+    rows = torch.tensor([1, 2, 5])
+    with_flags = _step([_seq_batch(groups[rows].tolist(), rewards[rows].tolist(), flags[rows])])
+    assert with_flags["zero_std_group_frac"] == pytest.approx(1 / 2)
+    seen_only = _step([_seq_batch(groups[rows].tolist(), rewards[rows].tolist(), None)])
+    assert seen_only["zero_std_group_frac"] == pytest.approx(2 / 2)  # the documented fallback
+
+
+def test_group_zero_std_nan_reward_and_bad_shapes():
+    flags = group_zero_std(torch.tensor([3, 3, 7]), torch.tensor([float("nan"), float("nan"), 2.0]))
+    assert flags.tolist() == [False, False, True]  # NaN never equals NaN: that group is not "zero std"
+    with pytest.raises(ValueError, match=r"group_ids \(2,\) and rewards \(3,\)"):
+        group_zero_std(torch.tensor([0, 1]), torch.zeros(3))

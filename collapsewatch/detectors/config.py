@@ -105,7 +105,7 @@ class EntropyConfig(Timing):
     collapse_abs: float = 0.05
     """Collapse: entropy_mean level below this many nats …"""
     collapse_frac: float = 0.1
-    """… or below this fraction of its peak level over the history."""
+    """… or below this fraction of its peak level over the history (blow-up levels excluded from the peak)."""
     blowup_factor: float = 2.0
     """Blow-up: level ≥ this × the median of entropy_mean over the history."""
     min_points: int = 20

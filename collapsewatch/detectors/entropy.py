@@ -1,6 +1,9 @@
 """Entropy collapse and blow-up on ``entropy_mean`` (nats), phases ``collapse`` and ``blowup``.
 
-* collapse (warning): level < collapse_abs, or level < collapse_frac × the peak level over the history;
+* collapse (warning): level < collapse_abs, or level < collapse_frac × the *normal peak*: the highest level
+  over the history that was not itself a blow-up (below blowup_factor × the history median). Without that
+  exclusion a blow-up to 5 nats would set the bar at 0.5 and the run's ordinary level (≈ 0.3 on the tiny
+  model, where it started) would read as a collapse once the blow-up passed;
 * blow-up (critical): level ≥ blowup_factor × the median of entropy_mean over the history.
 
 Both need min_points points in the history. The history is bounded (history_steps), so a blow-up that
@@ -32,7 +35,9 @@ class Entropy:
         if len(e) < max(c.min_points, k):
             return {}
         level = e.level(k)
-        peak, median = float(e.levels(k).max()), float(np.median(e.values))
+        levels, median = e.levels(k), float(np.median(e.values))
+        normal = levels[levels < c.blowup_factor * median] if median > 0 else levels
+        peak = float(normal.max() if len(normal) else levels.max())
         ev = {"entropy_level": level, "entropy_peak": peak, "entropy_median": median, "points": len(e)}
         verdict: Verdict = {"collapse": None, "blowup": None}
         collapse_at = max(c.collapse_abs, c.collapse_frac * peak)

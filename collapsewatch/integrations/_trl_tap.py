@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..batch import TokenBatch
+from ..batch import TokenBatch, group_zero_std
 from ..probe import ClipSpec
 
 log = logging.getLogger("collapsewatch")
@@ -143,6 +143,8 @@ class GRPOTap:
             reward = (rpf * t.reward_weights.to(rpf.device).unsqueeze(0)).nansum(dim=1)
             reward = torch.where(torch.isnan(rpf).all(dim=1), torch.full_like(reward, float("nan")), reward)
             out[KEY + "reward"] = reward[rank * B:(rank + 1) * B].to(dev)
+            whole = torch.arange(reward.shape[0], device=reward.device) // t.num_generations  # global groups
+            out[KEY + "group_zero_std"] = group_zero_std(whole, reward)[rank * B:(rank + 1) * B].to(dev)
         truncated = self._pending.get("truncated")
         if truncated is not None and len(truncated) == B:
             out[KEY + "truncated"] = torch.tensor(truncated, dtype=torch.bool, device=dev)
@@ -189,6 +191,7 @@ class GRPOTap:
             token_ids=inputs["completion_ids"], turn_ids=turn_ids_from_tool_mask(completion_mask, tool_mask),
             seq_ids=None if seq_ids is None else self._seq_ids(seq_ids, id(inputs), step), group_ids=inputs.get(KEY + "group_id"),
             rewards=inputs.get(KEY + "reward"), truncated=inputs.get(KEY + "truncated"),
+            group_zero_std=inputs.get(KEY + "group_zero_std"),
         )
 
     def _seq_ids(self, uid: Tensor, micro_batch: int, step: int) -> Tensor:

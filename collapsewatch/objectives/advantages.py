@@ -7,7 +7,7 @@ std_G is the unbiased (Bessel, n − 1) standard deviation, as both TRL (``nanst
 compute it; eps defaults to verl's 1e-6 (TRL uses 1e-4). Groups come from a ``group_ids`` (B,) tensor and need
 not be contiguous. A group whose rewards are all equal (including a group of one) has no learning signal and
 gets advantage exactly 0. Deviation from verl: verl gives a singleton group mean 0 and std 1, i.e. A = R.
-Vectorised with index_add / scatter_reduce; the only host sync is ``torch.unique`` (once per rollout batch).
+Vectorised with index_add / scatter_reduce; the only host sync is ``torch.unique``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from ..batch import group_zero_std
 
 ADVANTAGE_MODES = ("group_norm", "group_mean")
 
@@ -42,10 +44,8 @@ def group_stats(rewards: Tensor, group_ids: Tensor) -> GroupStats:
     mean = (zeros.index_add(0, inv, r) / size.clamp(min=1.0))[inv]  # (B,)
     sq_dev = zeros.index_add(0, inv, (r - mean) ** 2)  # (B,) slot → Σ (R − mean)²
     std = torch.sqrt(sq_dev / (size - 1.0).clamp(min=1.0))[inv]  # (B,) 0 for a singleton (Σ = 0)
-    r_max = torch.full_like(r, -torch.inf).scatter_reduce(0, inv, r, reduce="amax")  # (B,)
-    r_min = torch.full_like(r, torch.inf).scatter_reduce(0, inv, r, reduce="amin")  # (B,)
-    # Exact equality, not std < tol: the mean of equal floats can differ from them in the last bit.
-    zero_std = (r_max == r_min)[inv]  # (B,) bool
+    # Exact equality (max == min), not std < tol: the mean of equal floats can differ from them in the last bit.
+    zero_std = group_zero_std(group_ids, r)  # (B,) bool
     return GroupStats(mean=mean, std=std, size=size[inv], zero_std=zero_std)
 
 

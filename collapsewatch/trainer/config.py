@@ -89,7 +89,7 @@ class TrainConfig:
     stop_on: tuple[str, ...] = ()
     """Stop training when a detector enters one of these phases (e.g. accelerated_collapse, drift)."""
     progress: bool = True
-    """Show a progress bar."""
+    """Show a progress bar. New detector flags are printed (one line each, stderr) either way."""
     monitor: bool = True
     """Watch the run (off only to measure the monitor's overhead: nothing is stored)."""
 

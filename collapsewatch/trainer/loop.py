@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batch import TokenBatch
+from ..batch import TokenBatch, group_zero_std
 from ..env import EnvConfig, make_env_factory
 from ..monitor import Monitor
 from ..objectives import LossInputs, aggregate, aggregation_normalizer, compute_advantages, compute_objective
@@ -70,7 +70,7 @@ def old_logps(model: torch.nn.Module, batch: RolloutBatch, temperature: float, c
 
 def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch.Tensor, adv: torch.Tensor,
                logp_old: torch.Tensor, logp_ref: torch.Tensor | None, norm: torch.Tensor, device,
-               timings: dict[str, float]) -> TokenBatch:
+               timings: dict[str, float], zero_std: torch.Tensor) -> TokenBatch:
     """Forward, objective, aggregate, backward for one micro-batch; returns what the probe observes."""
     t0 = time.perf_counter()
     ids, attn, cols = _rows(batch, rows)
@@ -93,7 +93,7 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
     return TokenBatch(logp=logp.detach(), mask=mask, logp_old=old, logp_rollout=batch.logp_rollout[rows, cols],
                       logp_ref=ref, entropy=entropy, advantages=adv[rows], token_ids=ids[:, 1:], turn_ids=turn_ids,
                       seq_ids=rows, group_ids=batch.group_ids[rows], rewards=batch.rewards[rows].double(),
-                      truncated=batch.truncated[rows])
+                      truncated=batch.truncated[rows], group_zero_std=zero_std[rows])
 
 
 def train(cfg: TrainConfig) -> TrainResult:
@@ -140,6 +140,7 @@ def train(cfg: TrainConfig) -> TrainResult:
             rewards_seen.append(float(batch.rewards.mean()))
             # -- advantages and π_old ------------------------------------------------------------------
             adv = compute_advantages(batch.rewards.double(), batch.group_ids, cfg.advantages).float()
+            zero_std = group_zero_std(batch.group_ids, batch.rewards)  # whole groups, before mini-batch shuffling
             chunk = max(1, batch.batch_size // (cfg.mini_batches * cfg.grad_accum))
             logp_old = old_logps(policy, batch, cfg.temperature, chunk)
             logp_ref = old_logps(ref_model, batch, cfg.temperature, chunk) if ref_model is not None else None
@@ -156,7 +157,7 @@ def train(cfg: TrainConfig) -> TrainResult:
                     for i, rows in enumerate(micros):
                         with dist.no_sync(model, last=i == len(micros) - 1):
                             tb = micro_step(model, cfg, params, batch, rows, adv, logp_old, logp_ref, norm,
-                                            dist.device, timings)
+                                            dist.device, timings, zero_std)
                         t2 = time.perf_counter()
                         mon.observe(tb, step=step)
                         timings["observe"] += time.perf_counter() - t2

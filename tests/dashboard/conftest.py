@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from collapsewatch.dashboard import history, state
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 

@@ -6,6 +6,7 @@ import inspect
 
 import dash
 import pytest
+
 from collapsewatch.dashboard import app as app_module
 from collapsewatch.dashboard import create_app, ids, serve
 

@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from collapsewatch.dashboard import ids
 from collapsewatch.dashboard.live import POLL_MS
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pandas as pd
+
 from collapsewatch.dashboard import charts, tables, theme
 
 

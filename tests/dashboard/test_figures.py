@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
 from collapsewatch.dashboard import figures, theme
 from collapsewatch.dashboard.series import GL_THRESHOLD, MAX_POINTS, summarise
 

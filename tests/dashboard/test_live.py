@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from collapsewatch.dashboard import history, live, state
 from collapsewatch.dashboard.figures import TRACE_COLUMNS
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from collapsewatch.dashboard.series import complete_rows, downsample, finite_xy, last_values, merge_summaries, summarise
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from collapsewatch.dashboard import state, theme, token_view
 
 

@@ -35,3 +35,12 @@ def test_healthy_decline_and_a_one_step_spike_do_not_flag():
 def test_too_few_points_give_no_verdict():
     _, suite = feed(rows(19, entropy_mean=0.001), ONLY)  # min_points 20
     assert suite.episodes() == []
+
+
+def test_return_to_normal_after_a_blowup_is_not_a_collapse():
+    # 0.3 (normal), a blow-up to 5.0 for steps 60–99, then back to 0.3. A peak taken over every level would put the
+    # collapse bar at 0.1 · 5.0 = 0.5 > 0.3 and flag the recovery; the normal peak excludes levels ≥ 2 × median
+    # (median 0.3 → levels ≥ 0.6), so the bar stays max(0.05, 0.1 · 0.3) = 0.05 and only the blow-up is flagged.
+    data = rows(160, entropy_mean=lambda s: 5.0 if 60 <= s < 100 else 0.3)
+    _, suite = feed(data, ONLY)
+    assert [p for p, *_ in spans(suite.episodes(), "entropy")] == ["blowup"]
