@@ -176,3 +176,54 @@ def test_tokens_page_colours_tokens_and_marks_observations(site, page):
                                    .style.backgroundColor.includes('255, 202, 40')""", arg=before)
     page.wait_for_selector(f"#{ids.TK_HEATMAP} .heatmaplayer image, #{ids.TK_HEATMAP} .hm image")
     assert page.errors == []
+
+
+# -- the shipped sample runs (real trainer runs, sample_runs/store) ---------------------------------------------
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs" / "store"
+COLLAPSING_SAMPLE = "grpo-collapse"
+
+
+@pytest.fixture(scope="module")
+def sample_site(tmp_path_factory):
+    import shutil
+
+    root = tmp_path_factory.mktemp("samples") / "store"
+    shutil.copytree(SAMPLES, root)  # served from a copy: the shipped folder is never touched by a test
+    port = free_port()
+    proc = start_server(root, port)
+    yield f"http://127.0.0.1:{port}", root
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("path, ready", [
+    ("/", ".ag-row"),
+    (f"/run/{COLLAPSING_SAMPLE}", f"#{ids.OV_GRAPH} .main-svg"),
+    ("/run/grpo-healthy", f"#{ids.OV_GRAPH} .main-svg"),
+    (f"/tokens/{COLLAPSING_SAMPLE}", f"#{ids.TK_TEXT} .tok"),
+    ("/compare", f"#{ids.CMP_GRAPH} .scatterlayer .trace"),
+    ("/sql", f"#{ids.SQL_INPUT}"),
+])
+def test_sample_run_pages_load_without_console_errors(sample_site, page, path, ready):
+    page.goto(sample_site[0] + path)
+    page.wait_for_selector(ready, timeout=15_000)
+    page.wait_for_timeout(800)
+    assert page.errors == []
+
+
+def test_phase_bands_visible_on_the_collapsing_sample_run(sample_site, page):
+    from collapsewatch.store import Store
+    from collapsewatch.store.queries import run_events
+
+    base, root = sample_site
+    episodes = len(run_events(Store(root), COLLAPSING_SAMPLE))
+    assert episodes > 0, "the collapsing sample run has no detector episodes: regenerate sample_runs"
+    page.goto(f"{base}/run/{COLLAPSING_SAMPLE}")
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
+    page.wait_for_timeout(500)
+    boxes = page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.OV_GRAPH} .shapelayer path'))
+        .filter(p => (p.style.fill || '').startsWith('rgb') && p.style.fill !== 'rgba(0, 0, 0, 0)')
+        .map(p => p.getBoundingClientRect()).filter(r => r.height > 300 && r.width > 0).length""")
+    assert boxes >= episodes  # each episode is a band down the panel grid (in each panel column)
+    assert page.locator(f"#{ids.OV_GRAPH} .barlayer .point").count() == episodes  # one timeline bar each
+    assert page.errors == []

