@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/screenshots.py [--out docs/img] [--keep STORE_DIR]
 
+Then the shipped sample runs (``sample_runs/store``, real trainer runs): ``sample-*.png``.
+
 The store holds search-agent-like runs: a GRPO run that collapses (ISDD + LLD phases), a healthy LLDS run,
 an on-policy run and a run still being written. Token rows are Search-R1-style traces encoded with a
 byte-level BPE trained here (about a second), so the token page shows text with tool observations.
@@ -141,6 +143,33 @@ def shoot(url: str, out: Path) -> None:
         browser.close()
 
 
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
+
+
+def shoot_samples(url: str, out: Path) -> None:
+    """The real sample runs: the collapsing GRPO run's overview and tokens, and the four runs compared."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        page = browser.new_page(viewport={"width": 1680, "height": 1050}, device_scale_factor=1)
+        page.goto(url + "/run/grpo-collapse")
+        page.wait_for_selector("#ov-graph .main-svg")
+        page.wait_for_timeout(800)
+        page.screenshot(path=out / "sample-overview.png", full_page=True)
+        page.goto(url + "/tokens/grpo-collapse?step=190")
+        page.wait_for_selector("#tk-text .tok")
+        page.wait_for_selector("#tk-heatmap .main-svg")
+        page.wait_for_timeout(800)
+        page.screenshot(path=out / "sample-tokens.png", full_page=True)
+        page.goto(url + "/compare?runs=grpo-healthy,grpo-collapse,sapo_search,llds"
+                        "&metrics=reward_mean,entropy_mean,ratio_p05_pos,logp_old_mean_correct,truncated_frac")
+        page.wait_for_selector("#cmp-graph .scatterlayer .trace")
+        page.wait_for_timeout(800)
+        page.screenshot(path=out / "sample-compare.png", full_page=True)
+        browser.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="docs/img")
@@ -154,6 +183,12 @@ def main() -> None:
         proc, url = serve(root)
         try:
             shoot(url, out)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        proc, url = serve(SAMPLES)
+        try:
+            shoot_samples(url, out)
         finally:
             proc.terminate()
             proc.wait(timeout=10)

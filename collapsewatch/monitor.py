@@ -120,6 +120,19 @@ class Monitor:
         self._recorder.put(("observe", int(step), copy, clip))
         self._deliver()
 
+    def keep_tokenizer(self, tokenizer: Any) -> None:
+        """Save the run's tokenizer into its store folder (``<store>/<run>/tokenizer``; rank 0, once) so the
+        dashboard decodes token rows wherever the store is opened. Anything with ``save_pretrained`` (an HF
+        tokenizer or processor) works; a failure is logged and costs only the decoding."""
+        if not self.enabled or self.rank != 0 or not hasattr(tokenizer, "save_pretrained"):
+            return
+        target = self.store / self.run / "tokenizer"
+        try:
+            if not (target / "tokenizer_config.json").is_file():
+                tokenizer.save_pretrained(target)
+        except Exception as exc:  # the run goes on: the token page then shows ids
+            log.warning("collapsewatch: could not save the tokenizer into %s: %s", target, exc)
+
     def log(self, step: int, scalars: dict[str, float | int | torch.Tensor | None]) -> None:
         """Record step scalars (grad_norm, lr, loss terms ... under any key)."""
         self._check_open()

@@ -59,9 +59,19 @@ def borrow() -> Iterator[Store]:
                 s.close()
 
 
-def tokenizer_dir(config: Any) -> Path | None:
+RUN_TOKENIZER_DIRS = ("tokenizer", "checkpoint")
+"""Folders of a run (``<store>/<run>/…``) searched for a tokenizer when the config names none that exists: the
+built-in trainer saves its tokenizer into ``tokenizer/``, so a store copied to another machine still decodes."""
+
+
+def _has_tokenizer(p: Path) -> bool:
+    return (p / "tokenizer.json").is_file() or (p / "tokenizer_config.json").is_file()
+
+
+def tokenizer_dir(config: Any, run_dir: Path | None = None) -> Path | None:
     """The first directory named in a run's config (``model_path``, ``tokenizer`` … at any depth) that
-    holds a tokenizer (tokenizer.json or tokenizer_config.json)."""
+    holds a tokenizer (tokenizer.json or tokenizer_config.json); else one of ``RUN_TOKENIZER_DIRS`` in the
+    run's folder ``run_dir``."""
     found: list[Path] = []
 
     def walk(node: Any) -> None:
@@ -69,12 +79,14 @@ def tokenizer_dir(config: Any) -> Path | None:
             for k, v in node.items():
                 if isinstance(v, str) and k in TOKENIZER_KEYS:
                     p = Path(v).expanduser()
-                    if (p / "tokenizer.json").is_file() or (p / "tokenizer_config.json").is_file():
+                    if _has_tokenizer(p):
                         found.append(p)
                 else:
                     walk(v)
 
     walk(config)
+    if run_dir is not None:
+        found += [run_dir / d for d in RUN_TOKENIZER_DIRS if _has_tokenizer(run_dir / d)]
     return found[0] if found else None
 
 
@@ -95,7 +107,7 @@ def _decoder(path: str) -> Callable[[list[int]], list[str]] | None:
     return lambda ids: [hf.decode([i], skip_special_tokens=False) for i in ids]
 
 
-def decoder_for(config: Any) -> Callable[[list[int]], list[str]] | None:
-    """Token decoder of a run (from its config), or None: the page then shows token ids."""
-    d = tokenizer_dir(config)
+def decoder_for(config: Any, run_dir: Path | None = None) -> Callable[[list[int]], list[str]] | None:
+    """Token decoder of a run (from its config or its folder ``run_dir``), or None: the page then shows ids."""
+    d = tokenizer_dir(config, run_dir)
     return _decoder(str(d.resolve())) if d is not None else None

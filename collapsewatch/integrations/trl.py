@@ -130,6 +130,9 @@ class CollapsewatchCallback(TrainerCallback):
         self.monitor = Monitor(self.store, self.run, _run_config(args, model, self.config), objective=objective,
                                clip=self.clip, rank=args.process_index, world_size=args.world_size,
                                **self.monitor_kwargs)
+        tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer")
+        if tokenizer is not None:
+            self.monitor.keep_tokenizer(tokenizer)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if self.monitor is not None and logs:

@@ -98,7 +98,7 @@ def render(seq: str | None, metric: str, step: int | None, run: str):
         info = queries.run_info(s, run) or {"config": {}}
         files = history.token_index(s, run).files_for(s, step)["tokens"]
         toks = queries.sequence_tokens(s, run, step, seq_id, rank, files=files)
-    decode = state.decoder_for(info["config"])
+    decode = state.decoder_for(info["config"], state.store_path() / run)
     cells = token_view.token_cells(toks, metric, token_view.token_texts(toks["token_id"], decode))
     kind = "tok" if decode else "tok id"  # ids get a gap between them; decoded text carries its own spaces
     spans = [html.Span(c["text"], className=f"{kind} obs" if c["observation"] else kind,
@@ -106,7 +106,7 @@ def render(seq: str | None, metric: str, step: int | None, run: str):
                        **{"data-tip": c["tip"]}) for c in cells]
     n_obs = sum(c["observation"] for c in cells)
     facts = [f"step {step} · seq {seq_id} · {len(cells)} tokens ({n_obs} tool-observation) · ",
-             html.B("decoded" if decode else "token ids (no tokenizer in the run config)")]
+             html.B("decoded" if decode else "token ids (no tokenizer in the run config or the run folder)")]
     return spans or "no tokens stored for this sequence", facts, legend(metric)
 
 

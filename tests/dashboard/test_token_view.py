@@ -71,3 +71,15 @@ def test_tokenizer_found_in_nested_config_and_decodes(tmp_path):
     ids = tok.encode("Paris is")
     decode = state.decoder_for(config)
     assert "".join(decode(ids)) == "Paris is"
+
+
+def test_tokenizer_found_in_the_run_folder_when_the_config_names_none(tmp_path):
+    from collapsewatch.models.tokenizer import train_tokenizer
+
+    tok = train_tokenizer(["the capital of France is Paris"] * 20, vocab_size=300)
+    run_dir = tmp_path / "store" / "exp1"
+    tok.save_pretrained(run_dir / "tokenizer")
+    config = {"model": "builtin:tiny"}  # names no directory on this machine
+    assert state.tokenizer_dir(config) is None
+    assert state.tokenizer_dir(config, run_dir) == run_dir / "tokenizer"
+    assert "".join(state.decoder_for(config, run_dir)(tok.encode("Paris is"))) == "Paris is"

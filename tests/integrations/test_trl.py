@@ -129,6 +129,7 @@ def test_rewards_groups_and_ranks_match_trl(tmp_path):
     assert set(seqs["rank"]) == {0} and con.execute("SELECT world_size FROM runs").fetchone() == (1,)
     assert seqs["seq_id"].is_unique and len(seqs) == 2 * n_gen
     assert (seqs.groupby("group_id").size() == trainer.num_generations).all()
+    assert (store / "seqs" / "tokenizer" / "tokenizer_config.json").is_file()  # kept for the dashboard
     reward_logged = _trl_logged(store, "seqs", "reward")  # logged at the step whose first micro-step generated
     ours = seqs.groupby(seqs["seq_id"] // n_gen)["reward"].mean()
     np.testing.assert_allclose(ours.to_numpy(), reward_logged.loc[[1, 3]].to_numpy(), atol=TOL)

@@ -33,6 +33,7 @@ def test_train_writes_steps_sequences_tokens_and_resumes(store):
     assert on_policy[0] is True or on_policy[0] is False  # step 0 may be exactly on-policy (r ≡ 1)
     assert con.execute("SELECT grad_norm IS NOT NULL, lr FROM steps WHERE step = 2").fetchone() == (True, cfg.lr)
     assert con.execute("SELECT status, objective FROM runs").fetchone() == ("finished", "grpo")
+    assert (store / "e2e" / "tokenizer" / "tokenizer.json").is_file()  # the dashboard decodes tokens from it
     # resume continues the step count from the checkpoint
     cfg2 = load_config(overrides=SMALL, steps=5, store=str(store), run="e2e", progress=False, resume=True)
     assert train(cfg2).steps == 5
