@@ -178,7 +178,9 @@ def sample_runs(folder: Path) -> None:
         df = connect(store).execute("SELECT * FROM steps ORDER BY run, rank, step").df()
         for key, events in detect_each(df).items():
             flags = [e for e in events if e.severity in FLAG]
-            print(f"- {store.name} {key}: {len(df)} step rows, {len(events)} episodes, {len(flags)} flags")
+            run, rank = key
+            n = int(((df["run"] == run) & (df["rank"] == rank)).sum())
+            print(f"- {store.name} {run} (rank {rank}): {n} step rows, {len(events)} episodes, {len(flags)} flags")
             for e in events:
                 print(f"    {e.detector}/{e.phase} steps {e.step_start}–{e.step_end} {e.severity}: {e.message}")
 

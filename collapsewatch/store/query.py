@@ -9,6 +9,7 @@ flushes after ``connect`` are visible to the next query. All SQL of the package 
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -17,6 +18,10 @@ import pandas as pd
 from ..catalogue import LOGGED_SCALARS
 from .migrations import TABLES
 from .writer import check_run_name, ensure_schema
+
+# duckdb's DataFrame export calls DataFrame.drop(inplace=True), which pandas ≥ 3.1 deprecates: noise a user of
+# ``.df()`` cannot act on. Matched on the message only, so every other warning still shows.
+warnings.filterwarnings("ignore", message="The inplace keyword in DataFrame.drop is deprecated")
 
 ALLOWED_STATEMENTS = {"SELECT", "EXPLAIN"}
 RETRIES = 3  # a segment compacted away between glob expansion and read: retry the query
