@@ -160,9 +160,9 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="trainer_s
 @friendly
 def demo(store: Annotated[Path, typer.Option(help="Store for the demo run.")] = Path("demo_runs"),
          steps: Annotated[int, typer.Option(help="Training steps.")] = 30,
-         serve_dash: Annotated[bool, typer.Option("--dash/--no-dash", help="Serve the dashboard after.")] = True,
+         serve_dash: Annotated[bool, typer.Option("--dash/--no-dash", help="Serve the dashboard (live while the run trains, and after).")] = True,
          port: Annotated[int, typer.Option(help="Dashboard port.")] = 8050) -> None:
-    """A short real training run with the monitor, then the dashboard on it (and the sample runs)."""
+    """A short real training run with the monitor, watched live on the dashboard (with the sample runs)."""
     from .demo import run_demo
 
     run_demo(store, steps=steps, serve=serve_dash, port=port)

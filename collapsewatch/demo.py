@@ -1,4 +1,4 @@
-"""`collapsewatch demo` / `make demo`: a short real training run with the monitor, then the dashboard.
+"""`collapsewatch demo` / `make demo`: a short real training run with the monitor, watched live on the dashboard.
 
 The shipped sample runs (``sample_runs/``: healthy, collapsing, SAPO-search, LLDS) are copied into the demo
 store next to the fresh run, so the dashboard has something to compare against at once.
@@ -7,6 +7,10 @@ store next to the fresh run, so the dashboard has something to compare against a
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 SAMPLE_RUNS = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
@@ -27,7 +31,28 @@ def copy_sample_runs(store: Path) -> list[str]:
     return copied
 
 
+def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: float = 60.0) -> subprocess.Popen:
+    """Serve the dashboard of ``store`` in a child process (so training keeps this process's cores and GIL) and
+    wait until it answers; raises RuntimeError with the server's last output if it does not."""
+    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(store), "--host", host,
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://{host}:{port}/", timeout=1)
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace")[-1500:] if proc.stderr else ""
+                raise RuntimeError(f"the dashboard did not start on {host}:{port}:\n{err}") from None
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"the dashboard did not answer on {host}:{port} within {timeout:.0f} s")
+
+
 def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050) -> None:
+    """Copy the sample runs into ``store``, serve the dashboard (live) and train ``demo-grpo`` with the monitor;
+    the dashboard stays up after training until Ctrl-C."""
     from .store.writer import ensure_schema
     from .trainer.config import load_config
     from .trainer.loop import train
@@ -41,12 +66,20 @@ def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050)
     cfg = load_config(steps=steps, store=str(store), run="demo-grpo", objective="grpo")
     if (store / cfg.run_name).exists():
         shutil.rmtree(store / cfg.run_name)  # a fresh demo run each time
-    print(f"training {cfg.run_name}: {steps} steps of GRPO on the built-in tiny model (CPU) …")
-    result = train(cfg)
-    print(f"done: {result.steps} steps. Query it:  collapsewatch sql {store} \"select step, reward_mean, "
-          f"ratio_p05_pos from steps where run = '{result.run}' order by step\"")
-    if serve:
-        from collapsewatch.dashboard.app import serve as serve_dash
-
-        print(f"dashboard: http://127.0.0.1:{port}  (Ctrl-C to stop)")
-        serve_dash(str(store), host="127.0.0.1", port=port)
+    dash = start_dashboard(store, port) if serve else None
+    try:
+        if dash is not None:
+            print(f"dashboard: http://127.0.0.1:{port}/run/{cfg.run_name}  (live: it follows the run as it trains)")
+        print(f"training {cfg.run_name}: {steps} steps of GRPO on the built-in tiny model (CPU) …")
+        result = train(cfg)
+        print(f"done: {result.steps} steps. Query it:  collapsewatch sql {store} \"select step, reward_mean, "
+              f"ratio_p05_pos from steps where run = '{result.run}' order by step\"")
+        if dash is not None:
+            print(f"dashboard still at http://127.0.0.1:{port}  (Ctrl-C to stop)")
+            dash.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if dash is not None and dash.poll() is None:
+            dash.terminate()
+            dash.wait(timeout=10)

@@ -1,8 +1,10 @@
 """Learning is real: GRPO from the warm-started tiny model raises its success rate on the questions it trains on.
 
 Sizes chosen so the effect dwarfs the noise: 8 training questions, 20 optimizer steps at lr 5e-4 (fixed seed).
-Measured while writing this test: success 0.477 → 0.773 (16 samples per question); the evaluation below
-uses 8 samples per question (64 episodes, standard error ≈ 0.06) and asks for a gain of at least 0.1.
+The evaluation uses 8 samples per question (64 episodes, standard error ≈ 0.06) and asks for a gain of at least
+0.1. Flakiness: the trainer is deterministic on CPU for a fixed seed and thread count, so the outcome can only
+move with the torch build or the threads; ``bench/learning_seeds.py`` runs this recipe under training seeds
+0–3 and measured 0.469 → 0.906 / 0.922 / 0.938 / 0.938 (gains 0.44–0.47, > 4 × the threshold).
 """
 
 from __future__ import annotations

@@ -1,0 +1,48 @@
+"""`make demo`'s main job end to end: `collapsewatch demo` serves the dashboard, trains under it, keeps serving."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from collapsewatch import connect
+from collapsewatch.demo import SAMPLE_RUNS
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_demo_serves_the_dashboard_while_it_trains_then_keeps_serving(tmp_path):
+    port, store = _free_port(), tmp_path / "demo"
+    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "demo", "--store", str(store), "--steps", "2",
+                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            lines.append(proc.stdout.readline())
+            if lines[-1].startswith("dashboard still at"):
+                break
+        assert lines and lines[-1].startswith("dashboard still at"), "".join(lines)
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/run/demo-grpo", timeout=10).read().decode()
+        assert "collapsewatch" in page.lower()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+    out = "".join(lines)
+    assert out.index(f"dashboard: http://127.0.0.1:{port}/run/demo-grpo") < out.index("training demo-grpo")
+    assert out.index("training demo-grpo") < out.index("done: 2 steps")  # the dashboard was up during training
+    con = connect(store)
+    assert con.execute("SELECT count(*) FROM steps WHERE run = 'demo-grpo'").fetchone() == (2,)
+    samples = {p.name for p in SAMPLE_RUNS.iterdir() if (p / "runs").is_dir() and not p.name.startswith("_")}
+    assert samples and samples <= {r for (r,) in con.execute("SELECT run FROM runs").fetchall()}
+    with socket.socket() as s:  # the dashboard process is gone with the demo: its port is free again
+        s.bind(("127.0.0.1", port))
