@@ -14,15 +14,13 @@ from __future__ import annotations
 import argparse
 import socket
 import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+from collapsewatch.demo import start_dashboard
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -90,17 +88,7 @@ def serve(root: Path) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(root), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(url, timeout=1)
-            return proc, url
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("server did not start")
+    return start_dashboard(root, port), f"http://127.0.0.1:{port}"
 
 
 def shoot(url: str, out: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -33,9 +34,11 @@ def copy_sample_runs(store: Path) -> list[str]:
 
 def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: float = 60.0) -> subprocess.Popen:
     """Serve the dashboard of ``store`` in a child process (so training keeps this process's cores and GIL) and
-    wait until it answers; raises RuntimeError with the server's last output if it does not."""
+    wait until it answers; raises RuntimeError with the server's last output if it does not. The server's log
+    goes to an unnamed temporary file, never a pipe: a pipe nobody reads would fill up and block it."""
+    log_file = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(store), "--host", host,
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             "--port", str(port)], stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -43,7 +46,8 @@ def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: fl
             return proc
         except OSError:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace")[-1500:] if proc.stderr else ""
+                log_file.seek(0)
+                err = log_file.read().decode(errors="replace")[-1500:]
                 raise RuntimeError(f"the dashboard did not start on {host}:{port}:\n{err}") from None
             time.sleep(0.3)
     proc.kill()

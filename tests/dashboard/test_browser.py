@@ -3,12 +3,8 @@ over a temporary store (one finished collapsing run, one on-policy run, one run 
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,6 +12,7 @@ import pytest
 from collapsewatch.dashboard import ids
 from collapsewatch.dashboard.live import POLL_MS
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+from collapsewatch.demo import start_dashboard
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"
@@ -34,22 +31,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(store: Path, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(store), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read().decode()[-2000:]) from None
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("dashboard server did not start within 30 s")
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser-store")
@@ -60,7 +41,7 @@ def site(tmp_path_factory):
     writer = SyntheticRun(root, "live", n_steps=200, shape=SHAPE, collapse=False, heartbeat_s=3600, flush_every=5)
     writer.write(until=30)
     port = free_port()
-    proc = start_server(root, port)
+    proc = start_dashboard(root, port)
     yield f"http://127.0.0.1:{port}", writer
     proc.terminate()
     proc.wait(timeout=10)
@@ -190,7 +171,7 @@ def sample_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("samples") / "store"
     shutil.copytree(SAMPLES, root)  # served from a copy: the shipped folder is never touched by a test
     port = free_port()
-    proc = start_server(root, port)
+    proc = start_dashboard(root, port)
     yield f"http://127.0.0.1:{port}", root
     proc.terminate()
     proc.wait(timeout=10)
