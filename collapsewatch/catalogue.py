@@ -117,7 +117,9 @@ STEP_METRICS: tuple[Metric, ...] = (
     _m("reward_mean", "step", "mean reward", "all sequences"),
     _m("reward_std", "step", "std reward (population)", "all sequences"),
     _m("correct_frac", "step", "share of correct sequences", "all sequences"),
-    _m("zero_std_group_frac", "step", "share of groups whose rewards all equal (no signal)", "groups"),
+    _m("zero_std_group_frac", "step",
+       "share of the step's groups whose G responses all got equal rewards (no signal), judged on the whole "
+       "group (TokenBatch.group_zero_std), else on the members in the step", "groups"),
     _m("response_length_mean", "step", "mean n_model_tokens", "all sequences", "tokens"),
     _m("truncated_frac", "step", "share of truncated sequences", "all sequences"),
     _m("repeat_frac_max", "step", "max over sequences of repeat_frac_max", "all sequences"),
