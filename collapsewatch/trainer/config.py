@@ -113,8 +113,11 @@ class TrainConfig:
             raise ValueError(f"advantages: unknown {self.advantages!r}; known: group_norm, group_mean")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype: {self.dtype!r} is not float32 or bfloat16")
-        if not (self.lr > 0 and self.temperature > 0 and 0 < self.top_p <= 1 and self.max_grad_norm > 0):
-            raise ValueError("lr, temperature, max_grad_norm must be > 0 and top_p in (0, 1]")
+        for name in ("lr", "temperature", "max_grad_norm"):
+            if not getattr(self, name) > 0:  # NaN fails too
+                raise ValueError(f"{name}: must be > 0, got {getattr(self, name)}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p: must be in (0, 1], got {self.top_p}")
 
     @property
     def run_name(self) -> str:

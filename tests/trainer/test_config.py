@@ -27,6 +27,10 @@ def test_toml_then_set_then_kwargs(tmp_path):
     ("aggregation=dapo", "aggregation: unknown 'dapo'"),
     ("nonsense=3", "unknown config field(s) ['nonsense']"),
     ("dtype=float8", "dtype"),
+    ("lr=-1e-4", "lr: must be > 0, got -0.0001"),
+    ("temperature=0", "temperature: must be > 0"),
+    ("max_grad_norm=nan", "max_grad_norm: must be > 0, got nan"),
+    ("top_p=1.5", "top_p: must be in (0, 1], got 1.5"),
 ])
 def test_invalid_values_name_the_field(override, needle):
     with pytest.raises(ValueError) as e:
