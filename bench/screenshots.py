@@ -151,7 +151,7 @@ def shoot_samples(url: str, out: Path) -> None:
         page.wait_for_timeout(800)
         page.screenshot(path=out / "sample-tokens.png", full_page=True)
         page.goto(url + "/compare?runs=grpo-healthy,grpo-collapse,sapo_search,llds"
-                        "&metrics=reward_mean,entropy_mean,ratio_p05_pos,logp_old_mean_correct,truncated_frac")
+                        "&metrics=reward_mean,entropy_mean,ratio_p05_pos,logp_old_mean_correct,truncated_frac&smooth=16")
         page.wait_for_selector("#cmp-graph .scatterlayer .trace")
         page.wait_for_timeout(800)
         page.screenshot(path=out / "sample-compare.png", full_page=True)

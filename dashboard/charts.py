@@ -14,8 +14,21 @@ from .series import GL_THRESHOLD, downsample, finite_xy
 PANEL_PX = 210
 
 
-def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str]) -> go.Figure:
-    """One panel per metric (stacked, one step axis), one colour per run (the same in every panel)."""
+SMOOTHING = (1, 8, 16, 32)
+"""Trailing-mean windows (steps) the compare page offers; 1 = raw."""
+
+
+def trailing_mean(x: np.ndarray, y: np.ndarray, window: int) -> np.ndarray:
+    """Mean of each point and the ``window`` − 1 finite points before it (fewer at the start) of a series
+    sorted by step: the same smoothing as ``make_sample_runs.py``'s summaries, without dropping the start."""
+    if window <= 1 or len(y) == 0:
+        return y
+    return pd.Series(y, index=x).rolling(window, min_periods=1).mean().to_numpy()
+
+
+def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth: int = 1) -> go.Figure:
+    """One panel per metric (stacked, one step axis), one colour per run (the same in every panel). With
+    ``smooth`` > 1 each run is its trailing mean over ``smooth`` steps, drawn over the faint raw series."""
     if not runs or not metrics:
         return go.Figure(layout=theme.message_figure_layout("pick runs and metrics to compare", 360))
     n = len(metrics)
@@ -33,15 +46,24 @@ def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str]) -> go.
         layout[f"yaxis{suffix}"] = theme.axis(domain=[max(0.0, round(top - h, 6)), min(1.0, round(top, 6))],
                                               anchor=f"x{suffix}", nticks=5)
         unit = f" ({info[metric].unit})" if metric in info and info[metric].unit else ""
-        annotations.append(dict(text=f"<b>{metric}</b>{unit}", xref="paper", yref="paper", x=0, y=top,
+        label = f" · {smooth}-step trailing mean" if smooth > 1 else ""
+        annotations.append(dict(text=f"<b>{metric}</b>{unit}{label}", xref="paper", yref="paper", x=0, y=top,
                                 xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11)))
         for j, run in enumerate(runs):
-            x, y = downsample(*finite_xy(df[df["run"] == run], metric))
+            x, y = finite_xy(df[df["run"] == run], metric)
+            colour = theme.CYCLE[j % len(theme.CYCLE)]
+            axes = dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
+            if smooth > 1:  # the raw series stays visible (faint), so smoothing never hides a spike
+                rx, ry = downsample(x, y)
+                kind = go.Scattergl if len(rx) > GL_THRESHOLD else go.Scatter
+                traces.append(kind(x=rx, y=ry, name=f"{run} (raw)", legendgroup=run, showlegend=False,
+                                   mode="lines", line=dict(color=colour, width=1), opacity=0.25, hoverinfo="skip",
+                                   **axes))
+            x, y = downsample(x, trailing_mean(x, y, smooth))
             kind = go.Scattergl if len(x) > GL_THRESHOLD else go.Scatter
             traces.append(kind(x=x, y=y, name=run, legendgroup=run, showlegend=i == 0, mode="lines",
-                               line=dict(color=theme.CYCLE[j % len(theme.CYCLE)], width=1.6),
-                               xaxis=f"x{suffix}", yaxis=f"y{suffix}",
-                               hovertemplate=f"{run}: %{{y:.4g}}<extra></extra>"))
+                               line=dict(color=colour, width=1.6), hovertemplate=f"{run}: %{{y:.4g}}<extra></extra>",
+                               **axes))
     layout["annotations"] = annotations
     layout["legend"] = dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom", font=dict(size=11),
                             bgcolor="rgba(0,0,0,0)")

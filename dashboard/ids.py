@@ -30,6 +30,7 @@ TK_HEATMAP = "tk-heatmap"
 CMP_RUNS = "cmp-runs"
 CMP_METRICS = "cmp-metrics"
 CMP_GRAPH = "cmp-graph"
+CMP_SMOOTH = "cmp-smooth"
 
 # SQL console
 SQL_INPUT = "sql-input"

@@ -17,11 +17,12 @@ DEFAULT_METRICS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "ent
 NUMERIC = [c for c in ALL_STEP_COLUMNS if by_name("step")[c].dtype in ("DOUBLE", "INTEGER", "BIGINT")]
 
 
-def layout(runs: str | None = None, metrics: str | None = None, **_: str) -> html.Div:
+def layout(runs: str | None = None, metrics: str | None = None, smooth: str | None = None, **_: str) -> html.Div:
     with state.borrow() as s:
         names = queries.run_names(s)
     chosen = [r for r in runs.split(",") if r in names] if runs else names[:3]
     picked = [m for m in metrics.split(",") if m in NUMERIC] if metrics else list(DEFAULT_METRICS)
+    window = int(smooth) if smooth and smooth.isdigit() and int(smooth) in charts.SMOOTHING else 1
     return html.Div([
         html.Div(className="bar", children=[
             html.H2("Compare"),
@@ -29,19 +30,24 @@ def layout(runs: str | None = None, metrics: str | None = None, **_: str) -> htm
                          style={"minWidth": 380}),
             dcc.Dropdown(id=ids.CMP_METRICS, options=NUMERIC, value=picked, multi=True, placeholder="metrics",
                          style={"minWidth": 520}),
+            dcc.Dropdown(id=ids.CMP_SMOOTH, value=window, clearable=False, style={"minWidth": 190},
+                         options=[{"label": "raw" if w == 1 else f"{w}-step mean", "value": w}
+                                  for w in charts.SMOOTHING]),
         ]),
         dcc.Graph(id=ids.CMP_GRAPH, config={"displaylogo": False}, className="card"),
     ])
 
 
-@callback(Output(ids.CMP_GRAPH, "figure"), Input(ids.CMP_RUNS, "value"), Input(ids.CMP_METRICS, "value"))
-def draw(runs: list[str] | None, metrics: list[str] | None):
+@callback(Output(ids.CMP_GRAPH, "figure"), Input(ids.CMP_RUNS, "value"), Input(ids.CMP_METRICS, "value"),
+          Input(ids.CMP_SMOOTH, "value"))
+def draw(runs: list[str] | None, metrics: list[str] | None, smooth: int | None = 1):
     runs, metrics = runs or [], [m for m in (metrics or []) if m in NUMERIC]
+    smooth = smooth if smooth in charts.SMOOTHING else 1
     if not runs or not metrics:
         return charts.compare_figure(pd.DataFrame(), runs, metrics)
     with state.borrow() as s:
         df = _rows(s, runs, metrics)
-    return charts.compare_figure(df, runs, metrics)
+    return charts.compare_figure(df, runs, metrics, smooth)
 
 
 def _rows(s, runs: list[str], metrics: list[str]) -> pd.DataFrame:

@@ -183,6 +183,7 @@ def sample_site(tmp_path_factory):
     ("/run/grpo-healthy", f"#{ids.OV_GRAPH} .main-svg"),
     (f"/tokens/{COLLAPSING_SAMPLE}", f"#{ids.TK_TEXT} .tok"),
     ("/compare", f"#{ids.CMP_GRAPH} .scatterlayer .trace"),
+    ("/compare?runs=grpo-healthy,grpo-collapse&smooth=16", f"#{ids.CMP_GRAPH} .scatterlayer .trace"),
     ("/sql", f"#{ids.SQL_INPUT}"),
 ])
 def test_sample_run_pages_load_without_console_errors(sample_site, page, path, ready):

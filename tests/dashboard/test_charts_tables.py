@@ -22,6 +22,18 @@ def test_compare_one_panel_per_metric_one_colour_per_run():
     assert "pick runs" in charts.compare_figure(df, [], []).layout.annotations[0].text
 
 
+def test_compare_smoothing_is_a_trailing_mean_over_the_faint_raw_series():
+    # run a: 0, 4, 8, NaN, 0 at steps 0–4; a 2-step trailing mean over the finite points (steps 0, 1, 2, 4):
+    # [0, (0+4)/2, (4+8)/2, (8+0)/2] = [0, 2, 6, 4] -- the NULL step is skipped, not averaged as 0
+    df = pd.DataFrame({"run": ["a"] * 5, "step": [0, 1, 2, 3, 4], "reward_mean": [0.0, 4.0, 8.0, np.nan, 0.0]})
+    fig = charts.compare_figure(df, ["a"], ["reward_mean"], smooth=2)
+    raw, smooth = fig.data
+    assert list(raw.y) == [0.0, 4.0, 8.0, 0.0] and raw.opacity == 0.25 and raw.showlegend is False
+    assert list(smooth.x) == [0, 1, 2, 4] and list(smooth.y) == [0.0, 2.0, 6.0, 4.0]
+    assert "2-step trailing mean" in fig.layout.annotations[0].text
+    assert len(charts.compare_figure(df, ["a"], ["reward_mean"]).data) == 1  # smooth=1: the raw series only
+
+
 def test_sql_chart_kinds():
     df = pd.DataFrame({"step": [2, 1, 3], "v": [20.0, 10.0, 30.0], "name": ["x", "y", "z"]})
     line = charts.sql_chart(df, "step", ["v"], "line")
