@@ -145,7 +145,7 @@ def shoot_samples(url: str, out: Path) -> None:
         page.wait_for_selector("#ov-graph .main-svg")
         page.wait_for_timeout(800)
         page.screenshot(path=out / "sample-overview.png", full_page=True)
-        page.goto(url + "/tokens/grpo-collapse?step=190")
+        page.goto(url + "/tokens/grpo-collapse?step=180&seq=61")  # a degenerate, truncated response
         page.wait_for_selector("#tk-text .tok")
         page.wait_for_selector("#tk-heatmap .main-svg")
         page.wait_for_timeout(800)

@@ -38,13 +38,15 @@ def layout(run: str | None = None, step: str | None = None, seq: str | None = No
     steps = _token_steps(run)
     values = [o["value"] for o in steps]
     chosen = int(step) if step is not None and step.isdigit() and int(step) in values else (values[-1] if values else None)
+    # the options of the chosen step come with the page, so a sequence named in the URL shows as picked
+    seq_options, seq_value = _seq_options(run, chosen, f"0:{seq}" if seq and seq.isdigit() else seq)
     return html.Div([
         html.Div(className="bar", children=[
             run_picker(ids.TK_RUN, run),
             dcc.Dropdown(id=ids.TK_STEP, options=steps, value=chosen, clearable=False, placeholder="step",
                          style={"width": 200}),
-            dcc.Dropdown(id=ids.TK_SEQ, options=[], value=f"0:{seq}" if seq and seq.isdigit() else seq,
-                         clearable=False, placeholder="sequence", style={"width": 340}),
+            dcc.Dropdown(id=ids.TK_SEQ, options=seq_options, value=seq_value, clearable=False,
+                         placeholder="sequence", style={"width": 340}),
             dcc.RadioItems(id=ids.TK_METRIC, options=[{"label": v, "value": k} for k, v in token_view.METRICS.items()],
                            value=metric if metric in token_view.METRICS else "ratio", inline=True,
                            className="radio-inline"),
@@ -77,6 +79,11 @@ def step_from_heatmap(click: dict | None, options: list[dict]):
 @callback(Output(ids.TK_SEQ, "options"), Output(ids.TK_SEQ, "value"), Input(ids.TK_STEP, "value"),
           State(ids.TK_RUN, "value"), State(ids.TK_SEQ, "value"))
 def sequences(step: int | None, run: str, current: str | None):
+    return _seq_options(run, step, current)
+
+
+def _seq_options(run: str, step: int | None, current: str | None) -> tuple[list[dict], str | None]:
+    """The sequence picker's options at ``step`` and its value: ``current`` if stored there, else the first."""
     if step is None:
         return [], None
     with state.borrow() as s:

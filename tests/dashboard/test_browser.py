@@ -209,3 +209,19 @@ def test_phase_bands_visible_on_the_collapsing_sample_run(sample_site, page):
     assert boxes >= episodes  # each episode is a band down the panel grid (in each panel column)
     assert page.locator(f"#{ids.OV_GRAPH} .barlayer .point").count() == episodes  # one timeline bar each
     assert page.errors == []
+
+
+def test_sample_tokens_page_opens_the_sequence_named_in_the_url_decoded(sample_site, page):
+    from collapsewatch import connect
+
+    base, root = sample_site
+    step, seq = connect(root).execute(  # the last stored sequence of the collapsing run (not the first: default)
+        f"SELECT step, max(seq_id) FROM tokens WHERE run = '{COLLAPSING_SAMPLE}' GROUP BY step ORDER BY step DESC "
+        "LIMIT 1").fetchone()
+    page.goto(f"{base}/tokens/{COLLAPSING_SAMPLE}?step={step}&seq={seq}")
+    page.wait_for_selector(f"#{ids.TK_TEXT} .tok")
+    page.wait_for_timeout(500)
+    assert f"seq {seq} " in page.inner_text(f"#{ids.TK_SEQ}")  # the picker shows it, not its placeholder
+    info = page.inner_text(f"#{ids.TK_SEQ_INFO}")
+    assert f"step {step} · seq {seq}" in info and "decoded" in info  # tokenizer kept in the run folder
+    assert page.errors == []
