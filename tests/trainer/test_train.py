@@ -60,3 +60,18 @@ def test_two_gloo_ranks_write_their_own_rows(store, tmp_path):
     con = connect(store)
     assert con.execute("SELECT rank, count(*) FROM steps GROUP BY rank ORDER BY rank").fetchall() == [(0, 2), (1, 2)]
     assert con.execute("SELECT world_size, ranks_seen, status FROM runs").fetchone() == (2, 2, "finished")
+
+
+def test_bfloat16_policy_trains_and_is_monitored(store):
+    """The dtype GPU runs use, on CPU: weights in bf16, log-probs and the loss in fp32 (forward_logps)."""
+    cfg = load_config(overrides=SMALL, steps=2, store=str(store), run="bf16", progress=False, dtype="bfloat16")
+    assert train(cfg).steps == 2
+    row = connect(store).execute("SELECT count(*), bool_and(grad_norm IS NOT NULL), bool_and(entropy_mean > 0), "
+                                 "bool_and(is_log_ratio_abs_mean IS NOT NULL) FROM steps WHERE run = 'bf16'").fetchone()
+    assert row == (2, True, True, True)
+    import torch
+
+    from collapsewatch.models import load_policy
+
+    saved = load_policy(str(store / "bf16" / "checkpoint"))  # loaded as fp32: every weight must be a bf16 value
+    assert all(torch.equal(p.detach(), p.detach().bfloat16().float()) for p in saved.model.parameters())
