@@ -70,7 +70,7 @@ def old_logps(model: torch.nn.Module, batch: RolloutBatch, temperature: float, c
 
 def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch.Tensor, adv: torch.Tensor,
                logp_old: torch.Tensor, logp_ref: torch.Tensor | None, norm: torch.Tensor, device,
-               timings: dict[str, float], zero_std: torch.Tensor) -> TokenBatch:
+               zero_std: torch.Tensor, timings: dict[str, float]) -> TokenBatch:
     """Forward, objective, aggregate, backward for one micro-batch; returns what the probe observes."""
     t0 = time.perf_counter()
     ids, attn, cols = _rows(batch, rows)
@@ -158,7 +158,7 @@ def train(cfg: TrainConfig) -> TrainResult:
                     for i, rows in enumerate(micros):
                         with dist.no_sync(model, last=i == len(micros) - 1):
                             tb = micro_step(model, cfg, params, batch, rows, adv, logp_old, logp_ref, norm,
-                                            dist.device, timings, zero_std)
+                                            dist.device, zero_std, timings)
                         t2 = time.perf_counter()
                         mon.observe(tb, step=step)
                         timings["observe"] += time.perf_counter() - t2
