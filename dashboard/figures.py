@@ -37,6 +37,7 @@ class Panel:
     log_y: bool = False
     ref_y: float | None = None
     right_format: str = ""     # tick format of the right-hand axis ("" = no right axis)
+    right_range: tuple[float, float] | None = None  # fixed range of the right axis (shares: 0…1)
 
 
 def _fan(sign: str) -> tuple[Series, ...]:
@@ -64,10 +65,10 @@ PANELS: tuple[Panel, ...] = (
     Panel("grad", "grad norm (pre-clip)", (Series("grad_norm", "grad norm"),), log_y=True),
     Panel("length", "response length", (Series("response_length_mean", "mean tokens"),
                                         Series("truncated_frac", "truncated", dash="dot", right=True)),
-          right_format=".0%"),
+          right_format=".0%", right_range=(0.0, 1.02)),
     Panel("mismatch", "train–inference mismatch", (Series("is_log_ratio_abs_mean", "|is_log_ratio| mean"),
                                                    Series("is_ess", "IS ESS", dash="dot", right=True)),
-          right_format=".3f"),
+          right_format=".1f", right_range=(0.0, 1.02)),  # ESS / n ∈ (0, 1]: a healthy run sits on 1
 )
 
 COLUMNS: tuple[str, ...] = tuple(s.column for p in PANELS for s in p.series) + ("on_policy",)
@@ -118,8 +119,9 @@ def _layout() -> dict[str, Any]:
         lay[ya] = theme.axis(domain=cell["yd"], anchor=cell["x"], nticks=5, **log)
         if panel.key in GRID["right_axis"]:
             ra = "yaxis" + GRID["right_axis"][panel.key][1:]
+            fixed = dict(range=list(panel.right_range), autorange=False) if panel.right_range else {}
             lay[ra] = theme.axis(overlaying=cell["y"], side="right", anchor=cell["x"], showgrid=False, nticks=4,
-                                 tickformat=panel.right_format)
+                                 tickformat=panel.right_format, **fixed)
     return lay
 
 

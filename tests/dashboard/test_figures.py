@@ -120,3 +120,13 @@ def test_extension_gives_new_points_per_trace():
     assert 0 not in ext  # the timeline is not a step series
     assert ext[figures.TRACE_COLUMNS.index("grad_norm")] == ([7, 9], [0.5, 0.5])
     assert ext[figures.TRACE_COLUMNS.index("ratio_p50_pos")][0] == [7, 8, 9]
+
+
+def test_share_axes_on_the_right_are_fixed_to_zero_one():
+    # truncated_frac and is_ess (ESS / n) are shares in [0, 1]: a fixed 0…1.02 axis, so a healthy IS ESS of
+    # 0.9999997 reads as "on 1", not as a zoomed-in wiggle with repeated "1.000" tick labels
+    df = _steps(30, is_ess=np.linspace(0.9999990, 1.0, 30))
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))
+    for column in ("truncated_frac", "is_ess"):
+        axis = fig["layout"]["yaxis" + _trace(fig, column)["yaxis"][1:]]
+        assert axis["side"] == "right" and axis["range"] == [0.0, 1.02] and axis["autorange"] is False
