@@ -119,7 +119,8 @@ def _layout() -> dict[str, Any]:
         lay[ya] = theme.axis(domain=cell["yd"], anchor=cell["x"], nticks=5, **log)
         if panel.key in GRID["right_axis"]:
             ra = "yaxis" + GRID["right_axis"][panel.key][1:]
-            fixed = dict(range=list(panel.right_range), autorange=False) if panel.right_range else {}
+            fixed = (dict(range=list(panel.right_range), autorange=False, tickvals=[0.0, 0.5, 1.0])
+                     if panel.right_range else {})
             lay[ra] = theme.axis(overlaying=cell["y"], side="right", anchor=cell["x"], showgrid=False, nticks=4,
                                  tickformat=panel.right_format, **fixed)
     return lay
