@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -34,8 +35,9 @@ def train_command(
     from .loop import train
 
     result = train(cfg)
-    typer.echo(f"run {result.run}: {result.steps} steps" + (" (stopped by a detector)" if result.stopped_early
-                                                            else ""))
+    if os.environ.get("RANK", "0") == "0":  # torchrun: one summary line, from rank 0
+        typer.echo(f"run {result.run}: {result.steps} steps" + (" (stopped by a detector)" if result.stopped_early
+                                                                else ""))
 
 
 def _check_store(store: str) -> None:
