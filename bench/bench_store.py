@@ -7,6 +7,9 @@ conversion with the schema, the sequences/steps segments and the atomic renames.
 (schema files) is excluded and printed separately.
 
     python -m bench.bench_store [--B 64] [--T 512] [--steps 10] [--repeats 3]
+
+Last line: the cost of one live-compaction merge (``StoreWriter.compact_every``) of those per-step token segments
+into one, against the bare write of the same rows.
 """
 
 from __future__ import annotations
@@ -47,6 +50,22 @@ def bare_run(d: str, tables: list) -> float:
     return time.perf_counter() - t0
 
 
+def merge_run(d: str, tables: list) -> float:
+    from collapsewatch.store.writer import merge_segments
+
+    folder = Path(d) / "merge"
+    folder.mkdir()
+    files = []
+    for i, t in enumerate(tables):
+        files.append(folder / f"r0-{i:06d}-x.parquet")
+        pq.write_table(t, files[-1], compression="zstd")
+    t0 = time.perf_counter()
+    merged = merge_segments("tokens", files, 0)
+    took = time.perf_counter() - t0
+    assert pq.read_metadata(merged).num_rows == sum(t.num_rows for t in tables)
+    return took
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--B", type=int, default=64)
@@ -56,7 +75,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     b = batch(args.B, args.T)
-    rec, bare, setup = [], [], []
+    rec, bare, setup, merge = [], [], [], []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as d:
             t, t_setup, rows = recorder_run(d, b, args.steps)
@@ -65,6 +84,7 @@ def main() -> None:
             files = sorted((Path(d) / "w" / "tokens").glob("*.parquet"))
             tables = [pq.read_table(f) for f in files]  # exactly the rows the recorder wrote, one per step
             bare.append(bare_run(d, tables))
+            merge.append(merge_run(d, tables))
     t_rec, t_bare = statistics.median(rec), statistics.median(bare)
     print(f"{rows:,} token rows per repeat ({args.steps} steps of {args.B}×{args.T}), 1 torch thread, "
           f"median of {args.repeats} interleaved repeats")
@@ -73,6 +93,9 @@ def main() -> None:
     print(f"{'pyarrow.parquet.write_table of the same rows':<52}{t_bare:>9.2f}{rows / t_bare:>14,.0f}")
     print(f"recorder / bare throughput: {t_bare / t_rec:.2f}×   (one-time store set-up, excluded: "
           f"{statistics.median(setup):.2f} s)")
+    t_merge = statistics.median(merge)
+    print(f"live compaction, one merge of the {len(tables)} segments into one: {t_merge:.2f} s = "
+          f"{t_merge / t_bare:.2f}× the bare write of the same rows")
 
 
 if __name__ == "__main__":

@@ -65,6 +65,8 @@ class Monitor:
         clip: clip settings used for clip flags (``eps_low``, ``eps_high``, ``dual_clip``, success threshold).
         sampling: which sequences keep per-token rows.
         flush_steps / flush_seconds: write a segment after this many steps or seconds, whichever first.
+        compact_every: merge every this many segments of a table into one while the run goes on (0: only at
+            ``close``), so long runs keep queries fast (``StoreWriter``).
         queue_size / on_full: bounded queue to the recorder; ``"block"`` waits, ``"drop"`` drops and counts.
         detectors: True (default config), False, or a ``DetectorConfig``.
         on_event: called on the training thread (inside ``observe`` / ``log`` / ``flush``) for each new or
@@ -73,7 +75,8 @@ class Monitor:
 
     def __init__(self, store: str | os.PathLike, run: str, config: dict | None = None, *,
                  objective: str | None = None, clip: ClipSpec | None = None, sampling: Sampling | None = None,
-                 flush_steps: int = 10, flush_seconds: float = 5.0, queue_size: int = 64, on_full: str = "block",
+                 flush_steps: int = 10, flush_seconds: float = 5.0, compact_every: int = 64, queue_size: int = 64,
+                 on_full: str = "block",
                  detectors: bool | Any = True, on_event: Callable[[Any], None] | None = None,
                  rank: int | None = None, world_size: int | None = None, enabled: bool = True) -> None:
         if on_full not in ("block", "drop"):
@@ -92,7 +95,8 @@ class Monitor:
         self._closed = False
         if not enabled:  # a no-op monitor: same API, nothing recorded (to measure the monitor's overhead)
             return
-        self.writer = StoreWriter(store, run, self.rank, self.world_size, heartbeat_s=flush_seconds)
+        self.writer = StoreWriter(store, run, self.rank, self.world_size, heartbeat_s=flush_seconds,
+                                  compact_every=compact_every)
         self.writer.set_run_info(objective=objective, config=config or {}, versions=_versions())
         self.writer.flush()  # the run is listed (status running) before the first step
         self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,

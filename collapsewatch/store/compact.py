@@ -13,12 +13,10 @@ import uuid
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .migrations import TABLES, migrate
 from .query import view_sql
-from .writer import arrow_schemas, atomic_write_table, check_run_name
+from .writer import check_run_name, merge_segments
 
 SEGMENT = re.compile(r"^r(\d+)-.*\.parquet$")
 
@@ -40,23 +38,11 @@ def compact_run(store: str | os.PathLike, run: str, rank: int | None = None, exp
         for r, files in by_rank.items():
             if len(files) < 2:
                 continue
-            schema = arrow_schemas()[table]
-            parts = [pq.read_table(f) for f in files]
-            data = pa.concat_tables([_conform(t, schema) for t in parts])
-            atomic_write_table(data, folder / f"r{r}-compact-{uuid.uuid4().hex[:8]}.parquet")
-            for f in files:
-                f.unlink(missing_ok=True)
+            merge_segments(table, files, r)
             merged += len(files)
     if export if export is not None else rank in (None, 0):
         export_duckdb(root, run)
     return merged
-
-
-def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """A segment written by an older schema gets the newer columns as NULLs."""
-    cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
-            for f in schema]
-    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def export_duckdb(store: str | os.PathLike, run: str) -> Path:

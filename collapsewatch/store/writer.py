@@ -3,6 +3,12 @@
 Every segment is written to a hidden temporary name and ``os.replace``d into place, so readers see a
 segment whole or not at all. A failed flush (full disk, permissions) keeps the rows for the next try,
 counts the failure and reports it once; it never raises into the training loop.
+
+Live compaction: a long run would leave thousands of small segments (one per table every flush), and every
+query and cold dashboard load reads every file's footer. So once ``compact_every`` segments of a table have been
+written by this writer, they are merged into one ``r<rank>-compact-*`` segment (written first, then the small ones
+deleted: a reader sees each row at least once, and twice only inside that instant — the views deduplicate step
+rows, the dashboard re-reads a vanished segment); once ``compact_every`` of those exist, they are merged again.
 """
 
 from __future__ import annotations
@@ -61,6 +67,25 @@ def atomic_write_table(table: pa.Table, path: Path) -> None:
             tmp.unlink()
 
 
+def conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A segment written by an older schema gets the newer columns as NULLs."""
+    cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
+            for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def merge_segments(table: str, files: list[Path], rank: int) -> Path:
+    """Merge ``files`` (segments of one table and rank, in step order) into one ``r<rank>-compact-*`` segment
+    next to them, then delete them; returns the new segment. Nothing is deleted if the write fails."""
+    schema = arrow_schemas()[table]
+    data = pa.concat_tables([conform(pq.read_table(f), schema) for f in files])
+    target = files[0].parent / f"r{rank}-compact-{uuid.uuid4().hex[:8]}.parquet"
+    atomic_write_table(data, target)
+    for f in files:
+        f.unlink(missing_ok=True)
+    return target
+
+
 def ensure_schema(root: Path) -> None:
     """Create (or upgrade) ``root/_schema``: one typed, empty Parquet file per table."""
     marker = root / "_schema" / "VERSION"
@@ -104,7 +129,9 @@ class StoreWriter:
     """Buffered, append-only writer of one run's rows for one rank."""
 
     def __init__(self, root: str | os.PathLike, run: str, rank: int = 0, world_size: int = 1,
-                 heartbeat_s: float = 5.0) -> None:
+                 heartbeat_s: float = 5.0, compact_every: int = 64) -> None:
+        if compact_every < 0 or compact_every == 1:
+            raise ValueError(f"compact_every must be 0 (never) or >= 2, got {compact_every}")
         self.root = Path(root)
         self.run = check_run_name(run)
         self.rank, self.world_size, self.heartbeat_s = rank, world_size, heartbeat_s
@@ -117,6 +144,9 @@ class StoreWriter:
         self._pending: dict[str, list[pa.Table]] = defaultdict(list)
         self._segment = 0
         self._uid = uuid.uuid4().hex[:8]
+        self.compact_every = compact_every
+        self._small: dict[str, list[Path]] = defaultdict(list)   # segments this writer flushed, not yet merged
+        self._merged: dict[str, list[Path]] = defaultdict(list)  # its compact segments, not yet merged again
         self.write_errors = 0
         self.dropped_rows = 0
         self.dropped_batches = 0
@@ -165,6 +195,9 @@ class StoreWriter:
             except OSError as e:
                 ok = False
                 self._failed(e)
+                continue
+            self._small[table].append(path)
+            self._compact(table)
         if status is not None:
             self.run_info["status"] = status
             if status in ("finished", "crashed"):
@@ -178,6 +211,21 @@ class StoreWriter:
                 ok = False
                 self._failed(e)
         return ok
+
+    def _compact(self, table: str) -> None:
+        """Live compaction (module docstring): merge this writer's small segments, then its compact ones."""
+        if not self.compact_every:
+            return
+        for level, nxt in ((self._small, self._merged), (self._merged, None)):
+            if len(level[table]) < self.compact_every:
+                return
+            try:
+                merged = merge_segments(table, level[table], self.rank)
+            except (OSError, pa.ArrowException) as e:  # the small segments stay: nothing is lost
+                self._failed(e if isinstance(e, OSError) else OSError(str(e)))
+                return
+            level[table] = []
+            (nxt if nxt is not None else self._merged)[table].append(merged)
 
     def _write_run_row(self) -> None:
         row = dict(self.run_info, updated_at=datetime.now(timezone.utc), heartbeat_s=self.heartbeat_s,

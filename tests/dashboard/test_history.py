@@ -63,6 +63,22 @@ def test_step_history_survives_compaction(live):
     pd.testing.assert_frame_equal(before.reset_index(drop=True), after.reset_index(drop=True), check_dtype=False)
 
 
+def test_step_history_follows_a_run_that_compacts_live(tmp_path):
+    run = SyntheticRun(tmp_path, "lc", n_steps=100, shape=SMALL, flush_every=5, heartbeat_s=3600)
+    run.writer.compact_every = 3  # merges every 3 segments (15 steps) while the dashboard keeps its cache
+    store = Store(tmp_path)
+    hist = history.StepHistory("lc", 0, COLUMNS)
+    try:
+        for until in (10, 20, 35, 50, 80):
+            run.write(until=until)
+            rows = hist.rows_for(store, running=True).reset_index(drop=True)
+            assert rows["step"].tolist() == list(range(until))
+            pd.testing.assert_frame_equal(rows, queries.step_rows(store, "lc", COLUMNS), check_dtype=False)
+        assert any("-compact-" in f for f, _ in queries.segment_files(store, "lc", "step_metrics"))
+    finally:
+        store.close()
+
+
 def test_token_index_matches_direct_queries_and_computes_only_new_batches(live):
     run, store = live
     index = history.TokenIndex("r")

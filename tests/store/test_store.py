@@ -100,10 +100,11 @@ def test_cli_errors_are_one_line(store):
     assert p.returncode == 0 and json.loads(p.stdout) == [{"step": 0, "n_seqs": 8}]
 
 
-def _writer(store: Path, run: str, rank: int, world: int, steps: int, sleep: float) -> subprocess.Popen:
+def _writer(store: Path, run: str, rank: int, world: int, steps: int, sleep: float,
+            compact_every: int = 64) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(ROOT / "tests/store/writer_proc.py"), str(store), run, str(rank),
-                             str(world), str(steps), str(sleep)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                             str(world), str(steps), str(sleep), str(compact_every)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 READER = """
@@ -124,7 +125,8 @@ print(errors, seen, reads)
 
 def test_two_ranks_write_while_a_reader_reads(store):
     StoreWriter(store, "bootstrap").flush("finished")  # the store exists before the reader starts
-    writers = [_writer(store, "ddp", r, 2, 40, 0.05) for r in range(2)]
+    # compact_every=4: each rank merges its segments live, about every 4 steps, while the reader reads
+    writers = [_writer(store, "ddp", r, 2, 40, 0.05, compact_every=4) for r in range(2)]
     stop = store.parent / "stop"
     reader = subprocess.Popen([sys.executable, "-c", READER, str(store), str(stop)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -134,7 +136,7 @@ def test_two_ranks_write_while_a_reader_reads(store):
     out, err = reader.communicate(timeout=120)
     errors, seen, reads = map(int, out.split())
     assert errors == 0, err
-    assert seen > 0 and reads > 10  # the reader read many times while the writers ran
+    assert 0 < seen <= 80 and reads > 10  # read many times while the writers ran; a merge never doubles a step
     con = connect(store)
     assert con.execute("SELECT rank, count(*) FROM steps WHERE run = 'ddp' GROUP BY rank ORDER BY rank"
                        ).fetchall() == [(0, 40), (1, 40)]
@@ -246,3 +248,28 @@ def test_nan_batch_is_recorded_not_fatal(store):
     assert con.execute("SELECT step, first_nonfinite, nonfinite_logp, ratio_p50_pos FROM steps ORDER BY step"
                        ).fetchall()[0] == (0, "logp", 8 * 14, None)
     assert con.execute("SELECT probe_errors FROM runs").fetchone() == (0,)
+
+
+def test_live_compaction_merges_small_then_compact_segments_and_keeps_every_row(store):
+    w = StoreWriter(store, "lc", heartbeat_s=3600, compact_every=3)
+    folder = store / "lc" / "scalars"
+
+    def flush_step(step: int) -> None:
+        w.append("scalars", {"run": ["lc"], "rank": [0], "step": [step], "key": ["loss"], "value": [float(step)]})
+        w.flush()
+
+    def files() -> tuple[int, int]:
+        names = [f.name for f in folder.glob("*.parquet")]
+        return sum("-compact-" in n for n in names), sum("-compact-" not in n for n in names)
+
+    for step in range(7):  # flushes 1–3 → compact A, 4–6 → compact B, 7 stays small
+        flush_step(step)
+    assert files() == (2, 1)
+    for step in range(7, 9):  # 7–9 → compact C; A, B, C are 3 compact segments → merged into one
+        flush_step(step)
+    assert files() == (1, 0)
+    w.flush("finished")
+    con = connect(store)
+    assert con.execute("SELECT count(*), sum(value) FROM scalars WHERE run = 'lc'").fetchone() == (9, sum(range(9)))
+    with pytest.raises(ValueError, match="compact_every must be 0"):
+        StoreWriter(store, "bad", compact_every=1)
