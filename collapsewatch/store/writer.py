@@ -55,12 +55,17 @@ def arrow_schemas() -> dict[str, pa.Schema]:
     return _SCHEMAS
 
 
+ROW_GROUP_ROWS = 64 * 1024
+"""Rows per Parquet row group: small enough that a query for one step or sequence of a merged segment skips
+most of it by the row groups' min/max statistics (pyarrow's default is 1 Mi rows)."""
+
+
 def atomic_write_table(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` so that no reader ever sees a partial file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
