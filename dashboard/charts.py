@@ -9,21 +9,9 @@ import plotly.graph_objects as go
 from collapsewatch.catalogue import by_name
 
 from . import theme
-from .series import GL_THRESHOLD, downsample, finite_xy
+from .series import GL_THRESHOLD, downsample, finite_xy, trailing_mean
 
 PANEL_PX = 210
-
-
-SMOOTHING = (1, 8, 16, 32)
-"""Trailing-mean windows (steps) the compare page offers; 1 = raw."""
-
-
-def trailing_mean(x: np.ndarray, y: np.ndarray, window: int) -> np.ndarray:
-    """Mean of each point and the ``window`` − 1 finite points before it (fewer at the start) of a series
-    sorted by step: the same smoothing as ``make_sample_runs.py``'s summaries, without dropping the start."""
-    if window <= 1 or len(y) == 0:
-        return y
-    return pd.Series(y, index=x).rolling(window, min_periods=1).mean().to_numpy()
 
 
 def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth: int = 1) -> go.Figure:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import theme
-from .series import GL_THRESHOLD, downsample, finite_xy
+from .series import GL_THRESHOLD, downsample, finite_xy, smoothed_tail, trailing_mean
 
 
 @dataclass(frozen=True)
@@ -238,8 +238,10 @@ def timeline_trace(events: pd.DataFrame) -> dict[str, Any]:
                 hoverlabel=dict(align="left"))
 
 
-def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str, Any]) -> dict[str, Any]:
-    """The whole overview: timeline (trace 0) then one trace per ``Series`` of ``PANELS``, in order.
+def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str, Any],
+                    smooth: int = 1) -> dict[str, Any]:
+    """The whole overview: timeline (trace 0) then one trace per ``Series`` of ``PANELS``, in order; with
+    ``smooth`` > 1 every series is its trailing mean over that many steps (the detectors still see raw values).
 
     Returned as the figure's plain dict (plotly's figure schema; ``go.Figure(fig)`` makes the object):
     building ``go.Figure`` and its ``to_plotly_json`` deep copy cost ≈ 230 ms for 26 series × 2,500 points,
@@ -248,20 +250,22 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
     traces: list[dict[str, Any]] = [deco["timeline"]]
     for panel, cell in zip(PANELS, GRID["cells"], strict=True):
         for s in panel.series:
-            x, y = downsample(*finite_xy(steps, s.column))
+            x, y = finite_xy(steps, s.column)
+            x, y = downsample(x, trailing_mean(x, y, smooth))
             traces.append(_trace(panel, s, cell, x, y))
     layout = _layout()
     layout.update(shapes=deco["shapes"], annotations=deco["annotations"])
     return {"data": traces, "layout": layout}
 
 
-def extension(rows: pd.DataFrame) -> dict[int, tuple[list[int], list[float]]]:
-    """New points per trace index for rows appended to a drawn overview: {trace: (steps, values)}."""
+def extension(rows: pd.DataFrame, after: int = -1, smooth: int = 1) -> dict[int, tuple[list[int], list[float]]]:
+    """New points per trace index once the overview has drawn every step up to ``after``: {trace: (steps,
+    values)}. ``rows`` is the run's history (only its tail is read); ``smooth`` as in ``overview_figure``."""
     out = {}
     for i, column in enumerate(TRACE_COLUMNS):
         if column is None:
             continue
-        x, y = finite_xy(rows, column)
+        x, y = smoothed_tail(rows, column, after, smooth)
         if len(x):
             out[i] = (x.tolist(), y.tolist())
     return out

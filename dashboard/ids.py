@@ -13,6 +13,7 @@ RUNS_SUMMARY = "runs-summary"
 OV_RUN = "ov-run"                # run picker
 OV_HEADER = "ov-header"
 OV_GRAPH = "ov-graph"
+OV_SMOOTH = "ov-smooth"
 OV_STATE = "ov-state"            # dcc.Store: run, rank, last step drawn, summary, events key, status
 OV_INTERVAL = "ov-interval"
 

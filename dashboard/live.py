@@ -3,7 +3,8 @@ poll sends only steps after the last one drawn, as a Patch that extends the trac
 
 Rows come from ``history.StepHistory``, which re-reads only the run's newest segments, so a poll costs the
 same whatever the run's length. The poll state (``dcc.Store``) holds the run, its rank, the last step drawn, the run summary, a key of
-the drawn events and the status. Decorations (bands, timeline, panel notes) are re-sent only when the
+the drawn events, the status and the smoothing window (a smoothed point needs the raw points before it: those
+come from the cached history's tail). Decorations (bands, timeline, panel notes) are re-sent only when the
 events or the summary change.
 """
 
@@ -32,8 +33,9 @@ def events_key(events: pd.DataFrame) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def load(run: str) -> tuple[Any, dict[str, Any], dict[str, Any]] | None:
-    """(figure, poll state, run info) of a run's overview; None when the run does not exist."""
+def load(run: str, smooth: int = 1) -> tuple[Any, dict[str, Any], dict[str, Any]] | None:
+    """(figure, poll state, run info) of a run's overview (``smooth``: trailing-mean window, 1 = raw); None when
+    the run does not exist."""
     with state.borrow() as s:
         info = queries.run_info(s, run)
         if info is None:
@@ -41,9 +43,9 @@ def load(run: str) -> tuple[Any, dict[str, Any], dict[str, Any]] | None:
         rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
         events = history.event_log(s, run).events(s)
     summary = summarise(rows, COLUMNS)
-    fig = overview_figure(rows, events, summary)
+    fig = overview_figure(rows, events, summary, smooth)
     st = {"run": run, "rank": info["rank"], "last": int(rows["step"].max()) if len(rows) else -1,
-          "summary": summary, "events": events_key(events), "status": info["status"]}
+          "summary": summary, "events": events_key(events), "status": info["status"], "smooth": smooth}
     return fig, st, info
 
 
@@ -61,7 +63,8 @@ def poll(st: dict[str, Any]) -> tuple[Patch | None, dict[str, Any], dict[str, An
     key = events_key(events)
     changed_deco = key != st["events"] or summary["on_policy"] != st["summary"]["on_policy"] \
         or summary["present"] != st["summary"]["present"] or (st["summary"]["rows"] == 0 and summary["rows"] > 0)
-    patch = make_patch(extension(new), decorations(events, summary) if changed_deco else None)
+    patch = make_patch(extension(rows, st["last"], st.get("smooth", 1)),
+                       decorations(events, summary) if changed_deco else None)
     new_st = dict(st, last=int(new["step"].max()) if len(new) else st["last"], summary=summary, events=key,
                   status=info["status"])
     header = info if (len(new) or info["status"] != st["status"] or changed_deco) else None

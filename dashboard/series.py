@@ -16,6 +16,35 @@ MAX_POINTS = 2500
 GL_THRESHOLD = 2000
 """Series drawn with more points than this use Scattergl (WebGL) instead of SVG Scatter."""
 
+SMOOTHING = (1, 8, 16, 32)
+"""Trailing-mean windows (steps) the overview and compare pages offer; 1 = raw."""
+
+
+def trailing_mean(x: np.ndarray, y: np.ndarray, window: int) -> np.ndarray:
+    """Mean of each point and the ``window`` − 1 finite points before it (fewer at the start) of a series
+    sorted by step: the same smoothing as ``make_sample_runs.py``'s summaries, without dropping the start."""
+    if window <= 1 or len(y) == 0:
+        return y
+    return pd.Series(y, index=x).rolling(window, min_periods=1).mean().to_numpy()
+
+
+def smoothed_tail(rows: pd.DataFrame, column: str, after: int, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """The finite points of ``column`` at steps > ``after``, each smoothed with the ``window`` − 1 finite points
+    before it — reading only the tail of ``rows`` that holds them (doubling it until it reaches back far enough),
+    so a live poll costs the same whatever the history's length."""
+    n = int((rows["step"] > after).sum()) if len(rows) else 0
+    if n == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    tail = n + window
+    while True:
+        x, y = finite_xy(rows.iloc[-tail:], column)
+        new = int((x > after).sum())
+        if tail >= len(rows) or len(x) - new >= window - 1:
+            break
+        tail *= 2
+    return x[len(x) - new:], trailing_mean(x, y, window)[len(x) - new:]
+
+
 RATIO_COLUMNS = ("ratio_p05_pos", "ratio_p50_pos", "ratio_p95_pos", "ratio_p05_neg", "ratio_p50_neg",
                  "ratio_p95_neg")
 

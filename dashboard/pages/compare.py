@@ -11,6 +11,7 @@ from collapsewatch.store import queries
 
 from .. import charts, history, ids, state
 from ..figures import COLUMNS
+from ..series import SMOOTHING
 
 dash.register_page(__name__, path="/compare", name="Compare", title="collapsewatch · compare", order=3)
 DEFAULT_METRICS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "entropy_mean")
@@ -22,7 +23,7 @@ def layout(runs: str | None = None, metrics: str | None = None, smooth: str | No
         names = queries.run_names(s)
     chosen = [r for r in runs.split(",") if r in names] if runs else names[:3]
     picked = [m for m in metrics.split(",") if m in NUMERIC] if metrics else list(DEFAULT_METRICS)
-    window = int(smooth) if smooth and smooth.isdigit() and int(smooth) in charts.SMOOTHING else 1
+    window = int(smooth) if smooth and smooth.isdigit() and int(smooth) in SMOOTHING else 1
     return html.Div([
         html.Div(className="bar", children=[
             html.H2("Compare"),
@@ -32,7 +33,7 @@ def layout(runs: str | None = None, metrics: str | None = None, smooth: str | No
                          style={"minWidth": 520}),
             dcc.Dropdown(id=ids.CMP_SMOOTH, value=window, clearable=False, style={"minWidth": 190},
                          options=[{"label": "raw" if w == 1 else f"{w}-step mean", "value": w}
-                                  for w in charts.SMOOTHING]),
+                                  for w in SMOOTHING]),
         ]),
         dcc.Graph(id=ids.CMP_GRAPH, config={"displaylogo": False}, className="card"),
     ])
@@ -42,7 +43,7 @@ def layout(runs: str | None = None, metrics: str | None = None, smooth: str | No
           Input(ids.CMP_SMOOTH, "value"))
 def draw(runs: list[str] | None, metrics: list[str] | None, smooth: int | None = 1):
     runs, metrics = runs or [], [m for m in (metrics or []) if m in NUMERIC]
-    smooth = smooth if smooth in charts.SMOOTHING else 1
+    smooth = smooth if smooth in SMOOTHING else 1
     if not runs or not metrics:
         return charts.compare_figure(pd.DataFrame(), runs, metrics)
     with state.borrow() as s:

@@ -13,6 +13,7 @@ from dash import Input, Output, State, callback, dcc, html, no_update
 from collapsewatch.store import queries
 
 from .. import ids, live, state
+from ..series import SMOOTHING
 
 dash.register_page(__name__, path_template="/run/<run>", name="Run overview", title="collapsewatch · run",
                    order=1)
@@ -40,16 +41,27 @@ def header(run: str, info: dict[str, Any], st: dict[str, Any]) -> list:
     return facts
 
 
-def layout(run: str | None = None, **_: str) -> html.Div:
+def smooth_picker(component_id: str, window: int) -> dcc.Dropdown:
+    return dcc.Dropdown(id=component_id, value=window, clearable=False, style={"width": 150},
+                        options=[{"label": "raw" if w == 1 else f"{w}-step mean", "value": w} for w in SMOOTHING])
+
+
+def parse_smooth(smooth: str | None) -> int:
+    return int(smooth) if smooth and smooth.isdigit() and int(smooth) in SMOOTHING else 1
+
+
+def layout(run: str | None = None, smooth: str | None = None, **_: str) -> html.Div:
     if run is None:
         return html.Div("Pick a run on the Runs page.", className="note")
-    loaded = live.load(run)
+    window = parse_smooth(smooth)
+    loaded = live.load(run, window)
     if loaded is None:
         return html.Div([html.H2(f"No run named {run!r} in this store."), dcc.Link("← runs", href="/")])
     fig, st, info = loaded
     return html.Div([
         html.Div(className="bar", children=[
             run_picker(ids.OV_RUN, run),
+            smooth_picker(ids.OV_SMOOTH, window),
             html.Div(header(run, info, st), id=ids.OV_HEADER, className="bar"),
         ]),
         dcc.Graph(id=ids.OV_GRAPH, figure=fig, config={"displaylogo": False, "scrollZoom": False},
@@ -69,8 +81,16 @@ def poll(_: int, st: dict[str, Any]):
     return (patch if patch is not None else no_update), new_st, head, done
 
 
-@callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.OV_RUN, "value"), State(ids.NAV_URL, "pathname"),
-          prevent_initial_call=True)
-def pick_run(run: str | None, path: str | None):
-    # the dropdown reports its value when it mounts: navigate only when a different run was picked
-    return f"/run/{run}" if run and path != f"/run/{run}" else no_update
+@callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.OV_RUN, "value"), Input(ids.OV_SMOOTH, "value"),
+          State(ids.NAV_URL, "pathname"), State(ids.NAV_URL, "search"), prevent_initial_call=True)
+def pick_run(run: str | None, smooth: int | None, path: str | None, search: str | None):
+    # the pickers report their values when they mount: navigate only when the run or the smoothing changed
+    if not run or (path == f"/run/{run}" and parse_smooth(_query(search)) == (smooth or 1)):
+        return no_update
+    return f"/run/{run}" + (f"?smooth={smooth}" if smooth and smooth > 1 else "")
+
+
+def _query(search: str | None) -> str | None:
+    from urllib.parse import parse_qs
+
+    return (parse_qs((search or "").lstrip("?")).get("smooth") or [None])[0]

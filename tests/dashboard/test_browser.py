@@ -180,6 +180,7 @@ def sample_site(tmp_path_factory):
 @pytest.mark.parametrize("path, ready", [
     ("/", ".ag-row"),
     (f"/run/{COLLAPSING_SAMPLE}", f"#{ids.OV_GRAPH} .main-svg"),
+    (f"/run/{COLLAPSING_SAMPLE}?smooth=16", f"#{ids.OV_GRAPH} .main-svg"),
     ("/run/grpo-healthy", f"#{ids.OV_GRAPH} .main-svg"),
     (f"/tokens/{COLLAPSING_SAMPLE}", f"#{ids.TK_TEXT} .tok"),
     ("/compare", f"#{ids.CMP_GRAPH} .scatterlayer .trace"),
@@ -224,4 +225,25 @@ def test_sample_tokens_page_opens_the_sequence_named_in_the_url_decoded(sample_s
     assert f"seq {seq} " in page.inner_text(f"#{ids.TK_SEQ}")  # the picker shows it, not its placeholder
     info = page.inner_text(f"#{ids.TK_SEQ_INFO}")
     assert f"step {step} · seq {seq}" in info and "decoded" in info  # tokenizer kept in the run folder
+    assert page.errors == []
+
+
+def test_smoothed_live_run_extends_and_the_picker_switches_back_to_raw(site, page):
+    base, writer = site
+    page.goto(base + "/run/live?smooth=8")
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
+    assert "8-step mean" in page.inner_text(f"#{ids.OV_SMOOTH}")
+    from collapsewatch.dashboard.figures import TRACE_COLUMNS
+
+    reward = TRACE_COLUMNS.index("reward_mean")
+    last = _last_x(page, reward)
+    writer.write(until=last + 1 + 6)
+    t0 = time.monotonic()
+    while _last_x(page, reward) != last + 6 and time.monotonic() - t0 < 3 * POLL_MS / 1000 + 2:
+        page.wait_for_timeout(200)
+    assert _last_x(page, reward) == last + 6, "smoothed view did not extend"
+    page.click(f"#{ids.OV_SMOOTH}")
+    page.get_by_text("raw", exact=True).click()
+    page.wait_for_url(f"{base}/run/live")
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
     assert page.errors == []

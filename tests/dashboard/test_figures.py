@@ -130,3 +130,27 @@ def test_share_axes_on_the_right_are_fixed_to_zero_one():
     for column in ("truncated_frac", "is_ess"):
         axis = fig["layout"]["yaxis" + _trace(fig, column)["yaxis"][1:]]
         assert axis["side"] == "right" and axis["range"] == [0.0, 1.02] and axis["autorange"] is False
+
+
+def test_overview_smoothing_is_a_trailing_mean_of_finite_points():
+    # reward 0, 4, 8, NULL, 0 at steps 0–4; 2-step trailing mean over the finite points: [0, 2, 6, 4]
+    df = _steps(5, reward_mean=[0.0, 4.0, 8.0, np.nan, 0.0])
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), smooth=2)
+    reward = _trace(fig, "reward_mean")
+    assert reward["x"] == [0, 1, 2, 4] and reward["y"] == [0.0, 2.0, 6.0, 4.0]
+
+
+def test_smoothed_live_extension_equals_the_tail_of_a_full_redraw():
+    # a history with NULL stretches (grad_norm missing on most early steps, so the poll must reach far back
+    # for the window's earlier points): for every window, the points a poll appends after step 60 equal the
+    # last points of the figure drawn from scratch on the whole history
+    rng = np.random.default_rng(0)
+    df = _steps(100, reward_mean=rng.random(100), grad_norm=np.where(np.arange(100) % 9 == 0, rng.random(100), np.nan))
+    for smooth in (1, 8, 32):
+        full = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), smooth=smooth)
+        ext = figures.extension(df, after=60, smooth=smooth)
+        for column in ("reward_mean", "grad_norm"):
+            i = figures.TRACE_COLUMNS.index(column)
+            xs, ys = ext[i]
+            assert xs == [x for x in full["data"][i]["x"] if x > 60]
+            np.testing.assert_allclose(ys, full["data"][i]["y"][-len(xs):], rtol=1e-12)
