@@ -9,6 +9,8 @@ query and cold dashboard load reads every file's footer. So once ``compact_every
 written by this writer, they are merged into one ``r<rank>-compact-*`` segment (written first, then the small ones
 deleted: a reader sees each row at least once, and twice only inside that instant — the views deduplicate step
 rows, the dashboard re-reads a vanished segment); once ``compact_every`` of those exist, they are merged again.
+A process killed inside that instant (after the rename, before the deletes) leaves both: step rows stay
+deduplicated by the views, sequence and token rows of those segments would be counted twice.
 """
 
 from __future__ import annotations
