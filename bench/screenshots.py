@@ -91,35 +91,40 @@ def serve(root: Path) -> tuple[subprocess.Popen, str]:
     return start_dashboard(root, port), f"http://127.0.0.1:{port}"
 
 
+OV, TOKENS, HEATMAP, COMPARE = "#ov-graph .main-svg", "#tk-text .tok", "#tk-heatmap .main-svg", "#cmp-graph .scatterlayer .trace"
+
+
+def _open(page, url: str, *ready: str) -> None:
+    """Go to ``url``, wait for each ``ready`` selector and for the callbacks that follow the first render."""
+    page.goto(url)
+    for selector in ready:
+        page.wait_for_selector(selector)
+    page.wait_for_timeout(800)
+
+
+def _browser(p):
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+    return browser, browser.new_page(viewport={"width": 1680, "height": 1050}, device_scale_factor=1)
+
+
 def shoot(url: str, out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        page = browser.new_page(viewport={"width": 1680, "height": 1050}, device_scale_factor=1)
-        page.goto(url + "/")
-        page.wait_for_selector(".ag-row")
+        browser, page = _browser(p)
+        _open(page, url + "/", ".ag-row")
         page.screenshot(path=out / "runs.png")
-        page.goto(url + "/run/search-r1-grpo")
-        page.wait_for_selector("#ov-graph .main-svg")
-        page.wait_for_timeout(800)
+        _open(page, url + "/run/search-r1-grpo", OV)
         page.screenshot(path=out / "overview.png", full_page=True)
-        page.goto(url + "/run/math-onpolicy-grpo")
-        page.wait_for_selector("#ov-graph .main-svg")
-        page.wait_for_timeout(800)
+        _open(page, url + "/run/math-onpolicy-grpo", OV)
         page.screenshot(path=out / "overview-onpolicy.png", full_page=True)
-        page.goto(url + "/tokens/search-r1-grpo?step=590")
-        page.wait_for_selector("#tk-text .tok")
-        page.wait_for_selector("#tk-heatmap .main-svg")
-        page.wait_for_timeout(800)
+        _open(page, url + "/tokens/search-r1-grpo?step=590", TOKENS, HEATMAP)
         page.locator("#tk-text .tok:not(.obs)").nth(24).hover()
         page.screenshot(path=out / "tokens.png", full_page=True)
-        page.goto(url + "/compare?runs=search-r1-grpo,search-r1-llds,search-r1-sapo"
-                        "&metrics=reward_mean,ratio_p05_pos,logp_old_mean_correct,entropy_mean,grad_norm")
-        page.wait_for_selector("#cmp-graph .scatterlayer .trace")
-        page.wait_for_timeout(800)
+        _open(page, url + "/compare?runs=search-r1-grpo,search-r1-llds,search-r1-sapo"
+                          "&metrics=reward_mean,ratio_p05_pos,logp_old_mean_correct,entropy_mean,grad_norm", COMPARE)
         page.screenshot(path=out / "compare.png", full_page=True)
-        page.goto(url + "/sql")
+        _open(page, url + "/sql", "#sql-input")
         page.fill("#sql-input", "-- ISDD signal by run: A>0 ratio tail over the last 100 steps\n"
                                 "SELECT run, step, ratio_p05_pos, ratio_p50_pos, clip_low_frac_pos\nFROM steps "
                                 "WHERE run LIKE 'search-r1-%' AND step >= 200\nORDER BY run, step")
@@ -139,21 +144,13 @@ def shoot_samples(url: str, out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        page = browser.new_page(viewport={"width": 1680, "height": 1050}, device_scale_factor=1)
-        page.goto(url + "/run/grpo-collapse")
-        page.wait_for_selector("#ov-graph .main-svg")
-        page.wait_for_timeout(800)
+        browser, page = _browser(p)
+        _open(page, url + "/run/grpo-collapse", OV)
         page.screenshot(path=out / "sample-overview.png", full_page=True)
-        page.goto(url + "/tokens/grpo-collapse?step=180&seq=61")  # a degenerate, truncated response
-        page.wait_for_selector("#tk-text .tok")
-        page.wait_for_selector("#tk-heatmap .main-svg")
-        page.wait_for_timeout(800)
+        _open(page, url + "/tokens/grpo-collapse?step=180&seq=61", TOKENS, HEATMAP)  # a degenerate response
         page.screenshot(path=out / "sample-tokens.png", full_page=True)
-        page.goto(url + "/compare?runs=grpo-healthy,grpo-collapse,sapo_search,llds"
-                        "&metrics=reward_mean,entropy_mean,ratio_p05_pos,logp_old_mean_correct,truncated_frac&smooth=16")
-        page.wait_for_selector("#cmp-graph .scatterlayer .trace")
-        page.wait_for_timeout(800)
+        _open(page, url + "/compare?runs=grpo-healthy,grpo-collapse,sapo_search,llds&smooth=16"
+                          "&metrics=reward_mean,entropy_mean,ratio_p05_pos,logp_old_mean_correct,truncated_frac", COMPARE)
         page.screenshot(path=out / "sample-compare.png", full_page=True)
         browser.close()
 
