@@ -165,18 +165,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(a.keep) if a.keep else Path(tmp) / "store"
         build(root)
-        proc, url = serve(root)
-        try:
-            shoot(url, out)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-        proc, url = serve(SAMPLES)
-        try:
-            shoot_samples(url, out)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+        for store, pages in ((root, shoot), (SAMPLES, shoot_samples)):
+            proc, url = serve(store)
+            try:
+                pages(url, out)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
     print(f"screenshots in {out}/: " + ", ".join(sorted(p.name for p in out.glob("*.png"))))
 
 
