@@ -2,7 +2,7 @@
 
 1. advantages  (``advantages.py``):  rewards (B,), group_ids (B,) → A (B,)       group_norm | group_mean
 2. objective   (``registry.py``):    LossInputs → ObjectiveOutput(loss (B, T), intermediates)
-                                     grpo | sapo_search | llds | sapo_soft | gspo
+                                     grpo | sapo_search | llds | sapo_soft | gspo | turn_ppo
 3. aggregation (``aggregation.py``): loss (B, T), mask (B, T) → scalar            token_mean | seq_mean_token_mean
                                                                                   | seq_mean_token_sum_norm
 
@@ -16,7 +16,7 @@ A trainer step, with gradient accumulation over micro-batches::
         probe.observe(...)   # out.intermediates: ratio, clip flags, gates, penalty masks (detached)
 """
 
-from collapsewatch.objectives import gspo, llds, sapo_search, sapo_soft  # noqa: F401  (registers the objectives)
+from collapsewatch.objectives import gspo, llds, sapo_search, sapo_soft, turn_ppo  # noqa: F401  (registers the objectives)
 from collapsewatch.objectives.advantages import ADVANTAGE_MODES, GroupStats, compute_advantages, group_stats
 from collapsewatch.objectives.aggregation import AGGREGATIONS, aggregate, aggregation_normalizer
 from collapsewatch.objectives.grpo import GrpoParams, grpo
@@ -32,6 +32,7 @@ from collapsewatch.objectives.registry import (
 )
 from collapsewatch.objectives.sapo_search import SapoSearchParams
 from collapsewatch.objectives.sapo_soft import SapoSoftParams
+from collapsewatch.objectives.turn_ppo import TurnPpoParams
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ObjectiveOutput",
     "SapoSearchParams",
     "SapoSoftParams",
+    "TurnPpoParams",
     "aggregate",
     "aggregation_normalizer",
     "compute_advantages",

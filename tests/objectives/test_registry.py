@@ -11,6 +11,7 @@ from collapsewatch.objectives import (
     ObjectiveOutput,
     SapoSearchParams,
     SapoSoftParams,
+    TurnPpoParams,
     compute_objective,
     get_objective,
     make_params,
@@ -18,12 +19,12 @@ from collapsewatch.objectives import (
     register_objective,
 )
 
-BUILT_IN = ("grpo", "gspo", "llds", "sapo_search", "sapo_soft")
+BUILT_IN = ("grpo", "gspo", "llds", "sapo_search", "sapo_soft", "turn_ppo")
 
 
 def test_builtin_names_and_params_types():
     assert objective_names() == BUILT_IN
-    expected = [GrpoParams, GspoParams, LldsParams, SapoSearchParams, SapoSoftParams]
+    expected = [GrpoParams, GspoParams, LldsParams, SapoSearchParams, SapoSoftParams, TurnPpoParams]
     assert [get_objective(n).params_type for n in BUILT_IN] == expected
 
 
