@@ -65,6 +65,15 @@ class Isdd:
             return {"drift": None}
         return {"drift": self._finding(h, fired, ev)}
 
+    def _peak(self, h: History) -> tuple[float, int] | None:
+        k = self.cfg.smooth_steps
+        p50 = h.series("ratio_p50_pos", self.cfg.history_steps, off_policy=True)
+        if len(p50) < k:
+            return None
+        levels = p50.levels(k)
+        i = int(levels.argmax())
+        return float(levels[i]), int(p50.steps[i + k - 1])
+
     def _finding(self, h: History, fired: list[tuple[str, float, float]], ev: dict[str, Any]) -> Finding:
         row = h.row
         rise_fall, rf_ev = signals.entropy_rise_then_fall(h, self.cfg)
@@ -76,6 +85,9 @@ class Isdd:
             clip_low_frac=clip_low, clip_low_frac_pos=clip_pos,
             clip_note="PPO clip does not bound r < 1-eps when A > 0: clip_low_frac (A<0 only) misses this drift",
         )
+        peak = self._peak(h)
+        if peak is not None:  # where the median ratio fell from: its highest level over the history
+            ev.update(ratio_p50_pos_peak=peak[0], ratio_p50_pos_peak_step=peak[1])
         metric, value, threshold = fired[0]
         parts = [f"{m} level {v:.3g} ({'>' if m.startswith('ratio_lt') else '<'} {t:g})" for m, v, t in fired]
         clip = f"clip_low_frac {clip_low:.3g}" if clip_low is not None else "clip_low_frac NULL"

@@ -1,0 +1,102 @@
+"""alerts: the event sentence from real detector evidence, the JSON payload, and a POST to a local receiver."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from collapsewatch.alerts import NotifyError, event_headline, event_message, event_payload, post_event
+from collapsewatch.detectors import detect_frame
+from collapsewatch.detectors.synthetic import make_run
+
+
+def _first(scenario: str, detector: str, phase: str | None = None):
+    events = detect_frame(make_run(scenario, seed=0).frame)
+    return next(e for e in events if e.detector == detector and (phase is None or e.phase == phase))
+
+
+def test_isdd_sentence_from_real_evidence():
+    ev = _first("isdd", "isdd")
+    text = event_message(ev)
+    e = ev.evidence
+    # the ISDD sentence names the ratio's fall, its window span and the silent clip, values from the evidence
+    span = ev.step_end - e["ratio_p50_pos_peak_step"]  # from the peak level's step to the episode's latest step
+    assert text.startswith(f"median ratio of A>0 tokens fell from {e['ratio_p50_pos_peak']:.2f} "
+                           f"to {e['ratio_p50_pos_level']:.2f} over {span} steps")
+    assert e["ratio_p50_pos_peak"] > 0.95 and e["ratio_p50_pos_level"] < 0.9  # healthy ≈ 1, drifted below 0.9
+    assert f"while clip_low stayed {e['clip_low_frac']:.2f}" in text
+
+
+@pytest.mark.parametrize("scenario,detector", [("lld", "lld"), ("grad", "grad"), ("nonfinite", "nonfinite"),
+                                               ("starvation", "starvation"), ("length", "length"),
+                                               ("mismatch", "mismatch"), ("entropy", "entropy")])
+def test_every_detector_gets_a_sentence_not_the_fallback(scenario, detector):
+    ev = _first(scenario, detector)
+    text = event_message(ev)
+    assert text != ev.message, f"{detector}/{ev.phase} fell back to the stored message: evidence keys drifted"
+
+
+def test_row_with_json_evidence_equals_event_and_foreign_evidence_falls_back():
+    ev = _first("grad", "grad")
+    row = dict(ev.as_row(), run="r1", rank=0, source="online")  # evidence as the JSON string the view holds
+    assert event_message(row) == event_message(ev)
+    g, med = ev.evidence["grad_norm"], ev.evidence["reference_median"]
+    assert f"{g / med:.1f}× its median" in event_message(row)
+    foreign = dict(row, evidence='{"slope_L": -0.004}', detector="lld", phase="steady_decay", message="hand-made")
+    assert event_message(foreign) == "hand-made"
+    assert event_headline(row).startswith(f"r1 steps {ev.step_start}–{ev.step_end} [{ev.severity}] grad/explosion: ")
+    with pytest.raises(TypeError, match="events row"):
+        event_message(42)
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    got: list = []
+    status = 200
+
+    def do_POST(self):  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).got.append((self.path, self.headers["Content-Type"], json.loads(body)))
+        self.send_response(type(self).status)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def receiver():
+    _Receiver.got, _Receiver.status = [], 200
+    server = HTTPServer(("127.0.0.1", 0), _Receiver)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield server, _Receiver
+    server.shutdown()
+    server.server_close()
+
+
+def test_post_event_reaches_a_local_receiver(receiver):
+    server, handler = receiver
+    ev = _first("isdd", "isdd")
+    url = f"http://127.0.0.1:{server.server_port}/hook"
+    assert post_event(url, dict(ev.as_row(), run="r1"), timeout=5) == 200
+    path, ctype, body = handler.got[0]
+    assert (path, ctype) == ("/hook", "application/json")
+    assert body == event_payload(dict(ev.as_row(), run="r1"))
+    assert body["run"] == "r1" and body["detector"] == "isdd" and body["text"] == event_message(ev)
+    assert body["evidence"]["ratio_p50_pos_level"] == ev.evidence["ratio_p50_pos_level"]
+    handler.status = 500
+    with pytest.raises(NotifyError, match="HTTP 500"):
+        post_event(url, ev, timeout=5)
+
+
+def test_post_event_bad_url_and_refused_connection():
+    with pytest.raises(ValueError, match="http:// or https://"):
+        post_event("ftp://x", {"detector": "grad"})
+    server = HTTPServer(("127.0.0.1", 0), _Receiver)
+    port = server.server_port
+    server.server_close()  # nothing listens there now
+    with pytest.raises(NotifyError, match=f"127.0.0.1:{port}"):
+        post_event(f"http://127.0.0.1:{port}/", {"detector": "grad"}, timeout=2)
