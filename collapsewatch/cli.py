@@ -90,9 +90,22 @@ def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None
 @friendly
 def sql(store: StoreArg, query: Annotated[str, typer.Argument(help="Read-only SQL over the views runs, steps, "
                                                               "scalars, sequences, tokens, events.")],
-        csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
-    """Run a read-only SQL query against the store (writes and DDL are refused)."""
-    print_frame(_open_store(store).sql(query), csv, as_json)
+        csv: CsvOpt = False, as_json: JsonOpt = False,
+        max_rows: Annotated[int, typer.Option(help="Rows printed at most.")] = 100_000,
+        max_mb: Annotated[float, typer.Option(help="Result size limit in MiB (Arrow bytes).")] = 256.0,
+        timeout: Annotated[float, typer.Option(help="Seconds before the query is interrupted.")] = 60.0) -> None:
+    """Run a read-only SQL query against the store: plain SELECTs over the views only, on a throwaway
+    connection with a time and a size limit (writes, DDL, EXPLAIN ANALYZE, file access are refused)."""
+    from .store.sandbox import Limits
+
+    if max_rows < 1 or max_mb <= 0 or timeout <= 0:
+        raise CliError("--max-rows, --max-mb and --timeout must be positive")
+    limits = Limits(max_rows=max_rows, max_bytes=int(max_mb * 2**20), timeout_s=timeout)
+    df, cut = _open_store(store).sql(query, limits)
+    print_frame(df, csv, as_json)
+    if cut:
+        typer.echo(f"warning: result cut at {len(df):,} rows (--max-rows {max_rows:,} / --max-mb {max_mb:g})",
+                   err=True)
 
 
 @app.command()

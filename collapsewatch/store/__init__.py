@@ -13,7 +13,8 @@ dashboard, ``collapsewatch sql``) must read while several ranks write. Immutable
 place give lock-free, never-half-written reads; a killed writer loses at most the rows it had not flushed.
 """
 
-from .query import ReadOnlyQueryError, Store, connect
+from .query import Store, connect
+from .sandbox import ReadOnlyQueryError
 from .writer import StoreWriter
 
 __all__ = ["ReadOnlyQueryError", "Store", "StoreWriter", "connect"]

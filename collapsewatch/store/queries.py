@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS
 from .migrations import TABLES
-from .query import ReadOnlyQueryError, Store, check_read_only, view_sql
+from .query import Store, view_sql
+from .sandbox import Limits, ReadOnlyQueryError
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
 
@@ -229,21 +229,10 @@ SELECT {select} FROM v WHERE rank = (SELECT min(rank) FROM v) ORDER BY step""", 
     return pd.concat(parts, ignore_index=True)
 
 
-def user_query(store: Store, sql: str, max_rows: int = 10_000) -> tuple[pd.DataFrame, bool]:
-    """Run a person's SQL read-only; return (at most ``max_rows`` rows, whether there were more).
-
-    Refuses writes and DDL with ``ReadOnlyQueryError`` (the check ``Store.sql`` applies). The last statement
-    is run as a relation with a LIMIT pushed into it, so ``SELECT * FROM tokens`` does not pull millions of
-    rows into the dashboard."""
-    check_read_only(store.con, sql)
-    last = store.con.extract_statements(sql)[-1]
-    if last.type.name != "SELECT":
-        return store.sql(sql), False
-    try:
-        df = store.con.sql(last.query).limit(max_rows + 1).df()
-    except duckdb.Error as e:
-        raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
-    return df.iloc[:max_rows], len(df) > max_rows
+def user_query(store: Store, sql: str, max_rows: int = 10_000, limits: Limits | None = None
+               ) -> tuple[pd.DataFrame, bool]:
+    """Run a person's SQL read-only (``sandbox``); return (at most ``max_rows`` rows, whether there were more)."""
+    return store.sql(sql, limits or Limits(max_rows=max_rows))
 
 
 __all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "TOKEN_METRICS", "check_columns", "compare_rows", "heatmap_value",

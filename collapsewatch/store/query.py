@@ -17,18 +17,14 @@ import pandas as pd
 
 from ..catalogue import LOGGED_SCALARS
 from .migrations import TABLES
+from .sandbox import Limits, run_user_sql
 from .writer import check_run_name, ensure_schema
 
 # duckdb's DataFrame export calls DataFrame.drop(inplace=True), which pandas ≥ 3.1 deprecates: noise a user of
 # ``.df()`` cannot act on. Matched on the message only, so every other warning still shows.
 warnings.filterwarnings("ignore", message="The inplace keyword in DataFrame.drop is deprecated")
 
-ALLOWED_STATEMENTS = {"SELECT", "EXPLAIN"}
 RETRIES = 3  # a segment compacted away between glob expansion and read: retry the query
-
-
-class ReadOnlyQueryError(ValueError):
-    """A user query that would write or change the schema."""
 
 
 class StoreNotFoundError(FileNotFoundError):
@@ -127,21 +123,6 @@ def connect(store: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnect
     return con
 
 
-def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Raise ReadOnlyQueryError unless every statement of ``sql`` only reads."""
-    try:
-        statements = con.extract_statements(sql)
-    except duckdb.Error as e:
-        raise ValueError(f"malformed SQL: {str(e).splitlines()[0]}") from e
-    if not statements:
-        raise ValueError("empty SQL query")
-    for st in statements:
-        kind = st.type.name
-        if kind not in ALLOWED_STATEMENTS:
-            raise ReadOnlyQueryError(f"refused: the store is read-only here ({kind} statements are not allowed; "
-                                     "only SELECT / EXPLAIN)")
-
-
 class Store:
     """The query layer used by the CLI and the dashboard."""
 
@@ -164,13 +145,10 @@ class Store:
                 time.sleep(0.05)
         raise AssertionError("unreachable")
 
-    def sql(self, sql: str) -> pd.DataFrame:
-        """Run a user's query: read-only statements only; the last statement's rows are returned."""
-        check_read_only(self.con, sql)
-        try:
-            return self.query(sql)
-        except duckdb.Error as e:
-            raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
+    def sql(self, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
+        """Run a person's query (``sandbox``: plain SELECTs only, on a throwaway connection, with a time
+        and a size limit); returns the last statement's rows and whether they were cut at a limit."""
+        return run_user_sql(self.root, view_sql(self.root), VIEW_ORDER, sql, limits)
 
     def run_view(self, view: str, run: str) -> str:
         """SQL for one run's rows of a view, scanning only that run's folder (fast for live dashboards)."""

@@ -11,11 +11,13 @@ import pandas as pd
 from dash import Input, Output, State, callback, dcc, html
 
 from collapsewatch.store import queries
+from collapsewatch.store.sandbox import Limits
 
 from .. import charts, ids, state, tables, theme
 
 dash.register_page(__name__, path="/sql", name="SQL", title="collapsewatch · SQL", order=4)
 MAX_ROWS = 10_000
+LIMITS = Limits(max_rows=MAX_ROWS, max_bytes=32 * 2**20, timeout_s=20.0)
 EXAMPLE = """-- views: runs, run_ranks, steps, scalars, sequences, tokens, events (read-only)
 SELECT run, step, reward_mean, ratio_p50_pos, ratio_p05_pos, logp_old_mean_correct
 FROM steps ORDER BY run, step"""
@@ -24,7 +26,7 @@ FROM steps ORDER BY run, step"""
 def layout(**_: str) -> html.Div:
     return html.Div([
         html.Div(className="bar", children=[html.H2("SQL"), html.Span(
-            f"read-only DuckDB over the store's views · results capped at {MAX_ROWS:,} rows", className="hint")]),
+            f"read-only DuckDB over the store's views · results capped at {MAX_ROWS:,} rows / {LIMITS.max_bytes // 2**20} MiB, {LIMITS.timeout_s:g} s", className="hint")]),
         dcc.Textarea(id=ids.SQL_INPUT, value=EXAMPLE, className="sql-input", spellCheck=False),
         html.Div(className="bar", children=[
             html.Button("Run ⏎", id=ids.SQL_RUN, className="btn", n_clicks=0),
@@ -52,11 +54,11 @@ def run_query(_: int, sql: str):
     t0 = time.perf_counter()
     try:
         with state.borrow() as s:
-            df, more = queries.user_query(s, sql or "", MAX_ROWS)
+            df, more = queries.user_query(s, sql or "", limits=LIMITS)
     except ValueError as e:  # ReadOnlyQueryError is a ValueError: its message says why
         return [], [], str(e), "msg error", [], None, [], []
     cols, numeric = [str(c) for c in df.columns], charts.numeric_columns(df)
-    msg = f"{len(df):,} rows{' (first ' + format(MAX_ROWS, ',') + ' shown)' if more else ''} · " \
+    msg = f"{len(df):,} rows{' (cut at the result limit)' if more else ''} · " \
           f"{(time.perf_counter() - t0) * 1000:.0f} ms"
     x = "step" if "step" in cols else (cols[0] if cols else None)
     ys = [c for c in numeric if c != x][:3]

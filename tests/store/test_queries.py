@@ -9,8 +9,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from collapsewatch.store import queries
-from collapsewatch.store.query import ReadOnlyQueryError, Store
+from collapsewatch.store import ReadOnlyQueryError, Store, queries
 from collapsewatch.store.writer import StoreWriter
 
 

@@ -1,0 +1,210 @@
+"""User SQL, read-only by construction: a parse-tree check, a throwaway connection, a time and a size limit.
+
+A person's query (``collapsewatch sql``, the dashboard's SQL page) passes two independent barriers:
+
+1. **Only plain SELECT trees.** DuckDB parses the text (``json_serialize_sql``, which serialises SELECT
+   statements only: ``EXPLAIN [ANALYZE]``, ``COPY``, ``ATTACH``, ``SET``, ``PRAGMA``, DDL, ``INSTALL``/``LOAD``,
+   ``CALL``, ``PIVOT`` statements are refused there, however they are wrapped). The tree is then walked:
+   table functions must be pure generators (``range``, ``unnest`` …; no ``query()``, ``query_table()``,
+   ``read_*``, ``glob``, ``checkpoint``), scalar functions must not be one of the few with side effects
+   (``json_execute_serialized_sql``, ``nextval``, ``write_log`` …) and tables must be plain names (a quoted
+   path such as ``FROM '/etc/passwd'`` is a file scan, refused).
+2. **Nothing it does persists.** The query runs on a fresh in-memory connection that holds only the views,
+   closed afterwards: no pooled connection ever runs user SQL, so nothing a query could change is seen by
+   another. File access is limited to the store folder, spilling is off (no temp directory at all),
+   Python replacement scans, extension auto-install/-load are off, and the configuration is locked.
+
+A timer thread interrupts the query after ``timeout_s``; results are streamed as Arrow batches and cut at
+``max_rows`` rows and ``max_bytes`` bytes (Arrow buffer size), so a 100 MB cell cannot come back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+
+class ReadOnlyQueryError(ValueError):
+    """A user query that would write, change state or read outside the store's views."""
+
+
+# Table functions that only generate values from their arguments: no file, no catalog, no other SQL.
+SAFE_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "repeat", "json_each", "json_tree"})
+# Scalar functions that write, execute SQL, change the connection's state or read the environment.
+UNSAFE_FUNCTIONS = frozenset({
+    "json_execute_serialized_sql", "copy_database", "write_log", "nextval", "setval", "currval", "setseed",
+    "force_checkpoint", "enable_checkpoint_on_shutdown", "disable_checkpoint_on_shutdown", "enable_profile",
+    "disable_profile", "getenv", "query", "query_table", "sleep_ms", "pg_sleep",
+})
+SAFE_SCHEMAS = frozenset({"", "main", "information_schema", "pg_catalog"})
+SHOW_SPECIAL = frozenset({"", '"tables"', '"databases"', "__show_tables_expanded"})  # SHOW TABLES, DESCRIBE (…)
+SAFE_CATALOGS = frozenset({"", "memory", "system", "temp"})
+PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RETRIES = 3
+KEYWORDS = re.compile(r"^\s*([A-Za-z]+(?:\s+[A-Za-z]+)?)")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds of one user query."""
+
+    max_rows: int = 10_000
+    """Rows returned at most; more are cut (and reported as cut)."""
+    max_bytes: int = 64 * 2**20
+    """Arrow bytes returned at most; a result that reaches this is cut at the batch before."""
+    timeout_s: float = 30.0
+    """Wall-clock seconds before the query is interrupted."""
+    memory: str = "1GB"
+    """DuckDB memory limit of the throwaway connection (nothing spills to disk)."""
+
+
+def _walk(node: Any, found: list[tuple[str, str, str]]) -> None:
+    """Collect (kind, schema, name) of every table reference and function call in a serialised tree."""
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "TABLE_FUNCTION":
+            fn = node.get("function") or {}
+            found.append(("table_function", fn.get("schema", ""), fn.get("function_name", "")))
+        elif kind == "BASE_TABLE":
+            catalog = (node.get("catalog_name") or "").lower()
+            schema = node.get("schema_name", "") if catalog in SAFE_CATALOGS else "<catalog>"
+            found.append(("table", schema, node.get("table_name", "")))
+        elif kind == "SHOW_REF" and node.get("table_name") not in SHOW_SPECIAL:  # SHOW 'file.csv' scans a file
+            found.append(("table", node.get("schema_name", ""), node.get("table_name", "")))
+        elif node.get("class") == "FUNCTION":
+            found.append(("function", node.get("schema", ""), node.get("function_name", "")))
+        for v in node.values():
+            _walk(v, found)
+    elif isinstance(node, list):
+        for v in node:
+            _walk(v, found)
+
+
+def check_select_only(sql: str) -> list[str]:
+    """The statements of ``sql`` once each is known to be a plain SELECT over tables and safe functions;
+    raises ReadOnlyQueryError (what is refused and why) or ValueError (empty or malformed SQL)."""
+    con = duckdb.connect(":memory:")
+    try:
+        try:
+            statements = [s.query for s in con.extract_statements(sql)]
+        except duckdb.Error as e:
+            raise ValueError(f"malformed SQL: {str(e).splitlines()[0]}") from e
+        if not statements:
+            raise ValueError("empty SQL query")
+        for st in statements:
+            tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [st]).fetchone()[0])
+            if tree.get("error"):
+                head = KEYWORDS.match(st)
+                raise ReadOnlyQueryError(f"refused: the store is read-only here; only plain SELECT queries run "
+                                         f"(got {head.group(1).upper() if head else 'another statement'})")
+            found: list[tuple[str, str, str]] = []
+            _walk(tree, found)
+            for kind, schema, name in found:
+                _check_reference(kind, (schema or "").lower(), name)
+        return statements
+    finally:
+        con.close()
+
+
+def _check_reference(kind: str, schema: str, name: str) -> None:
+    low = name.lower()
+    if kind == "table_function" and low not in SAFE_TABLE_FUNCTIONS:
+        raise ReadOnlyQueryError(f"refused: table function {name}() is not allowed in read-only SQL "
+                                 f"(query the views; allowed: {', '.join(sorted(SAFE_TABLE_FUNCTIONS))})")
+    if kind == "function" and (low in UNSAFE_FUNCTIONS or low.startswith("__internal")):
+        raise ReadOnlyQueryError(f"refused: function {name}() is not allowed in read-only SQL")
+    if kind == "table" and (schema not in SAFE_SCHEMAS or not PLAIN_NAME.match(name)):
+        raise ReadOnlyQueryError(f"refused: {name!r} is not a view name; read-only SQL reads the store's views, "
+                                 "not files or other databases")
+
+
+def _lock_down(con: duckdb.DuckDBPyConnection, root: Path, limits: Limits) -> None:
+    """Settings of the throwaway connection, applied after its views exist and then locked."""
+    allowed = str(root).replace("'", "''") + "/"
+    for stmt in ("SET temp_directory = ''", f"SET memory_limit = '{limits.memory}'",
+                 "SET python_enable_replacements = false", "SET autoinstall_known_extensions = false",
+                 "SET autoload_known_extensions = false", "SET allow_community_extensions = false",
+                 f"SET allowed_directories = ['{allowed}']", "SET enable_external_access = false",
+                 "SET lock_configuration = true"):
+        con.execute(stmt)
+
+
+def run_user_sql(root: Path, views: dict[str, str], order: tuple[str, ...], sql: str,
+                 limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
+    """Run a person's query over ``views`` (name → SELECT, created in ``order``) of the store at ``root``.
+
+    Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
+    statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
+    plain SELECTs, ValueError for a failed, interrupted or oversized query."""
+    statements = check_select_only(sql)
+    for attempt in range(RETRIES):  # a segment compacted away between glob expansion and read: run it again
+        try:
+            return _run_once(root, views, order, statements[-1], limits)
+        except duckdb.IOException as e:
+            if attempt == RETRIES - 1:
+                raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
+    raise AssertionError("unreachable")
+
+
+def _run_once(root: Path, views: dict[str, str], order: tuple[str, ...], statement: str,
+              limits: Limits) -> tuple[pd.DataFrame, bool]:
+    con = duckdb.connect(":memory:")
+    timer = threading.Timer(limits.timeout_s, con.interrupt)
+    try:
+        for name in order:
+            con.execute(f"CREATE VIEW {name} AS {views[name]}")
+        _lock_down(con, root, limits)
+        timer.start()
+        return _fetch(con, statement, limits)
+    except duckdb.InterruptException as e:
+        raise ValueError(f"query interrupted: it ran longer than the {limits.timeout_s:g} s limit") from e
+    except duckdb.IOException:
+        raise
+    except duckdb.Error as e:
+        if timer.finished.is_set():
+            raise ValueError(f"query interrupted: it ran longer than the {limits.timeout_s:g} s limit") from e
+        raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
+    finally:
+        timer.cancel()
+        con.close()
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, statement: str, limits: Limits) -> tuple[pd.DataFrame, bool]:
+    reader = con.sql(statement).to_arrow_reader(1024)
+    batches: list[pa.RecordBatch] = []
+    rows = size = 0
+    cut = False
+    for batch in reader:
+        if rows + batch.num_rows > limits.max_rows:
+            batch, cut = batch.slice(0, limits.max_rows - rows), True
+        if size + batch.nbytes > limits.max_bytes:
+            batch, cut = _fit(batch, limits.max_bytes - size), True
+            if batch.num_rows == 0 and rows == 0:
+                raise ValueError(f"query failed: its first row is larger than the {limits.max_bytes:,}-byte "
+                                 "result limit")
+        batches.append(batch)
+        rows, size = rows + batch.num_rows, size + batch.nbytes
+        if cut:
+            break
+    table = pa.Table.from_batches(batches, schema=reader.schema)
+    return table.to_pandas(), cut
+
+
+def _fit(batch: pa.RecordBatch, budget: int) -> pa.RecordBatch:
+    """The longest head of ``batch`` whose Arrow size stays within ``budget`` bytes (bisection)."""
+    lo, hi = 0, batch.num_rows
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if batch.slice(0, mid).nbytes <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return batch.slice(0, lo)
