@@ -82,7 +82,9 @@ def _isdd(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
         return None
     text = ", ".join(parts) + f" while clip_low stayed {_f(ev.get('clip_low_frac'))}"
     conf = [c.replace("_", " ") for c in ev.get("confirmations") or []]
-    return text + (f"; confirmed by {' and '.join(conf)}" if conf else "")
+    if len(conf) > 1:
+        return text + f"; confirmed by {' and '.join(conf)}"
+    return text + (f"; {conf[0]} so far" if conf else "")
 
 
 def _lld(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:

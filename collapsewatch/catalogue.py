@@ -11,6 +11,7 @@ Glossary (see the package docstring): ``r = exp(logp − logp_old)``; A = advant
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -145,6 +146,21 @@ LOGGED_SCALARS: tuple[Metric, ...] = (
     _m("step_time", "step", "wall time of the optimizer step", "", "s"),
     _m("rollout_time", "step", "wall time of the rollout that fed this step", "", "s"),
 )
+
+LOGGED_REPEAT = "max"
+"""A scalar logged more than once in one step keeps its largest value (NaN above every number, NULL ignored):
+the rule of DuckDB's ``max``, which the ``steps`` view applies offline; :func:`merge_logged` applies it
+online (the recorder), so the detectors see the same row either way."""
+
+
+def merge_logged(old: float | None, new: float | None) -> float | None:
+    """The value of a step scalar after logging ``new`` over ``old`` (see :data:`LOGGED_REPEAT`)."""
+    if new is None or old is None:
+        return old if new is None else new
+    if math.isnan(old) or math.isnan(new):
+        return math.nan
+    return max(old, new)
+
 
 ALL_STEP_COLUMNS: tuple[str, ...] = tuple(m.name for m in STEP_METRICS + LOGGED_SCALARS)
 

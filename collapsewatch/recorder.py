@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .batch import TokenBatch
-from .catalogue import LOGGED_SCALARS
+from .catalogue import LOGGED_SCALARS, merge_logged
 from .probe import NONFINITE_ORDER, ClipSpec, sequence_metrics, token_metrics, turn_gate_counts
 from .step_metrics import ObservedPart, compute_step_metrics
 from .store.writer import StoreWriter
@@ -154,7 +154,9 @@ class Recorder(threading.Thread):
         self._advance(step)
         keys = list(scalars)
         vals = [float(scalars[k]) if scalars[k] is not None else None for k in keys]
-        self._scalars.update({k.replace("/", "_"): v for k, v in zip(keys, vals, strict=True)})
+        for k, v in zip(keys, vals, strict=True):  # logged twice in a step: the steps view's rule
+            name = k.replace("/", "_")
+            self._scalars[name] = merge_logged(self._scalars.get(name), v)
         w = self.writer
         self.writer.append("scalars", {"run": [w.run] * len(keys), "rank": [w.rank] * len(keys),
                                        "step": [step] * len(keys), "key": keys, "value": vals})

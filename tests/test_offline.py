@@ -54,3 +54,39 @@ def test_detect_cli_prints_timeline_and_errors(store):
     p = subprocess.run([sys.executable, "-m", "collapsewatch", "detect", str(store), "--run", "nope"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1 and "not found" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_scalar_logged_twice_in_a_step_is_the_same_online_and_offline(store):
+    # Each step logs grad_norm twice: first the step's value, then 1.0 again (e.g. a callback re-logging). At
+    # step 40 the first value is 30.0. One rule (catalogue.LOGGED_REPEAT = max) online and offline: the step
+    # value is max(30, 1) = 30 = 30 × the median 1.0 of the previous 40 points ≥ critical_factor 20 → a grad
+    # explosion at 40 both ways (no reward logged: the severity gate cannot tell, critical stays). Before, the
+    # online row took the last value (1.0: no event) and the steps view the max (an event): they differed.
+    with Monitor(store, run="twice", flush_steps=5) as mon:
+        for step in range(50):
+            mon.log(step, {"grad_norm": 30.0 if step == 40 else 1.0})
+            mon.log(step, {"grad_norm": 1.0})
+    online = {(e.detector, e.phase, e.step_start): (e.step_end, e.severity) for e in mon.events}
+    offline = detect_runs(store, run="twice", write=False)
+    assert online == {(r.detector, r.phase, r.step_start): (r.step_end, r.severity) for r in offline.itertuples()}
+    assert online == {("grad", "explosion", 40): (40, "critical")}
+    assert connect(store).execute("SELECT grad_norm FROM steps WHERE run = 'twice' AND step = 40").fetchone() == (30.0,)
+
+
+def test_merge_logged_is_duckdbs_max():
+    import math
+
+    import duckdb
+
+    from collapsewatch.catalogue import LOGGED_REPEAT, merge_logged
+
+    cases = [[1.0, 2.0], [2.0, 1.0], [None, 3.0], [3.0, None], [1.0, math.nan], [math.nan, 1.0],
+             [math.inf, math.nan], [-math.inf, -1.0], [None, None]]
+    for values in cases:
+        online = None
+        for v in values:
+            online = merge_logged(online, v)
+        (offline,) = duckdb.execute(f"SELECT {LOGGED_REPEAT}(v) FROM (SELECT unnest(?::DOUBLE[]) AS v)",
+                                    [values]).fetchone()
+        assert (online is None and offline is None) or (math.isnan(online) and math.isnan(offline)) or \
+            online == offline, values

@@ -20,6 +20,7 @@ from .config import (
     LldConfig,
     MismatchConfig,
     NonfiniteConfig,
+    SeverityConfig,
     SignalConfig,
     StarvationConfig,
 )
@@ -28,6 +29,6 @@ from .suite import Applicability, DetectorSuite, detect_each, detect_frame, fina
 
 __all__ = [
     "DETECTORS", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "Event", "Finding",
-    "GradConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity",
+    "GradConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity", "SeverityConfig",
     "SignalConfig", "StarvationConfig", "detect_each", "detect_frame", "final_branch", "replay",
 ]

@@ -6,6 +6,11 @@ assumed to live on a [0, 1]-like scale — and were checked on the labelled synt
 :mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py``); they are not yet calibrated on real
 runs. Override with ``dataclasses.replace`` or
 :meth:`DetectorConfig.from_dict` (``{"isdd": {"median_threshold": 0.85}}``).
+
+Units of windows: every window (``*_window``, ``*_steps`` lengths, ``history_steps``) counts *logged points*
+of the column it reads, not steps (see :mod:`.history`). In a run that logs every step the two are the same;
+a run that logs every 10th step gets the same verdicts on its points, over 10× as many steps. The
+``*_steps`` names are kept for compatibility with existing config files.
 """
 
 from __future__ import annotations
@@ -34,9 +39,9 @@ class SignalConfig:
     """Confirmation signals shared by ISDD and LLD (they raise severity, they never flag alone)."""
 
     recent_steps: int = 10
-    """Window of the 'recent' side of grad-norm spikes and entropy surges."""
+    """Points of the 'recent' side of grad-norm spikes and entropy surges."""
     reference_steps: int = 50
-    """Reference window (ending where the recent window starts) whose median defines 'normal'."""
+    """Reference points (just before the recent ones) whose median defines 'normal'."""
     grad_spike_factor: float = 3.0
     """Grad spike: max grad_norm over the recent window ≥ this × the reference median."""
     entropy_surge_factor: float = 1.3
@@ -62,7 +67,7 @@ class IsddConfig(Timing):
     median_threshold: float = 0.9
     """Enter when the smoothed ratio_p50_pos is below this and still falling; stay while below it."""
     trend_window: int = 20
-    """Steps over which 'still falling' (Theil–Sen slope of ratio_p50_pos) is judged."""
+    """Off-policy points over which 'still falling' (Theil–Sen slope of ratio_p50_pos) is judged."""
     min_points: int = 10
     """Off-policy points the trend window needs for a verdict."""
     p05_threshold: float = 0.1
@@ -119,7 +124,7 @@ class GradConfig(Timing):
     confirm_steps: int = 1
     exit_patience: int = 3
     window: int = 50
-    """Reference window (previous steps, current excluded) whose median defines the normal grad norm."""
+    """Reference points (the previous logged grad norms, current excluded) whose median is the normal one."""
     min_points: int = 10
     """Reference points needed for a verdict."""
     spike_factor: float = 5.0
@@ -127,7 +132,7 @@ class GradConfig(Timing):
     spike_z: float = 5.0
     """… and ≥ exp(this × robust σ of log grad_norm over the window) × the median (jumpy runs need more)."""
     sustain_steps: int = 2
-    """An isolated spike is info; this many consecutive rows over the bar make it a warning."""
+    """An isolated spike is info; this many consecutive logged points over the bar make it a warning."""
     critical_factor: float = 20.0
     """… ≥ this × the reference median: critical."""
 
@@ -180,6 +185,24 @@ class MismatchConfig(Timing):
     """ESS level ≤ this: critical."""
 
 
+@dataclass(frozen=True)
+class SeverityConfig:
+    """The shared severity gate (:mod:`.severity`): no critical while the reward is at or near its best."""
+
+    enabled: bool = True
+    """Apply the gate (False: detectors' severities as they compute them)."""
+    near_best_frac: float = 0.1
+    """'Near its best': reward level within this fraction of |running best| …"""
+    near_best_min: float = 0.02
+    """… or within this much in reward units, whichever is larger."""
+    exempt: tuple[str, ...] = ("nonfinite",)
+    """Detectors whose critical is never lowered (a NaN ends the run whatever the reward says)."""
+
+    def __post_init__(self) -> None:
+        if self.near_best_frac < 0 or self.near_best_min < 0:
+            raise ValueError("severity.near_best_frac and near_best_min must be ≥ 0")
+
+
 DETECTORS = ("isdd", "lld", "entropy", "grad", "nonfinite", "starvation", "length", "mismatch")
 
 
@@ -199,6 +222,7 @@ class DetectorConfig:
     enabled: tuple[str, ...] = DETECTORS
     """Detectors to run, by name."""
     signals: SignalConfig = field(default_factory=SignalConfig)
+    severity: SeverityConfig = field(default_factory=SeverityConfig)
     isdd: IsddConfig = field(default_factory=IsddConfig)
     lld: LldConfig = field(default_factory=LldConfig)
     entropy: EntropyConfig = field(default_factory=EntropyConfig)
@@ -209,7 +233,7 @@ class DetectorConfig:
     mismatch: MismatchConfig = field(default_factory=MismatchConfig)
 
     def __post_init__(self) -> None:
-        unknown = set(self.enabled) - set(DETECTORS)
+        unknown = (set(self.enabled) | set(self.severity.exempt)) - set(DETECTORS)
         if unknown:
             raise ValueError(f"unknown detectors {sorted(unknown)}; known: {DETECTORS}")
         if self.rollback_steps < 0:
@@ -240,7 +264,7 @@ class DetectorConfig:
                 raise ValueError(f"unknown detector setting {key!r}")
             current = getattr(out, key)
             if isinstance(value, Mapping):
-                value = replace(current, **value)
+                value = replace(current, **{k: tuple(v) if isinstance(v, list) else v for k, v in value.items()})
             elif key == "enabled":
                 value = tuple(value)
             out = replace(out, **{key: value})

@@ -31,7 +31,8 @@ class Grad:
         g = h.row.num("grad_norm")
         if g is None:
             return {}
-        ref = h.series("grad_norm", c.window + 1).before(h.step - 1)
+        points = h.series("grad_norm", c.window + 1)  # its last point is this step's
+        ref = points.head(1)
         if len(ref) < c.min_points:
             return {}
         median = float(np.median(ref.values))
@@ -42,10 +43,9 @@ class Grad:
         bar = max(c.spike_factor, float(np.exp(c.spike_z * spread)))
         if g < bar * median:
             return {"explosion": None}
-        run = 0
-        for row in h.recent(self.cfg.history_steps):
-            prev = row.num("grad_norm")
-            if prev is None or prev < bar * median or run >= c.sustain_steps:
+        run = 0  # consecutive logged points over the bar, this one included (NULL rows are not points)
+        for prev in points.values[::-1]:
+            if prev < bar * median or run >= c.sustain_steps:
                 break
             run += 1
         severity = ("critical" if g >= max(c.critical_factor, bar) * median

@@ -2,9 +2,12 @@
 
 Rows are normalised once on the way in: NaN and NULL become ``None`` (a pandas frame read from the store
 cannot tell them apart, so neither may the online path); ±Inf becomes ``None`` too, but the column name is
-kept in :attr:`Row.nonfinite` so the non-finite detector can report it. Windows are measured in *steps*
-(``step > t − window``), not rows, so missing steps simply leave fewer points; every rule states the least
-number of points it needs and gives no verdict below that.
+kept in :attr:`Row.nonfinite` so the non-finite detector can report it. Windows are counted in *logged
+points* of the column they read (a window of 50 is that column's last 50 non-missing values), not in steps:
+a run that logs every 10th step (TRL's default ``logging_steps=10``), or a column logged more sparsely than
+the others (a grad norm logged every 10th step beside per-step probe metrics), is judged on the points it
+has, exactly like a dense run (DESIGN.md §6). Every rule states the least number of points it needs and
+gives no verdict below that. Each column keeps its own last ``maxlen`` points.
 
 Statistics: levels are rolling medians (robust to single-step spikes); trends are Theil–Sen slopes with
 their confidence interval (``scipy.stats.theilslopes``); noise scales are normal-consistent MADs
@@ -140,6 +143,21 @@ class Series:
         res = stats.theilslopes(self.values, self.steps, confidence)
         return Trend(float(res.slope), float(res.low_slope), float(res.high_slope), len(self))
 
+    def span(self) -> float:
+        """Steps the points cover, one spacing per point: n for n consecutive steps, 10 n for n points logged
+        every 10th step. A slope (per step) times this is the change over the window."""
+        n = len(self)
+        return float(self.steps[-1] - self.steps[0]) * n / (n - 1) if n > 1 else float(n)
+
+    def tail(self, n: int) -> Series:
+        """The last ``n`` points."""
+        return Series(self.steps[len(self) - n:], self.values[len(self) - n:]) if n < len(self) else self
+
+    def head(self, n: int) -> Series:
+        """All but the last ``n`` points."""
+        keep = max(len(self) - n, 0)
+        return Series(self.steps[:keep], self.values[:keep])
+
     def since(self, step: int) -> Series:
         """The points with step > ``step``."""
         keep = self.steps > step
@@ -159,13 +177,14 @@ class Series:
 
 
 class History:
-    """The last ``maxlen`` rows in step order, plus per-column (step, value, on_policy) points for fast windows.
+    """The last ``maxlen`` rows in step order, plus each column's last ``maxlen`` (step, value, on_policy) points.
 
     A row with a step ≤ the last one is the caller's business (the suite truncates first, see suite.py).
     Series are memoised until the next push / truncate: several detectors read the same windows.
     """
 
     def __init__(self, maxlen: int):
+        self.maxlen = maxlen
         self.rows: deque[Row] = deque(maxlen=maxlen)
         self._points: dict[str, deque[tuple[int, float, bool]]] = {}
         self._memo: dict[tuple[str, int, bool], Series] = {}
@@ -187,14 +206,13 @@ class History:
         on = row.flag("on_policy") is True
         for key, v in row.values.items():
             if type(v) is float:
-                self._points.setdefault(key, deque()).append((row.step, v, on))
-        oldest = self.rows[0].step
-        for points in self._points.values():
-            while points and points[0][0] < oldest:
-                points.popleft()
+                points = self._points.get(key)
+                if points is None:
+                    points = self._points[key] = deque(maxlen=self.maxlen)
+                points.append((row.step, v, on))
 
     def truncate(self, step: int) -> None:
-        """Drop the rows with step ≥ ``step`` (a restart from an earlier checkpoint)."""
+        """Drop the rows and points with step ≥ ``step`` (a restart from an earlier checkpoint)."""
         self._memo.clear()
         while self.rows and self.rows[-1].step >= step:
             self.rows.pop()
@@ -202,24 +220,23 @@ class History:
             while points and points[-1][0] >= step:
                 points.pop()
 
-    def recent(self, window: int) -> Iterator[Row]:
-        """Rows with step > current − window, newest first."""
-        lo = self.step - window
-        for row in reversed(self.rows):
-            if row.step <= lo:
+    def recent(self, n: int) -> Iterator[Row]:
+        """The last ``n`` rows, newest first."""
+        for i, row in enumerate(reversed(self.rows)):
+            if i >= n:
                 return
             yield row
 
-    def series(self, key: str, window: int, *, off_policy: bool = False) -> Series:
-        """Column ``key`` over the window; with ``off_policy`` rows flagged on_policy are skipped."""
-        memo_key = (key, window, off_policy)
+    def series(self, key: str, n: int, *, off_policy: bool = False) -> Series:
+        """The last ``n`` points of column ``key`` (oldest first); with ``off_policy`` points of rows flagged
+        on_policy are skipped (and not counted)."""
+        memo_key = (key, n, off_policy)
         if memo_key in self._memo:
             return self._memo[memo_key]
-        lo = self.step - window
         steps: list[int] = []
         values: list[float] = []
         for step, v, on in reversed(self._points.get(key, ())):
-            if step <= lo:
+            if len(steps) >= n:
                 break
             if not (off_policy and on):
                 steps.append(step)

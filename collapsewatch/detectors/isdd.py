@@ -7,8 +7,8 @@ verdict — it neither flags nor extends nor ends an episode, and its r ≡ 1 va
   significantly negative (to enter; an open episode stays while the level is below the threshold);
 * tail rule: level(ratio_p05_pos) < p05_threshold, or level(ratio_lt_0_1_frac_pos) > lt_0_1_frac_threshold.
 
-Either rule holds → warning; with a confirmation (entropy rose then fell, or reward fell from its running
-max) → critical. The PPO clip does not bound a falling ratio when A > 0, so the usual clip metric
+Either rule holds → warning; confirmed — entropy rose then fell **and** reward fell from its running max
+(DESIGN.md §6) — → critical. One confirmation alone is recorded in the evidence and stays a warning. The PPO clip does not bound a falling ratio when A > 0, so the usual clip metric
 (``clip_low_frac``, TRL semantics: A < 0 only) stays low through the drift; the evidence records it next to
 ``clip_low_frac_pos`` (A>0 tokens under 1 − ε_low, left unclipped) so the reader sees why clip plots missed it.
 """
@@ -91,9 +91,11 @@ class Isdd:
         metric, value, threshold = fired[0]
         parts = [f"{m} level {v:.3g} ({'>' if m.startswith('ratio_lt') else '<'} {t:g})" for m, v, t in fired]
         clip = f"clip_low_frac {clip_low:.3g}" if clip_low is not None else "clip_low_frac NULL"
-        conf = f"; confirmed by {', '.join(confirmations)}" if confirmations else ""
+        confirmed = rise_fall is True and drop is True
+        conf = (f"; confirmed by {' and '.join(confirmations)}" if confirmed
+                else f"; {confirmations[0]} so far (critical needs both)" if confirmations else "")
         return Finding(
-            severity="critical" if confirmations else "warning", metric=metric, value=value, threshold=threshold,
+            severity="critical" if confirmed else "warning", metric=metric, value=value, threshold=threshold,
             window_steps=self.cfg.isdd.trend_window,
             message=f"ISDD: {'; '.join(parts)} while the PPO clip stays silent ({clip}){conf}",
             evidence=ev,

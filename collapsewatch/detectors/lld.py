@@ -1,6 +1,6 @@
 """LLD death spiral (LLDS, arXiv 2512.04220) on L = logp_old_mean_correct, with I = logp_old_mean_incorrect.
 
-Slopes are Theil–Sen over slope_window steps, "significant" = the confidence interval excludes 0. Phases
+Slopes are Theil–Sen over the last slope_window points of L (change = slope × the steps they span), "significant" = the confidence interval excludes 0. Phases
 are ordered and mutually exclusive (the highest one that holds is reported; the others get "does not
 hold"), and each can be re-entered:
 
@@ -44,10 +44,11 @@ class Lld:
         if len(L) < c.min_points:
             return {}
         trend = L.trend(self.cfg.trend_confidence)
+        change = trend.slope * L.span()  # over the steps the window's points cover
         ev: dict[str, Any] = {"L_level": L.level(self.cfg.smooth_steps), "L_trend": trend.as_evidence(),
-                              "L_change_over_window": trend.slope * c.slope_window}
+                              "L_change_over_window": change, "window_span_steps": L.span()}
         verdict: Verdict = dict.fromkeys(PHASES)
-        if trend.falling and trend.slope * c.slope_window <= -c.decay_change:
+        if trend.falling and change <= -c.decay_change:
             collapse = self._collapse(h, L, trend, ev, "accelerated_collapse" in open_phases)
             if collapse is not None:
                 verdict["accelerated_collapse"] = collapse
@@ -70,16 +71,16 @@ class Lld:
         reward = h.series("reward_mean", w)
         if len(L) < w // 2 or len(reward) < w // 2:
             return None
-        trend = L.trend(self.cfg.trend_confidence)
-        if not (-c.flat_change <= trend.low * w and trend.high * w <= c.flat_change):
+        trend, span = L.trend(self.cfg.trend_confidence), L.span()
+        if not (-c.flat_change <= trend.low * span and trend.high * span <= c.flat_change):
             return None
         r_trend = reward.trend(self.cfg.trend_confidence)
         ev.update(L_trend_stagnation=trend.as_evidence(), reward_trend=r_trend.as_evidence())
         if not r_trend.rising:
             return None
         return Finding(
-            "info", "logp_old_mean_correct", trend.slope * w, c.flat_change, w,
-            f"LLD early stagnation: L flat ({trend.slope:.2g}/step over {w} steps) while reward rises "
+            "info", "logp_old_mean_correct", trend.slope * span, c.flat_change, w,
+            f"LLD early stagnation: L flat ({trend.slope:.2g}/step over {span:.0f} steps) while reward rises "
             f"({r_trend.slope:.2g}/step)", dict(ev))
 
     def _incorrect_ok(self, h: History, ev: dict[str, Any]) -> bool:
@@ -95,13 +96,13 @@ class Lld:
 
     def _collapse(self, h: History, L: Series, trend: Trend, ev: dict[str, Any], is_open: bool) -> Finding | None:
         c, k = self.cfg.lld, self.cfg.smooth_steps
-        recent = L.since(h.step - c.recent_steps)
+        recent = L.tail(c.recent_steps)
         accel = cliff = False
         if len(recent) >= max(3, c.recent_steps // 2):
             r_trend = recent.trend(self.cfg.trend_confidence)
             accel = r_trend.falling and r_trend.slope <= c.accel_factor * trend.slope
             ev["L_recent_trend"] = r_trend.as_evidence()
-        before = L.before(h.step - c.recent_steps)
+        before = L.head(c.recent_steps)
         if len(before) >= k:
             drop, noise = before.level(k) - L.level(k), L.noise()
             cliff = drop >= max(c.cliff_factor * noise, c.decay_change)
@@ -123,7 +124,7 @@ class Lld:
         c = self.cfg.lld
         threshold = -c.decay_change if phase == "steady_decay" else None
         return Finding(
-            severity=severity, metric="logp_old_mean_correct", value=trend.slope * c.slope_window,
+            severity=severity, metric="logp_old_mean_correct", value=ev["L_change_over_window"],
             threshold=threshold, window_steps=c.slope_window,
             message=f"LLD {phase.replace('_', ' ')}: {detail}", evidence=dict(ev),
         )

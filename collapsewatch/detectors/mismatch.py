@@ -38,7 +38,7 @@ class Mismatch:
             level = abs_all.level(k)
             bar = max(c.abs_min, c.rise_factor * float(np.median(abs_all.values)))
             ev.update(abs_level=level, abs_bar=bar)
-            recent = abs_all.since(h.step - c.window)
+            recent = abs_all.tail(c.window)
             if level >= bar and ("drift" in open_phases or len(recent) >= c.min_points):
                 rising = "drift" in open_phases
                 if not rising:

@@ -8,11 +8,13 @@ step, found by walking back over the consecutive non-finite rows in the history 
 
 from __future__ import annotations
 
+from ..catalogue import STEP_METRICS
 from .config import DetectorConfig
 from .events import Finding, Verdict
 from .history import History, Row
 
-TENSORS = ("logp", "logp_old", "logp_rollout", "logp_ref", "entropy", "advantages", "rewards")
+# The tensors checked for non-finite values: the catalogue's nonfinite_<tensor> step columns, in its order.
+TENSORS = tuple(m.name.removeprefix("nonfinite_") for m in STEP_METRICS if m.name.startswith("nonfinite_"))
 SCALARS = ("grad_norm", "loss")
 
 
@@ -45,6 +47,8 @@ class Nonfinite:
         first_step, first = h.step, found
         for row in h.recent(self.cfg.history_steps):
             earlier = _tensors(row)
+            if earlier is None:  # nothing recorded at that step (sparse logging): not a clean step either
+                continue
             if not earlier:
                 break
             first_step, first = row.step, earlier

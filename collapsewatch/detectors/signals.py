@@ -33,8 +33,7 @@ def reward_drop(h: History, cfg: DetectorConfig) -> Signal:
 def _recent_vs_reference(h: History, key: str, cfg: DetectorConfig) -> tuple[np.ndarray, np.ndarray] | None:
     s = cfg.signals
     x = h.series(key, s.recent_steps + s.reference_steps)
-    recent = x.since(h.step - s.recent_steps)
-    ref = x.before(h.step - s.recent_steps)
+    recent, ref = x.tail(s.recent_steps), x.head(s.recent_steps)
     if len(recent) < 1 or len(ref) < max(5, s.reference_steps // 4):
         return None
     return recent.values, ref.values

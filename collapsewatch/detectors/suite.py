@@ -36,6 +36,7 @@ from .length import Length
 from .lld import Lld
 from .mismatch import Mismatch
 from .nonfinite import Nonfinite
+from .severity import gate
 from .starvation import Starvation
 
 
@@ -84,7 +85,7 @@ class DetectorSuite:
         self.config = config or DetectorConfig()
         self.detectors: list[Detector] = [REGISTRY[name](self.config) for name in self.config.enabled]
         kinds = column_kinds()
-        wanted = {"on_policy", *(c for d in self.detectors for c in d.inputs)}
+        wanted = {"on_policy", "reward_mean", *(c for d in self.detectors for c in d.inputs)}  # reward: the gate
         self._columns = {c: kinds.get(c, "num") for c in sorted(wanted)}
         self._history = History(self.config.history_steps + self.config.rollback_steps)
         self._states: dict[tuple[str, str], PhaseState] = {}
@@ -113,6 +114,7 @@ class DetectorSuite:
             timing = getattr(self.config, det.name)
             open_phases = frozenset(p for p in det.phases if self._state(det.name, p).episode is not None)
             for phase, finding in det.evaluate(self._history, open_phases).items():
+                finding = gate(finding, det.name, self._history, self.config)
                 state, event = advance(self._state(det.name, phase), r.step, finding, det.name, phase,
                                        timing.confirm_steps, timing.exit_patience)
                 self._states[(det.name, phase)] = state

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .nonfinite import TENSORS
+
 SCENARIOS = ("healthy", "spiky", "on_policy", "isdd", "lld", "grad", "nonfinite", "starvation", "length", "mismatch",
              "entropy")
-NONFINITE_TENSORS = ("logp", "logp_old", "logp_rollout", "logp_ref", "entropy", "advantages", "rewards")
+NONFINITE_TENSORS = TENSORS  # the catalogue's list, via the non-finite detector
 
 
 @dataclass(frozen=True)

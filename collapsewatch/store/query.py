@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from ..catalogue import LOGGED_SCALARS
+from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
 from .migrations import TABLES
 from .sandbox import Limits, run_user_sql
 from .writer import check_run_name, ensure_schema
@@ -47,7 +47,8 @@ def _scan(root: Path, table: str, run: str | None = None) -> str:
 
 def _scalar_pivot() -> str:
     cols = ",\n       ".join(
-        f"max(value) FILTER (WHERE replace(key, '/', '_') = '{m.name}') AS {m.name}" for m in LOGGED_SCALARS)
+        f"{LOGGED_REPEAT}(value) FILTER (WHERE replace(key, '/', '_') = '{m.name}') AS {m.name}"
+        for m in LOGGED_SCALARS)
     return cols
 
 

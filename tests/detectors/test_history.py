@@ -36,15 +36,26 @@ def test_column_kinds_follow_the_catalogue():
     assert kinds["ratio_p50_pos"] == "num" and kinds["grad_norm"] == "num"
 
 
-def test_series_windows_are_in_steps_and_skip_missing_and_on_policy():
+def test_series_windows_count_logged_points_skipping_missing_and_on_policy():
     h = History(maxlen=100)
     for step in (0, 1, 2, 5, 6, 9):  # steps 3, 4, 7, 8 missing
         v = None if step == 6 else float(step)
         h.push(normalise({"step": step, "reward_mean": v, "on_policy": step == 5}, KINDS))
-    s = h.series("reward_mean", 5)  # steps 5..9
-    assert s.steps.tolist() == [5.0, 9.0] and s.values.tolist() == [5.0, 9.0]
-    assert h.series("reward_mean", 5, off_policy=True).steps.tolist() == [9.0]
+    s = h.series("reward_mean", 3)  # the last 3 points: steps 2, 5, 9 (6 is NULL, not a point)
+    assert s.steps.tolist() == [2.0, 5.0, 9.0] and s.values.tolist() == [2.0, 5.0, 9.0]
+    # off-policy: step 5 is skipped and not counted, so 3 points reach back to step 1
+    assert h.series("reward_mean", 3, off_policy=True).steps.tolist() == [1.0, 2.0, 9.0]
     assert h.series("reward_mean", 100).level(3) == 5.0  # median of [2, 5, 9]
+    assert s.tail(2).steps.tolist() == [5.0, 9.0] and s.head(2).steps.tolist() == [2.0]
+
+
+def test_a_sparse_column_keeps_its_own_points():
+    # grad_norm logged every 10th step beside a per-step column: a 4-row history still holds 4 grad points
+    h = History(maxlen=4)
+    for step in range(100):
+        h.push(normalise({"step": step, "reward_mean": 1.0, "grad_norm": 2.0 if step % 10 == 0 else None}, KINDS))
+    assert h.series("grad_norm", 10).steps.tolist() == [60.0, 70.0, 80.0, 90.0]
+    assert h.series("reward_mean", 10).steps.tolist() == [96.0, 97.0, 98.0, 99.0]
 
 
 def test_truncate_drops_rows_and_points_from_the_restart_step():

@@ -39,3 +39,16 @@ def test_counts_without_a_name_still_flag():
     _, suite = feed(data, ONLY)
     assert spans(suite.episodes(), "nonfinite") == [("nonfinite", 4, 4, "critical")]
     assert suite.episodes()[0].evidence["first_tensor"] == "entropy"
+
+
+def test_the_tensor_list_is_the_catalogues():
+    # one home: the detector reads the catalogue's nonfinite_<tensor> columns, which the probe counts in its order
+    from collapsewatch.catalogue import STEP_METRICS
+    from collapsewatch.detectors.nonfinite import TENSORS, Nonfinite
+    from collapsewatch.detectors.synthetic import NONFINITE_TENSORS
+    from collapsewatch.probe import NONFINITE_ORDER
+
+    columns = [m.name for m in STEP_METRICS if m.name.startswith("nonfinite_")]
+    assert [f"nonfinite_{t}" for t in TENSORS] == columns
+    assert TENSORS == tuple(NONFINITE_ORDER) == NONFINITE_TENSORS
+    assert set(columns) <= set(Nonfinite.inputs)
