@@ -2,7 +2,8 @@
 
 1. advantages  (``advantages.py``):  rewards (B,), group_ids (B,) → A (B,)       group_norm | group_mean
 2. objective   (``registry.py``):    LossInputs → ObjectiveOutput(loss (B, T), intermediates)
-                                     grpo | sapo_search | llds | sapo_soft | gspo | turn_ppo
+                                     grpo | sapo_search | llds | sapo_soft | gspo
+                                     | turn_ppo | bapo | sampo
 3. aggregation (``aggregation.py``): loss (B, T), mask (B, T) → scalar            token_mean | seq_mean_token_mean
                                                                                   | seq_mean_token_sum_norm
 
@@ -16,9 +17,10 @@ A trainer step, with gradient accumulation over micro-batches::
         probe.observe(...)   # out.intermediates: ratio, clip flags, gates, penalty masks (detached)
 """
 
-from collapsewatch.objectives import gspo, llds, sapo_search, sapo_soft, turn_ppo  # noqa: F401  (registers the objectives)
+from collapsewatch.objectives import bapo, gspo, llds, sampo, sapo_search, sapo_soft, turn_ppo  # noqa: F401  (registers)
 from collapsewatch.objectives.advantages import ADVANTAGE_MODES, GroupStats, compute_advantages, group_stats
 from collapsewatch.objectives.aggregation import AGGREGATIONS, aggregate, aggregation_normalizer
+from collapsewatch.objectives.bapo import BapoParams
 from collapsewatch.objectives.grpo import GrpoParams, grpo
 from collapsewatch.objectives.gspo import GspoParams
 from collapsewatch.objectives.llds import LldsParams
@@ -30,6 +32,7 @@ from collapsewatch.objectives.registry import (
     objective_names,
     register_objective,
 )
+from collapsewatch.objectives.sampo import SampoParams
 from collapsewatch.objectives.sapo_search import SapoSearchParams
 from collapsewatch.objectives.sapo_soft import SapoSoftParams
 from collapsewatch.objectives.turn_ppo import TurnPpoParams
@@ -38,6 +41,7 @@ from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
 __all__ = [
     "ADVANTAGE_MODES",
     "AGGREGATIONS",
+    "BapoParams",
     "GroupStats",
     "GrpoParams",
     "GspoParams",
@@ -45,6 +49,7 @@ __all__ = [
     "LossInputs",
     "Objective",
     "ObjectiveOutput",
+    "SampoParams",
     "SapoSearchParams",
     "SapoSoftParams",
     "TurnPpoParams",

@@ -10,6 +10,9 @@ Kept as close to the source as possible (names, order of operations), so a parit
   verl/utils/torch_functional.py ``masked_mean`` (no epsilon).
 - SAPO (search agent, arXiv 2603.10069): the paper's one-line modification of verl ``compute_policy_loss``, as
   transcribed in a public reading note of the paper (the ``kl_term_loss`` line with thresholds ``t`` and ``w``).
+- BAPO: WooooDyy/BAPO, recipe/bapo/policy_loss.py (commit 7287044444d5d578529ea464b45f090a36e8da3a:
+  ``_compute_effective_advantage`` and ``compute_policy_loss_bapo``, token-mean aggregation, no distributed run,
+  no rollout IS weights) with that repo's verl ``masked_mean`` (+1e-8 in the denominator).
 - TRL 1.16 ``GRPOTrainer._compute_loss``: not transcribed — ``trl_loss`` calls the installed method itself on a
   stub trainer whose forward returns the given log-probs.
 """
@@ -149,6 +152,56 @@ def sapo_paper_policy_loss(old_log_prob, log_prob, advantages, eos_mask, clipran
     )
     pg_loss = masked_mean(torch.max(pg_losses, pg_losses2), eos_mask)
     return pg_loss + w * kl_term_loss
+
+
+# ---- BAPO released policy loss (WooooDyy/BAPO recipe/bapo/policy_loss.py) ---------------------------------------
+def bapo_masked_mean(values, mask, axis=None):
+    return (values * mask).sum(axis=axis) / (mask.sum(axis=axis) + 1e-8)
+
+
+def _bapo_effective_advantage(ratio, advantages, response_mask, clip_low, clip_high, eps):
+    clip_min = ratio.new_tensor(float(clip_low))
+    clip_max = ratio.new_tensor(float(clip_high))
+    ratio_pos = torch.minimum(ratio, clip_max)
+    ratio_neg = torch.maximum(ratio, clip_min)
+    effective_ratio = torch.where(advantages >= 0, ratio_pos, ratio_neg)
+    effective_adv = effective_ratio * advantages * response_mask
+    pos_contrib = effective_adv.clamp(min=0).sum()
+    neg_contrib = (-effective_adv.clamp(max=0)).sum()
+    if torch.all(neg_contrib <= 0):
+        pos_neg_ratio = ratio.new_tensor(float("inf"))
+    else:
+        pos_neg_ratio = pos_contrib / (neg_contrib + ratio.new_tensor(eps))
+    return effective_adv, pos_neg_ratio
+
+
+def bapo_policy_loss(old_log_prob, log_prob, advantages, response_mask, *, ratio_low_cur, ratio_high_cur,
+                     ratio_low_max, ratio_high_max, ratio_low_step, ratio_high_step, target_ratio, eps=1e-8,
+                     clip_ratio_c=3.0):
+    """compute_policy_loss_bapo with the config already resolved; returns (pg_loss, (clip_low, clip_high, ratio))."""
+    negative_approx_kl = torch.clamp(log_prob - old_log_prob, min=-20.0, max=20.0)
+    ratio = torch.exp(negative_approx_kl)
+    _, pos_neg_ratio = _bapo_effective_advantage(ratio, advantages, response_mask, ratio_low_cur, ratio_high_cur, eps)
+    while pos_neg_ratio.item() < target_ratio and ratio_low_cur < ratio_low_max and ratio_low_step > 0:
+        ratio_low_cur = min(ratio_low_cur + ratio_low_step, ratio_low_max)
+        _, pos_neg_ratio = _bapo_effective_advantage(ratio, advantages, response_mask, ratio_low_cur,
+                                                     ratio_high_cur, eps)
+        if pos_neg_ratio.item() >= target_ratio:
+            break
+    while pos_neg_ratio.item() < target_ratio and ratio_high_cur < ratio_high_max and ratio_high_step > 0:
+        ratio_high_cur = min(ratio_high_cur + ratio_high_step, ratio_high_max)
+        _, pos_neg_ratio = _bapo_effective_advantage(ratio, advantages, response_mask, ratio_low_cur,
+                                                     ratio_high_cur, eps)
+        if pos_neg_ratio.item() >= target_ratio:
+            break
+    pg_losses1 = -advantages * ratio
+    pg_losses2 = -advantages * torch.clamp(ratio, ratio_low_cur, ratio_high_cur)
+    clip_pg_losses1 = torch.maximum(pg_losses1, pg_losses2)
+    pg_losses3 = -advantages * clip_ratio_c
+    clip_pg_losses2 = torch.min(pg_losses3, clip_pg_losses1)
+    pg_losses = torch.where(advantages < 0, clip_pg_losses2, clip_pg_losses1)
+    pg_loss = bapo_masked_mean(pg_losses, response_mask)  # agg_loss "token-mean"
+    return pg_loss, (ratio_low_cur, ratio_high_cur, pos_neg_ratio.item())
 
 
 # ---- TRL 1.16 GRPOTrainer._compute_loss, called for real --------------------------------------------------------

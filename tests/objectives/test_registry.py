@@ -4,11 +4,13 @@ import pytest
 import torch
 
 from collapsewatch.objectives import (
+    BapoParams,
     GrpoParams,
     GspoParams,
     LldsParams,
     LossInputs,
     ObjectiveOutput,
+    SampoParams,
     SapoSearchParams,
     SapoSoftParams,
     TurnPpoParams,
@@ -19,12 +21,13 @@ from collapsewatch.objectives import (
     register_objective,
 )
 
-BUILT_IN = ("grpo", "gspo", "llds", "sapo_search", "sapo_soft", "turn_ppo")
+BUILT_IN = ("bapo", "grpo", "gspo", "llds", "sampo", "sapo_search", "sapo_soft", "turn_ppo")
 
 
 def test_builtin_names_and_params_types():
     assert objective_names() == BUILT_IN
-    expected = [GrpoParams, GspoParams, LldsParams, SapoSearchParams, SapoSoftParams, TurnPpoParams]
+    expected = [BapoParams, GrpoParams, GspoParams, LldsParams, SampoParams, SapoSearchParams, SapoSoftParams,
+                TurnPpoParams]
     assert [get_objective(n).params_type for n in BUILT_IN] == expected
 
 
@@ -96,7 +99,8 @@ def _inputs():
     mask = torch.ones(3, 5)
     mask[1, 3:] = 0
     return LossInputs(logp=logp, logp_old=logp.detach() + 0.5 * torch.randn(3, 5, generator=g),
-                      advantages=torch.tensor([1.0, -1.0, 0.5]), mask=mask.bool(), turn_ids=torch.zeros(3, 5))
+                      advantages=torch.tensor([1.0, -1.0, 0.5]), mask=mask.bool(), turn_ids=torch.zeros(3, 5),
+                      logp_ref=logp.detach() - 0.1)  # sampo's default β = 0.01 needs a reference
 
 
 @pytest.mark.parametrize("name", BUILT_IN)
