@@ -4,18 +4,22 @@ per table per flush), so the store layout is the real one.
 
 The default story is a run that collapses: reward rises, then the likelihood of correct responses stalls
 and decays (LLD), the ratio of A>0 tokens drifts down (ISDD) while the A>0 clip never fires, entropy rises
-then falls, the grad norm spikes and reward drops. Events for those phases are written like the online
-detectors would.
+then falls, the grad norm spikes and reward drops. Events are never hand-written: each written step row
+(its step metrics and logged scalars, as the ``steps`` view shows them) goes through a real
+:class:`~collapsewatch.detectors.DetectorSuite`, and what it returns is written to ``events`` exactly as the
+Monitor's recorder writes online events — so whatever the dashboard shows is what the detectors say.
+(The labelled step series of the detector tests are :class:`collapsewatch.detectors.synthetic.LabelledRun`.)
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from collapsewatch.detectors import DetectorConfig, DetectorSuite, Event
+from collapsewatch.offline import events_frame
 from collapsewatch.store.writer import StoreWriter
 
 
@@ -65,28 +69,7 @@ def _curves(steps: np.ndarray, n_total: int, collapse: bool, rng: np.random.Gene
     return out
 
 
-def collapse_events(n_steps: int) -> list[dict]:
-    """The phases a detector suite would flag on the default collapsing story of ``n_steps`` steps."""
-    at = lambda f: int(f * (n_steps - 1))  # noqa: E731
-    return [
-        dict(detector="lld", phase="early_stagnation", step_start=at(0.45), step_end=at(0.56), severity="info",
-             metric="logp_old_mean_correct", value=-0.4, threshold=0.0, window_steps=50,
-             message="likelihood of correct responses flat while reward still rises",
-             evidence={"slope_L": -1.2e-5, "reward_slope": 0.004, "window": 50}),
-        dict(detector="lld", phase="steady_decay", step_start=at(0.6), step_end=at(0.78), severity="warning",
-             metric="logp_old_mean_correct", value=-0.8, threshold=-1e-3, window_steps=50,
-             message="likelihood of correct responses decaying linearly",
-             evidence={"slope_L": -0.004, "slope_incorrect": -0.003, "r2": 0.93}),
-        dict(detector="lld", phase="accelerated_collapse", step_start=at(0.8), step_end=n_steps - 1,
-             severity="critical", metric="logp_old_mean_correct", value=-1.9, threshold=None, window_steps=20,
-             message="likelihood decline accelerating with grad-norm spikes and reward drop",
-             evidence={"curvature": -2e-4, "grad_norm_ratio": 6.1, "reward_drop": 0.35}),
-        dict(detector="isdd", phase="drift", step_start=at(0.68), step_end=n_steps - 1, severity="critical",
-             metric="ratio_p50_pos", value=0.3, threshold=0.9, window_steps=30,
-             message="A>0 ratio median below 0.9 and falling; A>0 clip never fires",
-             evidence={"ratio_p50_pos": 0.31, "ratio_p05_pos": 0.02, "frac_lt_0_1_pos": 0.09,
-                       "clip_low_frac_pos": 0.0}),
-    ]
+LR = 1e-6  # the learning rate every synthetic step logs
 
 
 class SyntheticRun:
@@ -95,39 +78,49 @@ class SyntheticRun:
     def __init__(self, store: str | Path, run: str, n_steps: int, *, shape: Shape = Shape(), collapse: bool = True,
                  on_policy: bool = False, seed: int = 0, flush_every: int = 10, config: dict | None = None,
                  vocab: int = 1000, heartbeat_s: float = 5.0, objective: str = "grpo",
-                 templates: tuple[np.ndarray, ...] | None = None) -> None:
+                 templates: tuple[np.ndarray, ...] | None = None, detectors: DetectorConfig | None = None) -> None:
         """``templates``: (token ids, observation mask[, present]), each (n, seq_len): kept sequences cycle
         through these rows instead of random ids with an observation block in the middle (e.g. tokenized
-        agent traces); positions where ``present`` is False are not written (shorter sequences)."""
+        agent traces); positions where ``present`` is False are not written (shorter sequences).
+        ``detectors``: the configuration of the suite whose events are written (default config)."""
         self.writer = StoreWriter(store, run, heartbeat_s=heartbeat_s)
         self.writer.set_run_info(objective=objective, config=config or {"synthetic": True})
         self.run, self.n_steps, self.shape, self.on_policy = run, n_steps, shape, on_policy
         self.collapse, self.flush_every, self.vocab, self.templates = collapse, flush_every, vocab, templates
         self.rng = np.random.default_rng(seed)
         self.curves = _curves(np.arange(n_steps), n_steps, collapse, self.rng)
+        self.suite = DetectorSuite(detectors)
         self.next_step = 0
         self.writer.flush()
 
     def write(self, until: int | None = None, events: bool = True) -> None:
-        """Write steps [next_step, until) (default: to the end), with events once their start is written."""
+        """Write steps [next_step, until) (default: to the end), each flush with the events the detectors
+        returned for its steps (``events=False``: none are written; the suite still sees the rows)."""
         until = self.n_steps if until is None else min(until, self.n_steps)
         while self.next_step < until:
             hi = min(until, (self.next_step // self.flush_every + 1) * self.flush_every)
-            self._chunk(np.arange(self.next_step, hi))
+            steps = np.arange(self.next_step, hi)
+            self._chunk(steps)
+            found = self._detect(steps)
+            if events and found:
+                self.writer.append("events", events_frame(self.run, 0, found, "online"))
             self.next_step = hi
-            if events and self.collapse:
-                self._events(hi - 1)
             self.writer.flush()
 
     def close(self, status: str = "finished") -> None:
         self.writer.flush(status=status)
 
-    def _chunk(self, steps: np.ndarray) -> None:
-        w, n = self.writer, len(steps)
+    def _metrics(self, steps: np.ndarray) -> dict[str, np.ndarray]:
+        """The step_metrics columns of these steps (ratio, clip and displacement NULL on-policy)."""
         metrics = {k: v[steps] for k, v in self.curves.items() if k != "grad_norm"}
         if self.on_policy:
             for k in [k for k in metrics if k.startswith(("ratio_", "clip_", "displacement_"))]:
-                metrics[k] = np.full(n, np.nan)
+                metrics[k] = np.full(len(steps), np.nan)
+        return metrics
+
+    def _chunk(self, steps: np.ndarray) -> None:
+        w, n = self.writer, len(steps)
+        metrics = self._metrics(steps)
         base = {"run": [w.run] * n, "rank": np.zeros(n, dtype=np.int64), "step": steps}
         w.append("step_metrics", {**base, **metrics, "ts": [_now()] * n, "n_seqs": np.full(n, self.shape.seqs),
                                   "n_model_tokens": np.full(n, self.shape.seqs * 100),
@@ -135,7 +128,7 @@ class SyntheticRun:
         keys = ("grad_norm", "lr")
         w.append("scalars", {"run": [w.run] * (2 * n), "rank": np.zeros(2 * n, dtype=np.int64),
                              "step": np.repeat(steps, 2), "key": list(keys) * n,
-                             "value": np.column_stack([self.curves["grad_norm"][steps], np.full(n, 1e-6)]).ravel()})
+                             "value": np.column_stack([self.curves["grad_norm"][steps], np.full(n, LR)]).ravel()})
         self._sequences(steps)
         self._tokens(steps)
 
@@ -184,17 +177,15 @@ class SyntheticRun:
             cols = {k: (np.asarray(v)[present] if k != "run" else [w.run] * int(present.sum())) for k, v in cols.items()}
         w.append("tokens", cols)
 
-    def _events(self, last_step: int) -> None:
-        rows = []
-        for ev in collapse_events(self.n_steps):
-            if ev["step_start"] <= last_step:
-                rows.append(dict(ev, step_end=min(ev["step_end"], last_step)))
-        if rows:
-            w = self.writer
-            cols = {k: [r[k] for r in rows] for k in rows[0]}
-            cols["evidence"] = [json.dumps(e) for e in cols["evidence"]]
-            cols.update(run=[w.run] * len(rows), rank=[0] * len(rows), source=["online"] * len(rows))
-            w.append("events", cols)
+    def _detect(self, steps: np.ndarray) -> list[Event]:
+        """The detectors over these steps' rows, as the recorder runs them online."""
+        metrics = self._metrics(steps)
+        found: list[Event] = []
+        for i, step in enumerate(steps):
+            row = {k: v[i] for k, v in metrics.items()}
+            found += self.suite.update(dict(row, step=int(step), on_policy=self.on_policy,
+                                            grad_norm=self.curves["grad_norm"][step], lr=LR))
+        return found
 
 
 def _now():

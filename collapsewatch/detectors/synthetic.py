@@ -41,7 +41,7 @@ class Label:
 
 
 @dataclass(frozen=True)
-class SyntheticRun:
+class LabelledRun:
     frame: pd.DataFrame
     label: Label
 
@@ -227,7 +227,7 @@ OVERLAYS: dict[str, Callable[[Cols, np.random.Generator, float, int], Label]] = 
 
 
 def make_run(scenario: str, seed: int = 0, noise: float = 1.0, n_steps: int = 300, gaps: bool = False,
-             ) -> SyntheticRun:
+             ) -> LabelledRun:
     """One labelled series; ``seed`` fixes every random draw."""
     if scenario not in OVERLAYS:
         raise ValueError(f"unknown scenario {scenario!r}; known: {SCENARIOS}")
@@ -241,4 +241,4 @@ def make_run(scenario: str, seed: int = 0, noise: float = 1.0, n_steps: int = 30
         numeric = [c for c in frame.columns if c != "step" and frame[c].dtype.kind == "f"]
         blank = rng.random((len(frame), len(numeric))) < 0.01
         frame[numeric] = frame[numeric].mask(blank)
-    return SyntheticRun(frame, label)
+    return LabelledRun(frame, label)

@@ -12,7 +12,8 @@ SMALL = Shape(seqs=8, token_seqs=2, seq_len=24)
 
 @pytest.fixture(scope="session")
 def synth_store(tmp_path_factory):
-    """A collapsing run (120 steps, 4 events), a healthy run and an on-policy run (60 steps each)."""
+    """A collapsing run (120 steps; 5 episodes from the real detectors), a healthy run and an on-policy run (60
+    steps each)."""
     root = tmp_path_factory.mktemp("synth")
     for name, kw in {"collapse": dict(n_steps=120), "healthy": dict(n_steps=60, collapse=False, seed=1),
                      "onpolicy": dict(n_steps=60, collapse=False, on_policy=True, seed=2)}.items():

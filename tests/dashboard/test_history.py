@@ -99,16 +99,38 @@ def test_token_index_matches_direct_queries_and_computes_only_new_batches(live):
 
 def test_event_log_keeps_latest_extent(tmp_path):
     run = SyntheticRun(tmp_path, "c", n_steps=100, shape=SMALL, flush_every=10)
-    run.write(until=50)  # early_stagnation starts at 44 and has reached 49
     store = Store(tmp_path)
     log = history.EventLog("c")
-    assert log.events(store)[["phase", "step_start", "step_end"]].values.tolist() == [["early_stagnation", 44, 49]]
+
+    def episodes() -> list[list]:  # what the detectors hold now: one row per episode, latest extent
+        return [[e.phase, e.step_start, e.step_end] for e in run.suite.episodes()]
+
     run.write(until=70)
+    assert log.events(store)[["phase", "step_start", "step_end"]].values.tolist() == episodes()
+    drift = [e for e in run.suite.episodes() if e.detector == "isdd"]
+    assert len(drift) == 1 and drift[0].step_end == 69  # the ISDD drift has just opened at the last step
+    run.write(until=80)
     ev = log.events(store)
-    assert ev[["phase", "step_start", "step_end"]].values.tolist() == [
-        ["early_stagnation", 44, 55], ["steady_decay", 59, 69], ["drift", 67, 69]]
+    assert ev[["phase", "step_start", "step_end"]].values.tolist() == episodes()
+    assert ev[ev["detector"] == "isdd"][["step_start", "step_end"]].values.tolist() == [[drift[0].step_start, 79]]
     pd.testing.assert_frame_equal(ev, queries.run_events(store, "c"), check_dtype=False)
     store.close()
+
+
+def test_fixture_events_are_the_detectors_own(synth_store):
+    # The synthetic store's events come from the real detectors: replaying the stored steps offline gives
+    # the same episodes (online == offline), and their evidence has the detectors' keys.
+    from collapsewatch.offline import detect_runs
+
+    store = Store(synth_store)
+    stored = queries.run_events(store, "collapse")
+    store.close()
+    offline = detect_runs(synth_store, run="collapse", write=False)
+    key = ["detector", "phase", "step_start", "step_end", "severity"]
+    assert stored[key].values.tolist() == offline.sort_values(["step_start", "detector"])[key].values.tolist()
+    assert {"isdd", "lld"} <= set(stored["detector"])
+    isdd = stored[stored["detector"] == "isdd"].iloc[0]
+    assert "ratio_p50_pos_level" in isdd["evidence"] and "clip_low_frac" in isdd["evidence"]
 
 
 def test_run_table_summarises_runs_and_flags(synth_store):
@@ -116,8 +138,9 @@ def test_run_table_summarises_runs_and_flags(synth_store):
     history.clear()
     df = history.run_table(store, COLUMNS).set_index("run")
     assert df.loc["collapse", "n_steps"] == 120 and df.loc["collapse", "last_step"] == 119
-    assert df.loc["collapse", "active_flags"] == "isdd:drift, lld:accelerated_collapse"
-    assert df.loc["collapse", "n_events"] == 4 and df.loc["collapse", "n_active"] == 2
+    # what the real detectors flag on the seeded 120-step collapse story (see test_fixture_events_are_the_detectors_own)
+    assert df.loc["collapse", "active_flags"] == "isdd:drift, length:blowup, lld:accelerated_collapse, mismatch:drift"
+    assert df.loc["collapse", "n_events"] == 5 and df.loc["collapse", "n_active"] == 4
     assert bool(df.loc["onpolicy", "on_policy"]) and pd.isna(df.loc["onpolicy", "last_ratio_p50_pos"])
     last = queries.step_rows(store, "collapse", ["reward_mean"])["reward_mean"].iloc[-1]
     assert df.loc["collapse", "last_reward"] == pytest.approx(last)
