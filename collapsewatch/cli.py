@@ -82,7 +82,9 @@ def _fmt(v: Any) -> str:
 @friendly
 def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
     """List the runs of a store with status, steps, last reward and event count."""
-    df = _open_store(store).runs()
+    from .store.queries import runs_summary
+
+    df = runs_summary(_open_store(store))
     print_frame(df, csv, as_json)
 
 
@@ -120,10 +122,35 @@ def compact(store: StoreArg) -> None:
 
 @app.command()
 @friendly
+def check(store: StoreArg, quarantine: Annotated[bool, typer.Option(
+        "--quarantine", help="Move the bad files to <store>/_quarantine/<run>/<table>/.")] = False) -> None:
+    """List segment files that cannot be read as their table (empty, truncated, not Parquet, wrong columns);
+    every command already skips them. Exit code 1 while bad files remain."""
+    from .store import segments
+    from .store.views import store_root
+
+    root = store_root(store)
+    bad = segments.bad_files(root)
+    if not bad:
+        typer.echo("no bad files")
+        return
+    if quarantine:
+        moved = segments.quarantine(root, [p for p, _ in bad])
+        typer.echo(f"moved {len(moved)} file(s) to {root / segments.QUARANTINE}")
+        return
+    for path, reason in bad:
+        typer.echo(f"{path}: {reason}")
+    raise typer.Exit(1)
+
+
+@app.command()
+@friendly
 def detect(store: StoreArg, run: RunOpt = None, rank: Annotated[int, typer.Option(help="Rank to read.")] = 0,
-           write: Annotated[bool, typer.Option(help="Write the events into the store.")] = True,
+           write: Annotated[bool, typer.Option("--write", help="Also store the events (as the run's "
+                                               "offline-r<rank> event segment); off by default: reading a "
+                                               "store never changes it.")] = False,
            csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
-    """Run every detector over stored runs and print the phase timeline (and store it as events)."""
+    """Run every detector over stored runs and print the phase timeline (stored as events with --write)."""
     from .offline import detect_runs
 
     df = detect_runs(store, run=run, rank=rank, write=write)
@@ -140,7 +167,7 @@ def dash(store: StoreArg, host: Annotated[str, typer.Option(help="Interface to b
     """Serve the live dashboard on a store."""
     from collapsewatch.dashboard.app import serve
 
-    from .store.query import connect
+    from .store.views import connect
 
     connect(store).close()  # a bad path fails here with one line
     typer.echo(f"collapsewatch dashboard on http://{host}:{port}  (store {store})")

@@ -1,4 +1,4 @@
-"""Offline detection: the detectors over a stored run, with the events written back to the store.
+"""Offline detection: the detectors over a stored run; with ``write`` the events are stored too.
 
 Online (the Monitor's recorder) and offline detection feed the same rows — the catalogue's step metrics and
 logged scalars of one rank, in step order — to the same :class:`DetectorSuite`, so they give the same
@@ -15,7 +15,7 @@ import pandas as pd
 
 from .catalogue import ALL_STEP_COLUMNS
 from .detectors import DetectorConfig, Event, detect_frame
-from .store.query import Store
+from .store.queries import Store, run_names
 from .store.writer import replace_segment
 
 TIMELINE_COLUMNS = ["run", "detector", "phase", "step_start", "step_end", "severity", "metric", "value",
@@ -39,11 +39,11 @@ def events_frame(run: str, rank: int, events: list[Event], source: str) -> dict[
     return cols
 
 
-def detect_runs(store_path: str | os.PathLike, run: str | None = None, rank: int = 0, write: bool = True,
+def detect_runs(store_path: str | os.PathLike, run: str | None = None, rank: int = 0, write: bool = False,
                 config: DetectorConfig | None = None) -> pd.DataFrame:
     """Detect over one run (or every run) of a store; returns the phase timeline, optionally stores it."""
     store = Store(store_path)
-    runs = [run] if run is not None else store.runs()["run"].tolist()
+    runs = [run] if run is not None else run_names(store)
     if run is not None and not store.has_run(run):
         raise ValueError(f"run {run!r} not found in store {str(store_path)!r}")
     rows = []

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from collapsewatch.store import queries
-from collapsewatch.store.query import Store
+from collapsewatch.store.queries import Store
 
 from .series import complete_rows, last_values
 from .tables import active_flags

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from collapsewatch.store.query import Store
+from collapsewatch.store.queries import Store
 
 _lock = threading.Lock()
 _path: Path | None = None

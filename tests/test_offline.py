@@ -8,7 +8,9 @@ import sys
 import torch
 
 from collapsewatch import Monitor, TokenBatch, connect
+from collapsewatch.dashboard.history import event_log
 from collapsewatch.offline import detect_runs
+from collapsewatch.store.queries import Store, runs_summary
 
 
 def drifting_batch(step: int, B: int = 16, T: int = 24) -> TokenBatch:
@@ -38,9 +40,14 @@ def test_online_equals_offline(store):
     assert online == offline_map
     assert any(d == "isdd" for d, _, _ in online)  # the drift was flagged
     con = connect(store)
-    n_on, n_off = con.execute("SELECT count(*) FILTER (WHERE source = 'online'), count(*) FILTER (WHERE source = "
-                              "'offline') FROM events").fetchone()
-    assert n_on == n_off == len(online)
+    stored = con.execute("SELECT source, count(DISTINCT (detector, phase, step_start)) "
+                         f"FROM read_parquet('{store}/drift/events/*.parquet') GROUP BY source ORDER BY source")
+    assert stored.fetchall() == [("offline", len(online)), ("online", len(online))]  # each episode stored twice …
+    # … and one row per episode in the events view, in `collapsewatch runs` and on the dashboard (one rule)
+    assert con.execute("SELECT count(*) FROM events WHERE run = 'drift'").fetchone() == (len(online),)
+    s = Store(store)
+    assert runs_summary(s).set_index("run").loc["drift", "n_events"] == len(online)
+    assert len(event_log(s, "drift").events(s)) == len(online)
 
 
 def test_detect_cli_prints_timeline_and_errors(store):
@@ -51,6 +58,10 @@ def test_detect_cli_prints_timeline_and_errors(store):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "isdd" in p.stdout and p.stdout.startswith("run,detector,phase,step_start")
+    assert not (store / "d2" / "events" / "offline-r0.parquet").exists()  # reading never writes: --write does
+    p = subprocess.run([sys.executable, "-m", "collapsewatch", "detect", str(store), "--run", "d2", "--write"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and (store / "d2" / "events" / "offline-r0.parquet").exists(), p.stderr
     p = subprocess.run([sys.executable, "-m", "collapsewatch", "detect", str(store), "--run", "nope"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1 and "not found" in p.stderr and "Traceback" not in p.stderr

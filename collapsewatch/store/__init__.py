@@ -13,8 +13,9 @@ dashboard, ``collapsewatch sql``) must read while several ranks write. Immutable
 place give lock-free, never-half-written reads; a killed writer loses at most the rows it had not flushed.
 """
 
-from .query import Store, connect
+from .queries import Store
 from .sandbox import ReadOnlyQueryError
+from .views import connect
 from .writer import StoreWriter
 
 __all__ = ["ReadOnlyQueryError", "Store", "StoreWriter", "connect"]

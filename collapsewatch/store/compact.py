@@ -15,7 +15,8 @@ from pathlib import Path
 import duckdb
 
 from .migrations import TABLES, migrate
-from .query import view_sql
+from .segments import table_files
+from .views import view_sql
 from .writer import check_run_name, merge_segments
 
 SEGMENT = re.compile(r"^r(\d+)-.*\.parquet$")
@@ -29,9 +30,9 @@ def compact_run(store: str | os.PathLike, run: str, rank: int | None = None, exp
     for table in TABLES:
         if table == "runs":
             continue
-        folder = root / run / table
         by_rank: dict[int, list[Path]] = {}
-        for f in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
+        for path, _ in table_files(root, table, run)[0]:  # bad segments are skipped (and left in place)
+            f = Path(path)
             m = SEGMENT.match(f.name)
             if m and (rank is None or int(m.group(1)) == rank):
                 by_rank.setdefault(int(m.group(1)), []).append(f)
@@ -74,7 +75,7 @@ def export_duckdb(store: str | os.PathLike, run: str) -> Path:
 
 def compact_store(store: str | os.PathLike) -> list[str]:
     """Compact every run of a store that is not running. Returns the runs compacted."""
-    from .query import connect
+    from .views import connect
 
     con = connect(store)
     runs = [r[0] for r in con.execute("SELECT run FROM runs WHERE status <> 'running' ORDER BY run").fetchall()]

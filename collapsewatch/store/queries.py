@@ -1,28 +1,35 @@
-"""The dashboard's queries: every SQL statement the dashboard runs, with parameters for every value.
+"""The query layer: the one place the package's SQL over the store runs, for the CLI, the dashboard and the API.
+
+``Store`` holds a connection with the views (``views.py``) and runs the package's own SQL with parameters for
+every value (``Store.query``) and a person's SQL in the sandbox (``Store.sql``). The functions below are every
+query the CLI and the dashboard run; each returns a DataFrame and knows nothing about Dash.
 
 Per-run queries read through ``Store.run_view`` (scans only that run's folder) or, given ``files``, only
 those segment files of the run: segments are immutable and their names unique, so a caller that indexes
 them by step range (``segment_steps``) can read just the one or two segments a step lives in, or just the
 segments written since its last poll, at a cost that does not grow with the run's history.
 Column and metric names cannot be SQL parameters, so they are checked against the metric catalogue
-before they reach a statement. Each function returns a DataFrame and knows nothing about Dash.
+before they reach a statement.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS
+from . import segments
 from .migrations import TABLES
-from .query import Store, view_sql
-from .sandbox import Limits, ReadOnlyQueryError
+from .sandbox import Limits, ReadOnlyQueryError, run_user_sql
+from .views import RETRIES, VIEW_ORDER, create_views, episodes_sql, runs_sql, store_root, view_sql
+from .writer import check_run_name
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
 
@@ -36,6 +43,59 @@ TOKEN_METRICS: dict[str, tuple[str, str | None]] = {
 }
 TOKEN_COLUMNS = ("pos", "token_id", "turn_id", "mask", "advantage", "logp", "logp_old", "logp_rollout",
                  "log_ratio", "ratio", "entropy", "clip_low", "clip_high", "is_log_ratio")
+
+
+class Store:
+    """A store opened for reading: a connection with the views, and the package's queries over it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.root = store_root(path)
+        self.con = duckdb.connect(":memory:")
+        self._dirty = self._views()
+        allowed = str(self.root).replace("'", "''")
+        for stmt in (f"SET allowed_directories = ['{allowed}/']", "SET enable_external_access = false",
+                     "SET lock_configuration = true"):
+            self.con.execute(stmt)
+
+    def _views(self) -> bool:
+        """(Re)create the views; True when a bad segment is skipped (the views then list files: a snapshot)."""
+        create_views(self.con, self.root)
+        return bool(segments.bad_files(self.root))
+
+    def close(self) -> None:
+        self.con.close()
+
+    def query(self, sql: str, params: list | dict | None = None) -> pd.DataFrame:
+        """Run trusted SQL (the package's own, with parameters) and return a DataFrame.
+
+        A segment compacted away or gone bad since the views were bound: the views are rebuilt (the file
+        list re-expanded, bad files skipped) and the query runs again."""
+        for attempt in range(RETRIES):
+            try:
+                if self._dirty:
+                    self._dirty = self._views()
+                return self.con.execute(sql, params or []).df()
+            except (duckdb.IOException, duckdb.InvalidInputException):
+                if attempt == RETRIES - 1:
+                    raise
+                time.sleep(0.05)
+                self._dirty = self._views()
+        raise AssertionError("unreachable")
+
+    def sql(self, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
+        """Run a person's query (``sandbox``: plain SELECTs only, on a throwaway connection, with a time
+        and a size limit); returns the last statement's rows and whether they were cut at a limit."""
+        return run_user_sql(self.root, view_sql(self.root), VIEW_ORDER, sql, limits)
+
+    def run_view(self, view: str, run: str) -> str:
+        """SQL for one run's rows of a view, scanning only that run's folder (fast for live dashboards)."""
+        check_run_name(run)
+        return view_sql(self.root, run)[view]
+
+    def has_run(self, run: str) -> bool:
+        check_run_name(run)
+        return (self.root / run / "runs").is_dir()
 
 
 def check_columns(columns: list[str] | tuple[str, ...]) -> list[str]:
@@ -52,9 +112,7 @@ Files = Sequence[str | Path]
 def _files_scan(store: Store, table: str, files: Files) -> str:
     """A Parquet scan of exactly ``files`` (paths listed from the store folder), or of the table's typed
     empty file when there are none."""
-    paths = [str(f) for f in files] or [str(store.root / "_schema" / table / "empty.parquet")]
-    quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-    return f"read_parquet([{quoted}], union_by_name = true)"
+    return segments.files_scan([str(f) for f in files], store.root / "_schema" / table / "empty.parquet")
 
 
 def _source(store: Store, run: str, view: str, files: Files | None) -> str:
@@ -65,15 +123,9 @@ def _source(store: Store, run: str, view: str, files: Files | None) -> str:
 
 
 def segment_files(store: Store, run: str, table: str) -> list[tuple[str, int]]:
-    """(path, size) of every Parquet segment of one run's ``table``, by name (plain strings: a live poll
-    lists hundreds of them, and pathlib objects would cost more than the read)."""
-    folder = store.root / run / table
-    try:
-        entries = [(e.path, e.stat().st_size) for e in os.scandir(folder)
-                   if e.name.endswith(".parquet") and not e.name.startswith(".")]
-    except FileNotFoundError:
-        return []
-    return sorted(entries)
+    """(path, size) of every good Parquet segment of one run's ``table``, by name (plain strings: a live poll
+    lists hundreds of them, and pathlib objects would cost more than the read); bad ones are skipped."""
+    return segments.table_files(store.root, table, run)[0]
 
 
 def segment_steps(store: Store, files: Files) -> pd.DataFrame:
@@ -87,23 +139,27 @@ FROM parquet_metadata(?) WHERE path_in_schema = 'step' GROUP BY file_name ORDER 
                        [[str(f) for f in files]])
 
 
-def _dedup_events(source: str) -> str:
-    """One row per episode: the same (detector, phase, step_start) seen by several ranks or written both
-    online and offline is shown once, with its latest extent."""
-    return f"""
-SELECT * FROM ({source})
-QUALIFY row_number() OVER (PARTITION BY run, detector, phase, step_start
-                           ORDER BY step_end DESC, rank, source) = 1"""
-
-
 def run_rows(store: Store) -> pd.DataFrame:
     """Runs page: one row per run from the run rows alone (status, objective, heartbeat, lowest rank);
-    the step and event summaries come from per-run caches (``dashboard.history``)."""
+    the step and event summaries come from per-run caches (``store.cache``)."""
     return store.query("""
-SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at, k.rank,
+SELECT run, status, objective, world_size, started_at, updated_at, rank, dropped_batches, write_errors
+FROM runs ORDER BY started_at DESC, run""")
+
+
+def runs_summary(store: Store) -> pd.DataFrame:
+    """``collapsewatch runs``: each run's row with its step count, last step and reward (lowest rank) and its
+    number of detector episodes (the ``events`` view: one row per episode, as on the dashboard)."""
+    return store.query("""
+SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at, r.ended_at,
+       s.n_steps, s.last_step, s.last_reward, coalesce(e.n_events, 0) AS n_events, r.hosts,
        r.dropped_batches, r.write_errors
-FROM runs r JOIN (SELECT run, min(rank) AS rank FROM run_ranks GROUP BY run) k USING (run)
-ORDER BY r.started_at DESC, r.run""")
+FROM runs r
+LEFT JOIN (SELECT run, rank, count(DISTINCT step) AS n_steps, max(step) AS last_step,
+                  arg_max(reward_mean, step) AS last_reward FROM step_metrics GROUP BY run, rank) s
+       ON s.run = r.run AND s.rank = r.rank
+LEFT JOIN (SELECT run, count(*) AS n_events FROM events GROUP BY run) e ON e.run = r.run
+ORDER BY r.started_at, r.run""")
 
 
 def run_names(store: Store) -> list[str]:
@@ -115,12 +171,10 @@ def run_info(store: Store, run: str) -> dict[str, Any] | None:
     if not store.has_run(run):
         return None
     df = store.query(f"""
-SELECT CASE WHEN bool_or(status = 'crashed') THEN 'crashed'
-            WHEN bool_and(status = 'finished') THEN 'finished' ELSE 'running' END AS status,
-       any_value(objective ORDER BY rank) AS objective, any_value(config ORDER BY rank) AS config,
-       min(rank) AS rank, max(world_size) AS world_size, count(*) AS ranks_seen,
-       min(started_at) AS started_at, max(updated_at) AS updated_at
-FROM ({store.run_view("run_ranks", run)})""")
+SELECT status, objective, config, rank, world_size, ranks_seen, started_at, updated_at
+FROM ({runs_sql(store.run_view("run_ranks", run))})""")
+    if df.empty:
+        return None
     row = df.iloc[0].to_dict()
     if pd.isna(row["rank"]):
         return None
@@ -157,7 +211,7 @@ def run_events(store: Store, run: str, files: Files | None = None) -> pd.DataFra
     return store.query(f"""
 SELECT detector, phase, step_start, step_end, severity, metric, value, threshold, window_steps,
        message, evidence, source
-FROM ({_dedup_events(_source(store, run, "events", files))})
+FROM ({episodes_sql(_source(store, run, "events", files))})
 ORDER BY step_start, detector, phase""")
 
 
@@ -235,6 +289,6 @@ def user_query(store: Store, sql: str, max_rows: int = 10_000, limits: Limits | 
     return store.sql(sql, limits or Limits(max_rows=max_rows))
 
 
-__all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "TOKEN_METRICS", "check_columns", "compare_rows", "heatmap_value",
+__all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "Store", "runs_summary", "TOKEN_METRICS", "check_columns", "compare_rows", "heatmap_value",
            "run_events", "run_info", "run_names", "run_rows", "segment_files", "segment_steps", "sequence_tokens",
            "step_rows", "token_heatmap", "token_sequences", "token_steps", "user_query"]

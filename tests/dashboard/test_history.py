@@ -10,7 +10,7 @@ from collapsewatch.dashboard.figures import COLUMNS
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.store import queries
 from collapsewatch.store.compact import compact_run
-from collapsewatch.store.query import Store
+from collapsewatch.store.queries import Store
 
 SMALL = Shape(seqs=4, token_seqs=2, seq_len=12)
 

@@ -42,7 +42,7 @@ def _logged_every_10th() -> list[dict]:
     logging_steps=10 would have logged it: grad_norm and reward_mean at steps 0, 10, …, 190 only."""
     from pathlib import Path
 
-    from collapsewatch.store.query import Store
+    from collapsewatch.store.queries import Store
 
     store = Store(Path(__file__).parents[2] / "sample_runs" / "store")
     df = store.query("SELECT step, grad_norm, reward_mean FROM steps WHERE run = 'grpo-healthy' AND rank = 0 "

@@ -17,6 +17,7 @@ from collapsewatch import Monitor, connect
 from collapsewatch.store import ReadOnlyQueryError, Store, StoreWriter
 from collapsewatch.store.compact import compact_store
 from collapsewatch.store.migrations import LATEST_VERSION, TABLES, schema_connection
+from collapsewatch.store.queries import runs_summary
 from tests.conftest import random_batch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,7 +179,7 @@ def test_killed_run_is_reported_crashed_and_compacts(store):
     import pyarrow as pa
 
     pq.write_table(pa.Table.from_pandas(t, schema=pq.read_schema(path), preserve_index=False), path)
-    assert Store(store).runs().set_index("run").loc["dead", "status"] == "crashed"
+    assert runs_summary(Store(store)).set_index("run").loc["dead", "status"] == "crashed"
     assert compact_store(store) == ["dead"]
     con = connect(store)
     assert con.execute("SELECT count(*) >= 5 FROM steps").fetchone() == (True,)

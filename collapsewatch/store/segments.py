@@ -1,0 +1,157 @@
+"""Which segment files a read may touch: one bad file costs that file, never the store.
+
+A segment is bad when its footer cannot be read (empty, truncated, not Parquet) or its columns are not the
+table's (a foreign file, a key column missing, a column of another kind, e.g. ``step`` as text). Each file is
+checked once per process (cached by path, size and mtime) and a bad one is reported once, in one line naming it.
+
+Views scan a table with a glob while every file of it is good (new segments show at the next query) and with
+the explicit list of good files when one is bad (``scan_sql``); ``collapsewatch check`` lists the bad files and
+moves them to ``<store>/_quarantine/<run>/<table>/`` (out of every glob) with ``--quarantine``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .migrations import TABLES
+from .writer import arrow_schemas
+
+log = logging.getLogger("collapsewatch.store")
+QUARANTINE = "_quarantine"
+KEYS = ("run", "rank", "step")  # each table's key columns among these must be present
+
+_lock = threading.Lock()
+_verdicts: dict[tuple[str, int, int], str | None] = {}
+_reported: set[str] = set()
+
+
+def _kind(t: pa.DataType) -> str:
+    for name, test in (("integer", pa.types.is_integer), ("float", pa.types.is_floating),
+                       ("text", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)),
+                       ("bool", pa.types.is_boolean), ("timestamp", pa.types.is_timestamp)):
+        if test(t):
+            return name
+    return str(t)
+
+
+def schema_problem(schema: pa.Schema, table: str) -> str | None:
+    """Why a file of this Arrow schema cannot be a segment of ``table`` (None when it can). Older segments
+    may lack newer columns (read as NULL); integer or float widths may differ."""
+    want = arrow_schemas()[table]
+    foreign = [n for n in schema.names if n not in want.names]
+    if foreign:
+        return f"columns not in table {table}: {', '.join(foreign[:5])}"
+    missing = [k for k in KEYS if k in want.names and k not in schema.names]
+    if missing:
+        return f"key column(s) missing: {', '.join(missing)}"
+    for f in schema:
+        expected = want.field(f.name).type
+        if not pa.types.is_null(f.type) and _kind(f.type) != _kind(expected):
+            return f"column {f.name} is {f.type}, table {table} has {expected}"
+    return None
+
+
+def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | None = None) -> str | None:
+    """Why ``path`` is not a readable segment of ``table``, or None; cached per (path, size, mtime)."""
+    if size is None or mtime_ns is None:
+        st = os.stat(path)
+        size, mtime_ns = st.st_size, st.st_mtime_ns
+    key = (path, size, mtime_ns)
+    with _lock:
+        if key in _verdicts:
+            return _verdicts[key]
+    try:
+        problem = "empty file" if size == 0 else schema_problem(pq.read_schema(path), table)
+    except (OSError, pa.ArrowException) as e:
+        problem = f"not a readable Parquet file ({str(e).splitlines()[0][:120]})"
+    with _lock:
+        _verdicts[key] = problem
+        report = problem is not None and path not in _reported
+        _reported.add(path)
+    if report:
+        log.warning("collapsewatch: skipping bad segment %s: %s (collapsewatch check STORE --quarantine moves "
+                    "it aside)", path, problem)
+    return problem
+
+
+def _folders(root: Path, table: str, run: str | None) -> list[Path]:
+    if run is not None:
+        return [root / run / table]
+    try:
+        return [Path(e.path) / table for e in os.scandir(root) if e.is_dir() and e.name != QUARANTINE]
+    except FileNotFoundError:
+        return []
+
+
+def table_files(root: Path, table: str, run: str | None = None) -> tuple[list[tuple[str, int]], list[tuple[str, str]]]:
+    """((path, size) of each good segment, (path, reason) of each bad one) of ``table`` in one run's folder
+    or in every folder of the store (``_schema`` included), sorted by path."""
+    good: list[tuple[str, int]] = []
+    bad: list[tuple[str, str]] = []
+    for folder in _folders(root, table, run):
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for e in entries:
+            if not e.name.endswith(".parquet") or e.name.startswith("."):
+                continue
+            try:
+                st = e.stat()
+            except FileNotFoundError:  # compacted away while listing
+                continue
+            problem = check_file(e.path, table, st.st_size, st.st_mtime_ns)
+            if problem is None:
+                good.append((e.path, st.st_size))
+            else:
+                bad.append((e.path, problem))
+    return sorted(good), sorted(bad)
+
+
+def _q(path: str | Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def files_scan(paths: list[str], empty: Path) -> str:
+    """A Parquet scan of exactly ``paths``, or of the table's typed ``empty`` file when there are none."""
+    quoted = ", ".join(f"'{_q(p)}'" for p in (paths or [str(empty)]))
+    return f"read_parquet([{quoted}], union_by_name = true)"
+
+
+def scan_sql(root: Path, table: str, run: str | None = None) -> tuple[str, bool]:
+    """(the scan of ``table`` a view reads, whether it is a snapshot list): a glob while every file is good,
+    the list of good files while one is bad."""
+    good, bad = table_files(root, table, run)
+    empty = root / "_schema" / table / "empty.parquet"
+    if bad:
+        return files_scan([p for p, _ in good] + ([] if run is None else [str(empty)]), empty), True
+    if run is not None and not good:
+        return files_scan([], empty), False
+    pattern = root / run / table / "*.parquet" if run is not None else root / "*" / table / "*.parquet"
+    return f"read_parquet('{_q(pattern)}', union_by_name = true)", False
+
+
+def bad_files(root: Path) -> list[tuple[str, str]]:
+    """(path, reason) of every bad segment of the store, over all tables and runs."""
+    out: list[tuple[str, str]] = []
+    for table in TABLES:
+        out += table_files(root, table)[1]
+    return sorted(out)
+
+
+def quarantine(root: Path, files: list[str]) -> list[Path]:
+    """Move each file to ``<root>/_quarantine/<run>/<table>/<name>``; returns the new paths."""
+    moved = []
+    for f in files:
+        rel = Path(f).resolve().relative_to(root.resolve())
+        target = root / QUARANTINE / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(f, target)
+        moved.append(target)
+    return moved

@@ -1,0 +1,137 @@
+"""The store's views: the SELECT behind each name user SQL and the query layer read, and ``connect``.
+
+``connect(store)`` gives a DuckDB connection with the views ``runs``, ``run_ranks``, ``steps``, ``step_metrics``,
+``scalars``, ``sequences``, ``tokens`` and ``events``. Their scans come from ``segments.scan_sql``: a glob
+re-expanded at every query while every segment is good (rows a writer flushes after ``connect`` show at the
+next query), the list of good files while one is bad.
+
+Three rules live here once, for the views, the query layer, the CLI and the dashboard: the run status
+(``RUN_STATUS``), the runs summary row (``runs_sql``) and the episode rule (``episodes_sql``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import duckdb
+
+from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
+from .migrations import TABLES
+from .segments import scan_sql
+from .writer import ensure_schema
+
+RETRIES = 3  # a segment compacted away between glob expansion and read: retry the query
+
+RANK_STATUS = """CASE WHEN status = 'running' AND epoch(now() - updated_at) > 3 * heartbeat_s + 10
+            THEN 'crashed' ELSE status END"""
+"""A rank's status: a running rank whose heartbeat is older than 3 intervals + 10 s has crashed."""
+RUN_STATUS = """CASE WHEN bool_or(status = 'crashed') THEN 'crashed'
+            WHEN bool_and(status = 'finished') THEN 'finished' ELSE 'running' END"""
+"""A run's status over its ranks' statuses: crashed if one crashed, finished if all finished, else running."""
+
+EPISODE_KEY = ("run", "detector", "phase", "step_start")
+"""One detector episode: seen by several ranks, re-written as it extends, or found online and offline, it
+is one row, the one with the latest extent (``EPISODE_ORDER`` first)."""
+EPISODE_ORDER = (("step_end", False), ("written_at", False), ("rank", True), ("source", True))
+
+
+def episodes_sql(source: str) -> str:
+    """One row per episode (``EPISODE_KEY``) of the event rows ``source``, the first by ``EPISODE_ORDER``."""
+    order = ", ".join(f"{c} {'ASC' if asc else 'DESC'}" for c, asc in EPISODE_ORDER)
+    return f"""
+SELECT * FROM ({source})
+QUALIFY row_number() OVER (PARTITION BY {", ".join(EPISODE_KEY)} ORDER BY {order}) = 1"""
+
+
+def runs_sql(run_ranks: str) -> str:
+    """One summary row per run from rank rows (the ``run_ranks`` view, or one run's slice of it)."""
+    return f"""
+SELECT run, {RUN_STATUS} AS status,
+       min(started_at) AS started_at, max(updated_at) AS updated_at, max(ended_at) AS ended_at,
+       max(world_size) AS world_size, count(*) AS ranks_seen, min(rank) AS rank,
+       any_value(objective ORDER BY rank) AS objective, any_value(config ORDER BY rank) AS config,
+       any_value(versions ORDER BY rank) AS versions, string_agg(DISTINCT host, ',') AS hosts,
+       sum(dropped_batches) AS dropped_batches, sum(write_errors) AS write_errors,
+       sum(probe_errors) AS probe_errors
+FROM ({run_ranks}) GROUP BY run"""
+
+
+def _scalar_pivot() -> str:
+    cols = ",\n       ".join(
+        f"{LOGGED_REPEAT}(value) FILTER (WHERE replace(key, '/', '_') = '{m.name}') AS {m.name}"
+        for m in LOGGED_SCALARS)
+    return cols
+
+
+def view_sql(root: Path, run: str | None = None, sources: dict[str, str] | None = None) -> dict[str, str]:
+    """The SELECT behind each view; ``run`` restricts the scans to that run's folder (fast path);
+    ``sources`` replaces the Parquet scans with other relations (e.g. the tables of an exported file)."""
+    s = sources or {t: scan_sql(root, t, run)[0] for t in TABLES}
+    step_metrics = f"""
+SELECT * FROM {s['step_metrics']}
+QUALIFY row_number() OVER (PARTITION BY run, rank, step ORDER BY ts DESC) = 1"""
+    scalar_cols = ", ".join("sc." + m.name for m in LOGGED_SCALARS)
+    return {
+        "run_ranks": f"""
+SELECT * REPLACE ({RANK_STATUS} AS status)
+FROM {s['runs']}""",
+        "scalars": f"SELECT * FROM {s['scalars']}",
+        "step_metrics": step_metrics,
+        "steps": f"""
+WITH sc AS (SELECT run, rank, step, {_scalar_pivot()} FROM {s['scalars']} GROUP BY ALL)
+SELECT run, rank, step, m.* EXCLUDE (run, rank, step), {scalar_cols}
+FROM ({step_metrics}) m FULL OUTER JOIN sc USING (run, rank, step)""",
+        "sequences": f"SELECT * FROM {s['sequences']}",
+        "tokens": f"SELECT * FROM {s['tokens']}",
+        "events": episodes_sql(f"SELECT * FROM {s['events']}"),
+        "runs": runs_sql("run_ranks"),
+    }
+
+VIEW_ORDER = ("run_ranks", "scalars", "step_metrics", "steps", "sequences", "tokens", "events", "runs")
+
+
+class StoreNotFoundError(FileNotFoundError):
+    pass
+
+
+def store_root(store: str | Path) -> Path:
+    """The resolved folder of a store, or StoreNotFoundError saying why it is not one."""
+    root = Path(store).expanduser().resolve()
+    if not root.is_dir():
+        raise StoreNotFoundError(f"store {str(store)!r} does not exist or is not a directory")
+    if not (root / "_schema").is_dir():
+        raise StoreNotFoundError(f"{str(store)!r} is not a collapsewatch store (no _schema folder)")
+    try:
+        ensure_schema(root)  # a store written by an older version gets the newer empty tables
+    except OSError:
+        pass  # a read-only copy of a store: old segments still read (union_by_name)
+    return root
+
+
+def create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """(Re)create every view on ``con``; binding reads segment footers, and compaction may remove one under us."""
+    for attempt in range(RETRIES):
+        sql = view_sql(root)
+        try:
+            for name in VIEW_ORDER:
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql[name]}")
+            return
+        except duckdb.IOException:
+            if attempt == RETRIES - 1:
+                raise
+            time.sleep(0.05)
+
+
+def connect(store: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the store's views. With ``read_only`` (default) file access is limited
+    to the store folder and configuration is locked."""
+    root = store_root(store)
+    con = duckdb.connect(":memory:")
+    create_views(con, root)
+    if read_only:
+        allowed = str(root).replace("'", "''")
+        con.execute(f"SET allowed_directories = ['{allowed}/']")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    return con
