@@ -16,6 +16,13 @@ OV_GRAPH = "ov-graph"
 OV_SMOOTH = "ov-smooth"
 OV_STATE = "ov-state"            # dcc.Store: run, rank, last step drawn, summary, events key, status
 OV_INTERVAL = "ov-interval"
+OV_EVENTS = "ov-events"          # the events table (the run's story)
+OV_TIMELINE = "ov-timeline"      # phase timeline figure, aligned with the panel columns
+OV_BAND = "ov-band"              # dcc.Store written by the browser: the episode whose band is shown
+OV_ZOOM = "ov-zoom"              # dcc.Store written by the browser: the panels' x range
+OV_CONFIG = "ov-config"
+OV_WAIT = "ov-wait"              # interval of the page that waits for a run to appear
+OV_WAIT_BOX = "ov-wait-box"
 
 # tokens
 TK_RUN = "tk-run"
@@ -26,6 +33,10 @@ TK_SEQ_INFO = "tk-seq-info"
 TK_TEXT = "tk-text"
 TK_LEGEND = "tk-legend"
 TK_HEATMAP = "tk-heatmap"
+TK_RANK = "tk-rank"              # sequence order (worst repetition, highest entropy, …)
+TK_SCALE = "tk-scale"            # heatmap colour scale: this run / fixed
+TK_WAIT = "tk-wait"
+TK_WAIT_BOX = "tk-wait-box"
 
 # compare
 CMP_RUNS = "cmp-runs"

@@ -2,10 +2,11 @@
 poll sends only steps after the last one drawn, as a Patch that extends the traces in the browser.
 
 Rows come from ``history.StepHistory``, which re-reads only the run's newest segments, so a poll costs the
-same whatever the run's length. The poll state (``dcc.Store``) holds the run, its rank, the last step drawn, the run summary, a key of
-the drawn events, the status and the smoothing window (a smoothed point needs the raw points before it: those
-come from the cached history's tail). Decorations (bands, timeline, panel notes) are re-sent only when the
-events or the summary change.
+same whatever the run's length. The poll state (``dcc.Store``) holds the run, its rank, the last step drawn, the
+run summary, a key of the drawn events, the status and the view (smoothing window, selected episode, token
+budget; a smoothed point needs the raw points before it: those come from the cached history's tail).
+Decorations (thresholds, bands, panel notes), the timeline and the events table are re-sent only when the events
+or the summary change.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from dash import Patch
 from collapsewatch.store import queries
 
 from . import history, state
-from .figures import COLUMNS, decorations, extension, overview_figure
+from .events_view import event_rows
+from .figures import COLUMNS, NO_MISMATCH, _panel_note, decorations, extension, overview_figure
+from .panels import PANELS
 from .series import merge_summaries, summarise
+from .timeline import timeline_figure
 
 POLL_MS = 2000
 """How often an open overview of a running run asks for new steps."""
@@ -33,9 +37,22 @@ def events_key(events: pd.DataFrame) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def load(run: str, smooth: int = 1) -> tuple[Any, dict[str, Any], dict[str, Any]] | None:
-    """(figure, poll state, run info) of a run's overview (``smooth``: trailing-mean window, 1 = raw); None when
-    the run does not exist."""
+def step_range(rows: pd.DataFrame) -> list[float] | None:
+    """The x range of the panels and the timeline: the run's first to last step (None before any)."""
+    return [float(rows["step"].min()), float(rows["step"].max())] if len(rows) else None
+
+
+def token_budget(config: dict[str, Any]) -> int | None:
+    """The response-token budget from a run's config (the built-in trainer's ``max_response_tokens``)."""
+    budget = config.get("max_response_tokens") if isinstance(config, dict) else None
+    return int(budget) if isinstance(budget, (int, float)) and budget > 0 else None
+
+
+def load(run: str, smooth: int = 1, selected: int | None = None,
+         x_range: list[float] | None = None) -> dict[str, Any] | None:
+    """A run's overview: ``figure``, ``timeline`` (figure), ``events`` (table rows), ``state`` (of the poll) and
+    ``info`` (run); None when the run does not exist. ``smooth``: trailing-mean window (1 = raw); ``selected``:
+    the episode whose band is shown; ``x_range``: the zoom."""
     with state.borrow() as s:
         info = queries.run_info(s, run)
         if info is None:
@@ -43,45 +60,63 @@ def load(run: str, smooth: int = 1) -> tuple[Any, dict[str, Any], dict[str, Any]
         rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
         events = history.event_log(s, run).events(s)
     summary = summarise(rows, COLUMNS)
-    fig = overview_figure(rows, events, summary, smooth)
+    view = {"selected": selected, "budget": token_budget(info["config"]), "smooth": smooth}
+    full = step_range(rows)
+    fig = overview_figure(rows, events, summary, smooth, dict(view, x_range=x_range or full))
     st = {"run": run, "rank": info["rank"], "last": int(rows["step"].max()) if len(rows) else -1,
-          "summary": summary, "events": events_key(events), "status": info["status"], "smooth": smooth}
-    return fig, st, info
+          "summary": summary, "events": events_key(events), "status": info["status"], "smooth": smooth,
+          "view": view, "zoomed": x_range is not None}
+    return {"figure": fig, "timeline": timeline_figure(events, x_range or full), "events": event_rows(events, run),
+            "state": st, "info": info}
 
 
-def poll(st: dict[str, Any]) -> tuple[Patch | None, dict[str, Any], dict[str, Any] | None]:
-    """(figure patch or None, new state, run info when the header should change, else None)."""
+def poll(st: dict[str, Any]) -> dict[str, Any]:
+    """What changed since ``st``: ``patch`` (figure Patch or None), ``timeline`` and ``events`` (None when
+    unchanged), ``state`` (new) and ``info`` (the run, when the header should change, else None)."""
     run = st["run"]
+    same = {"patch": None, "timeline": None, "events": None, "state": st, "info": None}
     with state.borrow() as s:
         info = queries.run_info(s, run)
         if info is None:
-            return None, st, None
+            return same
         rows = history.step_history(s, run, st["rank"], COLUMNS).rows_for(s, info["status"] == "running")
         events = history.event_log(s, run).events(s)
     new = rows[rows["step"] > st["last"]] if len(rows) else rows
     summary = merge_summaries(st["summary"], summarise(new, COLUMNS))
     key = events_key(events)
-    changed_deco = key != st["events"] or summary["on_policy"] != st["summary"]["on_policy"] \
+    new_events = key != st["events"]
+    changed_deco = new_events or summary["on_policy"] != st["summary"]["on_policy"] \
         or summary["present"] != st["summary"]["present"] or (st["summary"]["rows"] == 0 and summary["rows"] > 0)
-    patch = make_patch(extension(rows, st["last"], st.get("smooth", 1)),
-                       decorations(events, summary) if changed_deco else None)
+    mismatch = PANELS[[p.key for p in PANELS].index("mismatch")]
+    view = st.get("view") or {"smooth": st.get("smooth", 1)}
+    if (_panel_note(mismatch, st["summary"]) == NO_MISMATCH) != (_panel_note(mismatch, summary) == NO_MISMATCH):
+        patch: Any = overview_figure(rows, events, summary, view.get("smooth", 1), view)  # panel shown/hidden: redraw
+    else:
+        patch = make_patch(extension(rows, st["last"], view.get("smooth", 1), summary),
+                           decorations(events, summary, view) if changed_deco else None,
+                           None if st.get("zoomed") or not len(new) else step_range(rows))
     new_st = dict(st, last=int(new["step"].max()) if len(new) else st["last"], summary=summary, events=key,
                   status=info["status"])
     header = info if (len(new) or info["status"] != st["status"] or changed_deco) else None
-    return patch, new_st, header
+    grew = len(new) and not st.get("zoomed")
+    return {"patch": patch, "state": new_st, "info": header,
+            "timeline": timeline_figure(events, step_range(rows)) if new_events or grew else None,
+            "events": event_rows(events, run) if new_events else None}
 
 
-def make_patch(ext: dict[int, tuple[list, list]], deco: dict[str, Any] | None) -> Patch | None:
-    """A Patch that appends ``ext`` points to their traces and, if given, replaces the decorations."""
-    if not ext and deco is None:
+def make_patch(ext: dict[int, tuple[list, list]], deco: dict[str, Any] | None,
+               x_range: list[float] | None = None) -> Patch | None:
+    """A Patch that appends ``ext`` points to their traces and, if given, replaces the decorations and the
+    x range."""
+    if not ext and deco is None and x_range is None:
         return None
     p = Patch()
     for i, (xs, ys) in ext.items():
         p["data"][i]["x"].extend(xs)
         p["data"][i]["y"].extend(ys)
     if deco is not None:
-        for k in ("y", "base", "x", "hovertext", "marker"):
-            p["data"][0][k] = deco["timeline"][k]
         p["layout"]["shapes"] = deco["shapes"]
         p["layout"]["annotations"] = deco["annotations"]
+    if x_range is not None:
+        p["layout"]["xaxis"]["range"] = x_range
     return p

@@ -81,9 +81,10 @@ def complete_rows(df: pd.DataFrame, running: bool) -> pd.DataFrame:
 
 def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
     """What a set of step rows says about the run: ``on_policy`` (True when every probed step is on-policy
-    or has no ratio values, None before the first probed step) and ``present`` (columns with any value)."""
+    or has no ratio values, None before the first probed step), ``present`` (columns with any value) and
+    ``mismatch_max`` (largest |is_log_ratio| mean, None when never recorded)."""
     if df.empty:
-        return {"rows": 0, "on_policy": None, "present": []}
+        return {"rows": 0, "on_policy": None, "present": [], "mismatch_max": None}
     present = sorted(c for c in columns if c in df.columns and pd.to_numeric(df[c], errors="coerce").notna().any())
     probed = df[df["has_metrics"].astype(bool)] if "has_metrics" in df.columns else df.iloc[0:0]
     if probed.empty:
@@ -93,7 +94,9 @@ def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
         ratios = [c for c in RATIO_COLUMNS if c in probed.columns]
         no_ratio = probed[ratios].isna().all(axis=1) if ratios else True
         on_policy = bool((flag | no_ratio).all())
-    return {"rows": int(len(df)), "on_policy": on_policy, "present": present}
+    _, mismatch = finite_xy(df, "is_log_ratio_abs_mean")
+    return {"rows": int(len(df)), "on_policy": on_policy, "present": present,
+            "mismatch_max": float(np.abs(mismatch).max()) if len(mismatch) else None}
 
 
 def merge_summaries(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -106,8 +109,9 @@ def merge_summaries(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str
         on_policy = old["on_policy"]
     else:
         on_policy = old["on_policy"] and new["on_policy"]
+    peaks = [m for m in (old.get("mismatch_max"), new.get("mismatch_max")) if m is not None]
     return {"rows": old["rows"] + new["rows"], "on_policy": on_policy,
-            "present": sorted(set(old["present"]) | set(new["present"]))}
+            "present": sorted(set(old["present"]) | set(new["present"])), "mismatch_max": max(peaks) if peaks else None}
 
 
 LAST_COLUMNS = {"last_reward": "reward_mean", "last_ratio_p50_pos": "ratio_p50_pos",

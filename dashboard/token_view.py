@@ -2,7 +2,8 @@
 heatmap figure. No Dash imports; the tokens page turns ``token_cells`` into spans.
 
 Colours: ratio and displacement (log_ratio) are diverging — orange-red where the token's likelihood went
-down (r < 1), blue where it went up — and entropy is sequential (amber, brighter = more uncertain).
+down (r < 1), blue where it went up — symmetric in log r (r = 0.5 as strong as r = 2); entropy is sequential
+(amber, brighter = more uncertain).
 Tool-observation tokens (mask 0) get no metric colour: they are not trained on.
 """
 
@@ -19,10 +20,34 @@ import plotly.graph_objects as go
 from . import theme
 
 METRICS = {"ratio": "ratio r", "log_ratio": "displacement (log_ratio)", "entropy": "entropy"}
-RATIO_SPAN = 1.0      # |r − 1| that gets the strongest colour
+RATIO_SPAN = math.log(4.0)  # |log r| that gets the strongest colour: r ≤ 1/4 or r ≥ 4
 LOG_RATIO_SPAN = 1.0  # |log_ratio| (nats) that gets the strongest colour
 ENTROPY_SPAN = 4.0    # entropy (nats) that gets the strongest colour
 UP, DOWN, HOT = "#4fa3f7", "#ff7043", "#ffca28"
+FIXED_SPAN = {"ratio": math.log(4.0), "log_ratio": math.log(4.0), "entropy": ENTROPY_SPAN}
+"""Run-independent heatmap scale (|log r| or |log_ratio| up to ln 4, entropy up to ENTROPY_SPAN): two runs'
+heatmaps read alike. The default scale adapts to the run (its 99th percentile)."""
+
+RANKINGS: dict[str, tuple[str, bool, str]] = {
+    "seq": ("seq_id", True, "sequence id"),
+    "repetition": ("repeat_frac_max", False, "worst repetition"),
+    "entropy": ("entropy_mean", False, "highest entropy"),
+    "ratio": ("seq_ratio", True, "lowest ratio"),
+    "displacement": ("displacement_mean", True, "most likelihood lost"),
+}
+"""Sequence orders of the Tokens page: key → (sequence column, ascending, label)."""
+DETECTOR_RANKING = {"isdd": "ratio", "lld": "displacement", "entropy": "entropy", "length": "repetition",
+                    "mismatch": "ratio", "grad": "displacement"}
+"""Which sequence explains a detector's flag: the Tokens page opens the first one in this order."""
+
+
+def rank_sequences(seqs: pd.DataFrame, by: str) -> pd.DataFrame:
+    """``seqs`` (one row per stored sequence) sorted by ``by`` (a key of RANKINGS), missing values last."""
+    column, ascending, _ = RANKINGS.get(by, RANKINGS["seq"])
+    if column not in seqs.columns:
+        return seqs
+    return seqs.sort_values([column, "rank", "seq_id"], ascending=[ascending, True, True], na_position="last",
+                            kind="stable")
 
 
 def token_texts(token_ids: Sequence[Any], decode: Callable[[list[int]], list[str]] | None) -> list[str]:
@@ -47,7 +72,7 @@ def scale(metric: str, value: float | None) -> float:
     if value is None or not math.isfinite(value):
         return 0.0
     if metric == "ratio":
-        return float(np.clip((value - 1.0) / RATIO_SPAN, -1, 1))
+        return float(np.clip(math.log(value) / RATIO_SPAN, -1, 1)) if value > 0 else -1.0
     if metric == "log_ratio":
         return float(np.clip(value / LOG_RATIO_SPAN, -1, 1))
     if metric == "entropy":
@@ -82,6 +107,16 @@ def token_cells(tokens: pd.DataFrame, metric: str, texts: list[str]) -> list[dic
     return cells
 
 
+def zero_advantage_note(tokens: pd.DataFrame) -> str | None:
+    """A note when every model token of the sequence has A = 0: it carries no gradient (its group's rewards were
+    all equal), whatever its ratio."""
+    if "advantage" not in tokens.columns or tokens.empty:
+        return None
+    a = pd.to_numeric(tokens.loc[tokens["mask"].astype(bool), "advantage"], errors="coerce").dropna()
+    return "A = 0: no gradient from this sequence (its group's rewards were all equal)" \
+        if len(a) and bool((a == 0).all()) else None
+
+
 def _fmt(v: float, spec: str = ".4g") -> str:
     return "—" if not math.isfinite(v) else format(v, spec)
 
@@ -92,23 +127,35 @@ def bins(steps: Sequence[int], max_pos: int, max_rows: int = 160, max_cols: int 
     return max(1, -(-span // max_rows)), max(1, -(-(max_pos + 1) // max_cols))
 
 
-def heatmap_figure(grid: pd.DataFrame, metric: str, step: int | None = None, step_bin: int = 1) -> go.Figure:
-    """Step × position heatmap of ``grid`` rows (step, pos, value): steps down, positions across."""
+def heatmap_figure(grid: pd.DataFrame, metric: str, step: int | None = None, step_bin: int = 1,
+                   fixed: bool = False) -> go.Figure:
+    """Step × position heatmap of ``grid`` rows (step, pos, value): steps down, positions across. The colour
+    scale adapts to the run (99th percentile) unless ``fixed`` (``FIXED_SPAN``, the same for every run); the
+    ratio is coloured by log r, so r = 0.5 and r = 2 are equally strong."""
     if grid.empty:
         return go.Figure(layout=theme.message_figure_layout("no token rows stored for this run", 320))
     z = grid.pivot(index="step", columns="pos", values="value").sort_index()
+    values = z.to_numpy(dtype=float)
+    custom = values
     if metric == "entropy":
-        cs, zmin, zmax, zmid = "Inferno", 0.0, float(np.nanpercentile(z.to_numpy(), 99)), None
+        top = ENTROPY_SPAN if fixed else float(np.nanpercentile(values, 99))
+        cs, zmin, zmax, zmid = "Inferno", 0.0, top, None
     else:
-        centre = 1.0 if metric == "ratio" else 0.0
-        dev = float(np.nanpercentile(np.abs(z.to_numpy() - centre), 99)) or 0.1
+        if metric == "ratio":  # colour by log r (symmetric), hover says r
+            with np.errstate(divide="ignore", invalid="ignore"):
+                values = np.log(np.where(values > 0, values, np.nan))
+        dev = FIXED_SPAN[metric] if fixed else (float(np.nanpercentile(np.abs(values), 99)) or 0.1)
         cs = [[0, DOWN], [0.5, "#1b2130"], [1, UP]]
-        zmin, zmax, zmid = centre - dev, centre + dev, centre
+        zmin, zmax, zmid = -dev, dev, 0.0
     label = {"ratio": "geo-mean r", "log_ratio": "mean log_ratio", "entropy": "mean entropy"}[metric]
+    bar = dict(title=dict(text=label, side="right"), thickness=10, len=0.9)
+    if metric == "ratio":  # ticks in r on the log-r scale
+        ticks = [t for t in (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 10, 20) if abs(math.log(t)) <= zmax + 1e-9]
+        bar.update(tickvals=[math.log(t) for t in ticks], ticktext=[f"{t:g}" for t in ticks])
     fig = go.Figure(go.Heatmap(
-        x=z.columns.to_numpy(), y=z.index.to_numpy(), z=z.to_numpy(), colorscale=cs, zmin=zmin, zmax=zmax,
-        zmid=zmid, colorbar=dict(title=dict(text=label, side="right"), thickness=10, len=0.9),
-        hovertemplate=f"step %{{y}} · pos %{{x}}<br>{label} %{{z:.4g}}<extra></extra>", hoverongaps=False))
+        x=z.columns.to_numpy(), y=z.index.to_numpy(), z=values, customdata=custom, colorscale=cs, zmin=zmin,
+        zmax=zmax, zmid=zmid, colorbar=bar, hoverongaps=False,
+        hovertemplate=f"step %{{y}} · pos %{{x}}<br>{label} %{{customdata:.4g}}<extra></extra>"))
     height = int(np.clip(24 + 3 * len(z), 300, 560))
     fig.update_layout(theme.base_layout(height, margin=dict(l=56, r=16, t=30, b=36)),
                       xaxis=theme.axis(title=dict(text="position", font=dict(size=10))),

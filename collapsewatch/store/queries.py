@@ -232,7 +232,7 @@ def token_sequences(store: Store, run: str, step: int, files: dict[str, Files] |
 WITH t AS (SELECT rank, seq_id, count(*) AS n_token_rows
            FROM ({_source(store, run, "tokens", files.get("tokens"))}) WHERE step = ? GROUP BY rank, seq_id)
 SELECT t.rank, t.seq_id, t.n_token_rows, s.group_id, s.reward, s.advantage, s.correct, s.n_model_tokens,
-       s.displacement_mean, s.entropy_mean, s.seq_ratio
+       s.displacement_mean, s.entropy_mean, s.seq_ratio, s.repeat_frac_max
 FROM t LEFT JOIN (SELECT * FROM ({_source(store, run, "sequences", files.get("sequences"))}) WHERE step = ?) s
      ON s.seq_id = t.seq_id AND s.rank = t.rank
 ORDER BY t.rank, t.seq_id""", [step, step])

@@ -1,6 +1,11 @@
-"""Token drill-down: pick a step and a sequence (from the sampled token rows); its text token by token,
-coloured by ratio, displacement or entropy, tool observations set apart, values on hover; and a
-step × position heatmap of the same metric (click a cell to jump to that step)."""
+"""Token drill-down: pick a step and a sequence (from the sampled token rows, ranked: worst repetition, highest
+entropy, lowest ratio …); its text token by token, coloured by ratio (symmetric in log r), displacement or
+entropy, tool observations set apart, values on hover; and a step × position heatmap of the same metric (colour
+scale of this run or fixed for every run; click a cell to jump to that step).
+
+URL: ``/tokens/<run>?step=180&seq=61&rank=repetition&metric=ratio`` — a step without token rows opens the
+nearest stored one; ``rank`` orders the sequences and, without ``seq``, opens the first (the events table links
+here with the ranking that explains its detector's flag)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from dash import Input, Output, Patch, State, callback, ctx, dcc, html, no_updat
 from collapsewatch.store import queries
 
 from .. import history, ids, state, theme, token_view
+from ..waiting import waiting_page
 from .overview import run_picker
 
 dash.register_page(__name__, path_template="/tokens/<run>", name="Tokens", title="collapsewatch · tokens", order=2)
@@ -23,30 +29,47 @@ def _token_steps(run: str) -> list[dict[str, Any]]:
     return [{"label": f"step {int(r.step)} ({int(r.n_seqs)} seqs)", "value": int(r.step)} for r in df.itertuples()]
 
 
-def _labelled(row: Any, multi_rank: bool) -> str:
+def _labelled(row: Any, multi_rank: bool, by: str = "seq") -> str:
     mark = "✓" if row.correct is True else ("✗" if row.correct is False else "")
     reward = "" if row.reward != row.reward else f" · R={row.reward:.2f}{mark}"
     adv = "" if row.advantage != row.advantage else f" · A={row.advantage:+.2f}"
     where = f"rank {row.rank} " if multi_rank else ""
-    return f"{where}seq {row.seq_id}{reward}{adv} · {row.n_token_rows} tok"
+    column = token_view.RANKINGS.get(by, token_view.RANKINGS["seq"])[0]
+    key = getattr(row, column, None) if by != "seq" else None
+    ranked = f" · {column} {key:.3g}" if isinstance(key, float) and key == key else ""
+    return f"{where}seq {row.seq_id}{reward}{adv}{ranked} · {row.n_token_rows} tok"
+
+
+def nearest(values: list[int], step: int | None) -> int | None:
+    """The stored step closest to ``step`` (the earlier one on a tie); the last one when ``step`` is None."""
+    if not values:
+        return None
+    if step is None:
+        return values[-1]
+    return min(values, key=lambda v: (abs(v - step), v))
 
 
 def layout(run: str | None = None, step: str | None = None, seq: str | None = None, metric: str = "ratio",
-           **_: str) -> html.Div:
+           rank: str = "seq", **_: str) -> html.Div:
     if run is None:
         return html.Div("Pick a run on the Runs page.", className="note")
+    with state.borrow() as s:
+        if not s.has_run(run):
+            return waiting_page(run, "tokens")
     steps = _token_steps(run)
-    values = [o["value"] for o in steps]
-    chosen = int(step) if step is not None and step.isdigit() and int(step) in values else (values[-1] if values else None)
+    chosen = nearest([o["value"] for o in steps], int(step) if step is not None and step.isdigit() else None)
+    by = rank if rank in token_view.RANKINGS else "seq"
     # the options of the chosen step come with the page, so a sequence named in the URL shows as picked
-    seq_options, seq_value = _seq_options(run, chosen, f"0:{seq}" if seq and seq.isdigit() else seq)
+    seq_options, seq_value = _seq_options(run, chosen, f"0:{seq}" if seq and seq.isdigit() else seq, by)
     return html.Div([
         html.Div(className="bar", children=[
             run_picker(ids.TK_RUN, run),
             dcc.Dropdown(id=ids.TK_STEP, options=steps, value=chosen, clearable=False, placeholder="step",
                          style={"width": 200}),
+            dcc.Dropdown(id=ids.TK_RANK, value=by, clearable=False, style={"width": 190},
+                         options=[{"label": label, "value": k} for k, (_, _, label) in token_view.RANKINGS.items()]),
             dcc.Dropdown(id=ids.TK_SEQ, options=seq_options, value=seq_value, clearable=False,
-                         placeholder="sequence", style={"width": 340}),
+                         placeholder="sequence", style={"width": 420}),
             dcc.RadioItems(id=ids.TK_METRIC, options=[{"label": v, "value": k} for k, v in token_view.METRICS.items()],
                            value=metric if metric in token_view.METRICS else "ratio", inline=True,
                            className="radio-inline"),
@@ -56,6 +79,9 @@ def layout(run: str | None = None, step: str | None = None, seq: str | None = No
         html.Div(id=ids.TK_LEGEND, className="tok-legend"),
         html.Div(id=ids.TK_TEXT, className="tok-text",
                  children="no token rows stored for this run" if not steps else "pick a sequence"),
+        dcc.RadioItems(id=ids.TK_SCALE, value="run", inline=True, className="radio-inline", options=[
+            {"label": "colour scale of this run", "value": "run"},
+            {"label": "fixed scale (same for every run)", "value": "fixed"}]),
         dcc.Graph(id=ids.TK_HEATMAP, config={"displaylogo": False}, className="card", style={"marginTop": 10}),
     ])
 
@@ -77,19 +103,22 @@ def step_from_heatmap(click: dict | None, options: list[dict]):
 
 
 @callback(Output(ids.TK_SEQ, "options"), Output(ids.TK_SEQ, "value"), Input(ids.TK_STEP, "value"),
-          State(ids.TK_RUN, "value"), State(ids.TK_SEQ, "value"))
-def sequences(step: int | None, run: str, current: str | None):
-    return _seq_options(run, step, current)
+          Input(ids.TK_RANK, "value"), State(ids.TK_RUN, "value"), State(ids.TK_SEQ, "value"))
+def sequences(step: int | None, by: str, run: str, current: str | None):
+    # a new ranking opens its first (worst) sequence; a new step keeps the sequence if it is stored there
+    return _seq_options(run, step, None if ctx.triggered_id == ids.TK_RANK else current, by)
 
 
-def _seq_options(run: str, step: int | None, current: str | None) -> tuple[list[dict], str | None]:
-    """The sequence picker's options at ``step`` and its value: ``current`` if stored there, else the first."""
+def _seq_options(run: str, step: int | None, current: str | None, by: str = "seq") -> tuple[list[dict], str | None]:
+    """The sequence picker's options at ``step``, ranked ``by``, and its value: ``current`` if stored there,
+    else the first in that order."""
     if step is None:
         return [], None
     with state.borrow() as s:
         df = queries.token_sequences(s, run, step, files=history.token_index(s, run).files_for(s, step))
     multi = df["rank"].nunique() > 1
-    options = [{"label": _labelled(r, multi), "value": f"{r.rank}:{r.seq_id}"} for r in df.itertuples()]
+    df = token_view.rank_sequences(df, by)
+    options = [{"label": _labelled(r, multi, by), "value": f"{r.rank}:{r.seq_id}"} for r in df.itertuples()]
     values = [o["value"] for o in options]
     return options, current if current in values else (values[0] if values else None)
 
@@ -114,6 +143,9 @@ def render(seq: str | None, metric: str, step: int | None, run: str):
     n_obs = sum(c["observation"] for c in cells)
     facts = [f"step {step} · seq {seq_id} · {len(cells)} tokens ({n_obs} tool-observation) · ",
              html.B("decoded" if decode else "token ids (no tokenizer in the run config or the run folder)")]
+    note = token_view.zero_advantage_note(toks)
+    if note:
+        facts += [" · ", html.Span(note, className="flag")]
     return spans or "no tokens stored for this sequence", facts, legend(metric)
 
 
@@ -124,22 +156,23 @@ def legend(metric: str) -> list:
     else:
         swatch = (f"linear-gradient(90deg, {theme.rgba(token_view.DOWN, 0.85)}, {theme.rgba(token_view.DOWN, 0.06)}, "
                   f"{theme.rgba(token_view.UP, 0.06)}, {theme.rgba(token_view.UP, 0.85)})")
-        ends = ("r ≤ 0 (likelihood down)", "r ≥ 2 (up)") if metric == "ratio" else ("≤ −1 nat", "≥ +1 nat")
+        ends = (("r ≤ 1/4: likelihood down (r < 1)", "r ≥ 4: up (r > 1)") if metric == "ratio" else
+                ("≤ −1 nat: likelihood down", "≥ +1 nat: up"))
     return [html.Span([ends[0], html.Span(className="swatch", style={"background": swatch}), ends[1]]),
             html.Span("tool observation (mask 0)", className="tok obs"), html.Span("hover a token for its values")]
 
 
 @callback(Output(ids.TK_HEATMAP, "figure"), Input(ids.TK_METRIC, "value"), Input(ids.TK_STEP, "value"),
-          State(ids.TK_RUN, "value"))
-def heatmap(metric: str, step: int | None, run: str):
+          Input(ids.TK_SCALE, "value"), State(ids.TK_RUN, "value"))
+def heatmap(metric: str, step: int | None, scale: str, run: str):
     if ctx.triggered_id == ids.TK_STEP and step is not None:
         return move_marker(run, metric, step)  # a new step only moves the outline: the grid stays
-    return heatmap_for(run, metric, step)
+    return heatmap_for(run, metric, step, scale == "fixed")
 
 
-def heatmap_for(run: str, metric: str, step: int | None):
+def heatmap_for(run: str, metric: str, step: int | None, fixed: bool = False):
     grid, step_bin = _grid(run, metric)
-    return token_view.heatmap_figure(grid, metric, step, step_bin)
+    return token_view.heatmap_figure(grid, metric, step, step_bin, fixed)
 
 
 def move_marker(run: str, metric: str, step: int) -> Patch:

@@ -17,9 +17,13 @@ def app(synth_store):
 
 
 def _text(component) -> str:
+    """Every prop of a component tree as text (children walked, not cut short by a repr)."""
     if isinstance(component, (list, tuple)):
         return " ".join(_text(c) for c in component)
-    return str(component.to_plotly_json()) if hasattr(component, "to_plotly_json") else str(component)
+    if hasattr(component, "to_plotly_json"):
+        props = component.to_plotly_json()["props"]
+        return " ".join(f"{k}={_text(v) if k == 'children' else v}" for k, v in props.items())
+    return str(component)
 
 
 def test_pages_and_localhost_default(app):
@@ -35,12 +39,16 @@ def test_layouts_render(app, served):
     from collapsewatch.dashboard.pages import compare, overview, runs, sql, tokens
 
     assert "collapse" in _text(runs.layout()) and "isdd:drift" in _text(runs.layout())
-    ov = overview.layout(run="collapse")
-    assert ids.OV_GRAPH in _text(ov) and "phase:isdd:drift" in _text(ov)
+    ov = _text(overview.layout(run="collapse"))
+    assert ids.OV_GRAPH in ov and ids.OV_TIMELINE in ov and "'name': 'band:0'" in ov
+    assert "isdd · drift" in ov and "/tokens/collapse?step=" in ov and "episode=" in ov  # the events table
+    assert "max_response_tokens" not in ov or "run config" in ov
     assert "on-policy: ratio metrics not applicable" in _text(overview.layout(run="onpolicy"))
-    assert "No run named" in _text(overview.layout(run="missing"))
+    assert "Waiting for run" in _text(overview.layout(run="missing"))
+    assert "Waiting for run" in _text(tokens.layout(run="missing"))
     tk = tokens.layout(run="collapse", step="119")
     assert "step 119" in _text(tk)
+    assert "step 119" in _text(tokens.layout(run="collapse", step="1000"))  # a step without tokens: the nearest
     assert ids.CMP_GRAPH in _text(compare.layout(runs="collapse,healthy"))
     assert ids.SQL_INPUT in _text(sql.layout())
 
@@ -48,7 +56,7 @@ def test_layouts_render(app, served):
 def test_callbacks(app, served):
     from collapsewatch.dashboard.pages import compare, sql, tokens
 
-    options, value = tokens.sequences(119, "collapse", None)
+    options, value = tokens._seq_options("collapse", 119, None)
     assert value == "0:0" and len(options) == 2
     spans, facts, _ = tokens.render("0:0", "ratio", 119, "collapse")
     assert len(spans) == 24 and sum("obs" in s.className for s in spans) == 4

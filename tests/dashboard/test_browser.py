@@ -42,6 +42,7 @@ def site(tmp_path_factory):
     writer.write(until=30)
     port = free_port()
     proc = start_dashboard(root, port)
+    writer.root = root  # where a test adds a run of its own
     yield f"http://127.0.0.1:{port}", writer
     proc.terminate()
     proc.wait(timeout=10)
@@ -119,16 +120,103 @@ def test_live_run_shows_new_steps_within_the_poll_interval(site, page):
     assert page.errors == []
 
 
-def test_phase_bands_visible_on_collapsing_run(site, page):
+def _visible_bands(page) -> list[list[float]]:
+    """[x, width, height] of the filled shapes of the overview that run down the whole panel grid."""
+    return page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.OV_GRAPH} .shapelayer path'))
+        .filter(p => (p.style.fill || '').startsWith('rgb') && p.style.fill !== 'rgba(0, 0, 0, 0)')
+        .map(p => p.getBoundingClientRect()).filter(r => r.height > 300 && r.width > 0)
+        .map(r => [r.x, r.width, r.height])""")
+
+
+def test_timeline_aligned_with_panels_and_hover_shows_one_band(site, page):
     page.goto(site[0] + "/run/collapse")
+    page.wait_for_selector(f"#{ids.OV_TIMELINE} .barlayer .point")
     page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
-    boxes = page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.OV_GRAPH} .shapelayer path'))
-        .filter(p => parseFloat(p.style.opacity || p.getAttribute('opacity') || '1') > 0
-                     && (p.style.fill || '').startsWith('rgb') && p.style.fill !== 'rgba(0, 0, 0, 0)')
-        .map(p => p.getBoundingClientRect()).map(r => [r.width, r.height])""")
-    wide = [b for b in boxes if b[0] > 5 and b[1] > 300]  # bands run down the whole panel grid
-    assert len(wide) >= 8  # 4 phases × 2 panel columns
-    assert page.locator(f"#{ids.OV_GRAPH} .barlayer .point").count() == 4  # the timeline: one bar per phase
+    assert page.locator(f"#{ids.OV_TIMELINE} .barlayer .point").count() == 8  # 4 episodes × 2 panel columns
+    assert _visible_bands(page) == []  # no band washes the panels until an episode is picked
+    # the same step lands at the same pixel in the timeline and in the panels below it (each column)
+    for axis in ("xaxis", "xaxis2"):
+        px = page.evaluate(f"""() => ['{ids.OV_TIMELINE}', '{ids.OV_GRAPH}'].map(id => {{
+            const gd = document.querySelector('#' + id + ' .js-plotly-plot'), ax = gd._fullLayout.{axis};
+            return gd.getBoundingClientRect().x + ax._offset + ax.l2p(60); }})""")
+        assert abs(px[0] - px[1]) < 1.5, (axis, px)
+    # hover per row: the ISDD bar's hover names ISDD, and its band (only) appears on the panels
+    bar = page.evaluate(f"""() => {{ const gd = document.querySelector('#{ids.OV_TIMELINE} .js-plotly-plot');
+        return gd.data[0].y.indexOf('isdd · drift'); }}""")
+    box = page.locator(f"#{ids.OV_TIMELINE} .barlayer .trace").first.locator(".point").nth(bar).bounding_box()
+    page.evaluate(f"""() => document.querySelector('#{ids.OV_TIMELINE} .js-plotly-plot')
+        .on('plotly_hover', d => {{ window.hovered = d.points.map(p => p.y); }})""")
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=4)  # plotly's drag layer
+    page.wait_for_function("() => window.hovered !== undefined")
+    assert page.evaluate("() => window.hovered") == ["isdd · drift"]  # that row only, not what else spans the step
+    page.wait_for_function(f"""() => document.querySelectorAll('#{ids.OV_GRAPH} .shapelayer path').length > 0 &&
+        Array.from(document.querySelectorAll('#{ids.OV_GRAPH} .shapelayer path'))
+        .filter(p => p.getBoundingClientRect().height > 300).length == 2""")
+    assert len(_visible_bands(page)) == 2  # one episode, one band in each panel column
+    assert page.errors == []
+
+
+def test_events_table_rows_link_to_steps_and_tokens(site, page):
+    base, _ = site
+    page.goto(base + "/run/collapse")
+    page.wait_for_selector(f"#{ids.OV_EVENTS} .ev-row")
+    rows = page.locator(f"#{ids.OV_EVENTS} .ev-row")
+    assert rows.count() == 4
+    text = page.inner_text(f"#{ids.OV_EVENTS}")
+    assert "isdd · drift" in text and "critical" in text
+    # severity is visibly different: a critical badge is red, a warning one amber
+    colours = page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.OV_EVENTS} tbody .sev'))
+        .map(e => [e.innerText, getComputedStyle(e).backgroundColor])""")
+    by = {sev: c for sev, c in colours}
+    assert by.get("critical") == "rgb(211, 47, 47)" and len(set(by.values())) == len(by)
+    # the ISDD row's steps open the panels zoomed on the episode with its band shown
+    isdd = rows.filter(has_text="isdd · drift")
+    isdd.locator(".ev-steps").click()
+    page.wait_for_url("**episode=*")
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
+    page.wait_for_function(f"""() => {{ const gd = document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot');
+        return gd && gd._fullLayout && gd._fullLayout.xaxis.range[1] - gd._fullLayout.xaxis.range[0] < 80; }}""")
+    assert len(_visible_bands(page)) == 2
+    # …and its tokens link opens the Tokens page at that step with the sequences ranked by lowest ratio
+    page.goto(base + "/run/collapse")
+    page.locator(f"#{ids.OV_EVENTS} .ev-row").filter(has_text="isdd · drift").locator(".ev-tokens").click()
+    page.wait_for_url("**/tokens/collapse?step=*rank=ratio*")
+    page.wait_for_selector(f"#{ids.TK_TEXT} .tok")
+    assert "lowest ratio" in page.inner_text(f"#{ids.TK_RANK}")
+    assert page.errors == []
+
+
+def test_overview_smoothed_by_default_and_zoom_kept_in_the_url(site, page):
+    base, _ = site
+    page.goto(base + "/run/collapse")
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
+    assert "16-step mean" in page.inner_text(f"#{ids.OV_SMOOTH}")
+    from collapsewatch.dashboard.figures import TRACE_COLUMNS
+
+    raw = TRACE_COLUMNS.index("raw:reward_mean")
+    assert page.evaluate(f"() => document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot').data[{raw}].x.length") == 120
+    page.evaluate(f"""() => Plotly.relayout(document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot'),
+                                           {{'xaxis.range[0]': 29.5, 'xaxis.range[1]': 60.5}})""")
+    page.wait_for_url("**/run/collapse?from=30&to=60")
+    page.wait_for_function(f"""() => document.querySelector('#{ids.OV_TIMELINE} .js-plotly-plot')
+                                   ._fullLayout.xaxis2.range[0] == 29.5""")
+    page.reload()
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
+    assert page.evaluate(f"() => document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot')._fullLayout.xaxis.range") \
+        == [29.5, 60.5]
+    assert page.errors == []
+
+
+def test_unknown_run_page_waits_then_opens_the_run(site, page, tmp_path):
+    base, writer = site
+    page.goto(base + "/run/late")
+    page.wait_for_selector(".waiting")
+    assert "Waiting for run" in page.inner_text(".waiting")
+    late = SyntheticRun(writer.root, "late", n_steps=10, shape=SHAPE, collapse=False)
+    late.write()
+    late.close()
+    page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg", timeout=20_000)
+    assert page.errors == []
 
 
 def test_sql_console_refuses_a_write(site, page):
@@ -207,8 +295,9 @@ def test_phase_bands_visible_on_the_collapsing_sample_run(sample_site, page):
     boxes = page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.OV_GRAPH} .shapelayer path'))
         .filter(p => (p.style.fill || '').startsWith('rgb') && p.style.fill !== 'rgba(0, 0, 0, 0)')
         .map(p => p.getBoundingClientRect()).filter(r => r.height > 300 && r.width > 0).length""")
-    assert boxes >= episodes  # each episode is a band down the panel grid (in each panel column)
-    assert page.locator(f"#{ids.OV_GRAPH} .barlayer .point").count() == episodes  # one timeline bar each
+    assert boxes == 0  # bands appear for the picked or hovered episode only
+    assert page.locator(f"#{ids.OV_TIMELINE} .barlayer .point").count() == 2 * episodes  # a bar per column each
+    assert page.locator(f"#{ids.OV_EVENTS} .ev-row").count() == episodes
     assert page.errors == []
 
 
@@ -244,6 +333,6 @@ def test_smoothed_live_run_extends_and_the_picker_switches_back_to_raw(site, pag
     assert _last_x(page, reward) == last + 6, "smoothed view did not extend"
     page.click(f"#{ids.OV_SMOOTH}")
     page.get_by_text("raw", exact=True).click()
-    page.wait_for_url(f"{base}/run/live")
+    page.wait_for_url(f"{base}/run/live?smooth=1")
     page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
     assert page.errors == []

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from collapsewatch.dashboard import figures, theme
+from collapsewatch.dashboard import figures, theme, timeline
+from collapsewatch.dashboard.panels import MARGIN, log_ticks
 from collapsewatch.dashboard.series import GL_THRESHOLD, MAX_POINTS, summarise
 
 
@@ -43,7 +44,7 @@ def _shapes(fig):
 def test_one_trace_per_series_in_declared_order():
     df = _steps(30)
     fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))
-    assert len(fig["data"]) == len(figures.TRACE_COLUMNS) and fig["data"][0]["type"] == "bar"
+    assert len(fig["data"]) == len(figures.TRACE_COLUMNS) and fig["data"][0]["type"] == "scatter"
     median = _trace(fig, "ratio_p50_pos")
     assert median["x"] == list(range(30)) and median["y"][0] == 1.0 and median["y"][-1] == 0.5
     assert median["line"]["color"] == theme.POS and median["type"] == "scatter"
@@ -51,35 +52,106 @@ def test_one_trace_per_series_in_declared_order():
     # the p05–p95 band: the upper edge fills down to the lower edge, drawn just before it
     lo, up = (figures.TRACE_COLUMNS.index(c) for c in ("ratio_p05_pos", "ratio_p95_pos"))
     assert up == lo + 1 and fig["data"][up]["fill"] == "tonexty"
-    # every panel's x axis follows the timeline's; ratio panels are log-scaled
-    assert fig["layout"]["xaxis4"]["matches"] == "x" and fig["layout"]["yaxis4"]["type"] == "log"
+    # every panel's x axis follows the first panel's; ratio panels are log-scaled
+    assert fig["layout"]["xaxis3"]["matches"] == "x" and fig["layout"]["yaxis3"]["type"] == "log"
+    # raw: no faint copies are drawn (their traces exist, empty, so the trace layout never changes)
+    assert _trace(fig, "raw:reward_mean")["x"] == []
 
 
-def test_phase_bands_span_every_column_with_severity_opacity():
+def test_smoothed_by_default_over_faint_raw_copies():
+    # reward 0, 4, 8 at steps 0–2, window 16: smoothed 0, 2, 4 over the raw 0, 4, 8 drawn faint beneath
+    df = _steps(3, reward_mean=[0.0, 4.0, 8.0])
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), smooth=figures.DEFAULT_SMOOTH)
+    raw, smooth = _trace(fig, "raw:reward_mean"), _trace(fig, "reward_mean")
+    assert figures.TRACE_COLUMNS.index("raw:reward_mean") + 1 == figures.TRACE_COLUMNS.index("reward_mean")
+    assert raw["y"] == [0.0, 4.0, 8.0] and raw["opacity"] < 0.5 and raw["hoverinfo"] == "skip"
+    assert smooth["y"] == [0.0, 2.0, 4.0] and "opacity" not in smooth
+    assert "16-step mean over raw" in fig["layout"]["annotations"][0]["text"]
+    assert "raw:ratio_p05_pos" not in figures.TRACE_COLUMNS  # band edges have no raw copy
+
+
+def test_bands_hidden_except_the_selected_episode():
     df = _steps(30)
-    fig = figures.overview_figure(df, EVENTS, summarise(df, figures.COLUMNS))
-    bands = [s for s in _shapes(fig) if s.get("name", "").startswith("phase:")]
-    assert len(bands) == 2 * figures.N_COLS
-    isdd = [s for s in bands if s["name"] == "phase:isdd:drift"]
-    assert {s["xref"] for s in isdd} == {"x2", "x3"}  # first panel of each column
+    fig = figures.overview_figure(df, EVENTS, summarise(df, figures.COLUMNS), view={"selected": 1})
+    bands = [s for s in _shapes(fig) if s.get("name", "").startswith("band:")]
+    assert len(bands) == 2 * figures.N_COLS  # two episodes, one band per panel column each
+    # story order is by start: lld (steps 5–8) is episode 0, isdd (10–19) episode 1
+    isdd = [s for s in bands if s["name"] == "band:1"]
+    assert {s["xref"] for s in isdd} == {"x", "x2"}  # first panel of each column
     assert (isdd[0]["x0"], isdd[0]["x1"]) == (9.5, 19.5) and isdd[0]["yref"] == "paper"
-    assert isdd[0]["opacity"] == theme.SEVERITY_OPACITY["critical"]
+    assert all(s["visible"] for s in isdd) and not any(s["visible"] for s in bands if s["name"] == "band:0")
     assert isdd[0]["fillcolor"] == theme.DETECTOR_COLOURS["isdd"]
 
 
-def test_timeline_bars_and_evidence_hover():
-    bar = figures.timeline_trace(EVENTS)
-    assert bar["y"] == ["isdd · drift", "lld · steady_decay"]
-    assert bar["base"] == [9.5, 4.5] and bar["x"] == [10, 4]  # steps 10..19 inclusive = 10 steps wide
-    assert "ratio_p50_pos: 0.7123" in bar["hovertext"][0] and "window.start: 10" in bar["hovertext"][0]
-    assert "A&gt;0 ratio drifting" in bar["hovertext"][0]  # escaped: plotly reads hover text as HTML
+def test_threshold_drawn_on_the_panel_of_its_metric_but_not_for_trends():
+    df = _steps(30)
+    fig = figures.overview_figure(df, EVENTS, summarise(df, figures.COLUMNS))
+    lines = [s for s in _shapes(fig) if s.get("name", "").startswith("threshold:")]
+    # isdd watches ratio_p50_pos (panel 3 = "ratio r, A>0", axes x3/y3) with bar 0.9 over its steps 10–19;
+    # lld's value is a slope × window, not a level of its metric: no line
+    assert [(s["name"], s["xref"], s["yref"], s["y0"], s["x0"], s["x1"]) for s in lines] == [
+        ("threshold:isdd:ratio_p50_pos", "x3", "y3", 0.9, 9.5, 19.5)]
+    assert lines[0]["label"]["text"] == "isdd 0.9"
+
+
+def test_lld_phases_read_as_the_spiral_on_the_panel_of_L():
+    lld = pd.DataFrame([dict(EVENTS.iloc[1], phase=p, step_start=a, step_end=b)
+                        for p, a, b in (("early_stagnation", 0, 9), ("steady_decay", 10, 19),
+                                        ("accelerated_collapse", 20, 25))])
+    df = _steps(30)
+    fig = figures.overview_figure(df, lld, summarise(df, figures.COLUMNS))
+    spiral = [s for s in _shapes(fig) if s.get("name", "").startswith("lld:")]
+    L = [p.key for p in figures.PANELS].index("likelihood")  # panel 6: axes x6 / y6
+    assert {s["xref"] for s in spiral} == {f"x{L + 1}"} and {s["yref"] for s in spiral} == {f"y{L + 1} domain"}
+    assert [s["opacity"] for s in spiral] == sorted(s["opacity"] for s in spiral)  # darker at each stage
+    labels = [a["text"] for a in fig["layout"]["annotations"] if a.get("xref") == f"x{L + 1}"]
+    assert labels == ["① stagnation", "② decay", "③ collapse"]
+
+
+def test_timeline_sits_on_each_panel_column_with_per_bar_hover():
+    tl = timeline.timeline_figure(EVENTS, [0.0, 29.0])
+    assert tl["layout"]["hovermode"] == "closest"
+    # one bar trace per panel column, on exactly that column's x domain, with the panels' margins
+    assert [tl["layout"][a]["domain"] for a in ("xaxis", "xaxis2")] == [c["xd"] for c in figures.GRID["cells"][:2]]
+    assert (tl["layout"]["margin"]["l"], tl["layout"]["margin"]["r"]) == (MARGIN["l"], MARGIN["r"])
+    assert tl["layout"]["xaxis"]["range"] == [0.0, 29.0] == tl["layout"]["xaxis2"]["range"]
+    bar = tl["data"][0]
+    assert bar["y"] == ["lld · steady_decay", "isdd · drift"] and bar["customdata"] == [0, 1]
+    assert bar["base"] == [4.5, 9.5] and bar["x"] == [4, 10]  # steps 10..19 inclusive = 10 steps wide
+    assert "ratio_p50_pos: 0.7123" in bar["hovertext"][1] and "window.start: 10" in bar["hovertext"][1]
+    assert "A&gt;0 ratio drifting" in bar["hovertext"][1]  # escaped: plotly reads hover text as HTML
+    go.Figure(tl)
 
 
 def test_evidence_lines_flatten_and_truncate():
     ev = json.dumps({"a": 1.23456789, "b": {"c": [1, 2, 3]}, "long": list(range(10))})
-    assert figures.evidence_lines(ev) == ["a: 1.235", "b.c: ['1', '2', '3']", "long: [0, 1, 2, 3, 4, 5, … 10 values]"]
-    assert figures.evidence_lines(json.dumps({f"k{i}": i for i in range(20)}), limit=3)[-1] == "… 17 more"
-    assert figures.evidence_lines("not json") == ["not json"]
+    assert timeline.evidence_lines(ev) == ["a: 1.235", "b.c: ['1', '2', '3']", "long: [0, 1, 2, 3, 4, 5, … 10 values]"]
+    assert timeline.evidence_lines(json.dumps({f"k{i}": i for i in range(20)}), limit=3)[-1] == "… 17 more"
+    assert timeline.evidence_lines("not json") == ["not json"]
+
+
+def test_log_ticks_cover_the_data():
+    # the A<0 fan reaching 1e-7: decades 1e-7 … 10 (8 decades), not 1-2-5 ticks stopping at 1e-3
+    assert log_ticks(2e-7, 3.0) == [1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0]
+    # 0.3 … 2 (under one decade's ratio): 1-1.5-2-3-5-7 steps from 0.1 to 10
+    ticks = log_ticks(0.3, 2.0)
+    assert ticks[0] == 0.1 and ticks[-1] == 10.0 and 0.3 in [round(t, 6) for t in ticks]
+    # 1e-12 … 1: every other decade, ending at 1
+    assert log_ticks(1e-12, 1.0) == [10.0 ** e for e in range(-12, 1, 2)]
+
+
+def test_clip_axis_never_below_zero_budget_line_and_mismatch_noise_note():
+    df = _steps(20, is_log_ratio_abs_mean=1e-6)  # identical engines: float noise, not a mismatch
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), view={"budget": 150})
+    clip = [p.key for p in figures.PANELS].index("clip")
+    assert fig["layout"][f"yaxis{clip + 1}"]["rangemode"] == "nonnegative"
+    budget = next(s for s in _shapes(fig) if s.get("name") == "budget")
+    assert budget["y0"] == 150.0 and "token budget 150" in budget["label"]["text"]
+    notes = [a["text"] for a in fig["layout"]["annotations"]]
+    assert figures.NO_MISMATCH in notes and _trace(fig, "is_log_ratio_abs_mean")["x"] == []
+    real = _steps(20, is_log_ratio_abs_mean=0.02)
+    fig = figures.overview_figure(real, EVENTS.iloc[0:0], summarise(real, figures.COLUMNS))
+    assert len(_trace(fig, "is_log_ratio_abs_mean")["x"]) == 20
 
 
 def test_on_policy_run_says_not_applicable_instead_of_flat_lines():
@@ -96,7 +168,8 @@ def test_on_policy_run_says_not_applicable_instead_of_flat_lines():
 def test_missing_metric_and_empty_run_notes():
     df = _steps(10, is_log_ratio_abs_mean=np.nan, is_ess=np.nan)
     notes = [a["text"] for a in figures.decorations(EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))["annotations"]]
-    assert notes.count("not recorded for this run") == 1 and "no detector phases flagged" in notes
+    assert notes.count("not recorded for this run") == 1
+    assert timeline.timeline_figure(EVENTS.iloc[0:0])["layout"]["annotations"][0]["text"] == "no detector phases flagged"
     empty = summarise(df.iloc[0:0], figures.COLUMNS)
     notes = [a["text"] for a in figures.decorations(EVENTS.iloc[0:0], empty)["annotations"]]
     assert notes.count("waiting for the first step") == len(figures.PANELS)
@@ -117,7 +190,7 @@ def test_extension_gives_new_points_per_trace():
     rows = _steps(3).assign(step=[7, 8, 9])
     rows.loc[1, "grad_norm"] = np.nan
     ext = figures.extension(rows)
-    assert 0 not in ext  # the timeline is not a step series
+    assert figures.TRACE_COLUMNS.index("raw:grad_norm") not in ext  # raw (smooth 1): no faint copies
     assert ext[figures.TRACE_COLUMNS.index("grad_norm")] == ([7, 9], [0.5, 0.5])
     assert ext[figures.TRACE_COLUMNS.index("ratio_p50_pos")][0] == [7, 8, 9]
 

@@ -25,30 +25,46 @@ def _ops(patch):
 
 
 def test_load_then_poll_sends_only_new_steps(running):
-    fig, st, info = live.load("live")
+    got = live.load("live", smooth=1)
+    fig, st, info = got["figure"], got["state"], got["info"]
     reward = TRACE_COLUMNS.index("reward_mean")
     assert info["status"] == "running" and st["last"] == 39 and fig["data"][reward]["x"] == list(range(40))
-    assert live.poll(st) == (None, st, None)  # nothing new: nothing sent
+    assert fig["layout"]["xaxis"]["range"] == [0.0, 39.0] == got["timeline"]["layout"]["xaxis"]["range"]
+    assert live.poll(st) == {"patch": None, "timeline": None, "events": None, "state": st, "info": None}
 
     running.write(until=47)
-    patch, st2, head = live.poll(st)
-    ops = _ops(patch)
+    got = live.poll(st)
+    st2 = got["state"]
+    ops = _ops(got["patch"])
     extend_x = {op["location"][1]: op["params"]["value"] for op in ops
                 if op["operation"] == "Extend" and op["location"][2] == "x"}
     assert extend_x[reward] == [40, 41, 42, 43, 44, 45, 46]
-    assert 0 not in extend_x and st2["last"] == 46 and st2["summary"]["rows"] == 47 and head is not None
-    # the early-stagnation phase starts at step 44: the bands and the timeline are replaced
-    assigned = {tuple(op["location"]) for op in ops if op["operation"] == "Assign"}
-    assert ("layout", "shapes") in assigned and ("data", 0, "y") in assigned
-    shapes = next(op for op in ops if op["location"] == ["layout", "shapes"])["params"]["value"]
-    assert sum(s.get("name") == "phase:lld:early_stagnation" for s in shapes) == 2
+    assert st2["last"] == 46 and st2["summary"]["rows"] == 47 and got["info"] is not None
+    # the panels and the timeline follow the run: both x ranges end at the new last step
+    assigned = {tuple(op["location"]): op["params"]["value"] for op in ops if op["operation"] == "Assign"}
+    assert assigned[("layout", "xaxis", "range")] == [0.0, 46.0]
+    assert got["timeline"]["layout"]["xaxis"]["range"] == [0.0, 46.0]
+    # the early-stagnation phase starts at step 44: its band (hidden), the timeline and the events table come
+    shapes = assigned[("layout", "shapes")]
+    bands = [s for s in shapes if s.get("name", "").startswith("band:")]
+    assert len(bands) == 2 and not any(s["visible"] for s in bands)
+    assert got["timeline"]["data"][0]["y"][-1] == "lld · early_stagnation"
+    assert [r["what"] for r in got["events"]][-1] == "lld · early_stagnation"
+
+
+def test_smoothed_poll_extends_raw_copies_too(running):
+    got = live.load("live", smooth=8)
+    running.write(until=43)
+    ops = _ops(live.poll(got["state"])["patch"])
+    extended = {op["location"][1] for op in ops if op["operation"] == "Extend" and op["location"][2] == "x"}
+    assert {TRACE_COLUMNS.index("reward_mean"), TRACE_COLUMNS.index("raw:reward_mean")} <= extended
 
 
 def test_poll_notices_finish(running):
-    _, st, _ = live.load("live")
+    st = live.load("live")["state"]
     running.close(status="finished")
-    patch, st2, head = live.poll(st)
-    assert patch is None and st2["status"] == "finished" and head["status"] == "finished"
+    got = live.poll(st)
+    assert got["patch"] is None and got["state"]["status"] == "finished" and got["info"]["status"] == "finished"
 
 
 def test_unknown_run():

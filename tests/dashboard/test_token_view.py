@@ -20,10 +20,12 @@ def test_visible_whitespace():
 
 
 def test_colour_scales():
-    # ratio: strength (r − 1) / 1, clipped: r = 0.5 → −0.5 (likelihood down, orange-red); r = 3 → +1 (blue)
-    assert token_view.scale("ratio", 0.5) == -0.5 and token_view.scale("ratio", 3.0) == 1.0
+    # ratio: strength log r / ln 4, clipped: r = 0.5 → −ln 2 / ln 4 = −0.5 (likelihood down, orange-red) and
+    # r = 2 → +0.5 (blue): symmetric in log r; r = 8 → +1.5 clipped to +1; r = 0 → −1
+    assert token_view.scale("ratio", 0.5) == pytest.approx(-0.5) and token_view.scale("ratio", 2.0) == pytest.approx(0.5)
+    assert token_view.scale("ratio", 8.0) == 1.0 and token_view.scale("ratio", 0.0) == -1.0
     assert token_view.colour("ratio", 0.5) == theme.rgba(token_view.DOWN, 0.06 + 0.79 * 0.5)
-    assert token_view.colour("ratio", 3.0) == theme.rgba(token_view.UP, 0.85)
+    assert token_view.colour("ratio", 8.0) == theme.rgba(token_view.UP, 0.85)
     assert token_view.scale("log_ratio", -2.0) == -1.0 and token_view.scale("entropy", 2.0) == 0.5
     assert token_view.scale("entropy", None) == 0.0 and token_view.scale("ratio", float("nan")) == 0.0
     with pytest.raises(ValueError):
@@ -51,13 +53,31 @@ def test_heatmap_figure_grid_and_marker():
     grid = pd.DataFrame({"step": [0, 0, 10, 10], "pos": [0, 4, 0, 4], "value": [1.0, 0.5, 0.8, np.nan]})
     fig = token_view.heatmap_figure(grid, "ratio", step=13, step_bin=10)
     hm = fig.data[0]
-    assert list(hm.x) == [0, 4] and list(hm.y) == [0, 10] and hm.zmid == 1.0
-    assert np.asarray(hm.z)[0].tolist() == [1.0, 0.5]
+    # coloured by log r (ln 1 = 0, ln 0.5 = −0.693), centred on 0; the hover shows r itself (customdata)
+    assert list(hm.x) == [0, 4] and list(hm.y) == [0, 10] and hm.zmid == 0.0
+    np.testing.assert_allclose(np.asarray(hm.z)[0], [0.0, np.log(0.5)])
+    assert np.asarray(hm.customdata)[0].tolist() == [1.0, 0.5]
+    # adaptive scale: the 99th percentile of |log r| over {0, 0.693, 0.223} ≈ 0.684; fixed: ln 4 for every run
+    assert hm.zmax == pytest.approx(np.percentile([0.0, np.log(2), -np.log(0.8)], 99)) and hm.zmin == -hm.zmax
+    fixed = token_view.heatmap_figure(grid, "ratio", fixed=True).data[0]
+    assert fixed.zmax == pytest.approx(np.log(4.0)) and list(fixed.colorbar.ticktext) == ["0.25", "0.5", "1", "2", "4"]
     marker = fig.layout.shapes[0]
     assert (marker.y0, marker.y1) == (5.0, 15.0)  # the 10-step bin holding step 13, centred on its label 10
     ent = token_view.heatmap_figure(grid.fillna(0.0), "entropy")
     assert ent.data[0].zmid is None and ent.data[0].zmin == 0.0
     assert "no token rows" in token_view.heatmap_figure(grid.iloc[0:0], "ratio").layout.annotations[0].text
+
+
+def test_sequences_ranked_and_zero_advantage_note():
+    seqs = pd.DataFrame({"rank": [0, 0, 0], "seq_id": [0, 1, 2], "repeat_frac_max": [0.2, 0.9, None],
+                         "entropy_mean": [1.0, 0.5, 3.0], "seq_ratio": [0.9, 1.1, 0.4]})
+    assert token_view.rank_sequences(seqs, "repetition")["seq_id"].tolist() == [1, 0, 2]  # missing last
+    assert token_view.rank_sequences(seqs, "entropy")["seq_id"].tolist() == [2, 0, 1]
+    assert token_view.rank_sequences(seqs, "ratio")["seq_id"].tolist() == [2, 0, 1]
+    assert token_view.rank_sequences(seqs, "nonsense")["seq_id"].tolist() == [0, 1, 2]
+    toks = pd.DataFrame({"mask": [True, True, False], "advantage": [0.0, 0.0, 0.7]})  # mask 0 rows do not count
+    assert "no gradient" in token_view.zero_advantage_note(toks)
+    assert token_view.zero_advantage_note(toks.assign(advantage=[0.0, 0.3, 0.0])) is None
 
 
 def test_tokenizer_found_in_nested_config_and_decodes(tmp_path):

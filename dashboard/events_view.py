@@ -1,0 +1,61 @@
+"""The events table at the top of the run overview — the run's collapse story, one row per detector episode in
+the order they began (pure: an events DataFrame in, JSON-ready rows out; the page renders them).
+
+Each row links to its steps on the charts (``?from=&to=&episode=k``: the panels zoom there and show that episode's
+band) and to the worst sequence of its last step on the Tokens page, ranked by what the detector watches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import pandas as pd
+
+from .timeline import ordered, row_label
+from .token_view import DETECTOR_RANKING
+
+SEVERITY_ORDER = ("critical", "warning", "info")
+"""Worst first: the order severities are counted and shown in."""
+CONTEXT_STEPS = 10
+"""Steps shown either side of an episode when its row zooms the charts to it."""
+
+
+def chart_href(run: str, start: int, end: int, episode: int, smooth: int | None = None) -> str:
+    lo, hi = max(0, start - CONTEXT_STEPS), end + CONTEXT_STEPS
+    query = {"from": lo, "to": hi, "episode": episode} | ({"smooth": smooth} if smooth is not None else {})
+    return f"/run/{run}?{urlencode(query)}"
+
+
+def tokens_href(run: str, step: int, detector: str) -> str:
+    return f"/tokens/{run}?{urlencode({'step': step, 'rank': DETECTOR_RANKING.get(detector, 'ratio')})}"
+
+
+def event_rows(events: pd.DataFrame, run: str, smooth: int | None = None) -> list[dict[str, Any]]:
+    """Per episode: ``steps`` ('40–71' or '40'), ``what`` (detector · phase), ``severity``, ``sentence``,
+    ``chart`` and ``tokens`` links, ``episode`` (its id: position in story order)."""
+    rows = []
+    for k, ev in enumerate(ordered(events).itertuples()):
+        start, end = int(ev.step_start), int(ev.step_end)
+        rows.append({"episode": k, "steps": f"{start}–{end}" if end > start else str(start),
+                     "what": row_label(ev.detector, ev.phase), "detector": ev.detector, "severity": ev.severity,
+                     "sentence": sentence(ev), "chart": chart_href(run, start, end, k, smooth),
+                     "tokens": tokens_href(run, end, ev.detector)})
+    return rows
+
+
+def sentence(ev: Any) -> str:
+    """The event as one sentence: the detector's own message (it names the metric, its value and the bar)."""
+    return str(ev.message) if isinstance(ev.message, str) and ev.message else f"{ev.detector} {ev.phase}"
+
+
+def severity_counts(events: pd.DataFrame) -> dict[str, int]:
+    """Episodes per severity, worst first (every severity present, 0 when none)."""
+    counts = events["severity"].value_counts() if not events.empty else pd.Series(dtype=int)
+    return {s: int(counts.get(s, 0)) for s in SEVERITY_ORDER}
+
+
+def worst_severity(events: pd.DataFrame) -> str | None:
+    """The worst severity any episode of the run ever had (None without episodes)."""
+    counts = severity_counts(events)
+    return next((s for s in SEVERITY_ORDER if counts[s]), None)

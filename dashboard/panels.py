@@ -1,0 +1,108 @@
+"""The run overview's panels and their grid, defined once: which series each panel draws, and where each panel
+sits (axis ids, paper domains, margins). The overview figure (``figures``) and the phase timeline
+(``timeline``) are both laid out from ``GRID`` and ``MARGIN``, so a step lands at the same pixel in both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Series:
+    column: str
+    label: str
+    role: str = "line"      # line | lower | upper (a p05–p95 band: lower edge, then upper edge filled to it)
+    dash: str = "solid"
+    right: bool = False     # drawn against the panel's right-hand y axis
+
+
+@dataclass(frozen=True)
+class Panel:
+    key: str
+    title: str
+    series: tuple[Series, ...]
+    ratio_metric: bool = False  # needs π_θ ≠ π_old: "not applicable" on an on-policy run
+    log_y: bool = False
+    ref_y: float | None = None
+    right_format: str = ""     # tick format of the right-hand axis ("" = no right axis)
+    right_range: tuple[float, float] | None = None  # fixed range of the right axis (shares: 0…1)
+    nonnegative: bool = False  # fractions: the axis never goes below 0
+
+
+def _fan(sign: str) -> tuple[Series, ...]:
+    return (Series(f"ratio_p05_{sign}", "p05", "lower"), Series(f"ratio_p95_{sign}", "p05–p95", "upper"),
+            Series(f"ratio_p50_{sign}", "median"))
+
+
+PANELS: tuple[Panel, ...] = (
+    Panel("reward", "reward", (Series("reward_mean", "mean"), Series("correct_frac", "correct", dash="dot"),
+                               Series("zero_std_group_frac", "zero-std groups", dash="dash"))),
+    Panel("entropy", "entropy (nats)", (Series("entropy_p05", "p05", "lower"),
+                                        Series("entropy_p95", "p05–p95", "upper"),
+                                        Series("entropy_mean", "mean"))),
+    Panel("ratio_pos", "ratio r, A>0 tokens", _fan("pos"), ratio_metric=True, log_y=True, ref_y=1.0),
+    Panel("ratio_neg", "ratio r, A<0 tokens", _fan("neg"), ratio_metric=True, log_y=True, ref_y=1.0),
+    Panel("clip", "clip & low-ratio fractions", (
+        Series("clip_low_frac", "clip low (A<0)"), Series("clip_high_frac", "clip high (A>0)"),
+        Series("clip_low_frac_pos", "A>0 r<1−ε (unclipped)", dash="dot"),
+        Series("ratio_lt_0_1_frac_pos", "A>0 r<0.1", dash="dash")), ratio_metric=True, nonnegative=True),
+    Panel("likelihood", "L: logp_old mean (likelihood under π_old)", (
+        Series("logp_old_mean_correct", "correct"), Series("logp_old_mean_incorrect", "incorrect"))),
+    Panel("displacement", "displacement mean (logp − logp_old)", (
+        Series("displacement_mean_correct", "correct"), Series("displacement_mean_incorrect", "incorrect")),
+          ratio_metric=True, ref_y=0.0),
+    Panel("grad", "grad norm (pre-clip)", (Series("grad_norm", "grad norm"),), log_y=True),
+    Panel("length", "response length", (Series("response_length_mean", "mean tokens"),
+                                        Series("truncated_frac", "truncated", dash="dot", right=True),
+                                        Series("repeat_frac_max", "repeated token", dash="dash", right=True)),
+          right_format=".0%", right_range=(0.0, 1.02)),
+    Panel("mismatch", "train–inference mismatch", (Series("is_log_ratio_abs_mean", "|is_log_ratio| mean"),
+                                                   Series("is_ess", "IS ESS", dash="dot", right=True)),
+          right_format=".1f", right_range=(0.0, 1.02)),  # ESS / n ∈ (0, 1]: a healthy run sits on 1
+)
+
+N_COLS = 2
+PANEL_PX, GAP_PX = 158, 34
+MARGIN = dict(l=150, r=48)
+"""Left and right margins (px) of the overview and of the timeline above it: the timeline's row labels fit in the
+left one, and equal margins put a step at the same x in both figures."""
+
+
+def _grid() -> dict[str, Any]:
+    """Axis ids and paper domains of the panels, in N_COLS columns (pixels → fractions)."""
+    n_rows = -(-len(PANELS) // N_COLS)
+    height = n_rows * PANEL_PX + (n_rows - 1) * GAP_PX + 20  # + room for the top row's titles
+    frac = 1.0 / height
+    cells = []
+    for i in range(len(PANELS)):
+        row, col = divmod(i, N_COLS)
+        y1 = 1 - 20 * frac - row * (PANEL_PX + GAP_PX) * frac
+        x0 = col / N_COLS + (0.03 if col else 0.0)
+        x1 = (col + 1) / N_COLS - (0.0 if col else 0.03)
+        sx = "" if i == 0 else str(i + 1)
+        cells.append({"x": f"x{sx}", "y": f"y{sx}", "xd": [x0, x1], "yd": [max(0.0, y1 - PANEL_PX * frac), y1],
+                      "bottom": row == n_rows - 1 or i + N_COLS >= len(PANELS)})
+    return {"height": height + 40, "cells": cells,
+            "right_axis": {p.key: f"y{len(PANELS) + 1 + j}" for j, p in enumerate(q for q in PANELS if q.right_format)}}
+
+
+GRID = _grid()
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values of a log axis over data in [lo, hi] (lo > 0): 1-1.5-2-3-5-7 steps within one decade's span,
+    1-2-5 over at most 2.5 decades, decades over at most 8, every other decade beyond — always reaching past both
+    ends of the data."""
+    if not (lo > 0 and hi >= lo and math.isfinite(lo) and math.isfinite(hi)):
+        return [0.1, 0.2, 0.5, 1, 2, 5, 10]
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    b = max(b, a + 1)
+    if hi / lo < 10:
+        return [m * 10.0 ** e for e in range(a, b + 1) for m in (1, 1.5, 2, 3, 5, 7) if m * 10.0 ** e <= 10.0 ** b]
+    if b - a <= 2.5:
+        return [m * 10.0 ** e for e in range(a, b + 1) for m in (1, 2, 5) if m * 10.0 ** e <= 10.0 ** b]
+    step = 1 if b - a <= 8 else 2
+    return [10.0 ** e for e in range(a, b + 1, step)] + ([10.0 ** b] if (b - a) % step else [])
