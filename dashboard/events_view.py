@@ -12,6 +12,8 @@ from urllib.parse import urlencode
 
 import pandas as pd
 
+from collapsewatch.alerts import event_message
+
 from .timeline import ordered, row_label
 from .token_view import DETECTOR_RANKING
 
@@ -35,18 +37,13 @@ def event_rows(events: pd.DataFrame, run: str, smooth: int | None = None) -> lis
     """Per episode: ``steps`` ('40–71' or '40'), ``what`` (detector · phase), ``severity``, ``sentence``,
     ``chart`` and ``tokens`` links, ``episode`` (its id: position in story order)."""
     rows = []
-    for k, ev in enumerate(ordered(events).itertuples()):
-        start, end = int(ev.step_start), int(ev.step_end)
+    for k, ev in enumerate(ordered(events).to_dict("records")):
+        start, end = int(ev["step_start"]), int(ev["step_end"])
         rows.append({"episode": k, "steps": f"{start}–{end}" if end > start else str(start),
-                     "what": row_label(ev.detector, ev.phase), "detector": ev.detector, "severity": ev.severity,
-                     "sentence": sentence(ev), "chart": chart_href(run, start, end, k, smooth),
-                     "tokens": tokens_href(run, end, ev.detector)})
+                     "what": row_label(ev["detector"], ev["phase"]), "detector": ev["detector"],
+                     "severity": ev["severity"], "sentence": event_message(ev),
+                     "chart": chart_href(run, start, end, k, smooth), "tokens": tokens_href(run, end, ev["detector"])})
     return rows
-
-
-def sentence(ev: Any) -> str:
-    """The event as one sentence: the detector's own message (it names the metric, its value and the bar)."""
-    return str(ev.message) if isinstance(ev.message, str) and ev.message else f"{ev.detector} {ev.phase}"
 
 
 def severity_counts(events: pd.DataFrame) -> dict[str, int]:
