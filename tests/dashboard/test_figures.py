@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from collapsewatch.dashboard import figures, theme, timeline
-from collapsewatch.dashboard.panels import MARGIN, log_ticks
+from collapsewatch.dashboard.panels import MARGIN, N_COLS, log_ticks
 from collapsewatch.dashboard.series import GL_THRESHOLD, MAX_POINTS, summarise
 
 
@@ -74,7 +74,7 @@ def test_bands_hidden_except_the_selected_episode():
     df = _steps(30)
     fig = figures.overview_figure(df, EVENTS, summarise(df, figures.COLUMNS), view={"selected": 1})
     bands = [s for s in _shapes(fig) if s.get("name", "").startswith("band:")]
-    assert len(bands) == 2 * figures.N_COLS  # two episodes, one band per panel column each
+    assert len(bands) == 2 * N_COLS  # two episodes, one band per panel column each
     # story order is by start: lld (steps 5–8) is episode 0, isdd (10–19) episode 1
     isdd = [s for s in bands if s["name"] == "band:1"]
     assert {s["xref"] for s in isdd} == {"x", "x2"}  # first panel of each column
