@@ -162,6 +162,24 @@ def detect(store: StoreArg, run: RunOpt = None, rank: Annotated[int, typer.Optio
 
 @app.command()
 @friendly
+def watch(store: StoreArg, run: RunOpt = None,
+          severity: Annotated[str, typer.Option(help="Least severity reported: info | warning | critical.")] = "warning",
+          notify: Annotated[str | None, typer.Option(help="POST each reported event as JSON to this http(s) URL.")] = None,
+          as_json: Annotated[bool, typer.Option("--json", help="One JSON object per event (JSON lines).")] = False,
+          once: Annotated[bool, typer.Option("--once", help="Report the events there now, then exit.")] = False,
+          interval: Annotated[float, typer.Option(help="Seconds between polls of the store.")] = 2.0) -> None:
+    """Follow live runs and report each new detector event once (again if its severity rises).
+
+    Ends when every watched run has finished or crashed. Exit code: 0 no critical event, 2 a critical event
+    was reported, 1 an error."""
+    from .follow import follow
+
+    raise typer.Exit(follow(store, run=run, severity=severity, notify=notify, as_json=as_json, once=once,
+                            interval=interval))
+
+
+@app.command()
+@friendly
 def dash(store: StoreArg, host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
          port: Annotated[int, typer.Option(help="Port.")] = 8050) -> None:
     """Serve the live dashboard on a store."""

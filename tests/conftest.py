@@ -57,3 +57,41 @@ def random_batch(B: int = 8, T: int = 16, seed: int = 0, drift: float = 0.1) -> 
 @pytest.fixture
 def store(tmp_path):
     return tmp_path / "store"
+
+
+class _Receiver:
+    """A local HTTP receiver on 127.0.0.1: records each POST (path, content type, parsed JSON body)."""
+
+    def __init__(self) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.got: list[tuple[str, str, object]] = []
+        self.status = 200
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.got.append((self.path, self.headers["Content-Type"], json.loads(body)))
+                self.send_response(outer.status)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    r = _Receiver()
+    yield r
+    r.close()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -52,42 +50,16 @@ def test_row_with_json_evidence_equals_event_and_foreign_evidence_falls_back():
         event_message(42)
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    got: list = []
-    status = 200
-
-    def do_POST(self):  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).got.append((self.path, self.headers["Content-Type"], json.loads(body)))
-        self.send_response(type(self).status)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def receiver():
-    _Receiver.got, _Receiver.status = [], 200
-    server = HTTPServer(("127.0.0.1", 0), _Receiver)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    yield server, _Receiver
-    server.shutdown()
-    server.server_close()
-
-
 def test_post_event_reaches_a_local_receiver(receiver):
-    server, handler = receiver
     ev = _first("isdd", "isdd")
-    url = f"http://127.0.0.1:{server.server_port}/hook"
+    url = f"{receiver.url}/hook"
     assert post_event(url, dict(ev.as_row(), run="r1"), timeout=5) == 200
-    path, ctype, body = handler.got[0]
+    path, ctype, body = receiver.got[0]
     assert (path, ctype) == ("/hook", "application/json")
     assert body == event_payload(dict(ev.as_row(), run="r1"))
     assert body["run"] == "r1" and body["detector"] == "isdd" and body["text"] == event_message(ev)
     assert body["evidence"]["ratio_p50_pos_level"] == ev.evidence["ratio_p50_pos_level"]
-    handler.status = 500
+    receiver.status = 500
     with pytest.raises(NotifyError, match="HTTP 500"):
         post_event(url, ev, timeout=5)
 
@@ -95,7 +67,7 @@ def test_post_event_reaches_a_local_receiver(receiver):
 def test_post_event_bad_url_and_refused_connection():
     with pytest.raises(ValueError, match="http:// or https://"):
         post_event("ftp://x", {"detector": "grad"})
-    server = HTTPServer(("127.0.0.1", 0), _Receiver)
+    server = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     port = server.server_port
     server.server_close()  # nothing listens there now
     with pytest.raises(NotifyError, match=f"127.0.0.1:{port}"):

@@ -1,0 +1,102 @@
+"""Follow a store's detector events as runs write them: the engine of ``collapsewatch watch``.
+
+Each poll reads every selected run's episodes through the store's one episode rule
+(:func:`collapsewatch.store.queries.run_events`: one row per episode, whichever ranks or sources wrote it)
+and returns the episodes not reported yet whose severity reaches the threshold. An episode is reported once
+when it first reaches the threshold, and once more each time its severity rises (a warning that becomes
+critical is news); a longer ``step_end`` alone is not. Whether a critical was reported is kept for the exit
+code. Following ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .alerts import NotifyError, event_headline, event_payload, post_event
+from .detectors.events import SEVERITY_RANK
+from .store.queries import run_events, run_info, run_names
+from .store.query import Store, StoreNotFoundError
+
+EXIT_CRITICAL = 2
+"""Exit code of ``watch`` when a critical event was reported (0: none; 1: an error)."""
+
+
+class EventFollower:
+    """Polls a store for new episodes of one run (or every run) at or above ``severity``."""
+
+    def __init__(self, store: str | Path, run: str | None = None, severity: str = "warning") -> None:
+        if severity not in SEVERITY_RANK:
+            raise ValueError(f"--severity must be one of {', '.join(SEVERITY_RANK)}, got {severity!r}")
+        self.path, self.run, self.min_rank = Path(store), run, SEVERITY_RANK[severity]
+        Store(self.path).close()  # a bad path fails here, with the store's one-line message
+        self._seen: dict[tuple[str, str, str, int], int] = {}
+        self.critical = False
+        self.ended = False
+        """True once every selected run had finished or crashed at the last poll (and one existed)."""
+
+    def poll(self) -> list[dict[str, Any]]:
+        """The episodes to report now (events rows with ``run``), in order of run and start step."""
+        store = Store(self.path)
+        try:
+            runs = [self.run] if self.run is not None else run_names(store)
+            statuses, out = [], []
+            for run in runs:
+                info = run_info(store, run)
+                if info is None:  # not started yet
+                    statuses.append("absent")
+                    continue
+                statuses.append(info["status"])
+                out += self._new(run, run_events(store, run).to_dict("records"))
+        finally:
+            store.close()
+        self.ended = bool(statuses) and all(s in ("finished", "crashed") for s in statuses)
+        return sorted(out, key=lambda r: (r["run"], r["step_start"], r["detector"], r["phase"]))
+
+    def _new(self, run: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for row in rows:
+            rank = SEVERITY_RANK.get(str(row["severity"]), 0)
+            key = (run, str(row["detector"]), str(row["phase"]), int(row["step_start"]))
+            if rank < self.min_rank or rank <= self._seen.get(key, -1):
+                continue
+            self._seen[key] = rank
+            out.append(dict(row, run=run))
+            self.critical |= row["severity"] == "critical"
+        return out
+
+
+def follow(store: str | Path, *, run: str | None = None, severity: str = "warning", notify: str | None = None,
+           as_json: bool = False, once: bool = False, interval: float = 2.0,
+           emit: Callable[[str], None] = print, warn: Callable[[str], None] | None = None) -> int:
+    """Report events (a line each, or JSON lines) until the runs end; returns 0, or EXIT_CRITICAL when a
+    critical event was reported. A failed notify POST is a warning on stderr, never the end of watching."""
+    if interval <= 0:
+        raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
+    if notify is not None and not notify.startswith(("http://", "https://")):
+        raise ValueError(f"--notify must be an http:// or https:// URL, got {notify!r}")
+    warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    try:
+        follower = EventFollower(store, run, severity)
+    except StoreNotFoundError as e:
+        raise ValueError(str(e)) from e
+    try:
+        while True:
+            for row in follower.poll():
+                emit(json.dumps(event_payload(row), allow_nan=False) if as_json else event_headline(row))
+                if notify is not None:
+                    try:
+                        post_event(notify, row, timeout=5.0)
+                    except NotifyError as e:
+                        warn(f"warning: {e}")
+            sys.stdout.flush()
+            if once or follower.ended:
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    return EXIT_CRITICAL if follower.critical else 0

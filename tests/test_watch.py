@@ -1,0 +1,117 @@
+"""`collapsewatch watch`: each event once (again when its severity rises), JSON lines, notify POSTs to a local
+receiver, a live writer followed to its end, and the exit code (2 when a critical fired)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from collapsewatch import Monitor
+from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+from collapsewatch.follow import EXIT_CRITICAL, EventFollower
+from collapsewatch.store import Store
+from collapsewatch.store.queries import run_events
+
+SMALL = Shape(seqs=8, token_seqs=2, seq_len=24)
+RANK = {"info": 0, "warning": 1, "critical": 2}
+
+
+def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "collapsewatch", "watch", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    """A collapsing run (real detectors' events, criticals included) and a healthy one (no warning)."""
+    root = tmp_path_factory.mktemp("watch")
+    for name, kw in {"collapse": dict(n_steps=120), "healthy": dict(n_steps=60, collapse=False, seed=1)}.items():
+        run = SyntheticRun(root, name, shape=SMALL, **kw)
+        run.write()
+        run.close()
+    return root
+
+
+def _stored(root, run: str, least: str) -> set[tuple]:
+    store = Store(root)
+    ev = run_events(store, run)
+    store.close()
+    return {(r.detector, r.phase, r.step_start, r.severity) for r in ev.itertuples() if RANK[r.severity] >= RANK[least]}
+
+
+def test_once_reports_each_stored_event_and_exits_2_on_critical(synth, receiver):
+    p = _cli(str(synth), "--once", "--json", "--notify", receiver.url + "/hook")
+    assert p.returncode == EXIT_CRITICAL, p.stderr
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    got = {(e["detector"], e["phase"], e["step_start"], e["severity"]) for e in lines}
+    assert got == _stored(synth, "collapse", "warning") and len(lines) == len(got)  # once each, healthy: none
+    assert all(e["run"] == "collapse" and e["text"] for e in lines)
+    assert [body for _, _, body in receiver.got] == lines  # the same payloads, POSTed in order
+
+
+def test_severity_filter_and_a_healthy_run_exit_0(synth):
+    p = _cli(str(synth), "--run", "collapse", "--once", "--severity", "critical")
+    assert p.returncode == EXIT_CRITICAL
+    assert len(p.stdout.splitlines()) == len(_stored(synth, "collapse", "critical")) > 0
+    assert all(" [critical] " in line for line in p.stdout.splitlines())
+    p = _cli(str(synth), "--run", "healthy", "--once")
+    assert (p.returncode, p.stdout) == (0, "")
+
+
+@pytest.mark.parametrize("args,message", [(["--severity", "bad"], "--severity must be one of"),
+                                          (["--notify", "ftp://x"], "--notify must be an http"),
+                                          (["--interval", "0"], "--interval must be > 0")])
+def test_misuse_is_one_line_and_exit_1(synth, args, message):
+    p = _cli(str(synth), "--once", *args)
+    assert p.returncode == 1 and message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_not_a_store_is_one_line(tmp_path):
+    p = _cli(str(tmp_path / "nope"), "--once")
+    assert p.returncode == 1 and "does not exist" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_rising_severity_is_reported_again_and_nothing_twice(tmp_path):
+    # grad_norm 1.0, then 8.0 at steps 40 and 41, 30.0 at 42 (median 1, bar 5): step 40 opens an info
+    # episode (one point over the bar), 41 makes it a warning (2 consecutive points), 42 critical (≥ 20 ×).
+    # No reward is logged, so the severity gate cannot lower it. Polled after each step: info, warning,
+    # critical, each once; a poll with nothing new returns nothing.
+    follower = None
+    with Monitor(tmp_path, run="g", flush_steps=1) as mon:
+        for step in range(45):
+            mon.log(step, {"grad_norm": {40: 8.0, 41: 8.0, 42: 30.0}.get(step, 1.0)})
+            if step >= 40:
+                mon.log(step + 1, {})  # the step is finalised (and detected) when the next one starts
+                mon.flush()
+                follower = follower or EventFollower(tmp_path, "g", "info")
+                got = [(e["phase"], e["step_start"], e["severity"]) for e in follower.poll()]
+                expected = {40: [("explosion", 40, "info")], 41: [("explosion", 40, "warning")],
+                            42: [("explosion", 40, "critical")]}.get(step, [])
+                assert got == expected, step
+    assert follower.critical and follower.poll() == [] and follower.ended
+
+
+def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
+    live = SyntheticRun(tmp_path, "live", n_steps=120, shape=SMALL, flush_every=10, heartbeat_s=3600)
+    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "watch", str(tmp_path), "--run", "live",
+                             "--json", "--interval", "0.2", "--notify", receiver.url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for until in range(20, 121, 20):
+        live.write(until=until)
+    live.close()
+    out, err = proc.communicate(timeout=180)  # it ends by itself once the run is finished
+    assert proc.returncode == EXIT_CRITICAL, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    keys = [(e["detector"], e["phase"], e["step_start"], e["severity"]) for e in lines]
+    assert len(keys) == len(set(keys))  # nothing reported twice
+    final = {(d, p, s): sev for d, p, s, sev in _stored(tmp_path, "live", "warning")}
+    reported: dict[tuple, str] = {}
+    for d, p, s, sev in keys:  # each report of an episode is a higher severity than its last
+        if (d, p, s) in reported:
+            assert RANK[sev] > RANK[reported[(d, p, s)]]
+        reported[(d, p, s)] = sev
+    assert reported == final
+    assert len(receiver.got) == len(lines)
