@@ -31,7 +31,12 @@ def compact_run(store: str | os.PathLike, run: str, rank: int | None = None, exp
         if table == "runs":
             continue
         by_rank: dict[int, list[Path]] = {}
-        for path, _ in table_files(root, table, run)[0]:  # bad segments are skipped (and left in place)
+        good, _, replaced = table_files(root, table, run)  # bad segments are skipped (and left in place)
+        for path in replaced:  # inputs of a merge killed before its deletes: their rows are in the merged one
+            m = SEGMENT.match(Path(path).name)
+            if m and (rank is None or int(m.group(1)) == rank):
+                Path(path).unlink(missing_ok=True)
+        for path, _ in good:
             f = Path(path)
             m = SEGMENT.match(f.name)
             if m and (rank is None or int(m.group(1)) == rank):

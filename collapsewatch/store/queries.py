@@ -59,9 +59,9 @@ class Store:
             self.con.execute(stmt)
 
     def _views(self) -> bool:
-        """(Re)create the views; True when a bad segment is skipped (the views then list files: a snapshot)."""
+        """(Re)create the views; True when a bad or replaced segment is skipped (views list files: a snapshot)."""
         create_views(self.con, self.root)
-        return bool(segments.bad_files(self.root))
+        return segments.needs_list(self.root)
 
     def close(self) -> None:
         self.con.close()

@@ -11,6 +11,7 @@ moves them to ``<store>/_quarantine/<run>/<table>/`` (out of every glob) with ``
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -20,14 +21,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .migrations import TABLES
-from .writer import arrow_schemas
+from .writer import REPLACES_KEY, arrow_schemas
 
 log = logging.getLogger("collapsewatch.store")
 QUARANTINE = "_quarantine"
 KEYS = ("run", "rank", "step")  # each table's key columns among these must be present
 
 _lock = threading.Lock()
-_verdicts: dict[tuple[str, int, int], str | None] = {}
+_verdicts: dict[tuple[str, int, int], tuple[str | None, tuple[str, ...]]] = {}
 _reported: set[str] = set()
 
 
@@ -57,8 +58,10 @@ def schema_problem(schema: pa.Schema, table: str) -> str | None:
     return None
 
 
-def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | None = None) -> str | None:
-    """Why ``path`` is not a readable segment of ``table``, or None; cached per (path, size, mtime)."""
+def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | None = None
+               ) -> tuple[str | None, tuple[str, ...]]:
+    """(why ``path`` is not a readable segment of ``table`` or None, the file names it replaces when it is
+    a merged segment); cached per (path, size, mtime)."""
     if size is None or mtime_ns is None:
         st = os.stat(path)
         size, mtime_ns = st.st_size, st.st_mtime_ns
@@ -66,18 +69,24 @@ def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | N
     with _lock:
         if key in _verdicts:
             return _verdicts[key]
+    replaces: tuple[str, ...] = ()
     try:
-        problem = "empty file" if size == 0 else schema_problem(pq.read_schema(path), table)
-    except (OSError, pa.ArrowException) as e:
+        if size == 0:
+            problem: str | None = "empty file"
+        else:
+            schema = pq.read_schema(path)
+            problem = schema_problem(schema, table)
+            replaces = tuple(json.loads((schema.metadata or {}).get(REPLACES_KEY, b"[]")))
+    except (OSError, ValueError, pa.ArrowException) as e:
         problem = f"not a readable Parquet file ({str(e).splitlines()[0][:120]})"
     with _lock:
-        _verdicts[key] = problem
+        _verdicts[key] = (problem, replaces)
         report = problem is not None and path not in _reported
         _reported.add(path)
     if report:
         log.warning("collapsewatch: skipping bad segment %s: %s (collapsewatch check STORE --quarantine moves "
                     "it aside)", path, problem)
-    return problem
+    return problem, replaces
 
 
 def _folders(root: Path, table: str, run: str | None) -> list[Path]:
@@ -89,12 +98,19 @@ def _folders(root: Path, table: str, run: str | None) -> list[Path]:
         return []
 
 
-def table_files(root: Path, table: str, run: str | None = None) -> tuple[list[tuple[str, int]], list[tuple[str, str]]]:
-    """((path, size) of each good segment, (path, reason) of each bad one) of ``table`` in one run's folder
-    or in every folder of the store (``_schema`` included), sorted by path."""
+Listing = tuple[list[tuple[str, int]], list[tuple[str, str]], list[str]]
+
+
+def table_files(root: Path, table: str, run: str | None = None) -> Listing:
+    """((path, size) of each good segment, (path, reason) of each bad one, paths of the segments a merged
+    segment beside them replaces) of ``table`` in one run's folder or in every folder of the store
+    (``_schema`` included), sorted by path. Replaced segments are not among the good ones."""
     good: list[tuple[str, int]] = []
     bad: list[tuple[str, str]] = []
+    replaced: list[str] = []
     for folder in _folders(root, table, run):
+        found: list[tuple[str, int]] = []
+        names: set[str] = set()
         try:
             entries = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError):
@@ -106,12 +122,18 @@ def table_files(root: Path, table: str, run: str | None = None) -> tuple[list[tu
                 st = e.stat()
             except FileNotFoundError:  # compacted away while listing
                 continue
-            problem = check_file(e.path, table, st.st_size, st.st_mtime_ns)
+            problem, replaces = check_file(e.path, table, st.st_size, st.st_mtime_ns)
             if problem is None:
-                good.append((e.path, st.st_size))
+                found.append((e.path, st.st_size))
+                names.update(replaces)
             else:
                 bad.append((e.path, problem))
-    return sorted(good), sorted(bad)
+        for path, size in found:
+            if os.path.basename(path) in names:
+                replaced.append(path)
+            else:
+                good.append((path, size))
+    return sorted(good), sorted(bad), sorted(replaced)
 
 
 def _q(path: str | Path) -> str:
@@ -126,10 +148,10 @@ def files_scan(paths: list[str], empty: Path) -> str:
 
 def scan_sql(root: Path, table: str, run: str | None = None) -> tuple[str, bool]:
     """(the scan of ``table`` a view reads, whether it is a snapshot list): a glob while every file is good,
-    the list of good files while one is bad."""
-    good, bad = table_files(root, table, run)
+    the list of good files while one is bad or replaced by a merged segment."""
+    good, bad, replaced = table_files(root, table, run)
     empty = root / "_schema" / table / "empty.parquet"
-    if bad:
+    if bad or replaced:
         return files_scan([p for p, _ in good] + ([] if run is None else [str(empty)]), empty), True
     if run is not None and not good:
         return files_scan([], empty), False
@@ -143,6 +165,11 @@ def bad_files(root: Path) -> list[tuple[str, str]]:
     for table in TABLES:
         out += table_files(root, table)[1]
     return sorted(out)
+
+
+def needs_list(root: Path) -> bool:
+    """Whether some table of the store has a bad or a replaced segment (views then list files)."""
+    return any(table_files(root, t)[1] or table_files(root, t)[2] for t in TABLES)
 
 
 def quarantine(root: Path, files: list[str]) -> list[Path]:

@@ -9,8 +9,8 @@ query and cold dashboard load reads every file's footer. So once ``compact_every
 written by this writer, they are merged into one ``r<rank>-compact-*`` segment (written first, then the small ones
 deleted: a reader sees each row at least once, and twice only inside that instant — the views deduplicate step
 rows, the dashboard re-reads a vanished segment); once ``compact_every`` of those exist, they are merged again.
-A process killed inside that instant (after the rename, before the deletes) leaves both: step rows stay
-deduplicated by the views, sequence and token rows of those segments would be counted twice.
+A merged segment names the files it replaces in its Parquet metadata (``REPLACES_KEY``): a process killed
+after the rename and before the deletes leaves inputs that readers skip and the next compaction deletes.
 """
 
 from __future__ import annotations
@@ -81,13 +81,27 @@ def conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def merge_segments(table: str, files: list[Path], rank: int) -> Path:
-    """Merge ``files`` (segments of one table and rank, in step order) into one ``r<rank>-compact-*`` segment
-    next to them, then delete them; returns the new segment. Nothing is deleted if the write fails."""
+REPLACES_KEY = b"collapsewatch.replaces"
+"""Parquet key-value metadata of a merged segment: the JSON list of the file names it replaces. Readers and
+compaction skip a file that a segment beside it replaces, so a merge killed between writing the merged
+segment and deleting its inputs never counts a row twice, and the next compaction finishes the deletes."""
+
+
+def write_merged(table: str, files: list[Path], rank: int) -> Path:
+    """Write ``files`` (segments of one table and rank, in step order) as one ``r<rank>-compact-*`` segment
+    next to them that names them in its metadata (``REPLACES_KEY``); the inputs are left in place."""
     schema = arrow_schemas()[table]
     data = pa.concat_tables([conform(pq.read_table(f), schema) for f in files])
+    data = data.replace_schema_metadata({REPLACES_KEY: json.dumps(sorted(f.name for f in files))})
     target = files[0].parent / f"r{rank}-compact-{uuid.uuid4().hex[:8]}.parquet"
     atomic_write_table(data, target)
+    return target
+
+
+def merge_segments(table: str, files: list[Path], rank: int) -> Path:
+    """``write_merged``, then delete the inputs; returns the new segment. Nothing is deleted if the write
+    fails; a kill before the deletes end leaves inputs that every reader already skips."""
+    target = write_merged(table, files, rank)
     for f in files:
         f.unlink(missing_ok=True)
     return target
