@@ -19,8 +19,9 @@ from typing import Any
 
 from .alerts import NotifyError, event_headline, event_payload, post_event
 from .detectors.events import SEVERITY_RANK
+from .store import Store
 from .store.queries import run_events, run_info, run_names
-from .store.query import Store, StoreNotFoundError
+from .store.views import StoreNotFoundError
 
 EXIT_CRITICAL = 2
 """Exit code of ``watch`` when a critical event was reported (0: none; 1: an error)."""
