@@ -250,8 +250,8 @@ class StoreWriter:
 
     def _write_run_row(self) -> None:
         row = dict(self.run_info, updated_at=datetime.now(timezone.utc), heartbeat_s=self.heartbeat_s,
-                   dropped_batches=self.dropped_batches, write_errors=self.write_errors,
-                   probe_errors=self.probe_errors)
+                   dropped_batches=self.dropped_batches, dropped_rows=self.dropped_rows,
+                   write_errors=self.write_errors, probe_errors=self.probe_errors)
         table = to_arrow("runs", {k: [v] for k, v in row.items()})
         atomic_write_table(table, self.root / self.run / "runs" / f"r{self.rank}.parquet")
 
