@@ -4,8 +4,9 @@
         mon.observe(TokenBatch(...), step=step)       # after each forward of a (micro-)batch
         mon.log(step, {"grad_norm": g, "lr": lr})      # any step scalars
 
-``observe`` validates shapes, copies the tensors (detached, on their device) and enqueues them; the
-probe, the step metrics, the online detectors and the store writes all run on the recorder thread.
+``observe`` validates shapes, copies the tensors (detached, on their device; see ``snapshot``) and enqueues
+them; the probe, the step metrics, the online detectors and the store writes all run on the recorder thread.
+A Monitor claims its (run, rank) and refuses a run name already used unless ``resume=True`` (``runlock``).
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ import logging
 import os
 import platform
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from .batch import TokenBatch
 from .probe import ClipSpec
-from .recorder import Recorder, Sampling
-from .store.writer import StoreWriter
+from .recorder import Close, Flush, Log, Observe, Recorder, Sampling
+from .runlock import RunLock, refuse_reuse
+from .store.writer import StoreWriter, check_run_name
 
 log = logging.getLogger("collapsewatch")
 
@@ -44,6 +48,36 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             pass
     return out
+
+
+_WIDEN = (torch.float16, torch.bfloat16)
+
+
+def snapshot(batch: TokenBatch) -> TokenBatch:
+    """The copy the recorder keeps: every field detached and copied on the batch's device (``logp``'s). 16-bit floats
+    become float32 — numpy has no bfloat16, and a 16-bit copy would cost its rows later — in the same one kernel the
+    copy needs anyway (no device sync); numpy arrays become tensors; anything else is refused naming the field."""
+    device = batch.logp.device
+    out: dict[str, torch.Tensor | None] = {}
+    for f in fields(batch):
+        v = getattr(batch, f.name)
+        if isinstance(v, np.ndarray):
+            try:
+                v = torch.from_numpy(np.ascontiguousarray(v))
+            except TypeError as e:
+                raise TypeError(f"observe: TokenBatch.{f.name} is a numpy array of dtype {v.dtype}, which has no "
+                                "torch equivalent; pass numbers or a tensor") from e
+        elif v is not None and not isinstance(v, torch.Tensor):
+            raise TypeError(f"observe: TokenBatch.{f.name} must be a torch.Tensor (or numpy array), got "
+                            f"{type(v).__name__}")
+        if v is None:
+            out[f.name] = None
+            continue
+        v = v.detach()
+        # a cast or a cross-device move copies already; only a tensor `to` returns unchanged needs a clone
+        w = v.to(device, torch.float32 if v.dtype in _WIDEN else v.dtype, non_blocking=device.type != "cpu")
+        out[f.name] = w.clone() if w is v else w
+    return TokenBatch(**out)  # validates the shapes again: fields may have been replaced after construction
 
 
 def _default_detectors(enabled: bool | Any) -> Any | None:
@@ -71,6 +105,10 @@ class Monitor:
         detectors: True (default config), False, or a ``DetectorConfig``.
         on_event: called on the training thread (inside ``observe`` / ``log`` / ``flush``) for each new or
             extended detector event.
+        resume: continue a run this rank already wrote (after a restart from a checkpoint); without it an
+            existing run name is refused (``RunExistsError``) instead of merging two runs.
+
+    Raises ``RunInUseError`` when another live Monitor writes the same run and rank.
     """
 
     def __init__(self, store: str | os.PathLike, run: str, config: dict | None = None, *,
@@ -78,7 +116,8 @@ class Monitor:
                  flush_steps: int = 10, flush_seconds: float = 5.0, compact_every: int = 64, queue_size: int = 64,
                  on_full: str = "block",
                  detectors: bool | Any = True, on_event: Callable[[Any], None] | None = None,
-                 rank: int | None = None, world_size: int | None = None, enabled: bool = True) -> None:
+                 rank: int | None = None, world_size: int | None = None, enabled: bool = True,
+                 resume: bool = False) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
         if flush_steps < 1 or flush_seconds <= 0 or queue_size < 1:
@@ -87,7 +126,7 @@ class Monitor:
         self.rank = r if rank is None else rank
         self.world_size = w if world_size is None else world_size
         self.store = Path(store)
-        self.run = run
+        self.run = check_run_name(run)
         self.clip = clip or ClipSpec()
         self.on_event = on_event
         self.events: list[Any] = []
@@ -97,6 +136,13 @@ class Monitor:
             return
         self.writer = StoreWriter(store, run, self.rank, self.world_size, heartbeat_s=flush_seconds,
                                   compact_every=compact_every)
+        self._lock = RunLock.claim(self.writer.root, run, self.rank)
+        try:
+            if not resume:
+                refuse_reuse(self.writer.root, run, self.rank)
+        except BaseException:
+            self._lock.release()
+            raise
         self.writer.set_run_info(objective=objective, config=config or {}, versions=_versions())
         self.writer.flush()  # the run is listed (status running) before the first step
         self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,
@@ -119,9 +165,7 @@ class Monitor:
             clip = ClipSpec(eps_low if eps_low is not None else clip.eps_low,
                             eps_high if eps_high is not None else clip.eps_high,
                             dual_clip if dual_clip is not None else clip.dual_clip, clip.success_threshold)
-        copy = TokenBatch(**{k: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
-                             for k, v in vars(batch).items()})
-        self._recorder.put(("observe", int(step), copy, clip))
+        self._recorder.put(Observe(int(step), snapshot(batch), clip))
         self._deliver()
 
     def keep_tokenizer(self, tokenizer: Any) -> None:
@@ -147,7 +191,7 @@ class Monitor:
             if isinstance(v, torch.Tensor):
                 v = v.detach().float().cpu().item() if v.numel() == 1 else None
             clean[str(k)] = None if v is None else float(v)
-        self._recorder.put(("log", int(step), clean))
+        self._recorder.put(Log(int(step), clean))
         self._deliver()
 
     def flush(self) -> None:
@@ -155,7 +199,7 @@ class Monitor:
         self._check_open()
         if not self.enabled:
             return
-        self._recorder.call("flush")
+        self._recorder.call(Flush)
         self._deliver()
 
     def close(self, status: str = "finished", compact: bool = True) -> None:
@@ -164,15 +208,18 @@ class Monitor:
         self._closed = True
         if not self.enabled:
             return
-        self._recorder.call("close", status)
-        self._deliver()
-        if compact:
-            from .store.compact import compact_run
+        try:
+            self._recorder.call(Close, status)
+            self._deliver()
+            if compact:
+                from .store.compact import compact_run
 
-            try:
-                compact_run(self.store, self.run, rank=self.rank)
-            except Exception:
-                log.exception("collapsewatch: compaction of run %s failed; segments are intact", self.run)
+                try:
+                    compact_run(self.store, self.run, rank=self.rank)
+                except Exception:
+                    log.exception("collapsewatch: compaction of run %s failed; segments are intact", self.run)
+        finally:
+            self._lock.release()  # after compaction: a resumed writer must not start inside it
 
     @property
     def latest(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .batch import TokenBatch
-from .catalogue import LOGGED_SCALARS, merge_logged
+from .catalogue import LOGGED_SCALARS, STEP_METRICS, merge_logged
 from .probe import NONFINITE_ORDER, ClipSpec, sequence_metrics, token_metrics, turn_gate_counts
 from .step_metrics import ObservedPart, compute_step_metrics
 from .store.writer import StoreWriter
@@ -65,37 +65,107 @@ def nonfinite_counts(b: TokenBatch) -> dict[str, torch.Tensor]:
     return out
 
 
+def step_row(parts: list[ObservedPart], n_seqs: int) -> dict[str, Any]:
+    """The step's metrics row over its non-empty batches; ``n_seqs`` counts every sequence observed, those of
+    T = 0 batches included. A step that saw only empty batches (B = 0 or T = 0) still gets its row: the counts, and
+    NULL for every metric (there is no token to measure)."""
+    measured = [p for p in parts if p.tok["mask"].numel()]  # an empty batch adds nothing, and lacks every field
+    metrics = compute_step_metrics(measured) if measured else {m.name: None for m in STEP_METRICS}
+    return metrics | {"n_seqs": n_seqs, "n_model_tokens": metrics["n_model_tokens"] or 0}
+
+
+@dataclass(frozen=True)
+class Observe:
+    """One observed (micro-)batch of ``step``: a detached copy owned by the recorder."""
+
+    step: int
+    batch: TokenBatch
+    clip: ClipSpec
+
+
+@dataclass(frozen=True)
+class Log:
+    """Step scalars of ``step`` (NULL where None)."""
+
+    step: int
+    scalars: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class Flush:
+    """Finish the open step and write everything pending; ``done`` is set once written."""
+
+    done: threading.Event
+
+
+@dataclass(frozen=True)
+class Close:
+    """As ``Flush``, with the run's final status, and the thread ends."""
+
+    done: threading.Event
+    status: str
+
+
+Message = Observe | Log | Flush | Close
+
+
 class Recorder(threading.Thread):
+    """The background thread (module docstring). Back-pressure: ``put`` of the first message of a new step waits
+    while more than ``flush_steps + 1`` steps sent to the recorder are not yet flushed, so a SIGKILL loses at most
+    the last ``flush_steps + 1`` steps (docs/store.md); with ``on_full="drop"`` it never waits."""
+
     def __init__(self, writer: StoreWriter, sampling: Sampling, *, queue_size: int, on_full: str,
                  flush_steps: int, flush_seconds: float, detectors: Any | None) -> None:
         super().__init__(name="collapsewatch-recorder", daemon=True)
         self.writer, self.sampling, self.on_full = writer, sampling, on_full
         self.flush_steps, self.flush_seconds = flush_steps, flush_seconds
+        self.max_unflushed_steps = flush_steps + 1
         self.detectors = detectors
-        self.q: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.q: queue.Queue[Message] = queue.Queue(maxsize=queue_size)
         self.events_out: queue.SimpleQueue = queue.SimpleQueue()
+        # step bookkeeping of the training thread: a "step" is a run of messages with the same step number
+        self._sent_step: int | None = None
+        self._sent_steps = 0
+        # ... and of this thread
         self._step: int | None = None
         self._parts: list[ObservedPart] = []
-        self._scalars: dict[str, float] = {}
+        self._observed_seqs = 0  # sequences of the open step, empty batches included
+        self._scalars: dict[str, float | None] = {}
+        self._seen_step: int | None = None
+        self._seen_steps = 0
+        self._flushed_steps = 0  # steps (in the training thread's count) whose rows a flush has written
+        self._flushed = threading.Condition()
         self._steps_since_flush = 0
         self._last_flush = time.monotonic()
         self._error_logged = False
         self.latest: dict[str, Any] = {}  # the last finalised step's metrics (for progress displays)
 
     # -- called from the training thread ---------------------------------------------------------
-    def put(self, item: tuple) -> None:
+    def put(self, msg: Observe | Log) -> None:
+        if msg.step != self._sent_step:
+            self._sent_step, self._sent_steps = msg.step, self._sent_steps + 1
+            if self.on_full == "block":
+                self._wait_for_flush(self._sent_steps - self.max_unflushed_steps)
         if self.on_full == "drop":
             try:
-                self.q.put_nowait(item)
+                self.q.put_nowait(msg)
             except queue.Full:
                 self.writer.dropped_batches += 1
         else:
-            self.q.put(item)
+            self.q.put(msg)
 
-    def call(self, kind: str, *args: Any) -> None:
+    def _wait_for_flush(self, steps: int) -> None:
+        """Block until the first ``steps`` steps sent are flushed (back-pressure), or the thread is gone."""
+        if self._flushed_steps >= steps:  # the usual case: no lock taken
+            return
+        with self._flushed:
+            while self._flushed_steps < steps and self.is_alive():
+                self._flushed.wait(timeout=1.0)
+
+    def call(self, kind: type[Flush] | type[Close], *args: Any) -> None:
         """Enqueue a control message and wait until the thread has handled it."""
         done = threading.Event()
-        self.q.put((kind, done, *args))
+        self.q.put(kind(done, *args))
         while not done.wait(timeout=1.0):
             if not self.is_alive():
                 return
@@ -104,20 +174,18 @@ class Recorder(threading.Thread):
     def run(self) -> None:
         while True:
             try:
-                item = self.q.get(timeout=self.flush_seconds)
+                msg = self.q.get(timeout=self.flush_seconds)
             except queue.Empty:
                 self._safe(self._flush)
                 continue
-            kind = item[0]
-            if kind == "observe":
-                self._safe(self._observe, *item[1:])
-            elif kind == "log":
-                self._safe(self._log, *item[1:])
-            elif kind in ("flush", "close"):
+            if isinstance(msg, (Observe, Log)):
+                self._advance(msg.step)
+                self._safe(self._observe if isinstance(msg, Observe) else self._log, msg)
+            else:
                 self._safe(self._finalize)
-                self._safe(self._flush, item[2] if kind == "close" else None)
-                item[1].set()
-                if kind == "close":
+                self._safe(self._flush, msg.status if isinstance(msg, Close) else None)
+                msg.done.set()
+                if isinstance(msg, Close):
                     return
             if time.monotonic() - self._last_flush > self.flush_seconds or self._steps_since_flush >= self.flush_steps:
                 self._safe(self._flush)
@@ -133,33 +201,37 @@ class Recorder(threading.Thread):
                               "and further failures are counted in runs.probe_errors")
 
     def _advance(self, step: int) -> None:
+        """Count the message's step as ``put`` does, and finish the open step when a new one begins. A failure to
+        finish it costs that step's row only: it is caught here, so the new step still opens and its batch is
+        recorded (it used to abort the batch that triggered it)."""
+        if step != self._seen_step:
+            self._seen_step, self._seen_steps = step, self._seen_steps + 1
         if self._step is not None and step != self._step:
-            self._finalize()
+            self._safe(self._finalize)
         self._step = step
 
-    def _observe(self, step: int, b: TokenBatch, clip: ClipSpec) -> None:
-        self._advance(step)
-        offset = sum(p.tok["mask"].shape[0] for p in self._parts)
+    def _observe(self, msg: Observe) -> None:
+        b = msg.batch
         B = b.logp.shape[0]
-        seq_ids = b.seq_ids if b.seq_ids is not None else torch.arange(offset, offset + B)
-        tok = token_metrics(b, clip)
-        seq = sequence_metrics(b, tok, clip)
-        part = ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids, seq_ids,
+        seq_ids = b.seq_ids if b.seq_ids is not None else torch.arange(self._observed_seqs, self._observed_seqs + B)
+        self._observed_seqs += B
+        tok = token_metrics(b, msg.clip)
+        seq = sequence_metrics(b, tok, msg.clip)
+        part = ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), msg.clip, b.group_ids, seq_ids,
                             b.group_zero_std)
         self._parts.append(part)
-        self._write_sequences(step, b, part)
-        self._write_tokens(step, b, part)
+        self._write_sequences(msg.step, b, part)
+        self._write_tokens(msg.step, b, part)
 
-    def _log(self, step: int, scalars: dict[str, float]) -> None:
-        self._advance(step)
-        keys = list(scalars)
-        vals = [float(scalars[k]) if scalars[k] is not None else None for k in keys]
+    def _log(self, msg: Log) -> None:
+        keys = list(msg.scalars)
+        vals = [msg.scalars[k] for k in keys]
         for k, v in zip(keys, vals, strict=True):  # logged twice in a step: the steps view's rule
             name = k.replace("/", "_")
             self._scalars[name] = merge_logged(self._scalars.get(name), v)
         w = self.writer
         self.writer.append("scalars", {"run": [w.run] * len(keys), "rank": [w.rank] * len(keys),
-                                       "step": [step] * len(keys), "key": keys, "value": vals})
+                                       "step": [msg.step] * len(keys), "key": keys, "value": vals})
 
     def _write_sequences(self, step: int, b: TokenBatch, part: ObservedPart) -> None:
         B = part.tok["mask"].shape[0]
@@ -197,16 +269,16 @@ class Recorder(threading.Thread):
     def _finalize(self) -> None:
         if self._step is None:
             return
-        step, parts, scalars = self._step, self._parts, self._scalars
-        self._step, self._parts, self._scalars = None, [], {}
-        metrics = compute_step_metrics(parts) if parts else {}
+        step, parts, scalars, n_seqs = self._step, self._parts, self._scalars, self._observed_seqs
+        self._step, self._parts, self._scalars, self._observed_seqs = None, [], {}, 0
+        self._steps_since_flush += 1
+        metrics = step_row(parts, n_seqs) if parts else {}
         self.latest = dict(metrics, step=step)
         if parts:
             row = {"run": [self.writer.run], "rank": [self.writer.rank], "step": [step],
                    "ts": [datetime.now(timezone.utc)]}
             row.update({k: [v] for k, v in metrics.items()})
             self.writer.append("step_metrics", row)
-        self._steps_since_flush += 1
         if self.detectors is not None:  # the same columns the offline `steps` view gives the detectors
             logged = {m.name: scalars.get(m.name) for m in LOGGED_SCALARS}
             self._detect(dict(metrics, **logged, step=step))
@@ -221,7 +293,15 @@ class Recorder(threading.Thread):
                 self.events_out.put(ev)
 
     def _flush(self, status: str | None = None) -> None:
-        self.writer.flush(status)
-        self._steps_since_flush = 0
-        self._last_flush = time.monotonic()
+        try:
+            self.writer.flush(status)
+        finally:
+            # every step before the open one is finalised, so this flush wrote its rows; a failed write keeps them
+            # pending for the next try and still counts here: back-pressure must not stall training on a full disk
+            flushed = self._seen_steps - (self._step is not None)
+            with self._flushed:
+                self._flushed_steps = flushed
+                self._flushed.notify_all()
+            self._steps_since_flush = 0
+            self._last_flush = time.monotonic()
 

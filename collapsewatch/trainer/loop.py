@@ -127,7 +127,7 @@ def train(cfg: TrainConfig) -> TrainResult:
 
     mon = Monitor(cfg.store, cfg.run_name, cfg.to_dict(), objective=cfg.objective, on_event=on_event,
                   clip=ClipSpec(eps_low, eps_high, dual), rank=dist.rank, world_size=dist.world_size,
-                  enabled=cfg.monitor)
+                  enabled=cfg.monitor, resume=cfg.resume)
     mon.keep_tokenizer(tokenizer)  # the dashboard decodes token rows with it
     rewards_seen: list[float] = []
     status = "crashed"

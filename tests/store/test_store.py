@@ -63,7 +63,7 @@ def test_round_trip_values(store):
 
 def test_restart_keeps_latest_row_per_step(store):
     for attempt in range(2):  # the second run restarts from a checkpoint at step 1
-        with Monitor(store, run="re", detectors=False) as mon:
+        with Monitor(store, run="re", detectors=False, resume=attempt > 0) as mon:
             for step in range(attempt, 3):
                 mon.observe(random_batch(seed=10 * attempt + step), step=step)
     con = connect(store)
