@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import socket
 import time
 import uuid
@@ -119,6 +120,23 @@ def ensure_schema(root: Path) -> None:
     os.replace(tmp, marker)
 
 
+def init_store(root: Path) -> None:
+    """Make ``root`` a store (``_schema`` in place). A folder that does not exist yet appears by one rename with its
+    ``_schema`` inside, so a process killed here never leaves an empty folder that readers reject."""
+    if not root.exists():
+        root.parent.mkdir(parents=True, exist_ok=True)
+        tmp = root.parent / f".{root.name}.{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            ensure_schema(tmp)
+            os.rename(tmp, root)
+        except OSError:
+            if not root.is_dir():  # else another process (rank) created it meanwhile: use theirs
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    ensure_schema(root)
+
+
 def to_arrow(table: str, columns: dict[str, Any]) -> pa.Table:
     """Columns (lists / numpy arrays) → an Arrow table of ``table``'s schema; absent columns are NULL."""
     schema = arrow_schemas()[table]
@@ -157,8 +175,7 @@ class StoreWriter:
         self.run = check_run_name(run)
         self.rank, self.world_size, self.heartbeat_s = rank, world_size, heartbeat_s
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            ensure_schema(self.root)
+            init_store(self.root)
             (self.root / run).mkdir(exist_ok=True)
         except OSError as e:
             raise ValueError(f"store {str(self.root)!r} is not writable: {e}") from e

@@ -41,9 +41,11 @@ def train_command(
 
 
 def _check_store(store: str) -> None:
+    from ..store.writer import init_store
+
     p = Path(store)
     try:
-        p.mkdir(parents=True, exist_ok=True)
+        init_store(p)  # a valid empty store from the start: a kill before step 0 leaves no folder readers reject
         probe = p / ".write-test"
         probe.write_text("")
         probe.unlink()
