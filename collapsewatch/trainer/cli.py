@@ -32,6 +32,10 @@ def train_command(
     cfg = load_config(config, set_, objective=objective, steps=steps, store=store, run=run, model=model,
                       stop_on=tuple(stop_on) if stop_on else None, resume=resume or None, seed=seed, device=device)
     _check_store(cfg.store)
+    if not cfg.resume:  # before the model loads; the Monitor checks again (runlock)
+        from ..runlock import refuse_reuse
+
+        refuse_reuse(Path(cfg.store), cfg.run_name, int(os.environ.get("RANK", "0")))
     from .loop import train
 
     result = train(cfg)
