@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from tsdownsample import MinMaxLTTBDownsampler
 
+from collapsewatch.store.cache import complete_rows  # noqa: F401  re-exported: the recorder's write order is a store rule
+
 MAX_POINTS = 2500
 """Points kept per drawn series; longer series are downsampled with MinMaxLTTB (keeps every spike)."""
 GL_THRESHOLD = 2000
@@ -65,18 +67,6 @@ def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tu
     idx = MinMaxLTTBDownsampler().downsample(x.astype(np.float64), y.astype(np.float64), n_out=max_points)
     idx = np.asarray(idx, dtype=np.int64)
     return x[idx], y[idx]
-
-
-def complete_rows(df: pd.DataFrame, running: bool) -> pd.DataFrame:
-    """The rows a live view may draw now.
-
-    The recorder writes a step's probe row when the next step starts, while the trainer's scalars for the
-    current step may already be on disk. A running run's rows after its last probe row are held back
-    (they come with a later poll); a run without any probe rows (scalars only) shows everything."""
-    if not running or df.empty or "has_metrics" not in df.columns or not df["has_metrics"].any():
-        return df
-    last = df.loc[df["has_metrics"].astype(bool), "step"].max()
-    return df[df["step"] <= last]
 
 
 def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from . import segments
 from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError, run_user_sql
 from .views import RETRIES, VIEW_ORDER, create_views, episodes_sql, runs_sql, store_root, view_sql
-from .writer import check_run_name
+from .writer import check_run_name, valid_run_name
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
 
@@ -66,18 +66,18 @@ class Store:
     def close(self) -> None:
         self.con.close()
 
-    def query(self, sql: str, params: list | dict | None = None) -> pd.DataFrame:
+    def query(self, sql: str, params: list | dict | None = None, retries: int = RETRIES) -> pd.DataFrame:
         """Run trusted SQL (the package's own, with parameters) and return a DataFrame.
 
         A segment compacted away or gone bad since the views were bound: the views are rebuilt (the file
-        list re-expanded, bad files skipped) and the query runs again."""
-        for attempt in range(RETRIES):
+        list re-expanded, bad files skipped) and the query runs again (``retries`` times in all)."""
+        for attempt in range(retries):
             try:
                 if self._dirty:
                     self._dirty = self._views()
                 return self.con.execute(sql, params or []).df()
             except (duckdb.IOException, duckdb.InvalidInputException):
-                if attempt == RETRIES - 1:
+                if attempt == retries - 1:
                     raise
                 time.sleep(0.05)
                 self._dirty = self._views()
@@ -94,8 +94,8 @@ class Store:
         return view_sql(self.root, run)[view]
 
     def has_run(self, run: str) -> bool:
-        check_run_name(run)
-        return (self.root / run / "runs").is_dir()
+        """Whether ``run`` is a run of this store; a name no run can have (``..``, spaces …) is not one."""
+        return valid_run_name(run) and (self.root / run / "runs").is_dir()
 
 
 def check_columns(columns: list[str] | tuple[str, ...]) -> list[str]:
@@ -122,13 +122,27 @@ def _source(store: Store, run: str, view: str, files: Files | None) -> str:
     return f"SELECT * FROM {_files_scan(store, view, files)}"
 
 
+def _listed_or_whole(store: Store, sql: Callable[[Any], str], params: list, files: Any) -> pd.DataFrame:
+    """``sql(files)``; when a listed segment vanished under the read (compaction merged it), ``sql(None)``: the
+    run's folder listed afresh. Exact for reads that filter by step or sequence (not for additive partials)."""
+    if files is None:
+        return store.query(sql(None), params)
+    try:
+        return store.query(sql(files), params, retries=1)  # the same stale list again would fail again
+    except duckdb.IOException:
+        return store.query(sql(None), params)
+
+
 def segment_files(store: Store, run: str, table: str) -> list[tuple[str, int]]:
     """(path, size) of every good Parquet segment of one run's ``table``, by name (plain strings: a live poll
-    lists hundreds of them, and pathlib objects would cost more than the read); bad ones are skipped."""
+    lists hundreds of them, and pathlib objects would cost more than the read); bad ones are skipped, and a
+    name no run can have (``../..``) has none."""
+    if not valid_run_name(run):
+        return []
     return segments.table_files(store.root, table, run)[0]
 
 
-def segment_steps(store: Store, files: Files) -> pd.DataFrame:
+def segment_steps(store: Store, files: Files, retries: int = RETRIES) -> pd.DataFrame:
     """``file``, ``min_step``, ``max_step``, ``n_rows`` of each segment, from the Parquet footers only."""
     if not files:
         return pd.DataFrame({"file": [], "min_step": [], "max_step": [], "n_rows": []})
@@ -136,7 +150,7 @@ def segment_steps(store: Store, files: Files) -> pd.DataFrame:
 SELECT file_name AS file, min(stats_min_value::BIGINT) AS min_step, max(stats_max_value::BIGINT) AS max_step,
        sum(row_group_num_rows) AS n_rows
 FROM parquet_metadata(?) WHERE path_in_schema = 'step' GROUP BY file_name ORDER BY file_name""",
-                       [[str(f) for f in files]])
+                       [[str(f) for f in files]], retries=retries)
 
 
 def run_rows(store: Store) -> pd.DataFrame:
@@ -196,23 +210,24 @@ def step_rows(store: Store, run: str, columns: list[str] | tuple[str, ...], *, a
     restricts the read to those segments."""
     cols = check_columns(columns)
     select = ", ".join(["step", "n_seqs IS NOT NULL AS has_metrics", *cols])
-    if files is None:
-        view = store.run_view("steps", run)
-    else:
-        sources = {t: _files_scan(store, t, files.get(t, [])) for t in TABLES}
-        view = view_sql(store.root, run, sources=sources)["steps"]
-    return store.query(f"""
-SELECT {select} FROM ({view})
-WHERE rank = ? AND step > ? ORDER BY step""", [rank, after])
+
+    def sql(f: dict[str, Files] | None) -> str:
+        if f is None:
+            view = store.run_view("steps", run)
+        else:
+            view = view_sql(store.root, run, sources={t: _files_scan(store, t, f.get(t, [])) for t in TABLES})["steps"]
+        return f"SELECT {select} FROM ({view}) WHERE rank = ? AND step > ? ORDER BY step"
+
+    return _listed_or_whole(store, sql, [rank, after], files)
 
 
 def run_events(store: Store, run: str, files: Files | None = None) -> pd.DataFrame:
     """Detector episodes of one run (or of the given event segments), one row each, in order of start."""
-    return store.query(f"""
+    return _listed_or_whole(store, lambda f: f"""
 SELECT detector, phase, step_start, step_end, severity, metric, value, threshold, window_steps,
        message, evidence, source
-FROM ({episodes_sql(_source(store, run, "events", files))})
-ORDER BY step_start, detector, phase""")
+FROM ({episodes_sql(_source(store, run, "events", f))})
+ORDER BY step_start, detector, phase""", [], files)
 
 
 def token_steps(store: Store, run: str, files: Files | None = None) -> pd.DataFrame:
@@ -227,23 +242,26 @@ SELECT step, sum(n)::BIGINT AS n_seqs, max(max_pos) AS max_pos FROM per_rank GRO
 def token_sequences(store: Store, run: str, step: int, files: dict[str, Files] | None = None) -> pd.DataFrame:
     """The sequences of ``step`` that kept token rows (one row per rank and seq_id), with their sequence
     metrics. ``files``: {"tokens": [...], "sequences": [...]} holding that step."""
-    files = files or {}
-    return store.query(f"""
+    def sql(f: dict[str, Files] | None) -> str:
+        f = f or {}
+        return f"""
 WITH t AS (SELECT rank, seq_id, count(*) AS n_token_rows
-           FROM ({_source(store, run, "tokens", files.get("tokens"))}) WHERE step = ? GROUP BY rank, seq_id)
+           FROM ({_source(store, run, "tokens", f.get("tokens"))}) WHERE step = ? GROUP BY rank, seq_id)
 SELECT t.rank, t.seq_id, t.n_token_rows, s.group_id, s.reward, s.advantage, s.correct, s.n_model_tokens,
        s.displacement_mean, s.entropy_mean, s.seq_ratio, s.repeat_frac_max
-FROM t LEFT JOIN (SELECT * FROM ({_source(store, run, "sequences", files.get("sequences"))}) WHERE step = ?) s
+FROM t LEFT JOIN (SELECT * FROM ({_source(store, run, "sequences", f.get("sequences"))}) WHERE step = ?) s
      ON s.seq_id = t.seq_id AND s.rank = t.rank
-ORDER BY t.rank, t.seq_id""", [step, step])
+ORDER BY t.rank, t.seq_id"""
+
+    return _listed_or_whole(store, sql, [step, step], files)
 
 
 def sequence_tokens(store: Store, run: str, step: int, seq_id: int, rank: int = 0,
                     files: Files | None = None) -> pd.DataFrame:
     """Every stored token of one sequence, in position order."""
-    return store.query(f"""
-SELECT {", ".join(TOKEN_COLUMNS)} FROM ({_source(store, run, "tokens", files)})
-WHERE step = ? AND seq_id = ? AND rank = ? ORDER BY pos""", [step, seq_id, rank])
+    return _listed_or_whole(store, lambda f: f"""
+SELECT {", ".join(TOKEN_COLUMNS)} FROM ({_source(store, run, "tokens", f)})
+WHERE step = ? AND seq_id = ? AND rank = ? ORDER BY pos""", [step, seq_id, rank], files)
 
 
 def token_heatmap(store: Store, run: str, metric: str, *, step_bin: int = 1, pos_bin: int = 1,

@@ -38,8 +38,12 @@ RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_PENDING_ROWS = 5_000_000  # per table; beyond this, oldest buffered batches are dropped and counted
 
 
+def valid_run_name(run: object) -> bool:
+    return isinstance(run, str) and RUN_NAME.match(run) is not None
+
+
 def check_run_name(run: str) -> str:
-    if not isinstance(run, str) or not RUN_NAME.match(run):
+    if not valid_run_name(run):
         raise ValueError(f"run name {run!r} is invalid: use letters, digits, '.', '_' or '-' "
                          "(starting with a letter or digit, at most 128 characters)")
     return run
