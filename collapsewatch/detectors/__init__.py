@@ -15,6 +15,7 @@ from .config import (
     DetectorConfig,
     EntropyConfig,
     GradConfig,
+    GrpoGuardConfig,
     IsddConfig,
     LengthConfig,
     LldConfig,
@@ -29,6 +30,6 @@ from .suite import Applicability, DetectorSuite, detect_each, detect_frame, fina
 
 __all__ = [
     "DETECTORS", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "Event", "Finding",
-    "GradConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity", "SeverityConfig",
+    "GradConfig", "GrpoGuardConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity", "SeverityConfig",
     "SignalConfig", "StarvationConfig", "detect_each", "detect_frame", "final_branch", "replay",
 ]

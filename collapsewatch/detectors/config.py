@@ -186,6 +186,18 @@ class MismatchConfig(Timing):
 
 
 @dataclass(frozen=True)
+class GrpoGuardConfig(Timing):
+    """GRPO-Guard's signature (:mod:`.grpo_guard`): A>0 ratio mean left of 1 while clip_high never fires."""
+
+    mean_shift: float = 0.02
+    """Flag when the ratio_mean_pos level is below 1 − this …"""
+    clip_high_max: float = 0.001
+    """… while the clip_high_frac level is at most this (the upper clip is silent)."""
+    min_points: int = 5
+    """Off-policy points of ratio_mean_pos needed before any verdict."""
+
+
+@dataclass(frozen=True)
 class SeverityConfig:
     """The shared severity gate (:mod:`.severity`): no critical while the reward is at or near its best."""
 
@@ -203,7 +215,8 @@ class SeverityConfig:
             raise ValueError("severity.near_best_frac and near_best_min must be ≥ 0")
 
 
-DETECTORS = ("isdd", "lld", "entropy", "grad", "nonfinite", "starvation", "length", "mismatch")
+DETECTORS = ("isdd", "lld", "entropy", "grad", "nonfinite", "starvation", "length", "mismatch", "grpo_guard")
+DEFAULT_ENABLED = DETECTORS[:-1]  # grpo_guard is opt-in until calibrated (the synthetic series carry no ratio_mean_pos)
 
 
 @dataclass(frozen=True)
@@ -219,7 +232,7 @@ class DetectorConfig:
     rollback_steps: int = 200
     """A restart going back at most this many rows is replayed exactly (rows and per-step tracker
     snapshots are kept this much longer); an older one starts the detectors cold."""
-    enabled: tuple[str, ...] = DETECTORS
+    enabled: tuple[str, ...] = DEFAULT_ENABLED
     """Detectors to run, by name."""
     signals: SignalConfig = field(default_factory=SignalConfig)
     severity: SeverityConfig = field(default_factory=SeverityConfig)
@@ -231,6 +244,7 @@ class DetectorConfig:
     starvation: StarvationConfig = field(default_factory=StarvationConfig)
     length: LengthConfig = field(default_factory=LengthConfig)
     mismatch: MismatchConfig = field(default_factory=MismatchConfig)
+    grpo_guard: GrpoGuardConfig = field(default_factory=GrpoGuardConfig)
 
     def __post_init__(self) -> None:
         unknown = (set(self.enabled) | set(self.severity.exempt)) - set(DETECTORS)

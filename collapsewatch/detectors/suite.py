@@ -30,6 +30,7 @@ from .config import DetectorConfig
 from .entropy import Entropy
 from .events import Event, PhaseState, Verdict, advance
 from .grad import Grad
+from .grpo_guard import GrpoGuard
 from .history import History, Row, column_kinds, normalise
 from .isdd import RATIO_COLUMNS, Isdd
 from .length import Length
@@ -48,13 +49,15 @@ class Detector(Protocol):
     def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict: ...
 
 
-REGISTRY: dict[str, type] = {d.name: d for d in (Isdd, Lld, Entropy, Grad, Nonfinite, Starvation, Length, Mismatch)}
+REGISTRY: dict[str, type] = {d.name: d for d in (Isdd, Lld, Entropy, Grad, Nonfinite, Starvation, Length, Mismatch,
+                                                 GrpoGuard)}
 
 # Columns whose presence makes a detector applicable (ISDD additionally needs an off-policy step).
 PRIMARY: dict[str, tuple[str, ...]] = {
     "isdd": RATIO_COLUMNS, "lld": ("logp_old_mean_correct",), "entropy": ("entropy_mean",),
     "grad": ("grad_norm",), "nonfinite": Nonfinite.inputs, "starvation": ("zero_std_group_frac",),
     "length": ("truncated_frac", "repeat_frac_max"), "mismatch": ("is_log_ratio_abs_mean", "is_ess"),
+    "grpo_guard": ("ratio_mean_pos",),
 }
 NOT_APPLICABLE = {
     "isdd": "on-policy run (r ≡ 1): ISDD needs several optimizer steps per rollout batch",
