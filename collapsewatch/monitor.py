@@ -56,9 +56,9 @@ _WIDEN = (torch.float16, torch.bfloat16)
 def snapshot(batch: TokenBatch) -> TokenBatch:
     """The copy the recorder keeps: every field detached and copied on the batch's device (``logp``'s). 16-bit floats
     become float32 — numpy has no bfloat16, and a 16-bit copy would cost its rows later — in the same one kernel the
-    copy needs anyway (no device sync); numpy arrays become tensors; anything else is refused naming the field."""
+    copy needs anyway (no device sync); numpy arrays become tensors; a list or tuple is refused naming the field; other values (flags) are kept."""
     device = batch.logp.device
-    out: dict[str, torch.Tensor | None] = {}
+    out: dict[str, Any] = {}
     for f in fields(batch):
         v = getattr(batch, f.name)
         if isinstance(v, np.ndarray):
@@ -67,11 +67,11 @@ def snapshot(batch: TokenBatch) -> TokenBatch:
             except TypeError as e:
                 raise TypeError(f"observe: TokenBatch.{f.name} is a numpy array of dtype {v.dtype}, which has no "
                                 "torch equivalent; pass numbers or a tensor") from e
-        elif v is not None and not isinstance(v, torch.Tensor):
+        elif isinstance(v, (list, tuple)):
             raise TypeError(f"observe: TokenBatch.{f.name} must be a torch.Tensor (or numpy array), got "
                             f"{type(v).__name__}")
-        if v is None:
-            out[f.name] = None
+        if not isinstance(v, torch.Tensor):  # None, or a plain flag (e.g. on_policy): TokenBatch validates it
+            out[f.name] = v
             continue
         v = v.detach()
         # a cast or a cross-device move copies already; only a tensor `to` returns unchanged needs a clone

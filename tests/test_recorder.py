@@ -81,4 +81,5 @@ def test_rows_dropped_while_writes_fail_are_written_in_the_run_row(store, monkey
     # pending scalars: 10, 20, 30 → the oldest 10 dropped (20 ≤ 25 kept), again after steps 3 and 4: 3 × 10 = 30
     con = connect(store)
     assert con.execute("SELECT dropped_rows FROM run_ranks").fetchone() == (30,)
+    assert con.execute("SELECT dropped_rows FROM runs").fetchone() == (30,)  # the run's sum over its ranks
     assert con.execute("SELECT count(*), min(step) FROM scalars").fetchone() == (20, 3)

@@ -52,8 +52,8 @@ SELECT run, {RUN_STATUS} AS status,
        max(world_size) AS world_size, count(*) AS ranks_seen, min(rank) AS rank,
        any_value(objective ORDER BY rank) AS objective, any_value(config ORDER BY rank) AS config,
        any_value(versions ORDER BY rank) AS versions, string_agg(DISTINCT host, ',') AS hosts,
-       sum(dropped_batches) AS dropped_batches, sum(write_errors) AS write_errors,
-       sum(probe_errors) AS probe_errors
+       sum(dropped_batches) AS dropped_batches, sum(dropped_rows) AS dropped_rows,
+       sum(write_errors) AS write_errors, sum(probe_errors) AS probe_errors
 FROM ({run_ranks}) GROUP BY run"""
 
 
