@@ -41,7 +41,7 @@ def test_train_writes_steps_sequences_tokens_and_resumes(store):
     assert steps == [0, 1, 2, 3, 4]
 
 
-@pytest.mark.parametrize("objective", ["sapo_search", "llds", "sapo_soft", "gspo"])
+@pytest.mark.parametrize("objective", ["sapo_search", "llds", "sapo_soft", "gspo", "turn_ppo", "bapo", "sampo"])
 def test_every_objective_trains_a_step(store, objective):
     cfg = load_config(overrides=SMALL, steps=2, store=str(store), run=objective, objective=objective,
                       progress=False)
