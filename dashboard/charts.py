@@ -14,32 +14,46 @@ from .series import GL_THRESHOLD, downsample, finite_xy, trailing_mean
 PANEL_PX = 210
 
 
-def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth: int = 1) -> go.Figure:
-    """One panel per metric (stacked, one step axis), one colour per run (the same in every panel). With
-    ``smooth`` > 1 each run is its trailing mean over ``smooth`` steps, drawn over the faint raw series."""
+def run_colours(all_runs: list[str]) -> dict[str, str]:
+    """A colour per run from its place among every run of the store in start order (oldest first): a run keeps
+    its colour whatever else is selected, and a new run does not shift the others'."""
+    return {run: theme.CYCLE[i % len(theme.CYCLE)] for i, run in enumerate(all_runs)}
+
+
+def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth: int = 1,
+                   colours: dict[str, str] | None = None, offsets: dict[str, int] | None = None,
+                   events: pd.DataFrame | None = None, log_metrics: list[str] | None = None) -> go.Figure:
+    """One panel per metric (stacked, one step axis), one colour per run (``colours``, the same in every panel).
+    With ``smooth`` > 1 each run is its trailing mean over ``smooth`` steps, drawn over the faint raw series.
+    ``offsets``: step subtracted from each run's steps (align at an event); ``events`` (run, step_start,
+    severity): a dashed line at each critical episode's start, in the run's colour (warnings and infos would
+    bury the panels); ``log_metrics``: panels on a log y axis."""
     if not runs or not metrics:
         return go.Figure(layout=theme.message_figure_layout("pick runs and metrics to compare", 360))
+    colours = colours or run_colours(runs)
+    offsets = offsets or {}
     n = len(metrics)
     gap = 0.06 if n > 1 else 0.0
     h = (1 - gap * (n - 1)) / n
     layout = theme.base_layout(60 + PANEL_PX * n, hovermode="x unified", margin=dict(l=60, r=16, t=40, b=30))
     info = by_name("step")
-    traces = []
-    annotations = []
+    traces, annotations, shapes = [], [], []
     for i, metric in enumerate(metrics):
         top = 1 - i * (h + gap)
         suffix = "" if i == 0 else str(i + 1)
         layout[f"xaxis{suffix}"] = theme.axis(anchor=f"y{suffix}", matches="x" if i else None,
                                               showticklabels=i == n - 1)
         layout[f"yaxis{suffix}"] = theme.axis(domain=[max(0.0, round(top - h, 6)), min(1.0, round(top, 6))],
-                                              anchor=f"x{suffix}", nticks=5)
+                                              anchor=f"x{suffix}", nticks=5,
+                                              **({"type": "log"} if metric in (log_metrics or []) else {}))
         unit = f" ({info[metric].unit})" if metric in info and info[metric].unit else ""
         label = f" · {smooth}-step trailing mean" if smooth > 1 else ""
         annotations.append(dict(text=f"<b>{metric}</b>{unit}{label}", xref="paper", yref="paper", x=0, y=top,
                                 xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11)))
-        for j, run in enumerate(runs):
+        for run in runs:
             x, y = finite_xy(df[df["run"] == run], metric)
-            colour = theme.CYCLE[j % len(theme.CYCLE)]
+            x = x - offsets.get(run, 0)
+            colour = colours.get(run, theme.CYCLE[0])
             axes = dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
             if smooth > 1:  # the raw series stays visible (faint), so smoothing never hides a spike
                 rx, ry = downsample(x, y)
@@ -52,10 +66,46 @@ def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth
             traces.append(kind(x=x, y=y, name=run, legendgroup=run, showlegend=i == 0, mode="lines",
                                line=dict(color=colour, width=1.6), hovertemplate=f"{run}: %{{y:.4g}}<extra></extra>",
                                **axes))
+    for ev in (events if events is not None else pd.DataFrame()).itertuples():
+        if ev.run in runs and ev.severity == "critical":
+            x0 = int(ev.step_start) - offsets.get(ev.run, 0)
+            shapes.append(dict(type="line", xref="x", yref="paper", x0=x0, x1=x0, y0=0, y1=1, layer="below",
+                               line=dict(color=colours.get(ev.run, theme.MUTED), width=1, dash="dash"),
+                               name=f"event:{ev.run}:{ev.detector}:{ev.phase}"))
     layout["annotations"] = annotations
+    layout["shapes"] = shapes
     layout["legend"] = dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom", font=dict(size=11),
                             bgcolor="rgba(0,0,0,0)")
+    if any(offsets.values()):
+        layout[f"xaxis{'' if n == 1 else n}"]["title"] = dict(text="steps from the alignment point", font=dict(size=10))
     return go.Figure(data=traces, layout=layout)
+
+
+SAME_BY_NATURE = ("run", "store")
+"""Config keys left out of the diff: they differ between any two runs (the run's own name) or say where, not how."""
+
+
+def config_diff(configs: dict[str, dict]) -> pd.DataFrame:
+    """The config keys (nested keys dotted) whose values differ between runs: one row per key, one column per
+    run (missing = '—'); empty when fewer than two runs or no difference."""
+    flat = {run: {k: v for k, v in _flatten(cfg or {}).items() if k not in SAME_BY_NATURE}
+            for run, cfg in configs.items()}
+    if len(flat) < 2:
+        return pd.DataFrame(columns=["key", *flat])
+    keys = sorted(set().union(*flat.values()))
+    rows = [{"key": k, **{run: f.get(k, "—") for run, f in flat.items()}} for k in keys
+            if len({repr(f.get(k, "—")) for f in flat.values()}) > 1]
+    return pd.DataFrame(rows, columns=["key", *flat])
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = str(v)
+    return out
 
 
 def numeric_columns(df: pd.DataFrame) -> list[str]:

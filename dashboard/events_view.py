@@ -52,6 +52,23 @@ def severity_counts(events: pd.DataFrame) -> dict[str, int]:
     return {s: int(counts.get(s, 0)) for s in SEVERITY_ORDER}
 
 
+def collapse_step(events: pd.DataFrame) -> int | None:
+    """The run's collapse step: where its first critical episode began (None if none ever was critical)."""
+    critical = events[events["severity"] == "critical"] if not events.empty else events
+    return int(critical["step_start"].min()) if len(critical) else None
+
+
+def first_event_step(events: pd.DataFrame) -> int | None:
+    return int(events["step_start"].min()) if not events.empty else None
+
+
+def run_event_summary(events: pd.DataFrame) -> dict[str, Any]:
+    """Runs table: ``worst_severity`` ever, ``n_<severity>`` episode counts, ``collapse_step``."""
+    counts = severity_counts(events)
+    return {"worst_severity": worst_severity(events), "collapse_step": collapse_step(events),
+            **{f"n_{s}": n for s, n in counts.items()}}
+
+
 def worst_severity(events: pd.DataFrame) -> str | None:
     """The worst severity any episode of the run ever had (None without episodes)."""
     counts = severity_counts(events)

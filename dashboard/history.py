@@ -18,6 +18,7 @@ from collapsewatch.store.cache import (
 )
 from collapsewatch.store.queries import Store
 
+from .events_view import run_event_summary
 from .series import last_values
 from .tables import active_flags
 
@@ -51,7 +52,8 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
             summary = cached[1]
         events = event_log(store, run).events(store)
         n_active, flags = active_flags(events, summary["last_step"])
-        rows.append({**r, **summary, "n_events": len(events), "n_active": n_active, "active_flags": flags})
+        rows.append({**r, **summary, "n_events": len(events), "n_active": n_active, "active_flags": flags,
+                     **run_event_summary(events)})
     return pd.DataFrame(rows)
 
 

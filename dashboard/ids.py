@@ -8,6 +8,7 @@ NAV_STORE_PATH = "nav-store-path"
 RUNS_GRID = "runs-grid"
 RUNS_INTERVAL = "runs-interval"
 RUNS_SUMMARY = "runs-summary"
+RUNS_COMPARE = "runs-compare"    # "compare ticked runs" button
 
 # run overview
 OV_RUN = "ov-run"                # run picker
@@ -21,6 +22,8 @@ OV_TIMELINE = "ov-timeline"      # phase timeline figure, aligned with the panel
 OV_BAND = "ov-band"              # dcc.Store written by the browser: the episode whose band is shown
 OV_ZOOM = "ov-zoom"              # dcc.Store written by the browser: the panels' x range
 OV_CONFIG = "ov-config"
+OV_CSV = "ov-csv"                # "data CSV" button and its download
+OV_DOWNLOAD = "ov-download"
 OV_WAIT = "ov-wait"              # interval of the page that waits for a run to appear
 OV_WAIT_BOX = "ov-wait-box"
 
@@ -43,6 +46,12 @@ CMP_RUNS = "cmp-runs"
 CMP_METRICS = "cmp-metrics"
 CMP_GRAPH = "cmp-graph"
 CMP_SMOOTH = "cmp-smooth"
+CMP_ALIGN = "cmp-align"          # align at step 0 / first episode / collapse step
+CMP_LOG = "cmp-log"              # panels on a log y axis
+CMP_NOTE = "cmp-note"
+CMP_CONFIG = "cmp-config"        # config keys that differ between the runs
+CMP_CSV = "cmp-csv"
+CMP_DOWNLOAD = "cmp-download"
 
 # SQL console
 SQL_INPUT = "sql-input"
@@ -53,4 +62,7 @@ SQL_X = "sql-x"
 SQL_Y = "sql-y"
 SQL_KIND = "sql-kind"
 SQL_CHART = "sql-chart"
+SQL_CSV = "sql-csv"
+SQL_DOWNLOAD = "sql-download"
+SQL_COLUMNS = "sql-columns"      # the column browser
 SQL_RESULT = "sql-result"        # dcc.Store: the last result (records, capped) for the quick chart

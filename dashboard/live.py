@@ -70,6 +70,16 @@ def load(run: str, smooth: int = 1, selected: int | None = None,
             "state": st, "info": info}
 
 
+def history_rows(run: str) -> pd.DataFrame:
+    """Every step row of the run's overview series (raw values; the lowest rank), for the CSV download."""
+    with state.borrow() as s:
+        info = queries.run_info(s, run)
+        if info is None:
+            return pd.DataFrame(columns=["step", *COLUMNS])
+        rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
+    return rows.drop(columns=["has_metrics"], errors="ignore")
+
+
 def poll(st: dict[str, Any]) -> dict[str, Any]:
     """What changed since ``st``: ``patch`` (figure Patch or None), ``timeline`` and ``events`` (None when
     unchanged), ``state`` (new) and ``info`` (the run, when the header should change, else None)."""

@@ -108,13 +108,38 @@ LAST_COLUMNS = {"last_reward": "reward_mean", "last_ratio_p50_pos": "ratio_p50_p
                 "last_logp_old_correct": "logp_old_mean_correct", "last_entropy": "entropy_mean"}
 
 
+SUMMARY_SMOOTH = 16
+"""Trailing-mean window of the runs table's smoothed reward (last, best, sparkline): the overview's default."""
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_POINTS = 24
+
+
+def sparkline(y: np.ndarray, n: int = SPARK_POINTS) -> str:
+    """``y`` as at most ``n`` block characters (▁ lowest … █ highest of the series), each the mean of its chunk."""
+    if len(y) == 0:
+        return ""
+    chunks = [c.mean() for c in np.array_split(y, min(n, len(y)))]
+    lo, hi = min(chunks), max(chunks)
+    span = hi - lo
+    return "".join(SPARK[int(round((c - lo) / span * (len(SPARK) - 1))) if span > 0 else 0] for c in chunks)
+
+
 def last_values(rows: pd.DataFrame) -> dict[str, Any]:
-    """Runs-table summary of step rows: n_steps, last_step, on_policy and the last non-null value of each
-    of ``LAST_COLUMNS``."""
+    """Runs-table summary of step rows: n_steps, last_step, on_policy, the last non-null value of each of
+    ``LAST_COLUMNS``, and the reward's ``SUMMARY_SMOOTH``-step trailing mean: its last value, its best value,
+    the step of the best, and a sparkline."""
     out: dict[str, Any] = {"n_steps": int(rows["step"].nunique()) if len(rows) else 0,
                            "last_step": int(rows["step"].max()) if len(rows) else None,
                            "on_policy": bool(summarise(rows, ()).get("on_policy"))}
     for name, column in LAST_COLUMNS.items():
         x, y = finite_xy(rows, column)
         out[name] = float(y[np.argmax(x)]) if len(x) else None
+    x, y = finite_xy(rows, "reward_mean")
+    smooth = trailing_mean(x, y, SUMMARY_SMOOTH)
+    # the best over full windows once there are any: a lucky first few steps are not the run's best
+    skip = SUMMARY_SMOOTH - 1 if len(smooth) >= SUMMARY_SMOOTH else 0
+    best = skip + int(np.argmax(smooth[skip:])) if len(smooth) else None
+    out.update(reward_smooth_last=float(smooth[-1]) if len(smooth) else None,
+               reward_smooth_best=float(smooth[best]) if best is not None else None,
+               reward_best_step=int(x[best]) if best is not None else None, reward_spark=sparkline(smooth))
     return out

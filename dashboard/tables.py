@@ -45,13 +45,19 @@ def active_flags(events: pd.DataFrame, last_step: int | None) -> tuple[int, str]
 
 
 def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, Any]]:
-    """One grid row per run of ``queries.run_list``, with links to its overview and tokens pages."""
+    """One grid row per run of ``history.run_table``, with links to its overview and tokens pages."""
     rows = []
     for r in df.to_dict("records"):
+        best, at = _clean(r.get("reward_smooth_best")), _clean(r.get("reward_best_step"))
         rows.append({
             "run": f"[{r['run']}](/run/{r['run']})", "name": r["run"], "status": r["status"],
             "objective": _clean(r["objective"]) or "", "steps": int(r["n_steps"] or 0),
             "last_step": _clean(r["last_step"]), "last_reward": _clean(r["last_reward"]),
+            "reward_now": _clean(r.get("reward_smooth_last")), "reward_best": best,
+            "reward_best_at": f"step {at}" if at is not None else "", "spark": r.get("reward_spark") or "",
+            "collapse_step": _clean(r.get("collapse_step")), "worst": _clean(r.get("worst_severity")) or "none",
+            "episodes": " · ".join(f"{int(r.get('n_' + s) or 0)} {s}" for s in ("critical", "warning", "info")
+                                   if r.get("n_" + s)),
             "ratio_p50_pos": _clean(r.get("last_ratio_p50_pos")), "logp_old_correct": _clean(r.get("last_logp_old_correct")),
             "entropy": _clean(r.get("last_entropy")),
             "flags": _clean(r["active_flags"]) or "", "n_active": int(r["n_active"] or 0),
@@ -66,29 +72,41 @@ def _status_style() -> dict[str, Any]:
                                 for k, c in theme.STATUS_COLOURS.items()]}
 
 
+def _severity_style() -> dict[str, Any]:
+    return {"styleConditions": [{"condition": f"params.value == '{k}'", "style": {"color": c, "fontWeight": 700}}
+                                for k, c in theme.SEVERITY_COLOURS.items()]}
+
+
 def _num(field: str, header: str, fmt: str, width: int = 100, **extra: Any) -> dict[str, Any]:
     return {"field": field, "headerName": header, "type": "numericColumn", "width": width,
             "valueFormatter": {"function": f"params.value == null ? '—' : d3.format('{fmt}')(params.value)"}, **extra}
 
 
 RUNS_COLUMNS: list[dict[str, Any]] = [
-    {"field": "run", "headerName": "run", "cellRenderer": "markdown", "flex": 2, "minWidth": 170},
+    {"field": "run", "headerName": "run", "cellRenderer": "markdown", "flex": 2, "minWidth": 170,
+     "checkboxSelection": True, "headerCheckboxSelection": True},
     {"field": "status", "headerName": "status", "cellStyle": _status_style(), "width": 95},
-    {"field": "objective", "headerName": "objective", "width": 115},
-    {"field": "steps", "headerName": "steps", "type": "numericColumn", "width": 80},
-    {"field": "last_step", "headerName": "last step", "type": "numericColumn", "width": 90},
-    _num("last_reward", "reward", ".3f", 85, headerTooltip="reward_mean at the last step"),
-    _num("ratio_p50_pos", "r̃ A>0", ".3f", 80, headerTooltip="ratio_p50_pos at the last step (ISDD: drifts below 1)",
+    {"field": "objective", "headerName": "objective", "width": 110},
+    {"field": "steps", "headerName": "steps", "type": "numericColumn", "width": 75},
+    _num("reward_now", "reward now", ".3f", 100, headerTooltip="reward_mean, 16-step trailing mean, at the last step"),
+    _num("reward_best", "best reward", ".3f", 100, headerTooltip="highest 16-step trailing mean of reward_mean"),
+    {"field": "reward_best_at", "headerName": "best at", "width": 90},
+    {"field": "spark", "headerName": "reward over the run", "width": 190, "sortable": False,
+     "cellStyle": {"fontFamily": "monospace", "color": theme.METRIC_COLOURS["reward_mean"], "letterSpacing": "-1px"},
+     "headerTooltip": "16-step trailing mean of reward_mean, first step to last (▁ lowest, █ highest of this run)"},
+    _num("collapse_step", "collapse step", "d", 105, headerTooltip="start of the run's first critical episode"),
+    {"field": "worst", "headerName": "worst severity", "cellStyle": _severity_style(), "width": 110,
+     "headerTooltip": "the worst severity any detector episode ever had in this run"},
+    {"field": "episodes", "headerName": "episodes by severity", "width": 190},
+    {"field": "flags", "headerName": "flagged now", "flex": 1, "minWidth": 150,
+     "headerTooltip": f"episodes still open within {ACTIVE_WINDOW} steps of the last step",
+     "cellStyle": {"color": theme.DETECTOR_COLOURS["isdd"], "fontWeight": 600}},
+    _num("ratio_p50_pos", "A>0 ratio median", ".3f", 120,
+         headerTooltip="ratio_p50_pos at the last step (ISDD: drifts below 1)",
          cellStyle={"styleConditions": [{"condition": "params.value != null && params.value < 0.9",
                                          "style": {"color": theme.DETECTOR_COLOURS["isdd"], "fontWeight": 700}}]}),
-    _num("logp_old_correct", "logp_old ✓", ".3f", 100,
-         headerTooltip="logp_old_mean_correct at the last step (LLD: falls)"),
-    _num("entropy", "entropy", ".2f", 80, headerTooltip="entropy_mean at the last step"),
-    {"field": "flags", "headerName": "active flags", "flex": 2, "minWidth": 200,
-     "cellStyle": {"color": theme.DETECTOR_COLOURS["isdd"], "fontWeight": 600}},
-    {"field": "events", "headerName": "events", "type": "numericColumn", "width": 80},
     {"field": "policy", "headerName": "policy", "width": 95},
-    {"field": "updated", "headerName": "updated", "width": 100},
+    {"field": "updated", "headerName": "updated", "width": 95},
     {"field": "tokens", "headerName": "", "cellRenderer": "markdown", "width": 75, "sortable": False},
 ]
 
@@ -117,3 +135,9 @@ def sql_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
             out[c] = out[c].map(lambda v: v if v is None or isinstance(v, (str, int, float, bool)) else str(v))
     out.columns = [str(c) for c in out.columns]
     return [{k: _clean(v) for k, v in r.items()} for r in out.to_dict("records")]
+
+
+def csv_download(rows: list[dict[str, Any]] | None, columns: list[str], filename: str) -> dict[str, Any]:
+    """A ``dcc.Download`` payload: ``rows`` as CSV with ``columns`` in that order (missing values empty)."""
+    df = pd.DataFrame(rows or [], columns=columns or None)
+    return {"content": df.to_csv(index=False), "filename": filename, "type": "text/csv", "base64": False}

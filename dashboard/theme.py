@@ -64,6 +64,7 @@ DETECTOR_COLOURS: dict[str, str] = {
     "mismatch": "#7e57c2",
 }
 SEVERITY_OPACITY = {"info": 0.06, "warning": 0.1, "critical": 0.15}
+SEVERITY_COLOURS = {"critical": "#ff5252", "warning": "#ffa726", "info": "#8b95a8", "none": "#9ccc65"}
 STATUS_COLOURS = {"running": "#4fa3f7", "finished": "#9ccc65", "crashed": "#ff5252"}
 
 

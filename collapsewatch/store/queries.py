@@ -301,6 +301,14 @@ SELECT {select} FROM v WHERE rank = (SELECT min(rank) FROM v) ORDER BY step""", 
     return pd.concat(parts, ignore_index=True)
 
 
+def view_columns(store: Store) -> pd.DataFrame:
+    """``view``, ``column``, ``type`` of every column of the store's views (the SQL page's column browser)."""
+    return store.query("""
+SELECT table_name AS view, column_name AS "column", data_type AS type FROM information_schema.columns
+WHERE table_schema = 'main' AND table_name IN (SELECT view_name FROM duckdb_views() WHERE NOT internal)
+ORDER BY table_name, ordinal_position""")
+
+
 def user_query(store: Store, sql: str, max_rows: int = 10_000, limits: Limits | None = None
                ) -> tuple[pd.DataFrame, bool]:
     """Run a person's SQL read-only (``sandbox``); return (at most ``max_rows`` rows, whether there were more)."""
@@ -309,4 +317,4 @@ def user_query(store: Store, sql: str, max_rows: int = 10_000, limits: Limits | 
 
 __all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "Store", "runs_summary", "TOKEN_METRICS", "check_columns", "compare_rows", "heatmap_value",
            "run_events", "run_info", "run_names", "run_rows", "segment_files", "segment_steps", "sequence_tokens",
-           "step_rows", "token_heatmap", "token_sequences", "token_steps", "user_query"]
+           "step_rows", "token_heatmap", "token_sequences", "token_steps", "user_query", "view_columns"]

@@ -19,7 +19,7 @@ from dash import Input, Output, State, callback, clientside_callback, dcc, html,
 
 from collapsewatch.store import queries
 
-from .. import ids, live, state, theme
+from .. import ids, live, state, tables, theme
 from ..events_view import severity_counts
 from ..figures import DEFAULT_SMOOTH
 from ..series import SMOOTHING
@@ -115,6 +115,9 @@ def layout(run: str | None = None, smooth: str | None = None, episode: str | Non
             run_picker(ids.OV_RUN, run),
             smooth_picker(ids.OV_SMOOTH, window),
             html.Div(header(run, info, st), id=ids.OV_HEADER, className="bar"),
+            html.Button("data CSV ↓", id=ids.OV_CSV, className="btn btn-quiet", n_clicks=0,
+                        title="every step of the series on this page (raw values), as CSV"),
+            dcc.Download(id=ids.OV_DOWNLOAD),
         ]),
         html.Div(events_table(loaded["events"]), id=ids.OV_EVENTS, className="card events"),
         html.Div(className="card", children=[
@@ -139,6 +142,13 @@ def poll(_: int, st: dict[str, Any]):
     return (got["patch"] if got["patch"] is not None else no_update), new_st, head, done, \
         (got["timeline"] if got["timeline"] is not None else no_update), \
         (events_table(got["events"]) if got["events"] is not None else no_update)
+
+
+@callback(Output(ids.OV_DOWNLOAD, "data"), Input(ids.OV_CSV, "n_clicks"), State(ids.OV_STATE, "data"),
+          prevent_initial_call=True)
+def download(_: int, st: dict[str, Any]):
+    rows = live.history_rows(st["run"])
+    return tables.csv_download(rows.to_dict("records"), list(rows.columns), f"{st['run']}-steps.csv")
 
 
 @callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.OV_RUN, "value"), Input(ids.OV_SMOOTH, "value"),

@@ -1,11 +1,12 @@
-"""Runs page: every run of the store with its status, objective, size, last reward and active flags.
-Refreshes every few seconds so new and crashing runs show up without a reload."""
+"""Runs page: every run of the store with its status, objective, size, smoothed reward (now, best, a
+sparkline), collapse step, worst severity ever and episodes by severity; tick runs and compare them. Refreshes
+every few seconds so new and crashing runs show up without a reload."""
 
 from __future__ import annotations
 
 import dash
 import dash_ag_grid as dag
-from dash import Input, Output, callback, dcc, html
+from dash import Input, Output, State, callback, dcc, html, no_update
 
 from .. import history, ids, state, tables, theme
 from ..figures import COLUMNS
@@ -34,9 +35,13 @@ def layout(**_: str) -> html.Div:
         dag.AgGrid(id=ids.RUNS_GRID, rowData=rows, columnDefs=tables.RUNS_COLUMNS, getRowId="params.data.name",
                    defaultColDef={"sortable": True, "resizable": True},
                    dashGridOptions={"theme": theme.GRID_THEME, "domLayout": "autoHeight", "rowHeight": 30,
-                                    "animateRows": False},
+                                    "animateRows": False, "rowSelection": "multiple",
+                                    "suppressRowClickSelection": True},
                    style={"width": "100%"}),
-        html.Div("Open a run for its overview (phase bands, live), or its token drill-down.", className="hint"),
+        html.Div(className="bar", children=[
+            html.Button("Compare ticked runs →", id=ids.RUNS_COMPARE, className="btn", n_clicks=0),
+            html.Span("Open a run for its story (events, phases, live charts), or its token drill-down.",
+                      className="hint")]),
         dcc.Interval(id=ids.RUNS_INTERVAL, interval=REFRESH_MS),
     ])
 
@@ -46,3 +51,10 @@ def layout(**_: str) -> html.Div:
 def refresh(_: int) -> tuple[list[dict], list]:
     rows = _rows()
     return rows, _summary(rows)
+
+
+@callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.RUNS_COMPARE, "n_clicks"),
+          State(ids.RUNS_GRID, "selectedRows"), prevent_initial_call=True)
+def compare(_: int, selected: list[dict] | None):
+    names = [r["name"] for r in selected or []]
+    return "/compare?runs=" + ",".join(names) if names else no_update

@@ -54,7 +54,7 @@ def test_layouts_render(app, served):
 
 
 def test_callbacks(app, served):
-    from collapsewatch.dashboard.pages import compare, sql, tokens
+    from collapsewatch.dashboard.pages import compare, overview, sql, tokens
 
     options, value = tokens._seq_options("collapse", 119, None)
     assert value == "0:0" and len(options) == 2
@@ -65,8 +65,18 @@ def test_callbacks(app, served):
     assert heat.data[0].type == "heatmap" and heat.data[0].colorscale[0][1] == "#000004"  # Inferno
     moved = tokens.move_marker("collapse", "entropy", 7).to_plotly_json()["operations"]
     assert moved[0]["location"] == ["layout", "shapes"] and moved[0]["params"]["value"][0]["y0"] == 6.5
-    fig = compare.draw(["collapse", "healthy"], ["reward_mean"])
+    fig, note, config, _ = compare.draw(["collapse", "healthy"], ["reward_mean"], 1, "collapse")
     assert [t.name for t in fig.data] == ["collapse", "healthy"]
+    assert "aligned at each run's collapse step" in note
+    # the synthetic runs differ only by seed and length: the config table lists what differs, or says none does
+    assert "config" in _text(config)
+    first = sql.run_query(0, sql.EXAMPLE)  # the example query runs when the page opens (n_clicks 0)
+    assert first[3] == "msg ok" and len(first[0]) > 0
+    csv = sql.download(1, [{"run": "a", "n": 1}], [{"field": "run"}, {"field": "n"}])
+    assert csv["content"] == "run,n\na,1\n"
+    assert "steps" in _text(sql.column_browser()) and "ratio_p50_pos" in _text(sql.column_browser())
+    data = overview.download(1, {"run": "collapse"})
+    assert data["filename"] == "collapse-steps.csv" and data["content"].count("\n") == 121  # header + 120 steps
     out = sql.run_query(1, "DELETE FROM steps")
     assert out[2].startswith("refused") and out[3] == "msg error"
     rows, cols, msg, cls, *_ = sql.run_query(1, "SELECT run, count(*) AS n FROM steps GROUP BY run ORDER BY run")

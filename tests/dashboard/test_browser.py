@@ -346,3 +346,41 @@ def test_smoothed_live_run_extends_and_the_picker_switches_back_to_raw(site, pag
     page.wait_for_url(f"{base}/run/live?smooth=1")
     page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
     assert page.errors == []
+
+
+def test_sql_example_runs_on_load_enter_runs_and_csv_downloads(site, page):
+    page.goto(site[0] + "/sql")
+    page.wait_for_selector(f"#{ids.SQL_GRID} .ag-row")  # the example query ran by itself
+    assert "steps" in page.inner_text(f"#{ids.SQL_COLUMNS}")  # column browser
+    page.fill(f"#{ids.SQL_INPUT}", "SELECT 1 AS one UNION ALL SELECT 2")
+    page.press(f"#{ids.SQL_INPUT}", "Enter")
+    page.wait_for_function(f"() => document.querySelector('#{ids.SQL_MESSAGE}').innerText.startsWith('2 rows')")
+    page.fill(f"#{ids.SQL_INPUT}", "SELECT 7 AS seven")
+    page.press(f"#{ids.SQL_INPUT}", "Control+Enter")
+    page.wait_for_function(f"() => document.querySelector('#{ids.SQL_MESSAGE}').innerText.startsWith('1 rows')")
+    with page.expect_download() as got:
+        page.click(f"#{ids.SQL_CSV}")
+    assert Path(got.value.path()).read_text() == "seven\n7\n" and got.value.suggested_filename == "query.csv"
+    assert page.errors == []
+
+
+def test_runs_ticked_go_to_compare_with_stable_colours(site, page):
+    base, _ = site
+    page.goto(base + "/")
+    page.wait_for_selector(".ag-row")
+    for name in ("collapse", "onpolicy"):
+        page.locator(f".ag-row[row-id='{name}'] .ag-checkbox-input").first.check()
+    page.click(f"#{ids.RUNS_COMPARE}")
+    page.wait_for_url("**/compare?runs=*")
+    assert set(page.url.split("runs=")[1].split(",")) == {"collapse", "onpolicy"}
+    page.wait_for_selector(f"#{ids.CMP_GRAPH} .scatterlayer .trace")
+
+    def colour(run: str) -> str:
+        return page.evaluate(f"""() => document.querySelector('#{ids.CMP_GRAPH} .js-plotly-plot').data
+            .find(t => t.name === '{run}').line.color""")
+
+    before = colour("collapse")
+    page.goto(base + "/compare?runs=onpolicy,live,collapse")  # other runs, another order: the same colour
+    page.wait_for_selector(f"#{ids.CMP_GRAPH} .scatterlayer .trace")
+    assert colour("collapse") == before
+    assert page.errors == []

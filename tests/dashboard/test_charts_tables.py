@@ -84,3 +84,47 @@ def test_active_flags_within_window_of_last_step():
     # window 5: episodes ending at ≥ 95 are active at step 100
     assert tables.active_flags(ev, 100) == (2, "isdd:drift, lld:steady_decay")
     assert tables.active_flags(ev, None) == (0, "") and tables.active_flags(ev.iloc[0:0], 10) == (0, "")
+
+
+def test_runs_rows_smoothed_reward_collapse_and_severity_counts():
+    df = pd.DataFrame([{"run": "exp1", "status": "finished", "objective": "grpo", "n_steps": 200, "last_step": 199,
+                        "last_reward": 0.1, "active_flags": None, "n_active": 0, "n_events": 5, "on_policy": False,
+                        "updated_at": None, "reward_smooth_last": 0.07, "reward_smooth_best": 0.41,
+                        "reward_best_step": 40, "reward_spark": "▁█", "collapse_step": 100,
+                        "worst_severity": "critical", "n_critical": 2, "n_warning": 3, "n_info": 0}])
+    row = tables.runs_rows(df)[0]
+    assert (row["reward_now"], row["reward_best"], row["reward_best_at"]) == (0.07, 0.41, "step 40")
+    assert (row["collapse_step"], row["worst"], row["episodes"]) == (100, "critical", "2 critical · 3 warning")
+    healthy = tables.runs_rows(df.assign(collapse_step=None, worst_severity=None, n_critical=0, n_warning=0))[0]
+    assert (healthy["collapse_step"], healthy["worst"], healthy["episodes"]) == (None, "none", "")
+    assert {c["headerName"] for c in tables.RUNS_COLUMNS} >= {"reward now", "best reward", "collapse step",
+                                                             "worst severity", "episodes by severity"}
+
+
+def test_csv_download_keeps_column_order_and_empty_missing():
+    out = tables.csv_download([{"b": 1, "a": None}, {"a": 2.5, "b": 3}], ["a", "b"], "q.csv")
+    assert out["content"] == "a,b\n,1\n2.5,3\n" and out["filename"] == "q.csv" and out["type"] == "text/csv"
+
+
+def test_compare_colours_stable_alignment_events_and_log_panels():
+    df = pd.DataFrame({"run": ["a"] * 3 + ["b"] * 3, "step": [0, 1, 2] * 2, "grad_norm": [1.0, 10.0, 100.0] * 2})
+    colours = charts.run_colours(["old", "a", "b"])  # store order, oldest first: a is the 2nd colour whatever
+    events = pd.DataFrame({"run": ["b", "b"], "detector": ["isdd", "length"], "phase": ["drift", "blowup"],
+                           "step_start": [2, 1], "severity": ["critical", "warning"]})
+    fig = charts.compare_figure(df, ["b", "a"], ["grad_norm"], colours=colours, offsets={"b": 2}, events=events,
+                                log_metrics=["grad_norm"])
+    b, a = fig.data
+    assert a.line.color == theme.CYCLE[1] and b.line.color == theme.CYCLE[2]  # selection order does not matter
+    assert list(b.x) == [-2, -1, 0] and list(a.x) == [0, 1, 2]  # b aligned at its step 2
+    # one line: b's critical episode at step 2 − 2 = 0 (the warning is not drawn)
+    assert [(s.x0, s.line.color) for s in fig.layout.shapes] == [(0, theme.CYCLE[2])]
+    assert fig.layout.yaxis.type == "log"
+
+
+def test_config_diff_lists_only_keys_that_differ():
+    diff = charts.config_diff({"h": {"run": "h", "lr": 1e-4, "opt": {"mb": 2}, "seed": 0},
+                               "c": {"run": "c", "lr": 1e-3, "opt": {"mb": 4}, "seed": 0, "extra": True}})
+    assert diff.to_dict("records") == [{"key": "extra", "h": "—", "c": "True"},
+                                       {"key": "lr", "h": "0.0001", "c": "0.001"},
+                                       {"key": "opt.mb", "h": "2", "c": "4"}]
+    assert charts.config_diff({"h": {"lr": 1}}).empty

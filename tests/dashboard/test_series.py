@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from collapsewatch.dashboard.series import complete_rows, downsample, finite_xy, last_values, merge_summaries, summarise
 
@@ -56,6 +57,25 @@ def test_last_values_take_the_last_non_null():
     rows = pd.DataFrame({"step": [0, 1, 2], "has_metrics": [True, True, False], "on_policy": [False, False, None],
                          "reward_mean": [0.1, 0.4, None], "ratio_p50_pos": [1.0, 0.8, None],
                          "logp_old_mean_correct": [None, None, None], "entropy_mean": [2.0, None, None]})
-    assert last_values(rows) == {"n_steps": 3, "last_step": 2, "on_policy": False, "last_reward": 0.4,
-                                 "last_ratio_p50_pos": 0.8, "last_logp_old_correct": None, "last_entropy": 2.0}
+    out = last_values(rows)
+    assert {k: out[k] for k in ("n_steps", "last_step", "on_policy", "last_reward", "last_ratio_p50_pos",
+                                "last_logp_old_correct", "last_entropy")} == {
+        "n_steps": 3, "last_step": 2, "on_policy": False, "last_reward": 0.4, "last_ratio_p50_pos": 0.8,
+        "last_logp_old_correct": None, "last_entropy": 2.0}
     assert last_values(rows.iloc[0:0])["n_steps"] == 0
+
+
+def test_sparkline_and_smoothed_reward_summary():
+    # chunks of [0, 1, 2, 3] into 2: means 0.5 and 2.5 → lowest ▁ and highest █
+    from collapsewatch.dashboard.series import SUMMARY_SMOOTH, sparkline
+
+    assert sparkline(np.array([0.0, 1.0, 2.0, 3.0]), n=2) == "▁█" and sparkline(np.array([1.0, 1.0])) == "▁▁"
+    assert sparkline(np.array([])) == ""
+    # reward 1.0 at step 0 (a lucky start), then 0.2 for 20 steps, then 0.6 for 20: the 16-step trailing mean is
+    # 1.0 at step 0 but the best over full windows is 0.6 (steps 36–40), reached first at step 36 = 21 + 16 − 1
+    reward = np.array([1.0] + [0.2] * 20 + [0.6] * 20)
+    rows = pd.DataFrame({"step": np.arange(41), "has_metrics": True, "on_policy": False, "reward_mean": reward})
+    out = last_values(rows)
+    assert SUMMARY_SMOOTH == 16
+    assert out["reward_smooth_best"] == pytest.approx(0.6) and out["reward_best_step"] == 36
+    assert out["reward_smooth_last"] == pytest.approx(0.6) and len(out["reward_spark"]) == 24

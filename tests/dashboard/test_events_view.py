@@ -1,0 +1,39 @@
+"""The overview's events table rows and the runs table's event summary (dashboard.events_view)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from collapsewatch.alerts import event_message
+from collapsewatch.dashboard import events_view
+
+EVENTS = pd.DataFrame([
+    dict(detector="isdd", phase="drift", step_start=80, step_end=119, severity="critical", metric="ratio_p50_pos",
+         value=0.7, threshold=0.9, window_steps=20, message="A>0 median below 0.9", evidence="{}", source="online"),
+    dict(detector="length", phase="blowup", step_start=14, step_end=14, severity="warning", metric="truncated_frac",
+         value=0.38, threshold=0.3, window_steps=5, message="length blow-up", evidence="{}", source="online"),
+    dict(detector="lld", phase="early_stagnation", step_start=50, step_end=60, severity="info", metric="x",
+         value=None, threshold=None, window_steps=30, message="L flat", evidence="{}", source="online"),
+])
+
+
+def test_rows_in_story_order_with_links_and_the_shared_sentence():
+    rows = events_view.event_rows(EVENTS, "exp1")
+    assert [r["what"] for r in rows] == ["length · blowup", "lld · early_stagnation", "isdd · drift"]
+    assert [r["steps"] for r in rows] == ["14", "50–60", "80–119"]
+    isdd = rows[2]
+    # charts: the episode ± 10 steps, its band (episode 2 in story order); tokens: its last step, lowest ratio
+    assert isdd["chart"] == "/run/exp1?from=70&to=129&episode=2"
+    assert isdd["tokens"] == "/tokens/exp1?step=119&rank=ratio"
+    assert rows[0]["tokens"].endswith("rank=repetition") and rows[0]["chart"].startswith("/run/exp1?from=4&")
+    assert isdd["sentence"] == event_message(EVENTS.iloc[0].to_dict())  # one home of the wording
+
+
+def test_severity_summary_and_collapse_step():
+    assert events_view.severity_counts(EVENTS) == {"critical": 1, "warning": 1, "info": 1}
+    assert events_view.run_event_summary(EVENTS) == {"worst_severity": "critical", "collapse_step": 80,
+                                                     "n_critical": 1, "n_warning": 1, "n_info": 1}
+    calm = EVENTS[EVENTS["severity"] != "critical"]
+    assert events_view.worst_severity(calm) == "warning" and events_view.collapse_step(calm) is None
+    assert events_view.first_event_step(EVENTS) == 14
+    assert events_view.run_event_summary(EVENTS.iloc[0:0])["worst_severity"] is None
