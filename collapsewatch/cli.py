@@ -149,11 +149,15 @@ def detect(store: StoreArg, run: RunOpt = None, rank: Annotated[int, typer.Optio
            write: Annotated[bool, typer.Option("--write", help="Also store the events (as the run's "
                                                "offline-r<rank> event segment); off by default: reading a "
                                                "store never changes it.")] = False,
+           detectors: Annotated[Path | None, typer.Option(help="Detector settings TOML (e.g. from `lab "
+                                                          "calibrate`); default: built-in.")] = None,
            csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
     """Run every detector over stored runs and print the phase timeline (stored as events with --write)."""
+    from .detectors import DetectorConfig
     from .offline import detect_runs
 
-    df = detect_runs(store, run=run, rank=rank, write=write)
+    config = DetectorConfig.from_file(detectors) if detectors is not None else None
+    df = detect_runs(store, run=run, rank=rank, write=write, config=config)
     if df.empty:
         typer.echo("no events: no detector fired")
         return
@@ -224,6 +228,11 @@ def demo(store: Annotated[Path, typer.Option(help="Store for the demo run.")] = 
     from .demo import run_demo
 
     run_demo(store, steps=steps, serve=serve_dash, port=port)
+
+
+from .lab.cli import app as lab_app  # noqa: E402  (lab's commands reuse the helpers above)
+
+app.add_typer(lab_app, name="lab")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,9 +15,17 @@ a run that logs every 10th step gets the same verdicts on its points, over 10× 
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -283,3 +291,17 @@ class DetectorConfig:
                 value = tuple(value)
             out = replace(out, **{key: value})
         return out
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> DetectorConfig:
+        """Defaults overridden by a TOML file of the same nesting (``[isdd]`` / ``median_threshold = 0.85``),
+        e.g. the output of ``collapsewatch lab calibrate``. Errors name the file."""
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"detectors file {str(p)!r} does not exist")
+        try:
+            return cls.from_dict(tomllib.loads(p.read_text()))
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"detectors file {str(p)!r} is not valid TOML: {e}") from e
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"detectors file {str(p)!r}: {e}") from e

@@ -25,12 +25,14 @@ def train_command(
     resume: Annotated[bool, typer.Option(help="Continue from the run's last checkpoint.")] = False,
     seed: Annotated[int | None, typer.Option(help="Seed.")] = None,
     device: Annotated[str | None, typer.Option(help="cpu | cuda | auto")] = None,
+    detectors: Annotated[str | None, typer.Option(help="Detector settings TOML (`lab calibrate --out`).")] = None,
 ) -> None:
     """Train a search agent with the built-in trainer, watched by the monitor."""
     from .config import load_config
 
     cfg = load_config(config, set_, objective=objective, steps=steps, store=store, run=run, model=model,
-                      stop_on=tuple(stop_on) if stop_on else None, resume=resume or None, seed=seed, device=device)
+                      stop_on=tuple(stop_on) if stop_on else None, resume=resume or None, seed=seed, device=device,
+                      detectors=detectors)
     _check_store(cfg.store)
     if not cfg.resume:  # before the model loads; the Monitor checks again (runlock)
         from ..runlock import refuse_reuse

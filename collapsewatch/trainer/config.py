@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..objectives import AGGREGATIONS, make_params, objective_names
+from .drills import Drill
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -71,6 +72,9 @@ class TrainConfig:
     """Loss aggregation: token_mean, seq_mean_token_mean, seq_mean_token_sum_norm."""
     advantages: str = "group_norm"
     """Advantage estimator: group_norm ((R − mean_G)/(std_G + eps)) or group_mean (R − mean_G)."""
+    drill: dict[str, Any] = field(default_factory=dict)
+    """Collapse drill (trainer/drills.py): from ``at_step`` on one mechanism is switched on, e.g.
+    ``{kind = "lld", at_step = 40, strength = 4.0}``; recorded with the run, the lab's ground truth. Empty: none."""
     # -- bookkeeping --------------------------------------------------------------------------------
     seed: int = 0
     """Seed of sampling and data order (rank r uses seed + r)."""
@@ -92,6 +96,8 @@ class TrainConfig:
     """Show a progress bar. New detector flags are printed (one line each, stderr) either way."""
     monitor: bool = True
     """Watch the run (off only to measure the monitor's overhead: nothing is stored)."""
+    detectors: str = ""
+    """Detector settings TOML (e.g. from ``collapsewatch lab calibrate``); empty: the built-in defaults."""
 
     def __post_init__(self) -> None:
         _positive(self, "prompts_per_rollout", "group_size", "max_turns", "top_k", "max_turn_tokens",
@@ -118,6 +124,9 @@ class TrainConfig:
                 raise ValueError(f"{name}: must be > 0, got {getattr(self, name)}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p: must be in (0, 1], got {self.top_p}")
+        Drill.from_dict(self.drill).check_alignment(self.mini_batches * self.ppo_epochs)
+        if self.detectors and not Path(self.detectors).is_file():
+            raise ValueError(f"detectors: file {self.detectors!r} does not exist")
 
     @property
     def run_name(self) -> str:
@@ -197,8 +206,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         key, sep, text = item.partition("=")
         if not sep:
             raise ValueError(f"--set {item!r}: expected key=value")
-        if key.startswith("objective_params."):
-            values.setdefault("objective_params", {})[key.split(".", 1)[1]] = _parse_value(text)
+        if key.startswith(("objective_params.", "drill.")):
+            table, sub = key.split(".", 1)
+            values.setdefault(table, {})[sub] = _parse_value(text)
         else:
             values[key] = _parse_value(text)
     values.update({k: v for k, v in kwargs.items() if v is not None})

@@ -9,13 +9,15 @@ rollout are trained off-policy, so the ratios the detectors watch actually move 
 
 from __future__ import annotations
 
+import functools
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from ..batch import TokenBatch, group_zero_std
+from ..detectors import DetectorConfig
 from ..env import EnvConfig, make_env_factory
 from ..monitor import Monitor
 from ..objectives import LossInputs, aggregate, aggregation_normalizer, compute_advantages, compute_objective
@@ -24,6 +26,7 @@ from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, build_params, clip_settings
 from .distributed import Dist, setup_distributed
+from .drills import Drill
 from .progress import Progress
 from .setup import load_task_and_policy
 
@@ -70,14 +73,17 @@ def old_logps(model: torch.nn.Module, batch: RolloutBatch, temperature: float, c
 
 def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch.Tensor, adv: torch.Tensor,
                logp_old: torch.Tensor, logp_ref: torch.Tensor | None, norm: torch.Tensor, device,
-               zero_std: torch.Tensor, timings: dict[str, float]) -> TokenBatch:
-    """Forward, objective, aggregate, backward for one micro-batch; returns what the probe observes."""
+               zero_std: torch.Tensor, timings: dict[str, float], inject=None) -> TokenBatch:
+    """Forward, objective, aggregate, backward for one micro-batch; returns what the probe observes.
+    ``inject(logp, mask)`` is a drill's hook on the fresh log-probs (trainer/drills.py)."""
     t0 = time.perf_counter()
     ids, attn, cols = _rows(batch, rows)
     ids, attn = ids.to(device), attn.to(device)
     logp, entropy = forward_logps(model, ids, attn, cfg.temperature)  # (b, w-1)
     w = cols.stop - 1
     mask = batch.loss_mask[rows, cols].to(device)  # (b, w-1) 1 on model tokens
+    if inject is not None:
+        logp = inject(logp, mask)
     turn_ids = batch.turn_ids[rows, cols].to(device)
     old = logp_old[rows, :w].to(device)
     ref = logp_ref[rows, :w].to(device) if logp_ref is not None else None
@@ -106,9 +112,10 @@ def train(cfg: TrainConfig) -> TrainResult:
     train_tasks, _ = kb.split()
     train_tasks = train_tasks[: cfg.n_train_tasks or None]
     make_env = make_env_factory(kb, EnvConfig(top_k=cfg.top_k, max_turns=cfg.max_turns))
-    engine = HFRolloutEngine(policy, tokenizer, RolloutConfig(
-        temperature=cfg.temperature, top_p=cfg.top_p, max_turn_tokens=cfg.max_turn_tokens,
-        max_response_tokens=cfg.max_response_tokens))
+    rollout_cfg = RolloutConfig(temperature=cfg.temperature, top_p=cfg.top_p, max_turn_tokens=cfg.max_turn_tokens,
+                                max_response_tokens=cfg.max_response_tokens)
+    engine = HFRolloutEngine(policy, tokenizer, rollout_cfg)
+    drill = Drill.from_dict(cfg.drill)
     params = build_params(cfg.objective, cfg.objective_params)
     eps_low, eps_high, dual = clip_settings(params)
     ref_model = None
@@ -125,7 +132,9 @@ def train(cfg: TrainConfig) -> TrainResult:
         if ev.phase in cfg.stop_on or ev.detector in cfg.stop_on:
             stop["flag"] = True
 
+    detectors = DetectorConfig.from_file(cfg.detectors) if cfg.detectors else True
     mon = Monitor(cfg.store, cfg.run_name, cfg.to_dict(), objective=cfg.objective, on_event=on_event,
+                  detectors=detectors,
                   clip=ClipSpec(eps_low, eps_high, dual), rank=dist.rank, world_size=dist.world_size,
                   enabled=cfg.monitor, resume=cfg.resume)
     mon.keep_tokenizer(tokenizer)  # the dashboard decodes token rows with it
@@ -136,7 +145,9 @@ def train(cfg: TrainConfig) -> TrainResult:
             # -- rollout --------------------------------------------------------------------------------
             t0 = time.perf_counter()
             tasks = rng.sample(train_tasks, cfg.prompts_per_rollout)
+            engine.config = replace(rollout_cfg, temperature=drill.sampling_temperature(cfg.temperature, step))
             batch = engine.rollout(tasks, make_env, cfg.group_size)
+            batch.rewards = drill.rewards(batch.rewards, batch.group_ids, step, cfg.seed + dist.rank)
             rollout_time = time.perf_counter() - t0
             rewards_seen.append(float(batch.rewards.mean()))
             # -- advantages and π_old ------------------------------------------------------------------
@@ -146,7 +157,7 @@ def train(cfg: TrainConfig) -> TrainResult:
             logp_old = old_logps(policy, batch, cfg.temperature, chunk)
             logp_ref = old_logps(ref_model, batch, cfg.temperature, chunk) if ref_model is not None else None
             # -- updates: epochs × mini-batches, each an optimizer step ----------------------------------
-            for _ in range(cfg.ppo_epochs):
+            for _ in range(drill.epochs(cfg.ppo_epochs, step)):
                 perm = torch.randperm(batch.batch_size, generator=gen)
                 for mb in perm.chunk(cfg.mini_batches):
                     if step >= cfg.steps or stop["flag"]:
@@ -155,17 +166,22 @@ def train(cfg: TrainConfig) -> TrainResult:
                     micros = mb.chunk(cfg.grad_accum)
                     norm = aggregation_normalizer(cfg.aggregation, [batch.loss_mask[m, 1:] for m in micros])
                     timings = {"forward": 0.0, "backward": 0.0, "observe": 0.0, "loss": 0.0}
+                    adv_step = drill.advantages(adv, step, mb)
                     for i, rows in enumerate(micros):
+                        inject = functools.partial(drill.logp, step=step) if i == 0 else None
                         with dist.no_sync(model, last=i == len(micros) - 1):
-                            tb = micro_step(model, cfg, params, batch, rows, adv, logp_old, logp_ref, norm,
-                                            dist.device, zero_std, timings)
+                            tb = micro_step(model, cfg, params, batch, rows, adv_step, logp_old, logp_ref, norm,
+                                            dist.device, zero_std, timings, inject)
                         t2 = time.perf_counter()
                         mon.observe(tb, step=step)
                         timings["observe"] += time.perf_counter() - t2
                     grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+                    lr = drill.lr(cfg.lr, step)
+                    for group in opt.param_groups:
+                        group["lr"] = lr
                     opt.step()
                     opt.zero_grad(set_to_none=True)
-                    mon.log(step, {"grad_norm": float(grad_norm), "lr": cfg.lr, "loss": timings.pop("loss"),
+                    mon.log(step, {"grad_norm": float(grad_norm), "lr": lr, "loss": timings.pop("loss"),
                                    "rollout_time": rollout_time, "step_time": time.perf_counter() - t1,
                                    **{f"time/{k}": v for k, v in timings.items()}})
                     step += 1

@@ -1,0 +1,92 @@
+"""`collapsewatch lab run | score | calibrate`: thin Typer commands over the lab modules."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..cli import JsonOpt, StoreArg, friendly, print_frame
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Collapse drills: train a grid, score the detectors on it, calibrate their thresholds.")
+
+DetectorsOpt = Annotated[Path | None, typer.Option("--detectors", help="Detector settings TOML (e.g. from "
+                                                                         "`lab calibrate`); default: built-in.")]
+LabelsOpt = Annotated[Path | None, typer.Option("--labels", help="CSV run,kind,onset,collapse overriding the "
+                                                                  "labels derived from drills and rewards.")]
+
+
+@app.command("run")
+@friendly
+def run_cmd(grid: Annotated[Path, typer.Argument(help="Grid TOML ([base] + [[grid]] axes).")],
+            store: Annotated[Path, typer.Option("--store", help="Store the runs are written to.")],
+            jobs: Annotated[int, typer.Option("--jobs", help="Runs trained at once.")] = 1) -> None:
+    """Train every run of the grid not yet finished in the store (resumable); one line per finished run."""
+    from .grid import load_grid, run_grid
+
+    run_grid(load_grid(grid), store, jobs=jobs, echo=lambda s: typer.echo(s))
+
+
+def _detector_config(path: Path | None):
+    from ..detectors import DetectorConfig
+
+    return DetectorConfig.from_file(path) if path is not None else None
+
+
+@app.command("score")
+@friendly
+def score_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsOpt = None,
+              all_kinds: Annotated[bool, typer.Option("--all-kinds", help="Score every detector against "
+                                                      "every drill kind, not only its own.")] = False,
+              as_json: JsonOpt = False) -> None:
+    """Per detector, phase and severity: share of drilled runs flagged, delay, lead, false flags."""
+    from .corpus import flags, load_corpus, online_matches_offline
+    from .score import score
+
+    corpus = load_corpus(store, labels)
+    found = flags(corpus, _detector_config(detectors))
+    table = score(found, corpus.labels.values(), corpus.near_best, all_kinds=all_kinds)
+    if as_json:
+        print_frame(table, as_json=True)
+        return
+    print_frame(table)
+    kinds: dict[str, int] = {}
+    for lab in corpus.labels.values():
+        kinds[lab.kind or "undrilled"] = kinds.get(lab.kind or "undrilled", 0) + 1
+    collapsed = sum(lab.collapse is not None for lab in corpus.labels.values())
+    typer.echo(f"runs: {len(corpus.labels)} ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}); "
+               f"with a reward collapse: {collapsed}")
+    if detectors is None and labels is None:
+        same = online_matches_offline(corpus, found)
+        typer.echo(f"online == offline episodes: {sum(same.values())}/{len(same)} runs"
+                   + ("" if all(same.values()) else f" (differ: {', '.join(r for r, ok in same.items() if not ok)})"))
+
+
+@app.command("calibrate")
+@friendly
+def calibrate_cmd(store: StoreArg,
+                  out: Annotated[Path, typer.Option("--out", help="Detector settings TOML to write.")],
+                  labels: LabelsOpt = None, as_json: JsonOpt = False) -> None:
+    """Choose thresholds on a training split of the store's runs; print the held-out score; write --out."""
+    from .calibrate import calibrate, split, to_toml
+    from .corpus import flags, load_corpus
+    from .score import score
+
+    corpus = load_corpus(store, labels)
+    train, held = split(corpus)
+    typer.echo(f"split: {len(train)} training run(s), {len(held)} held-out run(s)", err=True)
+    config, chosen = calibrate(corpus, echo=lambda s: typer.echo(s, err=True))
+    header = (f"collapsewatch lab calibrate {store} --out {out}\n"
+              f"chosen on {len(train)} training runs: {', '.join(train)}")
+    out.write_text(to_toml(chosen, header))
+    part = corpus.subset(held)
+    table = score(flags(part, config), part.labels.values(), part.near_best)
+    if as_json:
+        sys.stdout.write(json.dumps({"chosen": chosen, "held_out": table.to_dict("records")}) + "\n")
+        return
+    typer.echo(f"held-out score ({len(held)} runs) with {out}:")
+    print_frame(table)

@@ -1,0 +1,134 @@
+"""Ground truth per run for the lab: drill kind and onset, reward collapse, and user-supplied labels.
+
+* **Drill onset**: ``drill.at_step`` from the run's config in the store (the built-in trainer records it).
+* **Reward collapse** (the documented rule, one home): level = median of ``reward_mean`` over the last
+  ``SMOOTH`` points; best = running max of the level. The collapse step is the first step where
+  best ≥ ``MIN_BEST``, level ≤ ``COLLAPSE_FRAC`` × best, and the level never again exceeds
+  ``RECOVER_FRAC`` × that best later in the run (a dip the run recovers from is not a collapse).
+* **Near best**: a step whose level is ≥ ``NEAR_BEST_FRAC`` × best — a ``critical`` flag there breaks the
+  severity promise (DESIGN.md §6).
+* **User labels**: a CSV with columns ``run, kind, onset, collapse`` (empty cells = none) overrides the
+  derived labels of the runs it names — for TRL / verl / ingested histories whose config has no drill.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+SMOOTH = 5
+MIN_BEST = 0.2
+COLLAPSE_FRAC = 0.5
+RECOVER_FRAC = 0.75
+NEAR_BEST_FRAC = 0.9
+
+
+@dataclass(frozen=True)
+class RunLabel:
+    """What is known about one run: the drill (kind "" = none), its onset and the reward collapse step."""
+
+    run: str
+    kind: str
+    onset: int | None
+    collapse: int | None
+    first_step: int
+    last_step: int
+
+    @property
+    def n_steps(self) -> int:
+        return self.last_step - self.first_step + 1
+
+    @property
+    def healthy(self) -> bool:
+        """Undrilled and no reward collapse: every flag on it is a false flag."""
+        return not self.kind and self.collapse is None
+
+
+def reward_level(steps: np.ndarray, reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(level, running best) per row: trailing median over SMOOTH non-NaN points, its running max."""
+    level = pd.Series(reward, dtype="float64").rolling(SMOOTH, min_periods=1).median().to_numpy()
+    best = np.fmax.accumulate(np.where(np.isnan(level), -np.inf, level))
+    return level, best
+
+
+def reward_collapse(steps: np.ndarray, reward: np.ndarray) -> int | None:
+    """First step of a sustained reward collapse by the rule of the module docstring, or None."""
+    level, best = reward_level(steps, reward)
+    for i in range(len(steps)):
+        b = best[i]
+        if not (b >= MIN_BEST and level[i] <= COLLAPSE_FRAC * b):
+            continue
+        later = level[i + 1:]
+        if not np.any(later[~np.isnan(later)] > RECOVER_FRAC * b):
+            return int(steps[i])
+    return None
+
+
+def near_best_steps(steps: np.ndarray, reward: np.ndarray) -> set[int]:
+    """Steps whose reward level is at or near its running best (≥ NEAR_BEST_FRAC × best, best > 0)."""
+    level, best = reward_level(steps, reward)
+    ok = (best > 0) & (level >= NEAR_BEST_FRAC * best)
+    return {int(s) for s, k in zip(steps, ok, strict=True) if k}
+
+
+def drill_of(config_json: str | None) -> tuple[str, int | None]:
+    """(kind, onset) from a run's stored config JSON; ("", None) without a drill."""
+    try:
+        config = json.loads(config_json) if config_json else {}
+    except json.JSONDecodeError:
+        return "", None
+    drill = config.get("drill") or {}
+    if not drill.get("kind"):
+        return "", None
+    return str(drill["kind"]), int(drill["at_step"])
+
+
+def read_label_file(path: str | os.PathLike) -> dict[str, dict[str, str | int | None]]:
+    """run → {kind, onset, collapse} from a labels CSV (header: run, kind, onset, collapse)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"labels file {str(p)!r} does not exist")
+    out: dict[str, dict[str, str | int | None]] = {}
+    with p.open(newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"run", "kind", "onset", "collapse"} - set(reader.fieldnames or [])
+        if missing:
+            raise ValueError(f"labels file {str(p)!r}: missing column(s) {sorted(missing)}; "
+                             "expected run, kind, onset, collapse")
+        for line, row in enumerate(reader, start=2):
+            try:
+                out[row["run"]] = {"kind": (row["kind"] or "").strip(),
+                                   "onset": _int_or_none(row["onset"]), "collapse": _int_or_none(row["collapse"])}
+            except ValueError as e:
+                raise ValueError(f"labels file {str(p)!r}, line {line}: {e}") from e
+    return out
+
+
+def _int_or_none(text: str | None) -> int | None:
+    text = (text or "").strip()
+    if not text:
+        return None
+    value = float(text)
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"step {text!r} is not an integer")
+    return int(value)
+
+
+def label_run(run: str, config_json: str | None, steps: np.ndarray, reward: np.ndarray,
+              user: dict[str, str | int | None] | None = None) -> RunLabel:
+    """The run's label: drill from its config, collapse by the rule; a user label overrides both."""
+    kind, onset = drill_of(config_json)
+    collapse = reward_collapse(steps, reward)
+    if user is not None:
+        kind, onset, collapse = str(user["kind"] or ""), user["onset"], user["collapse"]  # type: ignore[assignment]
+    if kind and onset is None:
+        raise ValueError(f"run {run!r}: kind {kind!r} given without an onset step")
+    first, last = (int(steps[0]), int(steps[-1])) if len(steps) else (0, -1)
+    return RunLabel(run, kind, onset, collapse, first, last)

@@ -1,0 +1,106 @@
+"""`lab score`: how well each detector sees the drills, from labels and detector episodes (pure arithmetic).
+
+A *flag* of (detector, phase) at severity s is an episode of that phase whose worst severity is ≥ s; it is
+dated by its ``step_start``. Phase ``*`` is any phase of the detector. For a drill kind k and a run of kind k:
+
+* flagged — some flag starts at or after the onset; the first such start is the *detection step*;
+* ``flagged_share`` = flagged runs / runs of kind k;
+* ``delay_median`` = median over flagged runs of (detection − onset), steps;
+* ``lead_median`` = median over flagged runs with a reward collapse of (collapse − detection) (negative:
+  flagged only after the collapse);
+* ``false_pre_onset_per_1k`` = flags starting before the onset, over every drilled run (any kind),
+  per 1,000 pre-onset steps (onset − first step of each run);
+* ``false_healthy_per_1k`` = flags on healthy runs (undrilled, no reward collapse) per 1,000 of their steps;
+* ``critical_near_best`` = flags (any run) starting where the reward level is at or near its running best
+  (:func:`labels.near_best_steps`); at severity critical it must be 0.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
+from ..detectors.events import SEVERITY_RANK
+from .labels import RunLabel
+
+SEVERITIES = ("info", "warning", "critical")
+ANY_PHASE = "*"
+# The detector each drill is meant to trip (its "own" detector): the lab's targets are stated on these.
+OWN_DETECTOR = {"lld": "lld", "isdd": "isdd", "blowup": "grad", "mismatch": "mismatch",
+                "starvation": "starvation", "nonfinite": "nonfinite"}
+FLAG_COLUMNS = ["run", "detector", "phase", "severity", "step_start"]
+SCORE_COLUMNS = ["detector", "phase", "severity", "drill", "drilled_runs", "flagged_share", "delay_median",
+                 "lead_median", "false_pre_onset_per_1k", "false_healthy_per_1k", "critical_near_best"]
+
+
+def _median(values: list[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def _per_1k(count: int, steps: int) -> float | None:
+    return 1000.0 * count / steps if steps > 0 else None
+
+
+def _flags_by_run(flags: pd.DataFrame) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for run, start in zip(flags["run"], flags["step_start"], strict=True):
+        out.setdefault(run, []).append(int(start))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def score_flags(flags: pd.DataFrame, labels: Iterable[RunLabel], kind: str,
+                near_best: Mapping[str, set[int]] | None = None) -> dict[str, float | int | None]:
+    """The score columns of one flag set (already filtered to a detector/phase/severity) against drill ``kind``."""
+    labels = list(labels)
+    starts = _flags_by_run(flags)
+    drilled = [lab for lab in labels if kind and lab.kind == kind]
+    delays, leads = [], []
+    for lab in drilled:
+        hit = next((s for s in starts.get(lab.run, []) if s >= lab.onset), None)  # type: ignore[operator]
+        if hit is None:
+            continue
+        delays.append(hit - lab.onset)  # type: ignore[operator]
+        if lab.collapse is not None:
+            leads.append(lab.collapse - hit)
+    pre = [lab for lab in labels if lab.kind and lab.onset is not None]
+    pre_flags = sum(sum(1 for s in starts.get(lab.run, []) if s < lab.onset) for lab in pre)  # type: ignore[operator]
+    pre_steps = sum(max(0, lab.onset - lab.first_step) for lab in pre)  # type: ignore[operator]
+    healthy = [lab for lab in labels if lab.healthy]
+    near = near_best or {}
+    return {
+        "drilled_runs": len(drilled),
+        "flagged_share": len(delays) / len(drilled) if drilled else None,
+        "delay_median": _median(delays),
+        "lead_median": _median(leads),
+        "false_pre_onset_per_1k": _per_1k(pre_flags, pre_steps),
+        "false_healthy_per_1k": _per_1k(sum(len(starts.get(lab.run, [])) for lab in healthy),
+                                        sum(lab.n_steps for lab in healthy)),
+        "critical_near_best": sum(1 for run, s in zip(flags["run"], flags["step_start"], strict=True)
+                                  if s in near.get(run, ())),
+    }
+
+
+def score(flags: pd.DataFrame, labels: Iterable[RunLabel], near_best: Mapping[str, set[int]] | None = None,
+          all_kinds: bool = False) -> pd.DataFrame:
+    """One row per (detector, phase incl. ``*``, severity ≥, drill kind): the detector's own drill kind, or
+    with ``all_kinds`` every drill kind present (kind "" rows: detectors no drill targets)."""
+    labels = list(labels)
+    flags = flags[FLAG_COLUMNS] if len(flags) else pd.DataFrame(columns=FLAG_COLUMNS)
+    rank = flags["severity"].map(SEVERITY_RANK)
+    kinds = sorted({lab.kind for lab in labels if lab.kind})
+    detectors = sorted(set(flags["detector"]) | {d for k, d in OWN_DETECTOR.items() if k in kinds})
+    rows = []
+    for det in detectors:
+        of_det = flags[flags["detector"] == det]
+        phases = [ANY_PHASE, *sorted(set(of_det["phase"]))]
+        targets = kinds if all_kinds else [k for k in kinds if OWN_DETECTOR.get(k) == det] or [""]
+        for phase in phases:
+            for sev in SEVERITIES:
+                sel = flags[(flags["detector"] == det) & (rank >= SEVERITY_RANK[sev])
+                             & ((flags["phase"] == phase) | (phase == ANY_PHASE))]
+                for kind in targets:
+                    rows.append({"detector": det, "phase": phase, "severity": sev, "drill": kind,
+                                 **score_flags(sel, labels, kind, near_best)})
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)

@@ -1,0 +1,91 @@
+"""The lab's scoring arithmetic on hand-made label sets, and the reward-collapse rule on hand-made series."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from collapsewatch.lab.labels import RunLabel, label_run, read_label_file, reward_collapse
+from collapsewatch.lab.score import score
+
+# a, b: lld drills (onset 10, 50 steps; a collapses at 30); c: isdd drill (onset 20, 40 steps);
+# h: healthy (100 steps); u: undrilled with a collapse at 60 (not healthy: its flags are not false flags)
+LABELS = [RunLabel("a", "lld", 10, 30, 0, 49), RunLabel("b", "lld", 10, None, 0, 49),
+          RunLabel("c", "isdd", 20, None, 0, 39), RunLabel("h", "", None, None, 0, 99),
+          RunLabel("u", "", None, 60, 0, 99)]
+FLAGS = pd.DataFrame([
+    ("a", "lld", "steady_decay", "warning", 5), ("a", "lld", "steady_decay", "warning", 14),
+    ("a", "lld", "accelerated_collapse", "critical", 25), ("b", "lld", "stagnation", "info", 12),
+    ("c", "lld", "steady_decay", "warning", 3), ("h", "lld", "stagnation", "warning", 50),
+    ("u", "lld", "accelerated_collapse", "critical", 70),
+], columns=["run", "detector", "phase", "severity", "step_start"])
+NEAR_BEST = {"a": {25}, "u": {70}}
+
+
+def _row(table: pd.DataFrame, phase: str, severity: str) -> dict:
+    sel = table[(table["detector"] == "lld") & (table["phase"] == phase) & (table["severity"] == severity)]
+    assert len(sel) == 1
+    return sel.iloc[0].to_dict()
+
+
+def test_score_any_phase_by_severity():
+    table = score(FLAGS, LABELS, NEAR_BEST)
+    assert set(table.loc[table["detector"] == "lld", "drill"]) == {"lld"}  # lld's own drill only
+    isdd = table[(table["detector"] == "isdd") & (table["severity"] == "info")].iloc[0]
+    assert (isdd["drill"], isdd["drilled_runs"], isdd["flagged_share"]) == ("isdd", 1, 0.0)  # c: no isdd flag
+    warn = _row(table, "*", "warning")
+    # a: flags ≥ warning start at 5, 14, 25 → first ≥ onset 10 is 14: delay 4, lead 30 − 14 = 16;
+    # b: only an info flag → not flagged. share 1/2.
+    # before onset: a@5 and c@3 over pre-onset steps 10 + 10 + 20 = 40 → 2/40 × 1000 = 50;
+    # healthy: h@50 over 100 steps → 10 per 1k; u is not healthy. Near the best: a@25 and u@70 (both ≥ warning).
+    assert warn == {"detector": "lld", "phase": "*", "severity": "warning", "drill": "lld", "drilled_runs": 2,
+                    "flagged_share": 0.5, "delay_median": 4.0, "lead_median": 16.0,
+                    "false_pre_onset_per_1k": 50.0, "false_healthy_per_1k": 10.0, "critical_near_best": 2}
+    info = _row(table, "*", "info")
+    # with b's info flag at 12: delays [4, 2] → median 3; leads still only a's 16
+    assert (info["flagged_share"], info["delay_median"], info["lead_median"]) == (1.0, 3.0, 16.0)
+    crit = _row(table, "*", "critical")
+    # critical: a@25 (delay 15, lead 5), b none; no critical before onset or on h; a@25 and u@70 are at the
+    # reward's best → 2 critical flags near the best
+    assert (crit["flagged_share"], crit["delay_median"], crit["lead_median"]) == (0.5, 15.0, 5.0)
+    assert (crit["false_pre_onset_per_1k"], crit["false_healthy_per_1k"], crit["critical_near_best"]) == (0, 0, 2)
+
+
+def test_score_single_phase_and_other_kinds():
+    decay = _row(score(FLAGS, LABELS), "steady_decay", "warning")
+    # steady_decay only: a@5 (before onset), a@14 → delay 4, lead 16; h's stagnation is not this phase
+    assert (decay["delay_median"], decay["lead_median"], decay["false_pre_onset_per_1k"],
+            decay["false_healthy_per_1k"]) == (4.0, 16.0, 50.0, 0.0)
+    every = score(FLAGS, LABELS, all_kinds=True)
+    vs_isdd = every[(every["phase"] == "*") & (every["severity"] == "warning") & (every["drill"] == "isdd")]
+    # c's only flag (3) is before its onset 20: not flagged
+    assert vs_isdd.iloc[0]["flagged_share"] == 0.0 and pd.isna(vs_isdd.iloc[0]["delay_median"])
+
+
+def test_reward_collapse_rule():
+    r = np.array([.1, .3, .5, .5, .5, .5, .5] + [.1] * 8)
+    # trailing medians of 5: .1 .2 .3 .4 .5 .5 .5 .5 .5 then .1 from step 9 (three of the last five are .1);
+    # best .5 ≥ 0.2 and .1 ≤ 0.5 × .5 with no later level above .375 → collapse at step 9
+    assert reward_collapse(np.arange(15), r) == 9
+    recovered = np.concatenate([r, [.5] * 10])  # the level returns to .5 > .375: a dip, not a collapse
+    assert reward_collapse(np.arange(25), recovered) is None
+    assert reward_collapse(np.arange(15), r * 0.3) is None  # best .15 < MIN_BEST 0.2: never learned
+
+
+def test_labels_from_config_and_user_file(tmp_path):
+    steps, reward = np.arange(5), np.full(5, 0.5)
+    lab = label_run("x", '{"drill": {"kind": "isdd", "at_step": 4}}', steps, reward)
+    assert (lab.kind, lab.onset, lab.collapse, lab.n_steps) == ("isdd", 4, None, 5)
+    path = tmp_path / "labels.csv"
+    path.write_text("run,kind,onset,collapse\nx,lld,2,\ny,,,7\n")
+    user = read_label_file(path)
+    assert user == {"x": {"kind": "lld", "onset": 2, "collapse": None},
+                    "y": {"kind": "", "onset": None, "collapse": 7}}
+    assert label_run("x", None, steps, reward, user["x"]).onset == 2
+    path.write_text("run,kind,onset\nx,lld,2\n")
+    with pytest.raises(ValueError, match="missing column"):
+        read_label_file(path)
+    path.write_text("run,kind,onset,collapse\nx,lld,2.5,\n")
+    with pytest.raises(ValueError, match="line 2"):
+        read_label_file(path)
