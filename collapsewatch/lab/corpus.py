@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..detectors import DetectorConfig, detect_frame
 from ..offline import run_steps
-from ..store.query import Store
+from ..store.queries import Store, run_info, run_names
 from .labels import RunLabel, label_run, near_best_steps, read_label_file
 from .score import FLAG_COLUMNS
 
@@ -39,19 +39,17 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
     user = read_label_file(labels_file) if labels_file is not None else {}
     store = Store(store_path)
     try:
-        runs = store.runs()
-        configs = dict(store.query("SELECT run, any_value(config) AS config FROM runs GROUP BY run")
-                       .itertuples(index=False, name=None))
         events = store.query("SELECT run, detector, phase, severity, step_start FROM events "
                              "WHERE source = 'online' AND rank = 0")
         frames, labels, near = {}, {}, {}
-        for run in runs["run"]:
+        for run in run_names(store):
             df = run_steps(store, run)
             if df.empty:
                 continue
             steps, reward = df["step"].to_numpy(), df["reward_mean"].to_numpy(dtype="float64")
             frames[run] = df
-            labels[run] = label_run(run, configs.get(run), steps, reward, user.get(run))
+            config = (run_info(store, run) or {}).get("config") or {}
+            labels[run] = label_run(run, config, steps, reward, user.get(run))
             near[run] = near_best_steps(steps, reward)
     finally:
         store.close()

@@ -97,13 +97,13 @@ def load_grid(path: str | os.PathLike) -> list[RunSpec]:
 
 def done_runs(store: str | os.PathLike) -> set[str]:
     """Runs of the store that ended (finished or crashed): a resumed ``lab run`` skips them."""
-    from ..store.query import Store
+    from ..store.queries import Store, runs_summary
 
     if not Path(store).is_dir():
         return set()
     st = Store(store)
     try:
-        df = st.runs()
+        df = runs_summary(st)
     finally:
         st.close()
     return set(df.loc[df["status"].isin(["finished", "crashed"]), "run"])

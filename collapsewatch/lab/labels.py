@@ -17,8 +17,10 @@ import csv
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -78,12 +80,13 @@ def near_best_steps(steps: np.ndarray, reward: np.ndarray) -> set[int]:
     return {int(s) for s, k in zip(steps, ok, strict=True) if k}
 
 
-def drill_of(config_json: str | None) -> tuple[str, int | None]:
-    """(kind, onset) from a run's stored config JSON; ("", None) without a drill."""
-    try:
-        config = json.loads(config_json) if config_json else {}
-    except json.JSONDecodeError:
-        return "", None
+def drill_of(config: Mapping[str, Any] | str | None) -> tuple[str, int | None]:
+    """(kind, onset) from a run's stored config (parsed, or its JSON); ("", None) without a drill."""
+    if isinstance(config, str) or config is None:
+        try:
+            config = json.loads(config) if config else {}
+        except json.JSONDecodeError:
+            return "", None
     drill = config.get("drill") or {}
     if not drill.get("kind"):
         return "", None
@@ -121,10 +124,10 @@ def _int_or_none(text: str | None) -> int | None:
     return int(value)
 
 
-def label_run(run: str, config_json: str | None, steps: np.ndarray, reward: np.ndarray,
+def label_run(run: str, config: Mapping[str, Any] | str | None, steps: np.ndarray, reward: np.ndarray,
               user: dict[str, str | int | None] | None = None) -> RunLabel:
     """The run's label: drill from its config, collapse by the rule; a user label overrides both."""
-    kind, onset = drill_of(config_json)
+    kind, onset = drill_of(config)
     collapse = reward_collapse(steps, reward)
     if user is not None:
         kind, onset, collapse = str(user["kind"] or ""), user["onset"], user["collapse"]  # type: ignore[assignment]
