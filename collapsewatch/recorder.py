@@ -4,7 +4,9 @@ The training thread only enqueues detached copies of the observed tensors; this 
 finalises each step once all its parts have arrived (a step is complete when anything for a later step
 arrives, or on flush / close), runs the online detectors on the step row, and flushes segments every
 ``flush_steps`` steps or ``flush_seconds`` seconds. Exceptions here are logged once and counted; they
-never reach the training loop.
+never reach the training loop. The queue carries typed messages (``Observe``, ``Log``, ``Flush``, ``Close``),
+and its depth in steps is bounded by back-pressure (``Recorder``), so a SIGKILL loses at most the last
+``flush_steps + 1`` steps.
 """
 
 from __future__ import annotations
