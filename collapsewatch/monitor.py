@@ -182,15 +182,22 @@ class Monitor:
             log.warning("collapsewatch: could not save the tokenizer into %s: %s", target, exc)
 
     def log(self, step: int, scalars: dict[str, float | int | torch.Tensor | None]) -> None:
-        """Record step scalars (grad_norm, lr, loss terms ... under any key)."""
+        """Record step scalars (grad_norm, lr, loss terms ... under any key): numbers, one-element tensors or numpy
+        values, None for NULL. Anything else raises a TypeError naming the key (it used to be stored as NULL)."""
         self._check_open()
         if not self.enabled:
             return
         clean: dict[str, float | None] = {}
         for k, v in scalars.items():
             if isinstance(v, torch.Tensor):
-                v = v.detach().float().cpu().item() if v.numel() == 1 else None
-            clean[str(k)] = None if v is None else float(v)
+                v = v.detach()
+            elif isinstance(v, np.ndarray) and v.size == 1:
+                v = v.reshape(())
+            try:
+                clean[str(k)] = None if v is None else float(v)
+            except (TypeError, ValueError, RuntimeError) as e:  # e.g. a vector, a string, a list
+                raise TypeError(f"log: scalar {k!r} must be a number (or a one-element tensor), got "
+                                f"{type(v).__name__}{tuple(getattr(v, 'shape', ()))}") from e
         self._recorder.put(Log(int(step), clean))
         self._deliver()
 

@@ -120,3 +120,12 @@ def test_reusing_a_run_name_needs_resume(store):
     assert con.execute("SELECT count(*), count(DISTINCT step) FROM steps WHERE run = 'exp'").fetchone() == (2, 2)
     assert con.execute("SELECT count(*) FROM sequences WHERE run = 'exp'").fetchone() == (4,)
 
+
+
+def test_log_keeps_one_element_values_and_refuses_others_naming_the_key(store):
+    with Monitor(store, "lg", detectors=False) as mon:
+        mon.log(0, {"grad_norm": torch.tensor([2.5]), "lr": np.float32(0.5), "loss": np.array([0.25]), "x": None})
+        with pytest.raises(TypeError, match=r"log: scalar 'entropy_coef' .* got Tensor\(3,\)"):
+            mon.log(1, {"entropy_coef": torch.ones(3)})  # was stored as NULL without a word
+    assert connect(store).execute("SELECT key, value FROM scalars ORDER BY key").fetchall() == [
+        ("grad_norm", 2.5), ("loss", 0.25), ("lr", 0.5), ("x", None)]
