@@ -92,6 +92,27 @@ def pos_neg_ratio(pos: Tensor, neg: Tensor, eps: float) -> Tensor:
     return torch.where(neg <= 0, torch.full_like(pos, float("inf")), pos / (neg + eps))
 
 
+def step_contributions(out: ObjectiveOutput, adv: Tensor, mask: Tensor, eps_low: float | None,
+                       eps_high: float | None) -> Tensor:
+    """(2,) [Σ positive, Σ negative] of any objective's clipped surrogate, for the step metric ``pos_neg_balance``.
+
+    The ratio is the one the objective clips (``turn_ratio`` of turn_ppo, ``seq_ratio`` of gspo/sampo, else the
+    token ``ratio``); the bounds are the ones it used (BAPO's chosen pair, else 1 − ε_l / 1 + ε_h, else none: an
+    objective without a clip is measured on its unclipped ratio). ``adv`` (B,) or (B, T), ``mask`` (B, T).
+    Sum it over the micro-batches of a step, then divide (``pos_neg_ratio``): BAPO's balance for every objective.
+    """
+    inter = out.intermediates
+    ratio = next(inter[k] for k in ("turn_ratio", "seq_ratio", "ratio") if k in inter)  # (B, T)
+    adv = (adv if adv.dim() == 2 else adv.unsqueeze(-1).expand_as(ratio)).to(ratio.dtype)  # (B, T)
+    if "bapo_clip_low" in inter:
+        low, high = inter["bapo_clip_low"][:1, 0], inter["bapo_clip_high"][:1, 0]  # (1,), (1,)
+    else:
+        low = ratio.new_tensor([0.0 if eps_low is None else 1.0 - eps_low])  # (1,)
+        high = ratio.new_tensor([float("inf") if eps_high is None else 1.0 + eps_high])  # (1,)
+    pos, neg = pos_neg_balance(ratio, adv, mask.to(ratio.dtype), low, high)  # (1,), (1,)
+    return torch.cat([pos, neg])  # (2,)
+
+
 @register_objective("bapo")
 def bapo(inputs: LossInputs, params: BapoParams) -> ObjectiveOutput:
     """ℓ_t = −min(r_t·A, clip(r_t, c_low, c_high)·A) (dual clip for A < 0),  (c_low, c_high) = first pair of the

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from collapsewatch.objectives import BapoParams, LossInputs, aggregate, compute_objective
-from collapsewatch.objectives.bapo import bound_schedule
+from collapsewatch.objectives.bapo import bound_schedule, step_contributions
 
 from .references import bapo_policy_loss
 
@@ -111,3 +111,17 @@ def test_parity_with_released_code(target, seed):
 def test_params_validation(bad):
     with pytest.raises(ValueError):
         BapoParams(**bad)
+
+
+def test_step_contributions_use_each_objectives_own_ratio_and_bounds():
+    # Hand case above. bapo at target 0.85 chose (0.7, 1.4): Σ pos = 1.4 + 1 = 2.4, Σ neg = 0.7 + 2 = 2.7.
+    # grpo (ε 0.2 / 0.28): bounds (0.8, 1.28): Σ pos = 1.28 + 1 = 2.28, Σ neg = max(0.3, 0.8) + 2 = 2.8.
+    # sapo_soft has no clip: unclipped r, Σ pos = 2 + 1 = 3, Σ neg = 0.3 + 2 = 2.3.
+    _, mask, inputs = _hand_case()
+    adv = inputs.advantages
+    cases = [("bapo", BapoParams(target=0.85, **SMALL), None, None, [2.4, 2.7]),
+             ("grpo", None, 0.2, 0.28, [2.28, 2.8]), ("sapo_soft", None, None, None, [3.0, 2.3])]
+    for name, params, lo, hi, expected in cases:
+        out = compute_objective(name, inputs, params)
+        got = step_contributions(out, adv, mask, lo, hi)
+        torch.testing.assert_close(got, torch.tensor(expected, dtype=F64), msg=name)
