@@ -26,10 +26,10 @@ from .config import (
     StarvationConfig,
 )
 from .events import Event, Finding, Severity
-from .suite import Applicability, DetectorSuite, detect_each, detect_frame, final_branch, replay
+from .suite import PHASES, Applicability, DetectorSuite, detect_each, detect_frame, final_branch, replay
 
 __all__ = [
-    "DETECTORS", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "Event", "Finding",
+    "DETECTORS", "PHASES", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "Event", "Finding",
     "GradConfig", "GrpoGuardConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity", "SeverityConfig",
     "SignalConfig", "StarvationConfig", "detect_each", "detect_frame", "final_branch", "replay",
 ]

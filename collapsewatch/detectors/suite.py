@@ -51,6 +51,8 @@ class Detector(Protocol):
 
 REGISTRY: dict[str, type] = {d.name: d for d in (Isdd, Lld, Entropy, Grad, Nonfinite, Starvation, Length, Mismatch,
                                                  GrpoGuard)}
+PHASES: dict[str, tuple[str, ...]] = {name: d.phases for name, d in REGISTRY.items()}
+"""Detector → the phases it reports: the one list that phase names given by users are checked against."""
 
 # Columns whose presence makes a detector applicable (ISDD additionally needs an off-policy step).
 PRIMARY: dict[str, tuple[str, ...]] = {

@@ -165,7 +165,9 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
         config: extra entries for the run's stored config.
         success_threshold: a sequence is ``correct`` when its (weighted, summed) reward ≥ this.
         stop_on_critical: stop training at a critical detector event.
-        **monitor_kwargs: passed to :class:`~collapsewatch.Monitor` (``sampling``, ``flush_steps``, ``detectors`` …).
+        **monitor_kwargs: passed to :class:`~collapsewatch.Monitor` (``sampling``, ``flush_steps``, ``detectors``,
+            ``on_event`` — a callable given each new or extended detector event on the training thread, e.g.
+            ``lambda ev: post_event(url, ev)`` with :func:`collapsewatch.alerts.post_event` …).
 
     Returns the callback; ``callback.monitor`` is the open Monitor during ``train()``. A ``train()`` that raises
     marks the run ``crashed``.

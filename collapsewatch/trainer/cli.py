@@ -22,6 +22,9 @@ def train_command(
     config: Annotated[Path | None, typer.Option(help="TOML file of TrainConfig fields.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value override (repeatable).")] = None,
     stop_on: Annotated[list[str] | None, typer.Option(help="Stop when a detector enters this phase.")] = None,
+    on_phase: Annotated[list[str] | None, typer.Option(
+        help="RULE=ACTION (repeatable): act when a detector flags a phase; ACTION is checkpoint, stop, "
+             "rollback[:lr=1e-4,objective=llds,…] or notify:URL (see collapsewatch/trainer/actions.py).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue from the run's last checkpoint.")] = False,
     seed: Annotated[int | None, typer.Option(help="Seed.")] = None,
     device: Annotated[str | None, typer.Option(help="cpu | cuda | auto")] = None,
@@ -31,7 +34,8 @@ def train_command(
     from .config import load_config
 
     cfg = load_config(config, set_, objective=objective, steps=steps, store=store, run=run, model=model,
-                      stop_on=tuple(stop_on) if stop_on else None, resume=resume or None, seed=seed, device=device,
+                      stop_on=tuple(stop_on) if stop_on else None,
+                      on_phase=tuple(on_phase) if on_phase else None, resume=resume or None, seed=seed, device=device,
                       detectors=detectors)
     _check_store(cfg.store)
     if not cfg.resume:  # before the model loads; the Monitor checks again (runlock)

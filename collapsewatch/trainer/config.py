@@ -92,6 +92,10 @@ class TrainConfig:
     """Continue from the run's checkpoint (model, optimizer, data order, step count)."""
     stop_on: tuple[str, ...] = ()
     """Stop training when a detector enters one of these phases (e.g. accelerated_collapse, drift)."""
+    on_phase: tuple[str, ...] = ()
+    """Act when a detector flags a phase: ``RULE=ACTION`` items, e.g. ``lld/accelerated_collapse=rollback:lr=1e-4``,
+    ``entropy@critical=stop``, ``drift=notify:http://127.0.0.1:9000/``, ``grad=checkpoint`` (syntax, actions
+    and rollback keys: collapsewatch/trainer/actions.py). Checked before training starts."""
     progress: bool = True
     """Show a progress bar. New detector flags are printed (one line each, stderr) either way."""
     monitor: bool = True
@@ -113,6 +117,10 @@ class TrainConfig:
         if self.objective not in objective_names():
             raise ValueError(f"objective: unknown {self.objective!r}; known: {', '.join(objective_names())}")
         build_params(self.objective, self.objective_params)  # unknown / invalid hyper-parameters fail here
+        if self.on_phase:
+            from .actions import check_rules
+
+            check_rules(self.on_phase, self)
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation: unknown {self.aggregation!r}; known: {', '.join(AGGREGATIONS)}")
         if self.advantages not in ("group_norm", "group_mean"):
@@ -219,4 +227,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     if "stop_on" in values:
         values["stop_on"] = tuple(values["stop_on"]) if not isinstance(values["stop_on"], str) else (
             tuple(s for s in values["stop_on"].split(",") if s))
+    if isinstance(values.get("on_phase"), str):  # one rule (its rollback changes may hold commas)
+        values["on_phase"] = (values["on_phase"],)
+    elif "on_phase" in values:
+        values["on_phase"] = tuple(values["on_phase"])
     return TrainConfig(**values)

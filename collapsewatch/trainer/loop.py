@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -23,6 +23,7 @@ from ..monitor import Monitor
 from ..objectives import LossInputs, aggregate, aggregation_normalizer, compute_advantages, compute_objective
 from ..probe import ClipSpec
 from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
+from .actions import PhaseActions
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, build_params, clip_settings
 from .distributed import Dist, setup_distributed
@@ -37,6 +38,8 @@ class TrainResult:
     steps: int
     stopped_early: bool
     reward_history: list[float]
+    actions: list[str] = field(default_factory=list)
+    """What the --on-phase rules did, one line each."""
 
 
 def forward_logps(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, temperature: float,
@@ -127,9 +130,12 @@ def train(cfg: TrainConfig) -> TrainResult:
     stop = {"flag": False}
     progress = Progress(cfg, dist.rank == 0)
 
+    actions = PhaseActions(cfg.on_phase, cfg, world_size=dist.world_size, run=cfg.run_name)
+
     def on_event(ev) -> None:
         progress.event(ev)
-        if ev.phase in cfg.stop_on or ev.detector in cfg.stop_on:
+        actions.on_event(ev)  # --on-phase: notify now; stop / checkpoint / rollback at the loop's boundaries
+        if ev.phase in cfg.stop_on or ev.detector in cfg.stop_on or actions.stop:
             stop["flag"] = True
 
     detectors = DetectorConfig.from_file(cfg.detectors) if cfg.detectors else True
@@ -142,6 +148,16 @@ def train(cfg: TrainConfig) -> TrainResult:
     status = "crashed"
     try:
         while step < cfg.steps and not stop["flag"]:
+            # -- phase actions (--on-phase): checkpoint / roll back at a rollout boundary ------------------
+            restart = actions.at_rollout(step, cfg, policy, opt, rng, gen,
+                                         lambda s, c=cfg: save_checkpoint(c, policy, tokenizer, opt, rng, gen, s))
+            if restart is not None:  # restored model, optimizer, RNGs; train on from there, settings changed
+                step, cfg = restart.step, restart.cfg
+                params = build_params(cfg.objective, cfg.objective_params)
+            if actions.stop:
+                stop["flag"] = True
+                break
+            actions.snapshot(step, policy, opt, rng, gen)
             # -- rollout --------------------------------------------------------------------------------
             t0 = time.perf_counter()
             tasks = rng.sample(train_tasks, cfg.prompts_per_rollout)
@@ -192,7 +208,8 @@ def train(cfg: TrainConfig) -> TrainResult:
     finally:
         progress.close()
         mon.close(status=status)
+        actions.close()
         if dist.rank == 0 and status == "finished":
             save_checkpoint(cfg, policy, tokenizer, opt, rng, gen, step)
         dist.close()
-    return TrainResult(cfg.run_name, step, stop["flag"], rewards_seen)
+    return TrainResult(cfg.run_name, step, stop["flag"], rewards_seen, actions.done)
