@@ -136,3 +136,40 @@ def test_stop_checkpoint_and_notify(receiver):
     assert path == "/n" and body["run"] == "r1" and body["detector"] == "isdd" and body["step_start"] == ev.step_start
     with pytest.raises(ValueError, match="single process"):
         PhaseActions(("drift=rollback",), cfg, world_size=2)
+
+
+@pytest.mark.slow
+def test_a_real_run_rolls_back_and_notifies(store, receiver):
+    # The built-in trainer on the tiny model with a 40-token response budget: nearly every response is
+    # truncated, so the length detector's blow-up rule (truncated level ≥ 0.3) holds from the first steps and
+    # opens an episode after confirm_steps = 3 steps — a real event of a real run. Its rollback rule restores
+    # the newest snapshot before the episode's first step (snapshots at each rollout: steps 0, 2, 4, …), so
+    # the run goes back to step 0 with lr 1e-5 and trains on to 8 steps; the notify rule POSTs the episode.
+    from collapsewatch import connect
+    from collapsewatch.trainer.loop import train
+
+    rules = ("length/blowup=rollback:lr=1e-5", f"length=notify:{receiver.url}/hook")
+    cfg = load_config(overrides=["prompts_per_rollout=2", "group_size=4", "max_turn_tokens=24",
+                                 "max_response_tokens=40"], steps=8, store=str(store), run="rb", progress=False,
+                      on_phase=rules)
+    result = train(cfg)
+    assert result.steps == 8 and not result.stopped_early
+    rollback = [a for a in result.actions if a.startswith("rollback")]
+    assert len(rollback) == 1 and " to step 0 " in rollback[0] and "lr=1e-05" in rollback[0]
+    con = connect(store)
+    # Old branch: steps 0..k-1 at lr 1e-4 (k = the step of the rollback); new branch: steps 0..7 at 1e-5.
+    lrs = con.execute("SELECT step, list(value ORDER BY value) FROM scalars WHERE run = 'rb' AND key = 'lr' "
+                      "GROUP BY step ORDER BY step").fetchall()
+    k = int(rollback[0].split()[3])
+    assert lrs == [(s, [1e-5, cfg.lr] if s < k else [1e-5]) for s in range(8)]
+    # (the steps view pivots scalars with max over every row of a step, branches included — scalars carry no
+    # write time — so its lr at steps < k is max(1e-4, 1e-5); the raw rows above are the evidence)
+    assert con.execute("SELECT list(lr ORDER BY step) FROM steps WHERE run = 'rb' AND step >= ?",
+                       [k]).fetchone()[0] == [1e-5] * (8 - k)
+    # It continued from the restored state: model, optimizer and every RNG of step 0, so the rollout of
+    # step 0 was sampled again identically — each step-0 sequence is stored twice with the same values.
+    twins = con.execute("""SELECT count(*), count(DISTINCT (reward, logp_old_mean, n_model_tokens))
+                           FROM sequences WHERE run = 'rb' AND step = 0 GROUP BY seq_id""").fetchall()
+    assert twins and all(t == (2, 1) for t in twins)
+    assert receiver.got and receiver.got[0][0] == "/hook" and receiver.got[0][2]["detector"] == "length"
+    assert receiver.got[0][2]["run"] == "rb" and receiver.got[0][2]["text"]
