@@ -84,7 +84,7 @@ def _isdd(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
     conf = [c.replace("_", " ") for c in ev.get("confirmations") or []]
     if len(conf) > 1:
         return text + f"; confirmed by {' and '.join(conf)}"
-    return text + (f"; {conf[0]} so far" if conf else "")
+    return text + (f"; confirmation at this step: {conf[0]}" if conf else "")
 
 
 def _lld(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
