@@ -21,7 +21,8 @@ def train_command(
     model: Annotated[str | None, typer.Option(help="builtin:tiny | builtin:small | smollm2 | HF folder")] = None,
     config: Annotated[Path | None, typer.Option(help="TOML file of TrainConfig fields.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value override (repeatable).")] = None,
-    stop_on: Annotated[list[str] | None, typer.Option(help="Stop when a detector enters this phase.")] = None,
+    stop_on: Annotated[list[str] | None, typer.Option(
+        help="Stop when a detector enters this phase (or any phase of this detector); repeatable.")] = None,
     on_phase: Annotated[list[str] | None, typer.Option(
         help="RULE=ACTION (repeatable): act when a detector flags a phase; ACTION is checkpoint, stop, "
              "rollback[:lr=1e-4,objective=llds,…] or notify:URL (see collapsewatch/trainer/actions.py).")] = None,

@@ -104,6 +104,7 @@ class TrainConfig:
     """Detector settings TOML (e.g. from ``collapsewatch lab calibrate``); empty: the built-in defaults."""
 
     def __post_init__(self) -> None:
+        _check_types(self)
         _positive(self, "prompts_per_rollout", "group_size", "max_turns", "top_k", "max_turn_tokens",
                   "max_response_tokens", "steps", "mini_batches", "ppo_epochs", "grad_accum")
         if self.group_size < 2:
@@ -135,6 +136,7 @@ class TrainConfig:
         Drill.from_dict(self.drill).check_alignment(self.mini_batches * self.ppo_epochs)
         if self.detectors and not Path(self.detectors).is_file():
             raise ValueError(f"detectors: file {self.detectors!r} does not exist")
+        _check_stop_on(self.stop_on)
 
     @property
     def run_name(self) -> str:
@@ -186,6 +188,50 @@ def _check_model(model: str) -> None:
         raise ValueError(f"model: {model!r} has no config.json; it is not a Hugging Face model folder")
 
 
+BOOL_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+"""What a boolean field accepts as text (``--set progress=no``), case-insensitive; anything else is an error."""
+_KINDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true/false (or 1/0, yes/no, on/off)",
+          "dict[str, Any]": "a table of key = value", "tuple[str, ...]": "a list of names"}
+_IS_KIND = {
+    "str": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "dict[str, Any]": lambda v: isinstance(v, dict),
+    "tuple[str, ...]": lambda v: isinstance(v, tuple) and all(isinstance(x, str) for x in v),
+}
+
+
+def _check_types(cfg: TrainConfig) -> None:
+    """Each field holds its declared type: booleans parsed strictly (:data:`BOOL_WORDS`), ints accepted as floats."""
+    for f in dataclasses.fields(cfg):
+        value, kind = getattr(cfg, f.name), str(f.type)
+        if kind == "bool":
+            word = value if isinstance(value, bool) else (
+                BOOL_WORDS.get(str(value).strip().lower()) if isinstance(value, (str, int)) else None)
+            if word is None:
+                raise ValueError(f"{f.name}: expected {_KINDS[kind]}, got {value!r}")
+            object.__setattr__(cfg, f.name, word)
+        elif not _IS_KIND[kind](value):
+            raise ValueError(f"{f.name}: expected {_KINDS[kind]}, got {value!r}")
+        elif kind == "float":
+            object.__setattr__(cfg, f.name, float(value))
+
+
+def stop_on_names() -> tuple[str, ...]:
+    """Names ``stop_on`` accepts: every detector's phases and the detectors' own names (the trainer stops when an
+    event's phase *or* detector is listed), from the detectors' :data:`~collapsewatch.detectors.PHASES`."""
+    from ..detectors import PHASES
+
+    return tuple(sorted({*PHASES, *(p for phases in PHASES.values() for p in phases)}))
+
+
+def _check_stop_on(stop_on: tuple[str, ...]) -> None:
+    known = stop_on_names()
+    unknown = [s for s in stop_on if s not in known]
+    if unknown:
+        raise ValueError(f"stop_on: unknown phase(s) {unknown}; known phases and detectors: {', '.join(known)}")
+
+
 def _positive(cfg: TrainConfig, *names: str) -> None:
     for name in names:
         if getattr(cfg, name) < 1:
@@ -197,6 +243,9 @@ def _parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text  # a bare string
+
+
+_STR_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig) if str(f.type) == "str")
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None, **kwargs: Any) -> TrainConfig:
@@ -217,6 +266,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         if key.startswith(("objective_params.", "drill.")):
             table, sub = key.split(".", 1)
             values.setdefault(table, {})[sub] = _parse_value(text)
+        elif key in _STR_FIELDS and not text.startswith(("'", '"')):
+            values[key] = text  # --set run=123 names a run "123"; a quoted value is still read as TOML
         else:
             values[key] = _parse_value(text)
     values.update({k: v for k, v in kwargs.items() if v is not None})

@@ -46,3 +46,53 @@ def test_cli_fails_in_one_line_before_work(tmp_path):
                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert p.returncode == 1, p.stderr
         assert needle in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("lr=abc", "lr: expected a number, got 'abc'"),  # was a raw TypeError ('>' between str and int)
+    ("temperature=hot", "temperature: expected a number, got 'hot'"),
+    ("steps=2.5", "steps: expected an integer, got 2.5"),
+    ("progress=maybe", "progress: expected true/false"),
+    ("progress=2", "progress: expected true/false"),
+    ("monitor='sometimes'", "monitor: expected true/false"),
+    ("objective_params=3", "objective_params: expected a table"),
+    ("stop_on=accelerated_colapse", "stop_on: unknown phase(s) ['accelerated_colapse']"),  # the typo never fired
+])
+def test_wrong_types_and_unknown_phases_name_the_field(override, needle):
+    with pytest.raises(ValueError) as e:
+        load_config(overrides=[override])
+    assert needle in str(e.value)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("no", False), ("No", False), ("off", False), ("0", False), ("false", False),  # "no" read as true before
+    ("yes", True), ("ON", True), ("1", True), ("true", True),
+])
+def test_booleans_parse_strictly(text, expected):
+    assert load_config(overrides=[f"progress={text}"]).progress is expected
+
+
+def test_stop_on_takes_phases_and_detectors_from_the_detectors_registry():
+    from collapsewatch.detectors import PHASES
+    from collapsewatch.detectors.suite import REGISTRY
+    from collapsewatch.trainer.config import stop_on_names
+
+    # every registered detector and each of its phases is a valid name, and nothing else is
+    assert set(PHASES) == set(REGISTRY)
+    expected = set(REGISTRY) | {p for det in REGISTRY.values() for p in det.phases}
+    assert set(stop_on_names()) == expected and {"lld", "accelerated_collapse", "drift", "starvation"} <= expected
+    cfg = load_config(stop_on=("accelerated_collapse", "grad"))
+    assert cfg.stop_on == ("accelerated_collapse", "grad")
+    assert load_config(overrides=["run=123", "lr=1"]).run == "123"  # a str field keeps the text; 1 is a float lr
+    assert load_config(overrides=["lr=1"]).lr == 1.0 and isinstance(load_config(overrides=["lr=1"]).lr, float)
+
+
+def test_cli_misuse_is_one_line(tmp_path, capsys):
+    from collapsewatch.trainer.cli import main
+
+    for args, needle in ((["--stop-on", "colapse"], "stop_on: unknown phase(s) ['colapse']"),
+                         (["--set", "lr=abc"], "lr: expected a number, got 'abc'"),
+                         (["--set", "temperature=hot"], "temperature: expected a number")):
+        assert main(["--steps", "1", "--store", str(tmp_path / "s"), *args]) == 1
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
