@@ -31,9 +31,9 @@ from transformers import TrainerCallback
 
 from collapsewatch import Monitor
 from collapsewatch.integrations.trl import watch
-from collapsewatch.integrations.trl_tiny import TINY_BODY, tiny_grpo_trainer
 from collapsewatch.models.tiny import PRESETS
 from collapsewatch.recorder import Recorder
+from tests.integrations.trl_tiny import TINY_BODY, tiny_grpo_trainer
 
 CONFIGS = {  # name -> (model body, GRPOConfig overrides); 2 micro-batches of per_device_train_batch_size per rollout
     # a ~50 ms step: exposes the monitor's fixed per-step costs

@@ -1,6 +1,8 @@
 """Checkpoint / resume: model + tokenizer (HF format), optimizer, data-order RNGs and the step count.
 
-Written to ``<store>/<run>/checkpoint/`` atomically (a temporary folder renamed into place), by rank 0.
+Written to ``<store>/<run>/checkpoint/`` atomically (a temporary folder renamed into place), by rank 0. A built-in
+model's description (``collapsewatch_builtin.json``: the knowledge base it plays on) is copied from ``source``, the
+folder the weights were loaded from, so a resumed run rebuilds the same task.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from ..models.builtin import META_FILE
 from .config import TrainConfig
 
 
@@ -20,14 +23,14 @@ def checkpoint_dir(cfg: TrainConfig) -> Path:
 
 
 def save_checkpoint(cfg: TrainConfig, model, tokenizer, opt, rng: random.Random, gen: torch.Generator,
-                    step: int) -> Path:
+                    step: int, *, source: Path | None) -> Path:
+    """Save under :func:`checkpoint_dir`; ``source`` is the folder the policy was loaded from (None: not known)."""
     target = checkpoint_dir(cfg)
     tmp = target.parent / f".checkpoint-{uuid.uuid4().hex[:8]}"
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    from .setup import copy_source_meta
-
-    copy_source_meta(model, tmp)
+    if source is not None and (Path(source) / META_FILE).is_file():
+        shutil.copy(Path(source) / META_FILE, tmp / META_FILE)
     torch.save({"step": step, "optimizer": opt.state_dict(), "rng": rng.getstate(), "gen": gen.get_state(),
                 "torch_rng": torch.get_rng_state()}, tmp / "trainer_state.pt")
     old = target.parent / f".old-{uuid.uuid4().hex[:8]}"

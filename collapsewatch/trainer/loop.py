@@ -111,7 +111,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     torch.manual_seed(cfg.seed + dist.rank)
     rng = random.Random(cfg.seed + dist.rank)  # task order
     gen = torch.Generator().manual_seed(cfg.seed + dist.rank)  # mini-batch order
-    policy, tokenizer, kb = load_task_and_policy(cfg, dist.device)
+    policy, tokenizer, kb, source = load_task_and_policy(cfg, dist.device)
     train_tasks, _ = kb.split()
     train_tasks = train_tasks[: cfg.n_train_tasks or None]
     make_env = make_env_factory(kb, EnvConfig(top_k=cfg.top_k, max_turns=cfg.max_turns))
@@ -203,13 +203,13 @@ def train(cfg: TrainConfig) -> TrainResult:
                     step += 1
                     progress.update(step, float(batch.rewards.mean()), mon.latest)
                     if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and dist.rank == 0:
-                        save_checkpoint(cfg, policy, tokenizer, opt, rng, gen, step)
+                        save_checkpoint(cfg, policy, tokenizer, opt, rng, gen, step, source=source)
         status = "finished"
     finally:
         progress.close()
         mon.close(status=status)
         actions.close()
         if dist.rank == 0 and status == "finished":
-            save_checkpoint(cfg, policy, tokenizer, opt, rng, gen, step)
+            save_checkpoint(cfg, policy, tokenizer, opt, rng, gen, step, source=source)
         dist.close()
     return TrainResult(cfg.run_name, step, stop["flag"], rewards_seen, actions.done)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from collapsewatch import Sampling
 from collapsewatch.integrations.trl import watch
-from collapsewatch.integrations.trl_tiny import tiny_grpo_trainer
+from tests.integrations.trl_tiny import tiny_grpo_trainer
 
 
 def main(out: Path) -> None:

@@ -1,4 +1,6 @@
-"""A tiny, fully offline TRL ``GRPOTrainer`` for the integration's tests, benchmark and docs examples.
+"""A tiny, fully offline TRL ``GRPOTrainer`` for the integration's tests and ``bench/bench_trl.py``.
+
+It ties the TRL adapter to the built-in model code, so it lives with its users, not in the adapter package.
 
 A random-init Qwen2 body (1 layer, d=32) with a byte-level BPE tokenizer trained locally on a few sentences, a
 ``datasets.Dataset.from_dict`` of prompts and a continuous reward, so groups almost never have zero reward std.
@@ -9,6 +11,7 @@ Nothing is downloaded. One GRPO step (16 completions × 8 tokens) takes about 0.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from collapsewatch.models.tiny import ModelPreset, build_model
@@ -43,5 +46,9 @@ def tiny_grpo_trainer(output_dir: str, *, seed: int = 0, body: ModelPreset = TIN
     model = build_model(body, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id, seed=seed)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(n_prompts)]
     args = GRPOConfig(output_dir=str(output_dir), **{**TINY_CONFIG, "seed": seed, **config})
+    if args.beta:  # TRL builds the reference model from the policy's path: give it a local folder to load
+        path = Path(output_dir) / "init-model"
+        model.save_pretrained(path)
+        model = str(path)
     return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
                        train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tokenizer)

@@ -1,6 +1,6 @@
 """Measure the built-in pipeline on this machine: warm-start time and success, rollout time, logp parity.
 
-    python -m collapsewatch.rollout.bench [--preset tiny] [--seed 0] [--threads 2] [--fresh]
+    python bench/bench_rollout.py [--preset tiny] [--seed 0] [--threads 2] [--fresh]
 
 ``--fresh`` builds into a temporary cache (times the full build); otherwise the shared cache is used and
 the build time reported is the one recorded when the cached copy was made.

@@ -1,0 +1,103 @@
+"""The package's import structure: no import cycles, between modules or between subpackages, and adapters that do not
+reach into the built-in trainer's code.
+
+Edges are read from the source (``ast``), function-level imports included: a lazy import inside a function still ties
+two modules together, it only hides the cycle from the interpreter at start-up.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import collapsewatch
+
+ROOT = Path(collapsewatch.__file__).parent
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for f in ROOT.rglob("*.py"):
+        parts = list(f.relative_to(ROOT.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (f, is_pkg)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module → the collapsewatch modules it imports (``from .x import y`` points at ``.x.y`` if that is a module)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, (path, is_pkg) in mods.items():
+        here = name.split(".") if is_pkg else name.split(".")[:-1]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                prefix = ".".join(base + ([node.module] if node.module else []))
+                deps.update(f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in mods else prefix for a in node.names)
+        graph[name] = {d for d in deps if d in mods and d != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while (w := stack.pop()) != v:
+                comp.append(w)
+            if comp:
+                found.append(sorted([v, *comp]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _subpackages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    top = lambda m: ".".join(m.split(".")[:2])  # noqa: E731  collapsewatch.models.tiny -> collapsewatch.models
+    out: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        out.setdefault(top(m), set()).update(top(d) for d in deps if top(d) != top(m))
+    return out
+
+
+def test_cycle_finder_finds_a_cycle():
+    # a → b → c → a and d → a: one cycle {a, b, c}; d is outside it
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_itself_through_others():
+    # was: trainer.checkpoint imported trainer.setup (lazily) and setup imported checkpoint
+    assert cycles(import_graph()) == []
+
+
+def test_no_subpackage_cycles():
+    # was: collapsewatch.models (warmstart) → rollout and rollout (bench.py) → models
+    assert cycles(_subpackages(import_graph())) == []
+
+
+def test_adapters_do_not_depend_on_the_builtin_trainer():
+    # the TRL adapter fills a TokenBatch from TRL's tensors; the built-in models, rollout, env and trainer are not its
+    # business (integrations/trl_tiny.py, which built a tiny GRPOTrainer on the built-in model, moved to tests/)
+    deps = _subpackages(import_graph())["collapsewatch.integrations"]
+    assert not deps & {"collapsewatch.models", "collapsewatch.rollout", "collapsewatch.env", "collapsewatch.trainer"}
+    assert "collapsewatch.rollout.bench" not in import_graph()  # the rollout benchmark is bench/bench_rollout.py
