@@ -71,10 +71,11 @@ class TokenBatch:
 
 
 def group_zero_std(group_ids: Tensor, rewards: Tensor) -> Tensor:
-    """(B,) bool for ``TokenBatch.group_zero_std``: every member of the sequence's group got the same reward.
+    """(B,) bool for ``TokenBatch.group_zero_std``: the sequence's group carries no learning signal — every member with
+    a reward got the same one. NaN rewards (unscored: a TRL reward function returned None) are left out, so a group
+    with fewer than two scored rewards has no signal either (TRL gives its members advantage 0).
 
-    Call it on the *whole* rollout (all G responses of each prompt) before splitting into mini-batches; a NaN reward
-    makes its group count as not equal.
+    Call it on the *whole* rollout (all G responses of each prompt) before splitting into mini-batches.
     """
     if group_ids.shape != rewards.shape or group_ids.dim() != 1:
         raise ValueError(f"group_zero_std: group_ids {tuple(group_ids.shape)} and rewards {tuple(rewards.shape)} "
@@ -82,6 +83,10 @@ def group_zero_std(group_ids: Tensor, rewards: Tensor) -> Tensor:
     _, inv = torch.unique(group_ids, return_inverse=True)
     n = int(inv.max()) + 1 if inv.numel() else 0
     r = rewards.double()
-    hi = torch.full((n,), -torch.inf, dtype=r.dtype, device=r.device).scatter_reduce(0, inv, r, "amax")
-    lo = torch.full((n,), torch.inf, dtype=r.dtype, device=r.device).scatter_reduce(0, inv, r, "amin")
-    return (hi == lo)[inv]
+    scored = ~torch.isnan(r)  # (B,)
+    hi = torch.full((n,), -torch.inf, dtype=r.dtype, device=r.device).scatter_reduce(
+        0, inv, torch.where(scored, r, -torch.inf), "amax")
+    lo = torch.full((n,), torch.inf, dtype=r.dtype, device=r.device).scatter_reduce(
+        0, inv, torch.where(scored, r, torch.inf), "amin")
+    n_scored = torch.zeros(n, dtype=r.dtype, device=r.device).index_add(0, inv, scored.to(r.dtype))
+    return ((hi == lo) | (n_scored < 2))[inv]

@@ -114,14 +114,18 @@ STEP_METRICS: tuple[Metric, ...] = (
     _m("is_log_ratio_abs_mean", "step", "mean |logp_old − logp_rollout|", MODEL, "nats"),
     _m("is_ess", "step", "1 / mean((w / mean w)²), w = exp(is_log_ratio)", MODEL),
     _m("is_chi2", "step", "mean(w²) − 1, w = exp(is_log_ratio)", MODEL),
-    _m("kl_ref_mean", "step", "mean kl_ref_k3", MODEL, "nats"),
-    _m("reward_mean", "step", "mean reward", "all sequences"),
-    _m("reward_std", "step", "std reward (population)", "all sequences"),
+    _m("kl_ref_mean", "step", "mean kl_ref_k3 (plain, not ratio-weighted: TRL's default `kl` is mean r · k3, stored "
+       "as the scalar kl_ref_ratio_weighted_mean)", MODEL, "nats"),
+    _m("reward_mean", "step", "mean reward over the step's sequences (TRL's `reward`: over a generation batch)",
+       "all sequences"),
+    _m("reward_std", "step", "sample std (n − 1) of reward, as TRL's reward_std", "all sequences"),
     _m("correct_frac", "step", "share of correct sequences", "all sequences"),
     _m("zero_std_group_frac", "step",
        "share of the step's groups whose G responses all got equal rewards (no signal), judged on the whole "
-       "group (TokenBatch.group_zero_std), else on the members in the step", "groups"),
-    _m("response_length_mean", "step", "mean n_model_tokens", "all sequences", "tokens"),
+       "group (TokenBatch.group_zero_std), else on the members in the step; NaN (unscored) rewards are left out, "
+       "and a group with < 2 scored rewards has no signal", "groups"),
+    _m("response_length_mean", "step", "mean n_model_tokens over the step's sequences (TRL's "
+       "completions/mean_length: over a generation batch)", "all sequences", "tokens"),
     _m("truncated_frac", "step", "share of truncated sequences", "all sequences"),
     _m("repeat_frac_max", "step", "max over sequences of repeat_frac_max", "all sequences"),
     _m("nonfinite_logp", "step", "non-finite values in logp", "all tokens", "values", "BIGINT"),

@@ -134,7 +134,8 @@ def _sequence_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
     if reward is not None:
         fin = torch.isfinite(reward)
         out["reward_mean"] = _mean(reward, fin)
-        out["reward_std"] = _mean((reward - out["reward_mean"]) ** 2, fin).sqrt()
+        # sample std (n − 1), as TRL's reward_std and the advantages' std_G; NaN (NULL) for a single reward
+        out["reward_std"] = (torch.where(fin, reward - out["reward_mean"], 0.0) ** 2).sum().div(fin.sum() - 1).sqrt()
         correct = _cat_seq(parts, "correct")
         out["correct_frac"] = _mean(correct.double(), fin)
         groups = [p.group_ids for p in parts]

@@ -107,7 +107,7 @@ def test_step_metrics_hand_derived():
     assert s["is_log_ratio_abs_mean"] == pytest.approx(LN(2) / 6)
     assert s["entropy_mean"] == pytest.approx(2.1 / 6)
     assert s["reward_mean"] == pytest.approx(1 / 3)
-    assert s["reward_std"] == pytest.approx(math.sqrt(2 / 9))
+    assert s["reward_std"] == pytest.approx(math.sqrt(1 / 3))  # sample std: Σ(r − 1/3)² = 6/9, over n − 1 = 2
     assert s["zero_std_group_frac"] == pytest.approx(1 / 2)  # group 0 rewards {1, 0}; group 1 a single 0
     assert s["logp_old_mean_correct"] == pytest.approx(-1)
     assert s["logp_old_mean_incorrect"] == pytest.approx(-2.5)  # mean of seq 1 (−2) and seq 2 (−3)
@@ -206,7 +206,11 @@ def test_zero_std_group_frac_uses_whole_groups_under_shuffling():
 
 
 def test_group_zero_std_nan_reward_and_bad_shapes():
-    flags = group_zero_std(torch.tensor([3, 3, 7]), torch.tensor([float("nan"), float("nan"), 2.0]))
-    assert flags.tolist() == [False, False, True]  # NaN never equals NaN: that group is not "zero std"
+    nan = float("nan")
+    flags = group_zero_std(torch.tensor([3, 3, 7]), torch.tensor([nan, nan, 2.0]))
+    assert flags.tolist() == [True, True, True]  # no scored reward in group 3: no signal (TRL zeroes its advantages)
+    # group 0: scored {0, 0} + one unscored -> equal, no signal; group 1: scored {0, 1} -> signal; group 2: one scored
+    flags = group_zero_std(torch.tensor([0, 0, 0, 1, 1, 1, 2, 2]), torch.tensor([0.0, nan, 0.0, 0.0, 1.0, nan, nan, 5.0]))
+    assert flags.tolist() == [True] * 3 + [False] * 3 + [True] * 2
     with pytest.raises(ValueError, match=r"group_ids \(2,\) and rewards \(3,\)"):
         group_zero_std(torch.tensor([0, 1]), torch.zeros(3))

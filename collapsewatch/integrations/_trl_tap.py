@@ -80,6 +80,16 @@ def turn_ids_from_tool_mask(completion_mask: Tensor, tool_mask: Tensor | None) -
     return torch.where(completion_mask.bool(), turns, torch.full_like(turns, -1))
 
 
+def neutralise_missing_rollout_logps(rollout: Tensor, old: Tensor) -> Tensor:
+    """(B, T) sampling log-probs with TRL's NaNs (tokens vLLM returned no log-prob for) replaced by ``old``.
+
+    TRL neutralises them itself (``nan_to_num(old − sampling, nan=0)``: importance ratio exactly 1, no correction), so
+    they are no fault of the run: stored as ``is_log_ratio = 0`` rather than counted as non-finite values, which would
+    raise a critical event. ±inf is not neutralised by TRL (it becomes a huge finite difference) and is kept.
+    """
+    return torch.where(torch.isnan(rollout), old.to(rollout.dtype), rollout)
+
+
 class GRPOTap:
     """Holds the wrappers of one trainer and the little state they share. ``monitor()`` returns the open Monitor
     (None before train begins: nothing is observed then)."""
@@ -183,6 +193,8 @@ class GRPOTap:
             # current forward *is* π_old, so it stands in for logp_old: log_ratio ≡ 0 exactly (on_policy, ratio
             # metrics NULL) and is_log_ratio = logp − logp_rollout keeps the train/inference mismatch.
             old = logp if rollout is not None else None
+        if rollout is not None:
+            rollout = neutralise_missing_rollout_logps(rollout, logp if old is None else old)
         seq_ids = inputs.get(KEY + "seq_id")
         return TokenBatch(
             logp=logp, mask=completion_mask if tool_mask is None else completion_mask * tool_mask,

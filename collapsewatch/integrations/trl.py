@@ -21,6 +21,7 @@ Two layers, usable apart:
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from typing import Any
@@ -40,15 +41,58 @@ SUPPORTED_TRL = SpecifierSet(">=1.10,<1.17")
 
 SCALAR_ALIASES = {"learning_rate": "lr", "policy_loss": "loss_policy"}
 """TRL / HF log keys stored a second time under the catalogue's name (``collapsewatch.catalogue.LOGGED_SCALARS``).
-``grad_norm``, ``loss`` and ``step_time`` already carry catalogue names; ``kl`` becomes ``loss_kl`` = β · kl."""
+``grad_norm``, ``loss`` and ``step_time`` already carry catalogue names; ``kl`` becomes ``loss_kl`` = β · kl and, when
+TRL weights it by the ratio (``use_bias_correction_kl``), ``kl_ref_ratio_weighted_mean`` (docs/trl.md, "Step values
+next to TRL's")."""
 
 
 class UnsupportedTRLVersion(RuntimeError):
-    """The installed TRL is outside :data:`SUPPORTED_TRL`, or the trainer cannot be tapped per token."""
+    """The installed TRL is outside :data:`SUPPORTED_TRL`, or its Liger loss bypasses the tapped method."""
+
+
+class AlreadyWatched(RuntimeError):
+    """:func:`watch` was called a second time on the same trainer."""
+
+
+SET_BY_WATCH = ("store", "run", "config", "objective", "clip", "rank", "world_size")
+"""Monitor arguments the callback fills itself (from the trainer and ``watch``'s own arguments)."""
+
+
+def check_monitor_kwargs(monitor_kwargs: dict[str, Any]) -> None:
+    """Raise TypeError naming any ``**monitor_kwargs`` key :class:`~collapsewatch.Monitor` does not take (or that
+    the callback sets itself), when the callback is made rather than when ``train()`` opens the Monitor."""
+    params = inspect.signature(Monitor).parameters
+    accepted = [name for name in params if name not in SET_BY_WATCH]
+    for name in monitor_kwargs:
+        if name in SET_BY_WATCH:
+            raise TypeError(f"watch(): {name!r} is set by watch() itself (from the trainer and its own arguments); "
+                            f"do not pass it as a Monitor argument")
+        if name not in params:
+            raise TypeError(f"watch(): unknown Monitor argument {name!r}; Monitor takes: {', '.join(accepted)}")
+
+
+def check_trainer(trainer: Any, per_token: bool) -> None:
+    """TypeError unless ``trainer`` can be watched (a ``trl.GRPOTrainer`` per token, any HF ``Trainer`` for
+    scalars); :class:`AlreadyWatched` if :func:`watch` was called on it before."""
+    from transformers import Trainer
+
+    if per_token:
+        from trl import GRPOTrainer
+
+        if not isinstance(trainer, GRPOTrainer):
+            raise TypeError(f"watch(): per-token capture needs a trl.GRPOTrainer, got {type(trainer).__name__}; "
+                            "use per_token=False to record the logged scalars of any transformers Trainer")
+    elif not isinstance(trainer, Trainer):
+        raise TypeError(f"watch(): expected a transformers Trainer (e.g. trl.GRPOTrainer), got {type(trainer).__name__}")
+    watched = [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, CollapsewatchCallback)]
+    if watched:
+        raise AlreadyWatched(f"watch(): this trainer is already watched (run {watched[0].run!r}); call watch() once "
+                             "per trainer — a later train() on it is recorded as a new run by the same callback")
 
 
 def check_trl(trainer: Any | None = None, version: str | None = None) -> None:
-    """Raise :class:`UnsupportedTRLVersion` unless the per-token tap supports this TRL (and ``trainer``)."""
+    """Raise :class:`UnsupportedTRLVersion` unless the per-token tap supports this TRL (and ``trainer``'s loss path;
+    its type is :func:`check_trainer`'s business)."""
     if version is None:
         import trl
 
@@ -58,17 +102,9 @@ def check_trl(trainer: Any | None = None, version: str | None = None) -> None:
     if _release(version) not in SUPPORTED_TRL:
         raise UnsupportedTRLVersion(f"collapsewatch's per-token TRL integration supports trl{SUPPORTED_TRL}; "
                                     f"trl {version} is installed. {hint}")
-    if trainer is None:
-        return
-    from trl import GRPOTrainer
-
-    if not isinstance(trainer, GRPOTrainer):
-        raise UnsupportedTRLVersion(f"per-token capture needs a trl.GRPOTrainer, got {type(trainer).__name__}. {hint}")
-    if getattr(trainer, "use_liger_kernel", False) and _release(version) < Version("1.14"):
+    if trainer is not None and getattr(trainer, "use_liger_kernel", False) and _release(version) < Version("1.14"):
         raise UnsupportedTRLVersion("TRL < 1.14 computes the Liger GRPO loss outside _compute_loss, so there are no "
                                     f"per-token tensors to capture; set use_liger_kernel=False. {hint}")
-    if "_compute_loss" in vars(trainer):
-        raise UnsupportedTRLVersion("this trainer's _compute_loss is already wrapped (watch() called twice?)")
 
 
 def _release(version: str) -> Version:
@@ -76,8 +112,13 @@ def _release(version: str) -> Version:
     return Version(".".join(map(str, (Version(version).release + (0, 0))[:3])))
 
 
-def catalogue_scalars(logs: dict[str, Any], beta: float | None = None) -> dict[str, float | None]:
-    """TRL's logged values (numbers only) under their own keys, plus the catalogue aliases."""
+def catalogue_scalars(logs: dict[str, Any], beta: float | None = None,
+                      kl_ratio_weighted: bool = False) -> dict[str, float | None]:
+    """TRL's logged values (numbers only) under their own keys, plus the catalogue aliases.
+
+    ``kl_ratio_weighted``: TRL's ``use_bias_correction_kl`` (default True) — its ``kl`` is then the mean of r · k3, not
+    of k3, and is also stored as ``kl_ref_ratio_weighted_mean`` so it is not mistaken for ``kl_ref_mean``.
+    """
     out: dict[str, float | None] = {}
     for key, value in logs.items():
         if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
@@ -87,6 +128,8 @@ def catalogue_scalars(logs: dict[str, Any], beta: float | None = None) -> dict[s
             out[alias] = out[key]
     if beta and out.get("kl") is not None and "loss_kl" not in out:
         out["loss_kl"] = beta * out["kl"]  # catalogue: loss_kl is β · KL; TRL logs the KL itself
+    if kl_ratio_weighted and "kl" in out:
+        out["kl_ref_ratio_weighted_mean"] = out["kl"]
     return out
 
 
@@ -115,28 +158,44 @@ class CollapsewatchCallback(TrainerCallback):
 
     def __init__(self, store: str | os.PathLike, run: str, config: dict | None = None, *, clip: ClipSpec | None = None,
                  objective: str | None = None, stop_on_critical: bool = False, **monitor_kwargs: Any) -> None:
+        check_monitor_kwargs(monitor_kwargs)  # a typo fails here, not when train() opens the Monitor
         self.store, self.run, self.config = store, run, config
         self.clip, self.objective, self.stop_on_critical = clip, objective, stop_on_critical
         self.monitor_kwargs = monitor_kwargs
         self.monitor: Monitor | None = None
         self.tap: GRPOTap | None = None  # set by watch(per_token=True)
         self.beta: float | None = None
+        self.kl_ratio_weighted = False
+        self.runs: list[str] = []  # the run each train() was recorded as, in order
+        self._open = False
+
+    def next_run_name(self) -> str:
+        """``run`` for the first ``train()``, ``<run>-train<k>`` for the k-th: HF restarts ``global_step`` at 0 on
+        each ``train()`` (unless resuming), so a later call cannot continue the first run's step axis."""
+        return self.run if not self.runs else f"{self.run}-train{len(self.runs) + 1}"
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        if self.monitor is not None:
+        if self._open:  # the train() in progress already has its Monitor
             return
+        run = self.next_run_name()
+        if self.runs:
+            log.warning("collapsewatch: train() called again on a watched trainer; run %r is closed, recording this "
+                        "one as run %r", self.runs[-1], run)
         self.beta = getattr(args, "beta", None)
+        self.kl_ratio_weighted = bool(getattr(args, "use_bias_correction_kl", False))  # absent where TRL never weights its kl
         objective = self.objective or (f"trl:{args.loss_type}" if hasattr(args, "loss_type") else None)
-        self.monitor = Monitor(self.store, self.run, _run_config(args, model, self.config), objective=objective,
+        self.monitor = Monitor(self.store, run, _run_config(args, model, self.config), objective=objective,
                                clip=self.clip, rank=args.process_index, world_size=args.world_size,
                                **self.monitor_kwargs)
+        self.runs.append(run)
+        self._open = True
         tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer")
         if tokenizer is not None:
             self.monitor.keep_tokenizer(tokenizer)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if self.monitor is not None and logs:
-            self.monitor.log(state.global_step, catalogue_scalars(logs, self.beta))
+            self.monitor.log(state.global_step, catalogue_scalars(logs, self.beta, self.kl_ratio_weighted))
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.stop_on_critical and self.monitor is not None and self.monitor.should_stop:
@@ -150,6 +209,7 @@ class CollapsewatchCallback(TrainerCallback):
         """Close the Monitor (flush, mark the run ``status``, compact); later calls do nothing."""
         if self.monitor is not None:
             self.monitor.close(status=status)  # idempotent
+        self._open = False
 
 
 def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool = True, config: dict | None = None,
@@ -170,8 +230,13 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
             ``lambda ev: post_event(url, ev)`` with :func:`collapsewatch.alerts.post_event` …).
 
     Returns the callback; ``callback.monitor`` is the open Monitor during ``train()``. A ``train()`` that raises
-    marks the run ``crashed``.
+    marks the run ``crashed``. Each later ``train()`` is recorded as a new run ``<run>-train<k>`` (``callback.runs``).
+
+    Raises (before anything is attached): TypeError for a trainer of the wrong type or an unknown Monitor argument,
+    :class:`AlreadyWatched` on a second call, :class:`UnsupportedTRLVersion` for a TRL the tap was not checked
+    against (``per_token=False`` works with any version).
     """
+    check_trainer(trainer, per_token)
     clip = ClipSpec(success_threshold=success_threshold)
     objective = None
     if per_token:
@@ -202,5 +267,5 @@ def _close_on_crash(trainer: Any, callback: CollapsewatchCallback) -> None:
     trainer.train = train_and_close
 
 
-__all__ = ["SUPPORTED_TRL", "CollapsewatchCallback", "UnsupportedTRLVersion", "catalogue_scalars", "check_trl",
-           "watch"]
+__all__ = ["SUPPORTED_TRL", "AlreadyWatched", "CollapsewatchCallback", "UnsupportedTRLVersion", "catalogue_scalars",
+           "check_monitor_kwargs", "check_trainer", "check_trl", "watch"]

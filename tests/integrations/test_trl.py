@@ -24,12 +24,14 @@ from collapsewatch import Sampling, connect  # noqa: E402
 from collapsewatch.integrations._trl_tap import turn_ids_from_tool_mask  # noqa: E402
 from collapsewatch.integrations.trl import (  # noqa: E402
     SUPPORTED_TRL,
+    AlreadyWatched,
+    CollapsewatchCallback,
     UnsupportedTRLVersion,
     catalogue_scalars,
     check_trl,
     watch,
 )
-from collapsewatch.integrations.trl_tiny import tiny_grpo_trainer  # noqa: E402
+from tests.integrations.trl_tiny import tiny_grpo_trainer  # noqa: E402
 
 ALL_TOKENS = Sampling(token_every=1)
 TOL = 1e-6
@@ -210,8 +212,51 @@ def test_version_gate():
     for bad in ("1.9.2", "1.17.0", "2.0.0"):
         with pytest.raises(UnsupportedTRLVersion, match="per_token=False"):
             check_trl(version=bad)
-    with pytest.raises(UnsupportedTRLVersion, match="GRPOTrainer"):
-        watch(object(), "unused", "x")
+
+
+def _attached(trainer) -> bool:
+    return "_compute_loss" in vars(trainer) or any(isinstance(cb, CollapsewatchCallback)
+                                                   for cb in trainer.callback_handler.callbacks)
+
+
+def test_watch_misuse_fails_at_watch_with_its_own_error(tmp_path):
+    trainer = tiny_grpo_trainer(str(tmp_path / "out"))
+    # a typo in a Monitor argument used to surface only when train() opened the Monitor
+    with pytest.raises(TypeError, match="unknown Monitor argument 'flush_step'; Monitor takes: .*flush_steps"):
+        watch(trainer, tmp_path / "store", "x", flush_step=5)
+    with pytest.raises(TypeError, match="'rank' is set by watch"):
+        watch(trainer, tmp_path / "store", "x", rank=1)
+    with pytest.raises(TypeError, match="unknown Monitor argument 'sampel'"):
+        CollapsewatchCallback(tmp_path / "store", "x", sampel=ALL_TOKENS)
+    assert not _attached(trainer)  # nothing half-installed by a refused call
+    # a wrong trainer type is a TypeError, not a TRL version problem
+    for per_token in (True, False):
+        with pytest.raises(TypeError, match="got object") as e:
+            watch(object(), tmp_path / "store", "x", per_token=per_token)
+        assert not isinstance(e.value, UnsupportedTRLVersion)
+    # a second watch() names the run already attached
+    cb = watch(trainer, tmp_path / "store", "first", detectors=False)
+    with pytest.raises(AlreadyWatched, match="already watched \\(run 'first'\\)") as e:
+        watch(trainer, tmp_path / "store", "second")
+    assert not isinstance(e.value, UnsupportedTRLVersion)
+    assert [c for c in trainer.callback_handler.callbacks if isinstance(c, CollapsewatchCallback)] == [cb]
+
+
+def test_a_second_train_is_recorded_as_a_new_run(tmp_path):
+    trainer = tiny_grpo_trainer(str(tmp_path / "out"), max_steps=2)
+    store = tmp_path / "store"
+    cb = watch(trainer, store, "twice", sampling=ALL_TOKENS, detectors=False)
+    trainer.train()
+    trainer.train()  # used to die with "Monitor for run 'twice' is closed"
+    assert cb.runs == ["twice", "twice-train2"] and cb.tap.errors == 0
+    con = connect(store)
+    runs = con.execute("SELECT run, status FROM runs ORDER BY run").fetchall()
+    assert runs == [("twice", "finished"), ("twice-train2", "finished")]
+    # HF restarts global_step at 0 on each train(): each run has its own steps 1, 2, with token rows and TRL's logs
+    per_run = con.execute("SELECT run, list(step ORDER BY step) FROM steps GROUP BY run ORDER BY run").fetchall()
+    assert per_run == [("twice", [1, 2]), ("twice-train2", [1, 2])]
+    assert con.execute("SELECT count(DISTINCT run) FROM tokens").fetchone() == (2,)
+    assert con.execute("SELECT count(*) FROM steps WHERE grad_norm IS NULL").fetchone() == (0,)
 
 
 def test_catalogue_aliases():
@@ -221,6 +266,9 @@ def test_catalogue_aliases():
     assert out == {"loss": 0.5, "learning_rate": 1e-3, "lr": 1e-3, "kl": 0.2, "loss_kl": 0.04 * 0.2,
                    "grad_norm": 2.0, "epoch": 0.1, "reward": None}
     assert "loss_kl" not in catalogue_scalars(logs, beta=0.0)
+    # TRL's default use_bias_correction_kl: its kl is mean(r · k3), kept under a name that says so
+    weighted = catalogue_scalars(logs, beta=0.04, kl_ratio_weighted=True)
+    assert weighted["kl_ref_ratio_weighted_mean"] == 0.2 and "kl_ref_ratio_weighted_mean" not in out
 
 
 def test_turn_ids_from_tool_mask():
@@ -229,3 +277,84 @@ def test_turn_ids_from_tool_mask():
     tool_mask = torch.tensor([[1, 1, 0, 0, 1, 1], [1, 1, 1, 1, 1, 1]])  # TRL pads tool_mask with 1
     assert turn_ids_from_tool_mask(completion_mask, tool_mask).tolist() == [[0, 0, 0, 0, 1, -1], [0, 0, 0, -1, -1, -1]]
     assert turn_ids_from_tool_mask(completion_mask, None) is None
+
+
+def test_step_values_next_to_trls(tmp_path):
+    """kl, reward, reward_std, frac_reward_zero_std and mean length: each TRL value is stored under its own key and
+    reproduced from the stored rows by its documented definition (docs/trl.md, "Step values next to TRL's")."""
+    trainer, cb, store, micro = _run(tmp_path, "par", beta=0.1, gradient_accumulation_steps=2, steps_per_generation=4)
+    assert trainer.args.use_bias_correction_kl and cb.tap.errors == 0
+    con = connect(store)
+
+    # kl: with use_bias_correction_kl (TRL's default) TRL logs mean(r · k3), r = exp(logp − logp_old) (1 where TRL
+    # had no old log-probs), in TRL's mean-of-micro-batch-means aggregation; stored as kl_ref_ratio_weighted_mean
+    tok = _tokens(store, "par").merge(_micro_index(micro), on=["step", "seq_id"], how="left", validate="m:1")
+    r = np.exp(tok["logp"] - tok["logp_old"]).fillna(1.0)
+    weighted = _trl_mean_of_micro_means(tok.assign(x=r * tok["kl_ref_k3"]), "x")
+    stored = _trl_logged(store, "par", "kl_ref_ratio_weighted_mean")
+    pd.testing.assert_series_equal(stored, _trl_logged(store, "par", "kl"), check_names=False)
+    pd.testing.assert_series_equal(stored, weighted, check_names=False, check_index_type=False, rtol=1e-5)
+    plain = con.execute("SELECT step, kl_ref_mean FROM steps ORDER BY step").df().set_index("step")["kl_ref_mean"]
+    assert (stored - plain).abs().max() > 1e-6  # ratio-weighted ≠ plain once the policy moved: not the same number
+
+    # reward, reward_std, frac_reward_zero_std, completions/mean_length: per *generation* in TRL (logged at the step
+    # that generated it: 1 and 3 here, 16 completions each), per optimizer step in the steps view
+    seqs = con.execute("SELECT DISTINCT seq_id, group_id, reward, n_model_tokens FROM sequences").df()
+    gen = seqs.groupby(seqs["seq_id"] // trainer.args.generation_batch_size)
+    zero_std = seqs.groupby("group_id")["reward"].agg(lambda x: x.max() == x.min())
+    for key, ours in (("reward", gen["reward"].mean()), ("reward_std", gen["reward"].std(ddof=1)),
+                      ("completions/mean_length", gen["n_model_tokens"].mean()),
+                      ("frac_reward_zero_std", zero_std.groupby(zero_std.index // 4).mean())):
+        np.testing.assert_allclose(ours.to_numpy(), _trl_logged(store, "par", key).loc[[1, 3]].to_numpy(),
+                                   rtol=1e-5, err_msg=key)
+
+    # the steps view: the step's own 8 sequences; reward_std is a sample std (n − 1) like TRL's
+    per_step = con.execute("SELECT step, reward FROM sequences").df().groupby("step")["reward"]
+    steps = con.execute("SELECT step, reward_mean, reward_std FROM steps ORDER BY step").df().set_index("step")
+    np.testing.assert_allclose(steps["reward_mean"], per_step.mean(), rtol=1e-9)
+    np.testing.assert_allclose(steps["reward_std"], per_step.std(ddof=1), rtol=1e-9)  # was the population std
+
+
+def test_unscored_rewards_count_as_starved_groups(tmp_path):
+    calls = []
+
+    def sometimes_none(completions, **kw):
+        # generation 1: every other completion unscored, the rest 0.0 -> each group's scored rewards are equal;
+        # generation 2: nothing scored. Either way TRL zeroes every advantage: no group has a learning signal.
+        calls.append(1)
+        return [None if len(calls) > 1 or i % 2 else 0.0 for i in range(len(completions))]
+
+    trainer, cb, store, _ = _run(tmp_path, "none", reward_funcs=sometimes_none, max_steps=2)
+    con = connect(store)
+    ours = con.execute("SELECT zero_std_group_frac FROM steps ORDER BY step").fetchall()
+    assert ours == [(1.0,), (1.0,)]  # was 0.0, 0.0: NaN rewards made every group look like it had spread
+    # TRL: nanstd of {0, 0} is 0 -> 1.0; of nothing it is NaN, and isclose(NaN, 0) is false -> 0.0 (docs/trl.md)
+    assert _trl_logged(store, "none", "frac_reward_zero_std").tolist() == [1.0, 0.0]
+    # the unscored rewards stay NaN (TRL warns "all reward functions returned None"): counted as non-finite rewards
+    assert con.execute("SELECT nonfinite_rewards FROM steps ORDER BY step").fetchall() == [(2,), (4,)]  # of 4 each
+
+
+def test_nan_sampling_logps_that_trl_neutralises_raise_no_event(tmp_path):
+    """vLLM returns None for a token log-prob it cannot compute; TRL turns it into NaN and neutralises it (ratio 1).
+    Emulated on CPU by handing TRL a sampling log-prob list with None entries, as its vLLM path produces."""
+    trainer = tiny_grpo_trainer(str(tmp_path / "out"), max_steps=2)
+    generate = trainer._generate
+
+    def generate_with_sampling_logps(prompts):
+        out = list(generate(prompts))
+        out[4] = [[None if i == 0 else -1.0 for i in range(len(ids))] for ids in out[1]]  # first token unscored
+        return tuple(out)
+
+    trainer._generate = generate_with_sampling_logps
+    cb = watch(trainer, tmp_path / "store", "vllm", sampling=ALL_TOKENS, detectors=True)
+    trainer.train()
+    assert cb.tap.errors == 0
+    con = connect(tmp_path / "store")
+    assert con.execute("SELECT count(*) FROM events WHERE detector = 'nonfinite'").fetchone() == (0,)
+    steps = con.execute("SELECT nonfinite_logp_rollout, is_log_ratio_abs_mean FROM steps").df()
+    assert (steps["nonfinite_logp_rollout"] == 0).all() and steps["is_log_ratio_abs_mean"].notna().all()
+    tok = _tokens(tmp_path / "store", "vllm")
+    first, rest = tok[tok["pos"] == 0], tok[tok["pos"] > 0]
+    # on-policy, logp stands in for logp_old: is_log_ratio = logp − logp_rollout; 0 where TRL neutralised, else logp + 1
+    assert (first["is_log_ratio"] == 0).all() and (first["logp_rollout"] == first["logp"]).all()
+    np.testing.assert_allclose(rest["is_log_ratio"], rest["logp"] + 1.0, rtol=1e-6)
