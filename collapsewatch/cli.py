@@ -6,76 +6,22 @@ code 1; tracebacks are for bugs only.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from .cli_common import CliError, CsvOpt, JsonOpt, RunOpt, StoreArg, friendly, print_frame
+from .lab.cli import app as lab_app
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Watch GRPO-style RL runs for ISDD and lazy-likelihood-displacement collapse.")
-
-StoreArg = Annotated[Path, typer.Argument(help="Store folder (one per project; runs live inside it).")]
-RunOpt = Annotated[str | None, typer.Option("--run", "-r", help="Run name.")]
-CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON records instead of a table.")]
-
-
-class CliError(Exception):
-    pass
-
-
-def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(1)
-
-
-def friendly(fn: Callable) -> Callable:
-    """Turn library errors into one line and exit code 1."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (typer.Exit, typer.Abort):
-            raise
-        except (ValueError, FileNotFoundError, PermissionError, CliError, RuntimeError) as e:
-            _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
-
-    return wrapper
 
 
 def _open_store(store: Path):
     from .store import Store
 
     return Store(store)
-
-
-def print_frame(df, csv: bool = False, as_json: bool = False) -> None:
-    if csv:
-        sys.stdout.write(df.to_csv(index=False))
-    elif as_json:
-        sys.stdout.write(df.to_json(orient="records", date_format="iso") + "\n")
-    else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(show_lines=False)
-        for c in df.columns:
-            table.add_column(str(c), overflow="fold")
-        for row in df.itertuples(index=False):
-            table.add_row(*[_fmt(v) for v in row])
-        Console(width=200).print(table)
-
-
-def _fmt(v: Any) -> str:
-    if v is None or (isinstance(v, float) and v != v):
-        return "NULL"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
 
 
 @app.command()
@@ -229,8 +175,6 @@ def demo(store: Annotated[Path, typer.Option(help="Store for the demo run.")] = 
 
     run_demo(store, steps=steps, serve=serve_dash, port=port)
 
-
-from .lab.cli import app as lab_app  # noqa: E402  (lab's commands reuse the helpers above)
 
 app.add_typer(lab_app, name="lab")
 

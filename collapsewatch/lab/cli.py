@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ..cli import JsonOpt, StoreArg, friendly, print_frame
+from ..cli_common import JsonOpt, StoreArg, friendly, print_frame
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Collapse drills: train a grid, score the detectors on it, calibrate their thresholds.")
