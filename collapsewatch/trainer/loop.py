@@ -150,7 +150,8 @@ def train(cfg: TrainConfig) -> TrainResult:
         while step < cfg.steps and not stop["flag"]:
             # -- phase actions (--on-phase): checkpoint / roll back at a rollout boundary ------------------
             restart = actions.at_rollout(step, cfg, policy, opt, rng, gen,
-                                         lambda s, c=cfg: save_checkpoint(c, policy, tokenizer, opt, rng, gen, s))
+                                         lambda s, c=cfg: save_checkpoint(c, policy, tokenizer, opt, rng, gen, s,
+                                                                         source=source))
             if restart is not None:  # restored model, optimizer, RNGs; train on from there, settings changed
                 step, cfg = restart.step, restart.cfg
                 params = build_params(cfg.objective, cfg.objective_params)
