@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from pathlib import Path
 
@@ -78,16 +79,38 @@ def export_duckdb(store: str | os.PathLike, run: str) -> Path:
     return target
 
 
+STALE_TMP_S = 600.0
+"""A hidden ``.tmp`` file older than this was left by a killed writer or export (a live one is seconds old)."""
+
+
+class StoreNotWritableError(PermissionError):
+    """Compaction needs to write the store (a read-only mount, a copy without write permission)."""
+
+
 def compact_store(store: str | os.PathLike) -> list[str]:
-    """Compact every run of a store that is not running. Returns the runs compacted."""
+    """Compact every run of a store that is not running, and remove the temporary files of killed writers
+    and exports (segment ``.tmp`` files, ``.<run>.*.duckdb.tmp``). Returns the runs compacted."""
     from .views import connect
 
     con = connect(store)
     runs = [r[0] for r in con.execute("SELECT run FROM runs WHERE status <> 'running' ORDER BY run").fetchall()]
     con.close()
     for run in runs:
-        compact_run(store, run)
-        for tmp in (Path(store) / run).glob("*/.*.tmp"):
-            tmp.unlink(missing_ok=True)  # left by a writer killed mid-flush
+        try:
+            compact_run(store, run)
+            _remove_stale_tmp(Path(store) / run)
+        except (OSError, duckdb.IOException) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise StoreNotWritableError(f"cannot compact run {run!r}: the store {str(store)!r} is not writable "
+                                        f"({first})") from e
     return runs
 
+
+def _remove_stale_tmp(run_dir: Path) -> None:
+    now = time.time()
+    for tmp in [*run_dir.glob("*/.*.tmp"), *run_dir.glob(".*.duckdb.tmp*")]:
+        try:
+            if now - tmp.stat().st_mtime > STALE_TMP_S:
+                tmp.unlink()
+        except FileNotFoundError:
+            pass
