@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ SAFE_SCHEMAS = frozenset({"", "main", "information_schema", "pg_catalog"})
 SHOW_SPECIAL = frozenset({"", '"tables"', '"databases"', "__show_tables_expanded"})  # SHOW TABLES, DESCRIBE (…)
 SAFE_CATALOGS = frozenset({"", "memory", "system", "temp"})
 PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RETRIES = 3
+RETRIES = 5  # a query racing live compaction: each try lists the files afresh
 KEYWORDS = re.compile(r"^\s*([A-Za-z]+(?:\s+[A-Za-z]+)?)")
 
 
@@ -137,9 +138,10 @@ def _lock_down(con: duckdb.DuckDBPyConnection, root: Path, limits: Limits) -> No
         con.execute(stmt)
 
 
-def run_user_sql(root: Path, views: dict[str, str], order: tuple[str, ...], sql: str,
+def run_user_sql(root: Path, views: Callable[[], dict[str, str]], order: tuple[str, ...], sql: str,
                  limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
-    """Run a person's query over ``views`` (name → SELECT, created in ``order``) of the store at ``root``.
+    """Run a person's query over the views ``views()`` (name → SELECT, created in ``order``; asked again at
+    each retry, so a file list is re-expanded) of the store at ``root``.
 
     Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
@@ -147,7 +149,7 @@ def run_user_sql(root: Path, views: dict[str, str], order: tuple[str, ...], sql:
     statements = check_select_only(sql)
     for attempt in range(RETRIES):  # a segment compacted away between glob expansion and read: run it again
         try:
-            return _run_once(root, views, order, statements[-1], limits)
+            return _run_once(root, views(), order, statements[-1], limits)
         except duckdb.IOException as e:
             if attempt == RETRIES - 1:
                 raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e

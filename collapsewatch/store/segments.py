@@ -70,6 +70,8 @@ def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | N
         if key in _verdicts:
             return _verdicts[key]
     replaces: tuple[str, ...] = ()
+    if not os.path.exists(path):  # compacted away after listing: neither good nor bad, and not cached
+        return "gone", ()
     try:
         if size == 0:
             problem: str | None = "empty file"
@@ -77,7 +79,11 @@ def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | N
             schema = pq.read_schema(path)
             problem = schema_problem(schema, table)
             replaces = tuple(json.loads((schema.metadata or {}).get(REPLACES_KEY, b"[]")))
+    except FileNotFoundError:
+        return "gone", ()
     except (OSError, ValueError, pa.ArrowException) as e:
+        if not os.path.exists(path):  # deleted while its footer was read (compaction): not a bad file
+            return "gone", ()
         problem = f"not a readable Parquet file ({str(e).splitlines()[0][:120]})"
     with _lock:
         _verdicts[key] = (problem, replaces)
@@ -123,6 +129,8 @@ def table_files(root: Path, table: str, run: str | None = None) -> Listing:
             except FileNotFoundError:  # compacted away while listing
                 continue
             problem, replaces = check_file(e.path, table, st.st_size, st.st_mtime_ns)
+            if problem == "gone":
+                continue
             if problem is None:
                 found.append((e.path, st.st_size))
                 names.update(replaces)
