@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..detectors import DetectorConfig, detect_frame
 from ..offline import run_steps
-from ..store.queries import Store, run_info, run_names
+from ..store.queries import Store, run_names
 from .labels import RunLabel, label_run, near_best_steps, read_label_file
 from .score import FLAG_COLUMNS
 
@@ -39,6 +39,9 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
     user = read_label_file(labels_file) if labels_file is not None else {}
     store = Store(store_path)
     try:
+        # the runs view, not queries.run_info: it reads stores written before migration 0002 too
+        configs = dict(store.query("SELECT run, any_value(config) AS config FROM runs GROUP BY run")
+                       .itertuples(index=False, name=None))
         events = store.query("SELECT run, detector, phase, severity, step_start FROM events "
                              "WHERE source = 'online' AND rank = 0")
         frames, labels, near = {}, {}, {}
@@ -48,8 +51,7 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
                 continue
             steps, reward = df["step"].to_numpy(), df["reward_mean"].to_numpy(dtype="float64")
             frames[run] = df
-            config = (run_info(store, run) or {}).get("config") or {}
-            labels[run] = label_run(run, config, steps, reward, user.get(run))
+            labels[run] = label_run(run, configs.get(run), steps, reward, user.get(run))
             near[run] = near_best_steps(steps, reward)
     finally:
         store.close()
