@@ -10,7 +10,8 @@ sub-grid whose list values are axes (their Cartesian product is run; a ``drill``
     objective = ["grpo", "llds"]
     seed = [0, 1, 2]
 
-Each run is named from its drill and axis values (``lld-grpo-s0``; ``healthy-…`` without a drill). A run whose
+Each run is named from its drill and axis values (``lld-grpo-s0``; ``healthy-…`` without a drill; a table's
+``tag = "x16"`` adds a part: ``lld-grpo-x16-s0``). A run whose
 name already has a finished or crashed record in the store is skipped, so an interrupted ``lab run`` resumes.
 """
 
@@ -42,9 +43,9 @@ class RunSpec:
     fields: dict[str, Any]
 
 
-def _name(values: dict[str, Any], axes: list[str]) -> str:
+def _name(values: dict[str, Any], axes: list[str], tag: str) -> str:
     drill = values.get("drill") or {}
-    parts = [drill.get("kind") or "healthy", str(values.get("objective", "grpo"))]
+    parts = [drill.get("kind") or "healthy", str(values.get("objective", "grpo")), *([tag] if tag else [])]
     for key in axes:
         if key in ("drill", "objective", "seed"):
             continue
@@ -65,10 +66,11 @@ def expand(grid: dict[str, Any]) -> list[RunSpec]:
     out: list[RunSpec] = []
     for table in tables:
         merged = {**base, **table}
+        tag = str(merged.pop("tag", ""))  # a name part telling sub-grids of equal axes apart (not a config field)
         axes = [k for k, v in merged.items() if isinstance(v, list) and k not in LIST_FIELDS]
         for combo in itertools.product(*(merged[k] for k in axes)):
             values = {**merged, **dict(zip(axes, combo, strict=True))}
-            out.append(RunSpec(_name(values, axes), values))
+            out.append(RunSpec(_name(values, axes, tag), values))
     names = [r.name for r in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -12,11 +12,15 @@ from collapsewatch.lab.grid import expand, load_grid
 def test_expand_names_each_combination():
     grid = {"base": {"steps": 10, "lr": 1e-4},
             "grid": [{"drill": [{"kind": "lld", "at_step": 4}, {"kind": "isdd", "at_step": 4}], "seed": [0, 1]},
-                     {"objective": ["grpo", "llds"], "temperature": [0.8], "stop_on": ["drift"]}]}
+                     {"objective": ["grpo", "llds"], "temperature": [0.8], "stop_on": ["drift"]},
+                     {"tag": "x16", "drill": [{"kind": "lld", "at_step": 4, "strength": 16.0}]}]}
     runs = expand(grid)
-    # 2 drills × 2 seeds, then 2 objectives × 1 temperature (stop_on is a list-valued field, never an axis)
+    # 2 drills × 2 seeds, then 2 objectives × 1 temperature (stop_on is a list-valued field, never an axis),
+    # then one tagged run (the tag tells it from lld-grpo-s0 and is not passed to the trainer)
     assert [r.name for r in runs] == ["lld-grpo-s0", "lld-grpo-s1", "isdd-grpo-s0", "isdd-grpo-s1",
-                                      "healthy-grpo-temperature0.8-s0", "healthy-llds-temperature0.8-s0"]
+                                      "healthy-grpo-temperature0.8-s0", "healthy-llds-temperature0.8-s0",
+                                      "lld-grpo-x16-s0"]
+    assert "tag" not in runs[6].fields
     assert runs[1].fields == {"steps": 10, "lr": 1e-4, "drill": {"kind": "lld", "at_step": 4}, "seed": 1}
     assert runs[5].fields["stop_on"] == ["drift"]
 
