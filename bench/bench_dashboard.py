@@ -51,7 +51,8 @@ def measure_polls(writer: SyntheticRun, st: dict, label: str, n: int) -> dict:
     polls, naive, idle = [], [], []
     for _ in range(n):
         writer.write(until=writer.next_step + 10)
-        ms, (patch, st, _) = timed(live.poll, st)
+        ms, got = timed(live.poll, st)
+        st = got["state"]
         polls.append(ms)
         idle.append(timed(live.poll, st)[0])
         with state.borrow() as s:  # without the segment index: the run's view filtered to the new steps
@@ -68,6 +69,9 @@ def measure_pages(steps: list[int], n: int) -> None:
     history.clear()
     record("overview load, cold (first visit)", "full", [timed(overview.layout, run=RUN)[0]])
     record("overview load, warm", "full", [timed(overview.layout, run=RUN)[0] for _ in range(n)])
+    record("overview load, warm, raw", "full", [timed(overview.layout, run=RUN, smooth="1")[0] for _ in range(n)])
+    record("overview zoomed on an episode", "full", [timed(overview.layout, run=RUN, episode="0",
+                                                           **{"from": "900", "to": "1100"})[0] for _ in range(n)])
     record("token steps index, cold", "full", [timed(tokens.layout, run=RUN)[0]])
     record("heatmap ratio, cold", "full", [timed(tokens.heatmap_for, RUN, "ratio", steps[-1])[0]])
     record("heatmap entropy, cold", "full", [timed(tokens.heatmap_for, RUN, "entropy", steps[-1])[0]])
@@ -76,7 +80,7 @@ def measure_pages(steps: list[int], n: int) -> None:
     rng = random.Random(0)
     pick, show = [], []
     for step in rng.sample(steps, n):
-        ms, (_, value) = timed(tokens.sequences, step, RUN, None)
+        ms, (_, value) = timed(tokens._seq_options, RUN, step, None)
         pick.append(ms)
         show.append(timed(tokens.render, value, "ratio", step, RUN)[0])
     record("token drill-down: pick step", "full", pick)
@@ -112,7 +116,7 @@ def main() -> None:
         writer.write(until=half - 10 * n)
         build_s = time.perf_counter() - t0
         create_app(root)
-        _, st, _ = live.load(RUN)
+        st = live.load(RUN)["state"]
         st = measure_polls(writer, st, str(half), n)
         t1 = time.perf_counter()
         writer.write(until=a.steps - 10 * n)

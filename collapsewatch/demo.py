@@ -7,6 +7,8 @@ store next to the fresh run, so the dashboard has something to compare against a
 from __future__ import annotations
 
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -35,7 +37,12 @@ def copy_sample_runs(store: Path) -> list[str]:
 def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: float = 60.0) -> subprocess.Popen:
     """Serve the dashboard of ``store`` in a child process (so training keeps this process's cores and GIL) and
     wait until it answers; raises RuntimeError with the server's last output if it does not. The server's log
-    goes to an unnamed temporary file, never a pipe: a pipe nobody reads would fill up and block it."""
+    goes to an unnamed temporary file, never a pipe: a pipe nobody reads would fill up and block it.
+    A port already in use is refused first (a dashboard left over from an earlier demo would otherwise answer
+    the readiness check and be taken for this one)."""
+    if port_in_use(host, port):
+        raise RuntimeError(f"port {port} on {host} is already in use (another dashboard or demo still running?): "
+                           "stop it or choose another port with --port")
     log_file = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(store), "--host", host,
                              "--port", str(port)], stdout=log_file, stderr=subprocess.STDOUT)
@@ -54,6 +61,36 @@ def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: fl
     raise RuntimeError(f"the dashboard did not answer on {host}:{port} within {timeout:.0f} s")
 
 
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+WHERE_TO_LOOK = (
+    ("a collapse to read", "/run/grpo-collapse", "events table on top, phases aligned with the charts"),
+    ("healthy vs collapsing", "/compare?runs=grpo-healthy,grpo-collapse&align=collapse", "config diff below"),
+    ("the tokens of a degenerate response", "/tokens/grpo-collapse?step=180&rank=repetition", ""),
+)
+
+
+def where_to_look(port: int) -> str:
+    """The demo's pointers into the sample runs, one line each."""
+    return "\n".join(f"  {what:36s} http://127.0.0.1:{port}{path}" + (f"  ({note})" if note else "")
+                     for what, path, note in WHERE_TO_LOOK)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM ends the demo like Ctrl-C, so its dashboard child is stopped too (never left orphaned on its port)."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050) -> None:
     """Copy the sample runs into ``store``, serve the dashboard (live) and train ``demo-grpo`` with the monitor;
     the dashboard stays up after training until Ctrl-C."""
@@ -70,10 +107,13 @@ def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050)
     cfg = load_config(steps=steps, store=str(store), run="demo-grpo", objective="grpo")
     if (store / cfg.run_name).exists():
         shutil.rmtree(store / cfg.run_name)  # a fresh demo run each time
+    _stop_on_sigterm()
     dash = start_dashboard(store, port) if serve else None
     try:
         if dash is not None:
-            print(f"dashboard: http://127.0.0.1:{port}/run/{cfg.run_name}  (live: it follows the run as it trains)")
+            print(f"dashboard: http://127.0.0.1:{port}/run/{cfg.run_name}  (opens when the run's first step is "
+                  "written, then follows it live)")
+            print(where_to_look(port), flush=True)
         print(f"training {cfg.run_name}: {steps} steps of GRPO on the built-in tiny model (CPU) …")
         result = train(cfg)
         print(f"done: {result.steps} steps. Query it:  collapsewatch sql {store} \"select step, reward_mean, "

@@ -46,3 +46,35 @@ def test_demo_serves_the_dashboard_while_it_trains_then_keeps_serving(tmp_path):
     assert samples and samples <= {r for (r,) in con.execute("SELECT run FROM runs").fetchall()}
     with socket.socket() as s:  # the dashboard process is gone with the demo: its port is free again
         s.bind(("127.0.0.1", port))
+
+
+def test_sigterm_stops_the_demo_and_its_dashboard_child(tmp_path):
+    port, store = _free_port(), tmp_path / "demo"
+    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "demo", "--store", str(store), "--steps", "50",
+                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines: list[str] = []
+    try:
+        while proc.poll() is None and not (lines and lines[-1].startswith("training ")):
+            lines.append(proc.stdout.readline())
+        out = "".join(lines)
+        # the demo says where to look before training starts
+        assert f"http://127.0.0.1:{port}/run/grpo-collapse" in out and "/compare?runs=grpo-healthy" in out, out
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with socket.socket() as s:  # no orphaned dashboard holds the port
+        s.bind(("127.0.0.1", port))
+
+
+def test_a_busy_port_is_refused_before_starting_a_dashboard(tmp_path):
+    import pytest
+
+    from collapsewatch.demo import start_dashboard
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        with pytest.raises(RuntimeError, match="already in use"):
+            start_dashboard(tmp_path, held.getsockname()[1])

@@ -13,8 +13,10 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,8 +118,10 @@ def tokenizer_corpus(kb: KnowledgeBase, env: EnvConfig) -> list[str]:
     return texts + [INVALID_ACTION_MESSAGE] * 50
 
 
-def build_builtin(spec: BuiltinSpec) -> tuple[PreTrainedModel, Tokenizer, WarmStartReport | None]:
-    """Build ``spec`` from scratch (tokenizer, init, warm start); nothing is written to disk."""
+def build_builtin(spec: BuiltinSpec, progress: Callable[[str], None] | None = None
+                  ) -> tuple[PreTrainedModel, Tokenizer, WarmStartReport | None]:
+    """Build ``spec`` from scratch (tokenizer, init, warm start); nothing is written to disk. ``progress`` gets
+    a line per stage and the warm start's progress lines."""
     kb = build_kb(spec.kb)
     make_env = make_env_factory(kb, spec.env)
     tokenizer = train_tokenizer(tokenizer_corpus(kb, spec.env), spec.vocab_size)
@@ -128,7 +132,10 @@ def build_builtin(spec: BuiltinSpec) -> tuple[PreTrainedModel, Tokenizer, WarmSt
     cfg = spec.warm_start
     if cfg.lr is None:
         cfg = dataclasses.replace(cfg, lr=PRESETS[spec.preset].sft_lr)
-    report = warm_start(model, tokenizer, train, held_out[: spec.n_eval], make_env, cfg)
+    if progress is not None:
+        progress(f"tokenizer ({len(tokenizer)} tokens) and model ready; warm start on gold traces (up to "
+                 f"{cfg.steps} steps) …")
+    report = warm_start(model, tokenizer, train, held_out[: spec.n_eval], make_env, cfg, progress)
     return model, tokenizer, report
 
 
@@ -156,9 +163,15 @@ def _is_current(path: Path) -> bool:
     return meta.is_file() and json.loads(meta.read_text()).get("build_version") == BUILD_VERSION
 
 
+def _say(line: str) -> None:
+    print(f"[collapsewatch] {line}", file=sys.stderr, flush=True)
+
+
 def _build_into(spec: BuiltinSpec, path: Path) -> None:
     start = time.perf_counter()
-    model, tokenizer, report = build_builtin(spec)
+    _say(f"building the built-in model once (cached in {path}); this takes a minute or more on a busy CPU")
+    model, tokenizer, report = build_builtin(spec, progress=_say)
+    _say(f"built in {time.perf_counter() - start:.0f} s")
     seconds = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))

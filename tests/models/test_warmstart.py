@@ -108,3 +108,24 @@ def test_smollm2_gguf_loads_rolls_out_and_trains_a_step(tmp_path, monkeypatch):
     assert train(cfg).steps == 1
     row = connect(store).execute("SELECT n_seqs, grad_norm IS NOT NULL, entropy_mean IS NOT NULL FROM steps").fetchone()
     assert row == (2, True, True)
+
+
+def test_build_reports_progress_with_an_estimate():
+    from collapsewatch.models.warmstart import progress_line
+
+    # 50 of 600 steps in 20 s: 550 steps left at 0.4 s each = 220 s = 3.7 min at most
+    cfg = WarmStartConfig(steps=600)
+    assert progress_line(50, cfg, 20.0, 1.234) == \
+        "warm start: step 50/600 · nll 1.23 · 20 s so far · at most ~3.7 min left"
+    # a time cap ends it sooner: 30 s cap, 20 s gone → 10 s left
+    assert progress_line(50, WarmStartConfig(steps=600, max_seconds=30.0), 20.0, 1.0).endswith("~10 s left")
+    # the SFT loop reports after step 10 (the first estimate) and every PROGRESS_EVERY steps
+    from types import SimpleNamespace
+
+    from collapsewatch.models import train_on_traces
+
+    lines: list[str] = []
+    examples = [([2, 3, 4, 5], [0, 1, 1, 1]), ([2, 5, 4, 3], [0, 1, 1, 1])]
+    train_on_traces(build_model("tiny", 8, 0, 1), SimpleNamespace(pad_token_id=0), examples,
+                    WarmStartConfig(steps=12, batch_size=2, target_nll=0.0), progress=lines.append)
+    assert len(lines) == 1 and lines[0].startswith("warm start: step 10/12 · nll ")
