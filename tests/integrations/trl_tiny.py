@@ -4,7 +4,8 @@ It ties the TRL adapter to the built-in model code, so it lives with its users, 
 
 A random-init Qwen2 body (1 layer, d=32) with a byte-level BPE tokenizer trained locally on a few sentences, a
 ``datasets.Dataset.from_dict`` of prompts and a continuous reward, so groups almost never have zero reward std.
-Nothing is downloaded. One GRPO step (16 completions × 8 tokens) takes about 0.3 s on 2 CPU cores.
+Nothing is downloaded. With ``beta != 0`` the model is saved to ``<output_dir>/init-model`` and passed by path,
+because TRL builds its reference model from the policy's path.
 
     trainer = tiny_grpo_trainer("out/", max_steps=4, steps_per_generation=2)
 """
