@@ -20,7 +20,7 @@ from typing import Any
 from .alerts import NotifyError, event_headline, event_payload, post_event
 from .detectors.events import SEVERITY_RANK
 from .store import Store
-from .store.queries import run_events, run_info, run_names
+from .store.queries import run_events, run_rows
 from .store.views import StoreNotFoundError
 
 EXIT_CRITICAL = 2
@@ -44,15 +44,13 @@ class EventFollower:
         """The episodes to report now (events rows with ``run``), in order of run and start step."""
         store = Store(self.path)
         try:
-            runs = [self.run] if self.run is not None else run_names(store)
-            statuses, out = [], []
+            status = dict(zip(*(run_rows(store)[c].tolist() for c in ("run", "status")), strict=True))
+            runs = [self.run] if self.run is not None else sorted(status)
+            statuses = [status.get(run, "absent") for run in runs]  # absent: not started yet
+            out = []
             for run in runs:
-                info = run_info(store, run)
-                if info is None:  # not started yet
-                    statuses.append("absent")
-                    continue
-                statuses.append(info["status"])
-                out += self._new(run, run_events(store, run).to_dict("records"))
+                if run in status:
+                    out += self._new(run, run_events(store, run).to_dict("records"))
         finally:
             store.close()
         self.ended = bool(statuses) and all(s in ("finished", "crashed") for s in statuses)
