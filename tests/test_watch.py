@@ -115,3 +115,17 @@ def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
         reported[(d, p, s)] = sev
     assert reported == final
     assert len(receiver.got) == len(lines)
+
+
+def test_the_shipped_sample_store(tmp_path):
+    # real runs written by an older version of the store (before migration 0002): watch still reads them
+    import shutil
+    from pathlib import Path
+
+    root = tmp_path / "store"
+    shutil.copytree(Path(__file__).parents[1] / "sample_runs" / "store", root)
+    p = _cli(str(root), "--run", "grpo-healthy", "--once")
+    assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+    p = _cli(str(root), "--run", "grpo-collapse", "--once", "--severity", "critical")
+    assert p.returncode == EXIT_CRITICAL and p.stdout.count("[critical]") == len(_stored(root, "grpo-collapse",
+                                                                                          "critical"))
