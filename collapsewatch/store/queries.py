@@ -53,8 +53,8 @@ class Store:
         self.root = store_root(path)
         self.con = duckdb.connect(":memory:")
         self._dirty = self._views()
-        allowed = str(self.root).replace("'", "''")
-        for stmt in (f"SET allowed_directories = ['{allowed}/']", "SET enable_external_access = false",
+        allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in segments.readable_dirs(self.root))
+        for stmt in (f"SET allowed_directories = [{allowed}]", "SET enable_external_access = false",
                      "SET lock_configuration = true"):
             self.con.execute(stmt)
 
@@ -112,7 +112,7 @@ Files = Sequence[str | Path]
 def _files_scan(store: Store, table: str, files: Files) -> str:
     """A Parquet scan of exactly ``files`` (paths listed from the store folder), or of the table's typed
     empty file when there are none."""
-    return segments.files_scan([str(f) for f in files], store.root / "_schema" / table / "empty.parquet")
+    return segments.files_scan([str(f) for f in files], segments.schema_file(store.root, table))
 
 
 def _source(store: Store, run: str, view: str, files: Files | None) -> str:

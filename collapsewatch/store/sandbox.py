@@ -32,6 +32,8 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from .segments import readable_dirs
+
 
 class ReadOnlyQueryError(ValueError):
     """A user query that would write, change state or read outside the store's views."""
@@ -129,11 +131,11 @@ def _check_reference(kind: str, schema: str, name: str) -> None:
 
 def _lock_down(con: duckdb.DuckDBPyConnection, root: Path, limits: Limits) -> None:
     """Settings of the throwaway connection, applied after its views exist and then locked."""
-    allowed = str(root).replace("'", "''") + "/"
+    allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in readable_dirs(root))
     for stmt in ("SET temp_directory = ''", f"SET memory_limit = '{limits.memory}'",
                  "SET python_enable_replacements = false", "SET autoinstall_known_extensions = false",
                  "SET autoload_known_extensions = false", "SET allow_community_extensions = false",
-                 f"SET allowed_directories = ['{allowed}']", "SET enable_external_access = false",
+                 f"SET allowed_directories = [{allowed}]", "SET enable_external_access = false",
                  "SET lock_configuration = true"):
         con.execute(stmt)
 

@@ -14,14 +14,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import threading
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .migrations import TABLES
-from .writer import REPLACES_KEY, arrow_schemas
+from .migrations import LATEST_VERSION, TABLES
+from .writer import REPLACES_KEY, arrow_schemas, ensure_schema
 
 log = logging.getLogger("collapsewatch.store")
 QUARANTINE = "_quarantine"
@@ -154,17 +155,51 @@ def files_scan(paths: list[str], empty: Path) -> str:
     return f"read_parquet([{quoted}], union_by_name = true)"
 
 
+_current: Path | None = None
+
+
+def _schema_is_current(root: Path) -> bool:
+    try:
+        return (root / "_schema" / "VERSION").read_text().strip() == str(LATEST_VERSION)
+    except OSError:
+        return False
+
+
+def _current_schema_root() -> Path:
+    """A per-process folder holding ``_schema`` at the current version (written once, on first need)."""
+    global _current
+    with _lock:
+        if _current is None:
+            _current = Path(tempfile.mkdtemp(prefix="collapsewatch-schema-"))
+            ensure_schema(_current)
+        return _current
+
+
+def schema_file(root: Path, table: str) -> Path:
+    """The typed empty file of ``table`` at the current schema: the store's own when its ``_schema`` is current,
+    else a per-process copy, so that reading a store written by an older version never writes into it."""
+    if _schema_is_current(root):
+        return root / "_schema" / table / "empty.parquet"
+    return _current_schema_root() / "_schema" / table / "empty.parquet"
+
+
+def readable_dirs(root: Path) -> list[str]:
+    """The folders a read connection of the store may open: the store, and the current schema when the store's
+    is older."""
+    return [str(root)] + ([] if _schema_is_current(root) else [str(_current_schema_root())])
+
+
 def scan_sql(root: Path, table: str, run: str | None = None) -> tuple[str, bool]:
     """(the scan of ``table`` a view reads, whether it is a snapshot list): a glob while every file is good,
     the list of good files while one is bad or replaced by a merged segment."""
     good, bad, replaced = table_files(root, table, run)
-    empty = root / "_schema" / table / "empty.parquet"
+    empty = schema_file(root, table)
     if bad or replaced:
-        return files_scan([p for p, _ in good] + ([] if run is None else [str(empty)]), empty), True
+        return files_scan([p for p, _ in good] + [str(empty)], empty), True
     if run is not None and not good:
         return files_scan([], empty), False
     pattern = root / run / table / "*.parquet" if run is not None else root / "*" / table / "*.parquet"
-    return f"read_parquet('{_q(pattern)}', union_by_name = true)", False
+    return f"read_parquet(['{_q(pattern)}', '{_q(empty)}'], union_by_name = true)", False
 
 
 def bad_files(root: Path) -> list[tuple[str, str]]:

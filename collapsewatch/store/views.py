@@ -18,8 +18,7 @@ import duckdb
 
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
 from .migrations import TABLES
-from .segments import scan_sql
-from .writer import ensure_schema
+from .segments import readable_dirs, scan_sql
 
 RETRIES = 3  # a segment compacted away between glob expansion and read: retry the query
 
@@ -102,11 +101,7 @@ def store_root(store: str | Path) -> Path:
         raise StoreNotFoundError(f"store {str(store)!r} does not exist or is not a directory")
     if not (root / "_schema").is_dir():
         raise StoreNotFoundError(f"{str(store)!r} is not a collapsewatch store (no _schema folder)")
-    try:
-        ensure_schema(root)  # a store written by an older version gets the newer empty tables
-    except OSError:
-        pass  # a read-only copy of a store: old segments still read (union_by_name)
-    return root
+    return root  # never written to: an older store's _schema is stood in for (segments.schema_file)
 
 
 def create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
@@ -130,8 +125,8 @@ def connect(store: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnect
     con = duckdb.connect(":memory:")
     create_views(con, root)
     if read_only:
-        allowed = str(root).replace("'", "''")
-        con.execute(f"SET allowed_directories = ['{allowed}/']")
+        allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in readable_dirs(root))
+        con.execute(f"SET allowed_directories = [{allowed}]")
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     return con

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from collapsewatch import Monitor, Store, connect
+from collapsewatch.store.queries import run_names
 from collapsewatch.trainer.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +26,7 @@ def test_train_killed_as_soon_as_its_store_appears_leaves_a_readable_store(tmp_p
     child.wait(timeout=60)
     assert store.is_dir()
     # readable (an empty folder was "not a collapsewatch store"); no run row yet, unless the kill came late
-    assert set(Store(store).runs()["run"]) <= {"k"}
+    assert set(run_names(Store(store))) <= {"k"}
 
 
 def test_train_refuses_an_existing_run_name_without_resume(store, capsys):
