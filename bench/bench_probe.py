@@ -18,9 +18,8 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from collapsewatch import Monitor, TokenBatch
-from collapsewatch.probe import ClipSpec, sequence_metrics, token_metrics, turn_gate_counts
-from collapsewatch.recorder import nonfinite_counts
-from collapsewatch.step_metrics import ObservedPart, compute_step_metrics
+from collapsewatch.probe import ClipSpec
+from collapsewatch.step_metrics import compute_step_metrics, observe_part
 
 
 def batch(B: int, T: int) -> TokenBatch:
@@ -45,11 +44,7 @@ def timeit(fn, repeats: int) -> float:
 
 
 def probe_compute(b: TokenBatch) -> None:
-    clip = ClipSpec()
-    tok = token_metrics(b, clip)
-    seq = sequence_metrics(b, tok, clip)
-    compute_step_metrics([ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip,
-                                       b.group_ids, torch.arange(b.logp.shape[0]))])
+    compute_step_metrics([observe_part(b, ClipSpec())])
 
 
 def main() -> None:

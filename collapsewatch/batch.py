@@ -1,8 +1,14 @@
-"""TokenBatch: the one typed boundary between any trainer (built-in, TRL, verl) and the probe.
+"""TokenBatch: the one typed batch of collapsewatch — what an objective trains on and what the probe observes.
 
 Shapes: B sequences, T tokens per row (responses, or prompt+response with mask 0 on the prompt).
 Only ``logp`` and ``mask`` are required; every other field is optional and the metrics that need it
-are NULL when it is absent.
+are NULL when it is absent. Objectives take the same type (``objectives.LossInputs`` is this class) and
+require ``logp_old`` and ``advantages`` (``require``); one validator (``__post_init__``) checks every shape.
+
+``on_policy`` is *told* by the trainer, never inferred from log-probs (DESIGN §3): True on a mini-batch
+trained before any update since its rollout (π_θ = π_old). Then every ratio-derived metric is NULL and
+``logp`` stands in for ``logp_old`` when that is absent, so the likelihood signals (LLD) exist on every step.
+None (not told) = the ratio metrics are computed from ``logp_old`` when given.
 """
 
 from __future__ import annotations
@@ -18,12 +24,12 @@ _SEQ_FIELDS = ("seq_ids", "group_ids", "rewards", "truncated", "group_zero_std")
 
 @dataclass
 class TokenBatch:
-    logp: Tensor                        # (B, T) log π_θ(y_t), the latest forward (grad is ignored)
+    logp: Tensor                        # (B, T) log π_θ(y_t), the latest forward (with grad for an objective)
     mask: Tensor                        # (B, T) 1 on trained model tokens; 0 on prompt, pad, tool observation
     logp_old: Tensor | None = None      # (B, T) log π_old(y_t), rollout policy recomputed by the trainer
     logp_rollout: Tensor | None = None  # (B, T) log-prob reported by the inference engine
     logp_ref: Tensor | None = None      # (B, T) frozen reference model
-    entropy: Tensor | None = None       # (B, T) entropy of softmax(logits / temperature), nats
+    entropy: Tensor | None = None       # (B, T) entropy of softmax(logits / temperature), nats (grad: entropy bonus)
     advantages: Tensor | None = None    # (B,) per sequence, or (B, T) per token
     token_ids: Tensor | None = None     # (B, T) sampled token ids
     turn_ids: Tensor | None = None      # (B, T) turn index of each token (a turn = model tokens between tools)
@@ -33,6 +39,7 @@ class TokenBatch:
     truncated: Tensor | None = None     # (B,) bool: response hit the length budget
     group_zero_std: Tensor | None = None  # (B,) bool: all G responses of this sequence's group (the whole group,
     #                                       not only the members in this batch) got the same reward
+    on_policy: bool | None = None       # told by the trainer: no update since this batch's rollout (r ≡ 1)
 
     def __post_init__(self) -> None:
         for name in ("logp", "mask"):
@@ -56,6 +63,23 @@ class TokenBatch:
             wrong.append(f"advantages {tuple(adv.shape)} (expected ({shape[0]},) or {shape})")
         if wrong:
             raise ValueError(f"TokenBatch shapes disagree with logp {shape}: " + ", ".join(wrong))
+        if self.on_policy is not None and not isinstance(self.on_policy, bool):
+            raise TypeError(f"TokenBatch.on_policy must be True, False or None, got {self.on_policy!r}")
+
+    def require(self, *names: str, who: str) -> None:
+        """Raise a ValueError naming ``who`` and the missing fields unless every field in ``names`` is set."""
+        missing = [n for n in names if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"{who} needs TokenBatch.{' and TokenBatch.'.join(missing)}")
+
+    def token_advantages(self) -> Tensor:
+        """Advantages broadcast to tokens, (B, T), in logp's dtype (``require('advantages')`` first)."""
+        adv = self.advantages.to(self.logp.dtype)
+        return adv if adv.dim() == 2 else adv.unsqueeze(-1).expand_as(self.logp)  # (B, T)
+
+    def float_mask(self) -> Tensor:
+        """The loss mask as 0/1 floats in logp's dtype, (B, T)."""
+        return self.mask.to(self.logp.dtype)  # (B, T)
 
     @property
     def device(self) -> torch.device:

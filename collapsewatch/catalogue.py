@@ -7,6 +7,8 @@ to a step (on-policy, no rollout log-probs, no reference model) is stored as NUL
 
 Glossary (see the package docstring): ``r = exp(logp − logp_old)``; A = advantage; mask = loss mask;
 "A>0 tokens" = tokens with mask = 1 of sequences whose advantage is > 0.
+
+Conventions: ``CONVENTIONS`` below (printed into docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -32,6 +34,30 @@ def _m(name: str, level: Level, formula: str, population: str, unit: str = "", d
     return Metric(name, level, formula, population, unit, dtype)
 
 
+CONVENTIONS = """\
+Each convention is decided once; the formulas live in `collapsewatch/policy_math.py` and the probe.
+
+* **on-policy is told**: `TokenBatch.on_policy` (the built-in trainer: the first mini-batch of the first epoch
+  after a rollout; the TRL tap: TRL's own rule). On such a step every ratio-derived metric is NULL (token
+  ratios, quantiles, clip fractions, `seq_ratio`, displacement, `ppo_kl`, `log_ratio_clamped`,
+  `llds_gate_rate`), and the likelihood signals use `logp` as `logp_old` when the trainer has none
+  (π_old = π_θ), so `logp_old_mean_*` exist on every step. Never inferred from float equality.
+* **displacement sign**: `d = logp − logp_old`; negative = the likelihood went down (LLDS penalises max(0, −d)).
+* **LLDS gate without turn ids**: a turn is a maximal run of mask = 1 tokens (DESIGN's glossary; the authors'
+  chunk rule), for the objective and `llds_gate_rate` alike.
+* **clip level**: clip flags are computed on what the objective clips — the token ratio, or GSPO's sequence ratio.
+* **NaN reward = unknown**: `correct` is NULL; the sequence is left out of `correct_frac`, `reward_mean`,
+  `reward_std` and of both `*_correct` and `*_incorrect`.
+* **repeat_frac_max** is NULL for responses with fewer than `REPEAT_MIN_TOKENS` model tokens (a 1-token answer
+  is not degeneration).
+"""
+
+REPEAT_MIN_TOKENS = 8
+"""Responses shorter than this (model tokens) get repeat_frac_max NULL: too short to call a repeat degeneration."""
+NONFINITE_TENSORS: tuple[str, ...] = ("logp", "logp_old", "logp_rollout", "logp_ref", "entropy", "advantages",
+                                      "rewards")
+"""TokenBatch tensors checked for NaN / ±Inf, in the order ``first_nonfinite`` reports (step columns nonfinite_*)."""
+
 MODEL = "mask = 1"
 POS = "mask = 1, A > 0"
 NEG = "mask = 1, A < 0"
@@ -52,23 +78,27 @@ TOKEN_METRICS: tuple[Metric, ...] = (
 SEQUENCE_METRICS: tuple[Metric, ...] = (
     _m("reward", "sequence", "scalar reward of the response", "all sequences"),
     _m("advantage", "sequence", "advantage (mean over mask if given per token)", "all sequences"),
-    _m("correct", "sequence", "reward ≥ success threshold", "all sequences", dtype="BOOLEAN"),
-    _m("n_tokens", "sequence", "tokens in the row (prompt excluded if the trainer passes responses only)",
-       "all sequences", "tokens", "INTEGER"),
+    _m("correct", "sequence", "reward ≥ success threshold; NULL when the reward is NaN (unknown)", "all sequences",
+       dtype="BOOLEAN"),
+    _m("n_tokens", "sequence", "response tokens of the row: mask = 1 or turn_ids ≥ 0 (model and observation "
+       "tokens; prompt and padding excluded)", "all sequences", "tokens", "INTEGER"),
     _m("n_model_tokens", "sequence", "Σ mask", "all sequences", "tokens", "INTEGER"),
     _m("n_turns", "sequence", "distinct turn ids among mask = 1 tokens", "all sequences", "turns", "INTEGER"),
     _m("truncated", "sequence", "response hit the length budget", "all sequences", dtype="BOOLEAN"),
     _m("logp_old_sum", "sequence", "Σ logp_old", MODEL, "nats"),
     _m("logp_old_mean", "sequence", "mean logp_old (likelihood under π_old)", MODEL, "nats"),
-    _m("displacement_sum", "sequence", "Σ (logp − logp_old); negative = likelihood went down", MODEL, "nats"),
-    _m("displacement_mean", "sequence", "mean (logp − logp_old)", MODEL, "nats"),
-    _m("seq_ratio", "sequence", "GSPO sequence ratio exp(mean log_ratio)", MODEL),
-    _m("clip_low_frac", "sequence", "mean clip_low", MODEL),
-    _m("clip_high_frac", "sequence", "mean clip_high", MODEL),
-    _m("clip_region_frac", "sequence", "mean (clip_low ∨ clip_high)", MODEL),
+    _m("displacement_sum", "sequence", "Σ (logp − logp_old); negative = likelihood went down; NULL on-policy",
+       MODEL, "nats"),
+    _m("displacement_mean", "sequence", "mean (logp − logp_old); NULL on-policy", MODEL, "nats"),
+    _m("seq_ratio", "sequence", "GSPO sequence ratio exp(mean log_ratio); NULL on-policy", MODEL),
+    _m("clip_low_frac", "sequence", "mean clip_low (flags of the clipped ratio: token, or GSPO's sequence ratio); "
+       "NULL on-policy", MODEL),
+    _m("clip_high_frac", "sequence", "mean clip_high; NULL on-policy", MODEL),
+    _m("clip_region_frac", "sequence", "mean (clip_low ∨ clip_high); NULL on-policy", MODEL),
     _m("entropy_mean", "sequence", "mean entropy", MODEL, "nats"),
     _m("entropy_max", "sequence", "max entropy", MODEL, "nats"),
-    _m("repeat_frac_max", "sequence", "largest share of one token id among model tokens (degeneration)", MODEL),
+    _m("repeat_frac_max", "sequence", "largest share of one token id among model tokens (degeneration); NULL "
+       "below REPEAT_MIN_TOKENS = 8 model tokens", MODEL),
     _m("is_log_ratio_mean", "sequence", "mean is_log_ratio", MODEL, "nats"),
 )
 
@@ -86,7 +116,8 @@ def _ratio_quantiles() -> tuple[Metric, ...]:
 STEP_METRICS: tuple[Metric, ...] = (
     _m("n_seqs", "step", "sequences observed in the step", "all sequences", "sequences", "INTEGER"),
     _m("n_model_tokens", "step", "Σ mask", MODEL, "tokens", "BIGINT"),
-    _m("on_policy", "step", "logp_old absent or log_ratio ≡ 0 on every token", MODEL, dtype="BOOLEAN"),
+    _m("on_policy", "step", "told by the trainer (TokenBatch.on_policy): true when every part of the step is "
+       "on-policy; false when any part has ratios; NULL when not told and no logp_old", MODEL, dtype="BOOLEAN"),
     *_ratio_quantiles(),
     _m("ratio_mean_pos", "step", "mean ratio", POS),
     _m("ratio_mean_neg", "step", "mean ratio", NEG),
@@ -117,9 +148,9 @@ STEP_METRICS: tuple[Metric, ...] = (
     _m("kl_ref_mean", "step", "mean kl_ref_k3 (plain, not ratio-weighted: TRL's default `kl` is mean r · k3, stored "
        "as the scalar kl_ref_ratio_weighted_mean)", MODEL, "nats"),
     _m("reward_mean", "step", "mean reward over the step's sequences (TRL's `reward`: over a generation batch)",
-       "all sequences"),
-    _m("reward_std", "step", "sample std (n − 1) of reward, as TRL's reward_std", "all sequences"),
-    _m("correct_frac", "step", "share of correct sequences", "all sequences"),
+       "sequences with a finite reward"),
+    _m("reward_std", "step", "sample std (n − 1) of reward, as TRL's reward_std", "sequences with a finite reward"),
+    _m("correct_frac", "step", "share of correct sequences", "sequences with a finite reward"),
     _m("zero_std_group_frac", "step",
        "share of the step's groups whose G responses all got equal rewards (no signal), judged on the whole "
        "group (TokenBatch.group_zero_std), else on the members in the step; NaN (unscored) rewards are left out, "
@@ -127,14 +158,10 @@ STEP_METRICS: tuple[Metric, ...] = (
     _m("response_length_mean", "step", "mean n_model_tokens over the step's sequences (TRL's "
        "completions/mean_length: over a generation batch)", "all sequences", "tokens"),
     _m("truncated_frac", "step", "share of truncated sequences", "all sequences"),
-    _m("repeat_frac_max", "step", "max over sequences of repeat_frac_max", "all sequences"),
-    _m("nonfinite_logp", "step", "non-finite values in logp", "all tokens", "values", "BIGINT"),
-    _m("nonfinite_logp_old", "step", "non-finite values in logp_old", "all tokens", "values", "BIGINT"),
-    _m("nonfinite_logp_rollout", "step", "non-finite values in logp_rollout", "all tokens", "values", "BIGINT"),
-    _m("nonfinite_logp_ref", "step", "non-finite values in logp_ref", "all tokens", "values", "BIGINT"),
-    _m("nonfinite_entropy", "step", "non-finite values in entropy", "all tokens", "values", "BIGINT"),
-    _m("nonfinite_advantages", "step", "non-finite values in advantages", "all values", "values", "BIGINT"),
-    _m("nonfinite_rewards", "step", "non-finite values in rewards", "all values", "values", "BIGINT"),
+    _m("repeat_frac_max", "step", "max over sequences of repeat_frac_max", f"sequences with ≥ {REPEAT_MIN_TOKENS} "
+       "model tokens"),
+    *(_m(f"nonfinite_{t}", "step", f"non-finite values in {t}", "all values" if t in ("advantages", "rewards")
+         else "all tokens", "values", "BIGINT") for t in NONFINITE_TENSORS),
     _m("first_nonfinite", "step", "first tensor (in the order above) holding a non-finite value", "", dtype="VARCHAR"),
 )
 
@@ -143,10 +170,11 @@ STEP_METRICS: tuple[Metric, ...] = (
 LOGGED_SCALARS: tuple[Metric, ...] = (
     _m("grad_norm", "step", "global grad norm before clipping", "parameters"),
     _m("lr", "step", "learning rate", ""),
-    _m("loss", "step", "total loss", ""),
+    _m("loss", "step", "total loss (the built-in trainer: Σ of the loss_* terms, each aggregated like the loss)", ""),
     _m("loss_policy", "step", "policy (surrogate) loss term", ""),
     _m("loss_penalty", "step", "objective's extra penalty term (SAPO KL / LLDS)", ""),
     _m("loss_kl", "step", "β · KL-to-reference term", ""),
+    _m("loss_entropy", "step", "−c_H · entropy bonus term", ""),
     _m("step_time", "step", "wall time of the optimizer step", "", "s"),
     _m("rollout_time", "step", "wall time of the rollout that fed this step", "", "s"),
 )
@@ -185,4 +213,5 @@ def markdown_table() -> str:
 if __name__ == "__main__":  # python -m collapsewatch.catalogue > docs/metrics.md
     print("# Metric catalogue\n\nGenerated from `collapsewatch/catalogue.py` (`python -m collapsewatch.catalogue "
           "> docs/metrics.md`); a test keeps the two equal. NULL = the metric does not apply to that step.\n")
+    print("## Conventions\n\n" + CONVENTIONS)
     print(markdown_table(), end="")

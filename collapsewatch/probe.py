@@ -13,16 +13,18 @@ are those of :mod:`collapsewatch.catalogue`. Conventions:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor
 
 from .batch import TokenBatch
+from .catalogue import NONFINITE_TENSORS, REPEAT_MIN_TOKENS
+from .policy_math import clamped_log_ratio, clip_flags, llds_gate_counts, sequence_log_ratio
 
-LOG_RATIO_CLAMP = 20.0
-QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.50, "p95": 0.95, "p99": 0.99}
-NONFINITE_ORDER = ("logp", "logp_old", "logp_rollout", "logp_ref", "entropy", "advantages", "rewards")
+NONFINITE_ORDER = NONFINITE_TENSORS  # the order ``first_nonfinite`` reports in (kept for importers)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,13 @@ class ClipSpec:
     """Dual-clip constant c (r > c with A < 0); None = dual clip off (dual_clip_frac NULL)."""
     success_threshold: float = 1.0
     """A sequence is `correct` when its reward ≥ this."""
+    level: Literal["token", "sequence"] = "token"
+    """What the objective clips: the token ratio r, or (GSPO) the sequence ratio s_i = exp(mean log r), whose
+    flags then hold for every token of the sequence (the objective's own flags, ``policy_math``)."""
+
+    def __post_init__(self) -> None:
+        if self.level not in ("token", "sequence"):
+            raise ValueError(f"ClipSpec.level must be 'token' or 'sequence', got {self.level!r}")
 
 
 def _nan_like(x: Tensor) -> Tensor:
@@ -70,35 +79,37 @@ def masked_quantiles(x: Tensor, m: Tensor, qs: Tensor) -> Tensor:
     return torch.where(n > 0, out, torch.full_like(out, float("nan")))
 
 
-def _finite_or_false(x: Tensor | None) -> Tensor | None:
-    return None if x is None else torch.isfinite(x)
-
-
 def token_metrics(b: TokenBatch, clip: ClipSpec) -> dict[str, Tensor]:
-    """Per-token tensors (B, T) of the catalogue's token metrics plus the validity masks used later."""
+    """Per-token tensors (B, T) of the catalogue's token metrics plus the validity masks used later.
+
+    On a step told on-policy (``b.on_policy is True``) no ratio-derived tensor is made (log_ratio, ratio, clip
+    flags: NULL), and ``logp_old`` is ``b.logp_old`` or, when the trainer has none, ``logp`` itself (π_old = π_θ).
+    """
     f32 = torch.float64 if b.logp.dtype == torch.float64 else torch.float32
     logp = b.logp.detach().to(f32)
-    mask = b.mask.detach().bool() & torch.isfinite(logp)  # (B, T) tokens that count
-    out: dict[str, Tensor] = {"logp": logp, "mask": mask, "raw_mask": b.mask.detach().bool()}
+    raw_mask = b.mask.detach().bool()  # (B, T)
+    mask = raw_mask & torch.isfinite(logp)  # (B, T) tokens that count
+    out: dict[str, Tensor] = {"logp": logp, "raw_mask": raw_mask}
     adv = b.advantages
     if adv is not None:
         adv = adv.detach().to(f32)
         adv = adv[:, None].expand_as(logp) if adv.dim() == 1 else adv  # (B, T)
         out["advantage"] = adv
-    if b.logp_old is not None:
-        logp_old = b.logp_old.detach().to(f32)
+    old = b.logp_old if b.logp_old is not None else (b.logp if b.on_policy else None)
+    if old is not None:
+        logp_old = old.detach().to(f32)
         mask = mask & torch.isfinite(logp_old)
-        raw = logp - logp_old
-        log_ratio = raw.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
-        ratio = log_ratio.exp()
-        out.update(logp_old=logp_old, log_ratio=log_ratio, ratio=ratio,
-                   clamped=(raw.abs() > LOG_RATIO_CLAMP) & mask)
-        if adv is not None and clip.eps_low is not None and clip.eps_high is not None:
-            out["clip_low"] = (ratio < 1 - clip.eps_low) & (adv < 0)
-            out["clip_high"] = (ratio > 1 + clip.eps_high) & (adv > 0)
-            if clip.dual_clip is not None:
-                out["dual_clip"] = (ratio > clip.dual_clip) & (adv < 0)
-    if b.logp_rollout is not None and b.logp_old is not None:
+        out["logp_old"] = logp_old
+        if b.on_policy is not True:  # ratios exist only once the policy has moved since the rollout
+            log_ratio, clamped = clamped_log_ratio(logp, logp_old)  # (B, T)
+            ratio = log_ratio.exp()
+            out.update(log_ratio=log_ratio, ratio=ratio, clamped=clamped & mask)
+            if adv is not None and clip.eps_low is not None and clip.eps_high is not None:
+                basis = ratio if clip.level == "token" else \
+                    sequence_log_ratio(log_ratio, mask).exp()[:, None].expand_as(ratio)  # GSPO: s_i per token
+                out["clip_ratio"] = basis
+                out.update(clip_flags(basis, adv, mask, clip.eps_low, clip.eps_high, clip.dual_clip))
+    if b.logp_rollout is not None and "logp_old" in out:
         out["is_log_ratio"] = out["logp_old"] - b.logp_rollout.detach().to(f32)
     if b.entropy is not None:
         out["entropy"] = b.entropy.detach().to(f32)
@@ -106,6 +117,24 @@ def token_metrics(b: TokenBatch, clip: ClipSpec) -> dict[str, Tensor]:
         d = b.logp_ref.detach().to(f32) - logp
         out["kl_ref_k3"] = d.exp() - d - 1
     out["mask"] = mask
+    return out
+
+
+def nonfinite_counts(b: TokenBatch) -> dict[str, Tensor]:
+    """0-dim count of non-finite values per tensor of the catalogue's ``NONFINITE_TENSORS`` that ``b`` carries.
+
+    Token tensors are counted on mask = 1 only (padding may legitimately hold −inf); sequence tensors everywhere.
+    """
+    out = {}
+    raw = b.mask.bool()
+    for name in NONFINITE_TENSORS:
+        t = getattr(b, name)
+        if t is None:
+            continue
+        bad = ~torch.isfinite(t)
+        if t.shape == raw.shape:
+            bad = bad & raw
+        out[name] = bad.sum()
     return out
 
 
@@ -132,17 +161,19 @@ def _max_run_share(ids: Tensor, m: Tensor) -> Tensor:
 
 
 def sequence_metrics(b: TokenBatch, tok: dict[str, Tensor], clip: ClipSpec) -> dict[str, Tensor]:
-    """Per-sequence tensors (B,) of the catalogue's sequence metrics."""
+    """Per-sequence tensors (B,) of the catalogue's sequence metrics.
+
+    ``correct`` is 1.0 / 0.0 / NaN (stored NULL): a NaN reward is unknown, neither correct nor incorrect.
+    """
     m = tok["mask"]
-    B = m.shape[0]
     n_model = m.sum(1)  # (B,)
-    out: dict[str, Tensor] = {
-        "n_tokens": torch.full((B,), m.shape[1], device=m.device, dtype=torch.long),
-        "n_model_tokens": n_model,
-    }
+    real = tok["raw_mask"] if b.turn_ids is None else tok["raw_mask"] | (b.turn_ids >= 0)  # (B, T) not padding
+    out: dict[str, Tensor] = {"n_tokens": real.sum(1), "n_model_tokens": n_model}
     if b.rewards is not None:
-        out["reward"] = b.rewards.detach().double()
-        out["correct"] = out["reward"] >= clip.success_threshold
+        reward = b.rewards.detach().double()
+        out["reward"] = reward
+        correct = (reward >= clip.success_threshold).double()
+        out["correct"] = torch.where(torch.isfinite(reward), correct, torch.full_like(correct, float("nan")))
     if "advantage" in tok:
         out["advantage"] = _masked_mean(tok["advantage"], tok["raw_mask"], dim=1)
         if b.advantages is not None and b.advantages.dim() == 1:
@@ -152,19 +183,19 @@ def sequence_metrics(b: TokenBatch, tok: dict[str, Tensor], clip: ClipSpec) -> d
     turn_ids = b.turn_ids if b.turn_ids is not None else torch.zeros_like(m, dtype=torch.long)
     out["n_turns"] = _n_distinct_per_row(turn_ids, m)
     if b.token_ids is not None:
-        out["repeat_frac_max"] = _max_run_share(b.token_ids, m)
+        share = _max_run_share(b.token_ids, m)  # (B,)
+        out["repeat_frac_max"] = torch.where(n_model >= REPEAT_MIN_TOKENS, share, torch.full_like(share, math.nan))
     zero = torch.zeros_like(tok["logp"])
     if "logp_old" in tok:
         out["logp_old_sum"] = torch.where(m, tok["logp_old"], zero).sum(1)
         out["logp_old_mean"] = out["logp_old_sum"] / n_model
+    if "log_ratio" in tok:  # off-policy only: NULL on a step told on-policy
         out["displacement_sum"] = torch.where(m, tok["log_ratio"], zero).sum(1)
         out["displacement_mean"] = out["displacement_sum"] / n_model
         out["seq_ratio"] = out["displacement_mean"].exp()
-    for flag in ("clip_low", "clip_high"):
+    for flag in ("clip_low", "clip_high", "clip_region"):
         if flag in tok:
             out[f"{flag}_frac"] = _masked_mean(tok[flag].to(zero.dtype), m, dim=1)
-    if "clip_low" in tok:
-        out["clip_region_frac"] = _masked_mean((tok["clip_low"] | tok["clip_high"]).to(zero.dtype), m, dim=1)
     if "entropy" in tok:
         ent_m = m & torch.isfinite(tok["entropy"])
         out["entropy_mean"] = _masked_mean(tok["entropy"], ent_m, dim=1)
@@ -176,19 +207,8 @@ def sequence_metrics(b: TokenBatch, tok: dict[str, Tensor], clip: ClipSpec) -> d
 
 
 def turn_gate_counts(b: TokenBatch, tok: dict[str, Tensor]) -> Tensor | None:
-    """(2,) [gated turns, A ≥ 0 turns]: turns of A ≥ 0 sequences whose Σ(logp − logp_old) < 0."""
+    """(2,) [gated turns, A ≥ 0 turns]: the LLDS A-gate of ``policy_math`` on this batch (NULL on-policy)."""
     if "log_ratio" not in tok or "advantage" not in tok:
         return None
-    m = tok["mask"]
-    B, T = m.shape
-    turn = (b.turn_ids if b.turn_ids is not None else torch.zeros_like(m, dtype=torch.long)).long()
-    key = torch.arange(B, device=m.device)[:, None] * (T + 1) + turn.clamp(0, T)  # (B, T) one slot per turn
-    sums = torch.zeros(B * (T + 1), dtype=tok["log_ratio"].dtype, device=m.device)
-    sums.index_add_(0, key.flatten(), torch.where(m, tok["log_ratio"], torch.zeros_like(tok["log_ratio"])).flatten())
-    count = torch.zeros(B * (T + 1), dtype=sums.dtype, device=m.device)
-    count.index_add_(0, key.flatten(), m.flatten().to(sums.dtype))  # scatter, not boolean indexing: no sync
-    present = count > 0
-    seq_adv = _masked_mean(tok["advantage"], tok["raw_mask"], dim=1)  # (B,)
-    nonneg = (seq_adv >= 0).repeat_interleave(T + 1)
-    turns = present & nonneg
-    return torch.stack([(turns & (sums < 0)).sum(), turns.sum()]).double()
+    eligible = tok["mask"] & (tok["advantage"] >= 0)  # (B, T) as the objective: mask ∧ A ≥ 0
+    return llds_gate_counts(tok["log_ratio"], eligible, b.turn_ids)

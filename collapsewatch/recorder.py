@@ -24,8 +24,8 @@ import torch
 
 from .batch import TokenBatch
 from .catalogue import LOGGED_SCALARS, STEP_METRICS, merge_logged
-from .probe import NONFINITE_ORDER, ClipSpec, sequence_metrics, token_metrics, turn_gate_counts
-from .step_metrics import ObservedPart, compute_step_metrics
+from .probe import ClipSpec
+from .step_metrics import ObservedPart, compute_step_metrics, observe_part
 from .store.writer import StoreWriter
 
 log = logging.getLogger("collapsewatch")
@@ -51,20 +51,6 @@ class Sampling:
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().numpy()
-
-
-def nonfinite_counts(b: TokenBatch) -> dict[str, torch.Tensor]:
-    out = {}
-    raw = b.mask.bool()
-    for name in NONFINITE_ORDER:
-        t = getattr(b, name)
-        if t is None:
-            continue
-        bad = ~torch.isfinite(t)
-        if t.shape == raw.shape:
-            bad = bad & raw  # padding may legitimately hold -inf
-        out[name] = bad.sum()
-    return out
 
 
 def step_row(parts: list[ObservedPart], n_seqs: int) -> dict[str, Any]:
@@ -217,10 +203,7 @@ class Recorder(threading.Thread):
         B = b.logp.shape[0]
         seq_ids = b.seq_ids if b.seq_ids is not None else torch.arange(self._observed_seqs, self._observed_seqs + B)
         self._observed_seqs += B
-        tok = token_metrics(b, msg.clip)
-        seq = sequence_metrics(b, tok, msg.clip)
-        part = ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), msg.clip, b.group_ids, seq_ids,
-                            b.group_zero_std)
+        part = observe_part(b, msg.clip, seq_ids)
         self._parts.append(part)
         self._write_sequences(msg.step, b, part)
         self._write_tokens(msg.step, b, part)

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from .batch import group_zero_std
-from .catalogue import STEP_METRICS
-from .probe import NONFINITE_ORDER, QUANTILES, ClipSpec, masked_quantiles
+from .batch import TokenBatch, group_zero_std
+from .catalogue import NONFINITE_TENSORS, STEP_METRICS
+from .probe import ClipSpec, masked_quantiles, nonfinite_counts, sequence_metrics, token_metrics, turn_gate_counts
 
 
 @dataclass
@@ -29,6 +29,17 @@ class ObservedPart:
     group_ids: Tensor | None = None  # (B,)
     seq_ids: Tensor = field(default_factory=lambda: torch.zeros(0))  # (B,)
     group_zero_std: Tensor | None = None  # (B,) bool, whole-group flag from the trainer
+    on_policy: bool | None = None  # as told by the trainer (TokenBatch.on_policy)
+
+
+def observe_part(b: TokenBatch, clip: ClipSpec, seq_ids: Tensor | None = None) -> ObservedPart:
+    """Everything the probe derives from one (micro-)batch; ``seq_ids`` default to ``b.seq_ids`` or 0..B−1."""
+    tok = token_metrics(b, clip)
+    seq = sequence_metrics(b, tok, clip)
+    if seq_ids is None:
+        seq_ids = b.seq_ids if b.seq_ids is not None else torch.arange(b.logp.shape[0])
+    return ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids, seq_ids,
+                        b.group_zero_std, b.on_policy)
 
 
 def _cat_tok(parts: list[ObservedPart], key: str) -> Tensor | None:
@@ -47,56 +58,73 @@ def _mean(x: Tensor, m: Tensor) -> Tensor:
     return torch.where(m, x, torch.zeros_like(x)).sum() / m.sum()
 
 
+def _min_max(x: Tensor, pop: Tensor) -> tuple[Tensor, Tensor]:
+    nan = torch.tensor(float("nan"), dtype=x.dtype, device=x.device)
+    has = pop.any()
+    lo = torch.where(has, torch.where(pop, x, x.new_tensor(math.inf)).min(), nan)
+    hi = torch.where(has, torch.where(pop, x, x.new_tensor(-math.inf)).max(), nan)
+    return lo, hi
+
+
 def _ratio_stats(ratio: Tensor, adv: Tensor, m: Tensor, out: dict[str, Tensor]) -> None:
-    qs = torch.tensor(list(QUANTILES.values()), dtype=ratio.dtype, device=ratio.device)
-    for sign, pop in (("pos", m & (adv > 0)), ("neg", m & (adv < 0))):
-        for name, v in zip(QUANTILES, masked_quantiles(ratio, pop, qs), strict=True):
-            out[f"ratio_{name}_{sign}"] = v
-        nan = torch.tensor(float("nan"), dtype=ratio.dtype, device=ratio.device)
-        has = pop.any()
-        out[f"ratio_min_{sign}"] = torch.where(has, torch.where(pop, ratio, ratio.new_tensor(math.inf)).min(), nan)
-        out[f"ratio_max_{sign}"] = torch.where(has, torch.where(pop, ratio, ratio.new_tensor(-math.inf)).max(), nan)
-        out[f"ratio_mean_{sign}"] = _mean(ratio, pop)
-    pos = m & (adv > 0)
+    qs = torch.tensor([0.01, 0.05, 0.50, 0.95, 0.99], dtype=ratio.dtype, device=ratio.device)  # p01 … p99
+    pos, neg = m & (adv > 0), m & (adv < 0)
+    (out["ratio_p01_pos"], out["ratio_p05_pos"], out["ratio_p50_pos"], out["ratio_p95_pos"],
+     out["ratio_p99_pos"]) = masked_quantiles(ratio, pos, qs)
+    (out["ratio_p01_neg"], out["ratio_p05_neg"], out["ratio_p50_neg"], out["ratio_p95_neg"],
+     out["ratio_p99_neg"]) = masked_quantiles(ratio, neg, qs)
+    out["ratio_min_pos"], out["ratio_max_pos"] = _min_max(ratio, pos)
+    out["ratio_min_neg"], out["ratio_max_neg"] = _min_max(ratio, neg)
+    out["ratio_mean_pos"] = _mean(ratio, pos)
+    out["ratio_mean_neg"] = _mean(ratio, neg)
     out["ratio_lt_0_5_frac_pos"] = _mean((ratio < 0.5).to(ratio.dtype), pos)
     out["ratio_lt_0_1_frac_pos"] = _mean((ratio < 0.1).to(ratio.dtype), pos)
 
 
-def _clip_stats(parts: list[ObservedPart], m: Tensor, ratio: Tensor, adv: Tensor, out: dict) -> None:
+def _clip_stats(parts: list[ObservedPart], m: Tensor, adv: Tensor, out: dict) -> None:
     low, high = _cat_tok(parts, "clip_low"), _cat_tok(parts, "clip_high")
     if low is None or high is None:
         return
-    f = ratio.dtype
+    f = adv.dtype
     out["clip_low_frac"] = _mean(low.to(f), m)
     out["clip_high_frac"] = _mean(high.to(f), m)
     out["clip_region_frac"] = _mean((low | high).to(f), m)
-    eps_low = parts[0].clip.eps_low
-    out["clip_low_frac_pos"] = _mean((ratio < 1 - eps_low).to(f), m & (adv > 0))
+    basis = _cat_tok(parts, "clip_ratio")  # the ratio the objective clips (token, or GSPO's sequence ratio)
+    out["clip_low_frac_pos"] = _mean((basis < 1 - parts[0].clip.eps_low).to(f), m & (adv > 0))
     dual = _cat_tok(parts, "dual_clip")
     if dual is not None:
         out["dual_clip_frac"] = _mean(dual.to(f), m)
 
 
-def _policy_stats(parts: list[ObservedPart], m: Tensor, out: dict[str, Tensor]) -> None:
-    log_ratio = _cat_tok(parts, "log_ratio")
-    if log_ratio is None:
-        out["on_policy"] = torch.tensor(True)
+def _step_on_policy(parts: list[ObservedPart]) -> bool | None:
+    """True when every part was told on-policy; False when any part has ratios; None when nothing was told."""
+    if all(p.on_policy is True for p in parts):
+        return True
+    if any("log_ratio" in p.tok for p in parts):
+        return False
+    return False if any(p.on_policy is False for p in parts) else None
+
+
+def _policy_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
+    """Ratio-derived step metrics over the parts that have ratios (none on an on-policy step: all NULL)."""
+    on = _step_on_policy(parts)
+    if on is not None:
+        out["on_policy"] = torch.tensor(on)
+    moved = [p for p in parts if "log_ratio" in p.tok]
+    if not moved:
         return
-    on_policy = (torch.where(m, log_ratio, torch.zeros_like(log_ratio)) == 0).all()
-    out["on_policy"] = on_policy
-    out["log_ratio_clamped"] = _cat_tok(parts, "clamped").sum()
-    ratio_metrics: dict[str, Tensor] = {"ppo_kl": _mean(-log_ratio, m)}
-    adv = _cat_tok(parts, "advantage")
+    m = torch.cat([p.tok["mask"].flatten() for p in moved])
+    log_ratio = _cat_tok(moved, "log_ratio")
+    out["log_ratio_clamped"] = _cat_tok(moved, "clamped").sum()
+    out["ppo_kl"] = _mean(-log_ratio, m)
+    adv = _cat_tok(moved, "advantage")
     if adv is not None:
-        ratio = _cat_tok(parts, "ratio")
-        _ratio_stats(ratio, adv, m, ratio_metrics)
-        _clip_stats(parts, m, ratio, adv, ratio_metrics)
-    gates = [p.gate for p in parts]
+        _ratio_stats(_cat_tok(moved, "ratio"), adv, m, out)
+        _clip_stats(moved, m, adv, out)
+    gates = [p.gate for p in moved]
     if all(g is not None for g in gates):
         g = torch.stack(gates).sum(0)
-        ratio_metrics["llds_gate_rate"] = g[0] / g[1]
-    for k, v in ratio_metrics.items():  # none of these exist while the policy has not moved
-        out[k] = torch.where(on_policy, torch.full_like(v, float("nan"), dtype=torch.float64), v.double())
+        out["llds_gate_rate"] = g[0] / g[1]
 
 
 def _token_stats(parts: list[ObservedPart], m: Tensor, out: dict[str, Tensor]) -> None:
@@ -127,6 +155,16 @@ def _group_zero_std_frac(groups: Tensor, flags: Tensor) -> Tensor:
     return per_group.mean()
 
 
+def _by_correctness(parts: list[ObservedPart], key: str) -> tuple[Tensor, Tensor] | None:
+    """(mean over correct, mean over incorrect) of sequence metric ``key`` over the parts that have it."""
+    have = [p for p in parts if key in p.seq and "correct" in p.seq]
+    if not have:
+        return None
+    v, correct = _cat_seq(have, key), _cat_seq(have, "correct")
+    ok = torch.isfinite(v)
+    return _mean(v, ok & (correct == 1)), _mean(v, ok & (correct == 0))
+
+
 def _sequence_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
     n_model = _cat_seq(parts, "n_model_tokens").double()
     out["response_length_mean"] = n_model.mean()
@@ -136,8 +174,8 @@ def _sequence_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
         out["reward_mean"] = _mean(reward, fin)
         # sample std (n − 1), as TRL's reward_std and the advantages' std_G; NaN (NULL) for a single reward
         out["reward_std"] = (torch.where(fin, reward - out["reward_mean"], 0.0) ** 2).sum().div(fin.sum() - 1).sqrt()
-        correct = _cat_seq(parts, "correct")
-        out["correct_frac"] = _mean(correct.double(), fin)
+        correct = _cat_seq(parts, "correct")  # 1 / 0 / NaN: a NaN reward is unknown, in neither population
+        out["correct_frac"] = _mean(correct, fin)
         groups = [p.group_ids for p in parts]
         if all(g is not None for g in groups):
             g = torch.cat(groups).cpu()
@@ -146,12 +184,12 @@ def _sequence_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
                 out["zero_std_group_frac"] = _group_zero_std_frac(g, torch.cat(flags).cpu())
             elif fin.all():  # fallback: the members seen this step (exact when the step holds whole groups)
                 out["zero_std_group_frac"] = _group_zero_std_frac(g, group_zero_std(g, reward.cpu()))
-        for key in ("logp_old_mean", "displacement_mean"):
-            v = _cat_seq(parts, key)
-            if v is not None:
-                ok = torch.isfinite(v)
-                out[f"{key}_correct"] = _mean(v, ok & correct)
-                out[f"{key}_incorrect"] = _mean(v, ok & ~correct)
+        lik = _by_correctness(parts, "logp_old_mean")  # on-policy steps included: logp is logp_old there
+        if lik is not None:
+            out["logp_old_mean_correct"], out["logp_old_mean_incorrect"] = lik
+        disp = _by_correctness(parts, "displacement_mean")  # parts with ratios only (NULL on-policy)
+        if disp is not None:
+            out["displacement_mean_correct"], out["displacement_mean_incorrect"] = disp
     trunc = _cat_seq(parts, "truncated")
     if trunc is not None:
         out["truncated_frac"] = trunc.double().mean()
@@ -167,10 +205,10 @@ def compute_step_metrics(parts: list[ObservedPart]) -> dict[str, float | int | b
         "n_seqs": torch.tensor(sum(p.tok["mask"].shape[0] for p in parts)),
         "n_model_tokens": m.sum(),
     }
-    _policy_stats(parts, m, out)
+    _policy_stats(parts, out)
     _token_stats(parts, m, out)
     _sequence_stats(parts, out)
-    counts = {name: sum(int(p.nonfinite.get(name, 0)) for p in parts) for name in NONFINITE_ORDER}
+    counts = {name: sum(int(p.nonfinite.get(name, 0)) for p in parts) for name in NONFINITE_TENSORS}
     result: dict[str, float | int | bool | str | None] = {}
     for k, v in out.items():
         x = v.item()
@@ -178,5 +216,5 @@ def compute_step_metrics(parts: list[ObservedPart]) -> dict[str, float | int | b
     for name, c in counts.items():
         present = any(name in p.nonfinite for p in parts)
         result[f"nonfinite_{name}"] = c if present else None
-    result["first_nonfinite"] = next((n for n in NONFINITE_ORDER if counts[n] > 0), None)
+    result["first_nonfinite"] = next((n for n in NONFINITE_TENSORS if counts[n] > 0), None)
     return {m.name: result.get(m.name) for m in STEP_METRICS}  # every catalogue metric; absent = NULL

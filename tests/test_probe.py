@@ -10,8 +10,7 @@ import torch
 
 from collapsewatch.batch import TokenBatch, group_zero_std
 from collapsewatch.probe import ClipSpec, masked_quantiles, sequence_metrics, token_metrics, turn_gate_counts
-from collapsewatch.recorder import nonfinite_counts
-from collapsewatch.step_metrics import ObservedPart, compute_step_metrics
+from collapsewatch.step_metrics import compute_step_metrics, observe_part
 from tests.conftest import hand_batch, random_batch
 
 LN = math.log
@@ -19,13 +18,7 @@ CLIP = ClipSpec(eps_low=0.2, eps_high=0.28)
 
 
 def _step(batches, clip=CLIP):
-    parts = []
-    for b in batches:
-        tok = token_metrics(b, clip)
-        seq = sequence_metrics(b, tok, clip)
-        parts.append(ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids,
-                                  group_zero_std=b.group_zero_std))
-    return compute_step_metrics(parts)
+    return compute_step_metrics([observe_part(b, clip) for b in batches])
 
 
 def test_token_flags_follow_trl_semantics():
@@ -73,8 +66,12 @@ def test_sequence_metrics_hand_derived():
     assert seq["clip_low_frac"] == pytest.approx([0, 1 / 2, 0])
     assert seq["entropy_mean"] == pytest.approx([0.2, 0.45, 0.6])  # padding's 9.0 excluded
     assert seq["entropy_max"] == pytest.approx([0.3, 0.5, 0.6])
-    assert seq["repeat_frac_max"] == pytest.approx([2 / 3, 1 / 2, 1])  # ids [5, 5, 7]: '5' is 2 of 3
-    assert seq["correct"] == [True, False, False]
+    # every response has < REPEAT_MIN_TOKENS = 8 model tokens: too short to judge repetition (seq 2's one token
+    # would otherwise score 1.0) -> NULL; see test_repeat_frac_max_is_length_aware
+    assert all(math.isnan(x) for x in seq["repeat_frac_max"])
+    assert seq["correct"] == [1.0, 0.0, 0.0]
+    # real tokens per row: mask = 1 or turn_ids ≥ 0 -> [3, 2, 1] (not the padded width 4 for every row)
+    assert seq["n_tokens"] == [3, 2, 1]
     assert seq["is_log_ratio_mean"] == pytest.approx([LN(2) / 3, 0, 0])
 
 
@@ -114,7 +111,7 @@ def test_step_metrics_hand_derived():
     assert s["displacement_mean_correct"] == pytest.approx(LN(0.1) / 3)
     assert s["truncated_frac"] == pytest.approx(1 / 3)
     assert s["response_length_mean"] == pytest.approx(2.0)
-    assert s["repeat_frac_max"] == pytest.approx(1.0)
+    assert s["repeat_frac_max"] is None  # no response reaches REPEAT_MIN_TOKENS model tokens
     assert s["nonfinite_logp"] == 0 and s["first_nonfinite"] is None  # padding's -inf does not count
     assert s["kl_ref_mean"] is None and s["nonfinite_logp_ref"] is None  # no reference model: NULL
 
@@ -154,14 +151,69 @@ def test_split_micro_batches_give_same_step_metrics():
             assert split[k] == v, k
 
 
-def test_on_policy_ratio_metrics_are_null():
-    b = random_batch(seed=2)
-    b.logp_old = b.logp.clone()  # what TRL does with one iteration: r ≡ 1 exactly
+RATIO_STEP_COLUMNS = ("ratio_p05_pos", "ratio_p50_pos", "ratio_p95_pos", "ratio_p50_neg", "ratio_min_pos",
+                      "ratio_mean_pos", "ratio_lt_0_1_frac_pos", "clip_low_frac", "clip_high_frac",
+                      "clip_region_frac", "clip_low_frac_pos", "ppo_kl", "llds_gate_rate", "log_ratio_clamped",
+                      "displacement_mean_correct", "displacement_mean_incorrect")
+RATIO_SEQ_COLUMNS = ("displacement_sum", "displacement_mean", "seq_ratio", "clip_low_frac", "clip_high_frac",
+                     "clip_region_frac")
+
+
+def test_on_policy_is_told_not_inferred_from_float_equality():
+    # Told on-policy, with a logp_old that differs from logp (another forward: dropout, kernels): ratios NULL anyway.
+    b = hand_batch()
+    b.on_policy = True
+    tok = token_metrics(b, CLIP)
+    assert not {"log_ratio", "ratio", "clip_low", "clip_high"} & set(tok)  # token rows store NULL
+    seq = sequence_metrics(b, tok, CLIP)
+    assert not set(RATIO_SEQ_COLUMNS) & set(seq)
     s = _step([b])
     assert s["on_policy"] is True
-    for k in ("ratio_p05_pos", "ratio_p50_neg", "clip_low_frac", "ppo_kl", "llds_gate_rate"):
+    for k in RATIO_STEP_COLUMNS:
         assert s[k] is None, k
-    assert s["entropy_mean"] is not None and s["reward_mean"] is not None
+    # the likelihood under π_old is kept: logp_old_mean per sequence [-1, -2, -3]; correct = seq 0
+    assert (s["logp_old_mean_correct"], s["logp_old_mean_incorrect"]) == pytest.approx((-1, -2.5))
+    # Told off-policy with r ≡ 1 exactly (the policy moved but not on these tokens): stored as 1, never NULL
+    c = hand_batch()
+    c.logp_old, c.on_policy = c.logp.clone(), False
+    c.logp_old[:, 3] = 0.0  # padding
+    s = _step([c])
+    assert s["on_policy"] is False
+    assert (s["ratio_p05_pos"], s["ratio_p50_pos"], s["ratio_p95_pos"]) == (1.0, 1.0, 1.0)
+    assert s["ppo_kl"] == 0.0 and s["log_ratio_clamped"] == 0 and s["clip_low_frac"] == 0.0
+
+
+def test_on_policy_likelihood_signals_use_logp_when_trainer_has_no_logp_old():
+    # TRL with num_iterations = 1 computes no old log-probs; on-policy π_old = π_θ, so logp is logp_old.
+    b = hand_batch()
+    b.logp_old, b.on_policy = None, True
+    seq = {k: v.tolist() for k, v in sequence_metrics(b, token_metrics(b, CLIP), CLIP).items()}
+    # logp = logp_old + ln r: seq 0 = -1 + [ln 2, 0, ln 0.05] -> mean -1 + ln(0.1)/3; seq 1 -2 + ln(0.75)/2;
+    # seq 2 -3 + ln 1.1
+    expected = [-1 + LN(0.1) / 3, -2 + LN(0.75) / 2, -3 + LN(1.1)]
+    assert seq["logp_old_mean"] == pytest.approx(expected)
+    s = _step([b])
+    assert s["logp_old_mean_correct"] == pytest.approx(expected[0])
+    assert s["logp_old_mean_incorrect"] == pytest.approx((expected[1] + expected[2]) / 2)
+    # is_log_ratio = logp − logp_rollout (logp stands in for logp_old): seq 0 token 0 ln2 + ln2, others ln r
+    assert s["is_log_ratio_abs_mean"] == pytest.approx((2 * LN(2) + 0 + abs(LN(0.05)) + abs(LN(0.5)) + LN(1.5)
+                                                        + LN(1.1)) / 6)
+    assert s["on_policy"] is True and s["ratio_p50_pos"] is None and s["displacement_mean_correct"] is None
+
+
+def test_not_told_without_logp_old_is_null_and_mixed_step_uses_its_off_policy_parts():
+    b = hand_batch()
+    b.logp_old = None
+    s = _step([b])
+    assert s["on_policy"] is None and s["logp_old_mean_correct"] is None and s["ratio_p50_pos"] is None
+    # A step of two micro-batches, one told on-policy: ratio metrics come from the off-policy part alone
+    on, off = hand_batch(), hand_batch()
+    on.on_policy, off.on_policy = True, False
+    mixed, alone = _step([on, off]), _step([off])
+    assert mixed["on_policy"] is False
+    for k in RATIO_STEP_COLUMNS:
+        assert mixed[k] == pytest.approx(alone[k]), k
+    assert mixed["n_model_tokens"] == 12 and mixed["logp_old_mean_correct"] == pytest.approx(-1)
 
 
 def test_fully_masked_batch_gives_null_metrics():

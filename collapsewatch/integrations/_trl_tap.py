@@ -103,6 +103,7 @@ class GRPOTap:
         self._pending: dict[str, Any] = {}  # truncation flags / rewards of the generation in flight
         self._capture: list | None = None  # the policy forward's outputs while inside _compute_loss
         self._gen_index = 0
+        self._gen_step = -1  # state.global_step when the generation being trained on was made
         self._passes: tuple[int, dict[int, int]] = (-1, {})  # (step, id of a micro-batch's inputs -> passes)
 
     def install(self) -> None:
@@ -132,6 +133,7 @@ class GRPOTap:
         self._pending.clear()
         out = self._orig["_generate_and_score_completions"](inputs)
         if self.trainer.model.training:
+            self._gen_step = self.trainer.state.global_step
             try:
                 self._annotate(out)
             except Exception:
@@ -188,11 +190,10 @@ class GRPOTap:
         logp = logps.detach()  # (B, T) completion tokens only
         old = inputs.get("old_per_token_logps")
         rollout = inputs.get("sampling_per_token_logps")  # vLLM's sampling log-probs, when TRL has them
-        if self.on_policy:
-            # r ≡ 1 by construction: no logp_old, so every ratio metric is NULL. With rollout log-probs (vLLM) the
-            # current forward *is* π_old, so it stands in for logp_old: log_ratio ≡ 0 exactly (on_policy, ratio
-            # metrics NULL) and is_log_ratio = logp − logp_rollout keeps the train/inference mismatch.
-            old = logp if rollout is not None else None
+        # On-policy (told, DESIGN §3): TRL's own rule for the whole run, or a micro-batch trained within the optimizer
+        # step that generated it (no update since). The probe then stores every ratio metric NULL and uses logp as
+        # logp_old where TRL computed none, so the likelihood signals (LLD) and is_log_ratio exist on every step.
+        on_policy = self.on_policy or self.trainer.state.global_step == self._gen_step
         if rollout is not None:
             rollout = neutralise_missing_rollout_logps(rollout, logp if old is None else old)
         seq_ids = inputs.get(KEY + "seq_id")
@@ -203,7 +204,7 @@ class GRPOTap:
             token_ids=inputs["completion_ids"], turn_ids=turn_ids_from_tool_mask(completion_mask, tool_mask),
             seq_ids=None if seq_ids is None else self._seq_ids(seq_ids, id(inputs), step), group_ids=inputs.get(KEY + "group_id"),
             rewards=inputs.get(KEY + "reward"), truncated=inputs.get(KEY + "truncated"),
-            group_zero_std=inputs.get(KEY + "group_zero_std"),
+            group_zero_std=inputs.get(KEY + "group_zero_std"), on_policy=on_policy,
         )
 
     def _seq_ids(self, uid: Tensor, micro_batch: int, step: int) -> Tensor:

@@ -6,6 +6,8 @@
                                      | turn_ppo | bapo | sampo
 3. aggregation (``aggregation.py``): loss (B, T), mask (B, T) → scalar            token_mean | seq_mean_token_mean
                                                                                   | seq_mean_token_sum_norm
+   each objective names its paper's aggregation (``default_aggregation``: seq_mean_token_mean for gspo and
+   sapo_soft, token_mean for the others); a trainer may override it.
 
 A trainer step, with gradient accumulation over micro-batches::
 
@@ -27,6 +29,7 @@ from collapsewatch.objectives.llds import LldsParams
 from collapsewatch.objectives.registry import (
     Objective,
     compute_objective,
+    default_aggregation,
     get_objective,
     make_params,
     objective_names,
@@ -57,6 +60,7 @@ __all__ = [
     "aggregation_normalizer",
     "compute_advantages",
     "compute_objective",
+    "default_aggregation",
     "get_objective",
     "grpo",
     "group_stats",

@@ -1,5 +1,6 @@
-"""``grpo``: the PPO-clip token objective of GRPO / Search-R1, plus the ratio and clip-flag helpers shared by
-every objective built on it (``sapo_search``, ``llds``, ``gspo``).
+"""``grpo``: the PPO-clip token objective of GRPO / Search-R1, and the PPO-clip / k3 helpers of the objectives
+built on it (``sapo_search``, ``llds``, ``gspo``). The ratio, its clamp and the clip flags live in
+:mod:`collapsewatch.policy_math` (shared with the probe) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from torch import Tensor
 
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+from collapsewatch.policy_math import LOG_RATIO_CLAMP, clamped_log_ratio, clip_flags
 
-LOG_RATIO_CLAMP = 20.0
-"""|log r| is clamped to this before exp (DESIGN §4, as verl): r ∈ [e⁻²⁰, e²⁰], the clamp is counted."""
-
+__all__ = ["LOG_RATIO_CLAMP", "GrpoParams", "clamped_log_ratio", "clip_flags", "grpo", "k3_kl", "ppo_clip_loss"]
 
 @dataclass(frozen=True)
 class GrpoParams:
@@ -43,22 +43,6 @@ class GrpoParams:
             raise ValueError(f"kl_beta and entropy_coef must be >= 0, got {self.kl_beta}, {self.entropy_coef}")
 
 
-def clamped_log_ratio(logp: Tensor, logp_old: Tensor) -> tuple[Tensor, Tensor]:
-    """log r = logp − logp_old clamped to ±LOG_RATIO_CLAMP, and the bool map of clamped tokens. Both (B, T)."""
-    raw = logp - logp_old.detach()  # (B, T)
-    clamped = raw.detach().abs() > LOG_RATIO_CLAMP  # (B, T) bool
-    return raw.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP), clamped
-
-
-def clip_flags(ratio: Tensor, adv: Tensor, mask: Tensor, eps_low: float, eps_high: float) -> dict[str, Tensor]:
-    """TRL clip semantics (DESIGN §4): clip_low = r < 1−ε_l ∧ A < 0, clip_high = r > 1+ε_h ∧ A > 0. (B, T) bool."""
-    on = mask > 0  # (B, T) bool
-    r = ratio.detach()
-    clip_low = (r < 1.0 - eps_low) & (adv < 0) & on  # (B, T)
-    clip_high = (r > 1.0 + eps_high) & (adv > 0) & on  # (B, T)
-    return {"clip_low": clip_low, "clip_high": clip_high, "clip_region": clip_low | clip_high}
-
-
 def ppo_clip_loss(ratio: Tensor, adv: Tensor, eps_low: float, eps_high: float, dual_clip_c: float | None) -> Tensor:
     """−min(r·A, clip(r, 1−ε_l, 1+ε_h)·A), then min(·, −c·A) where A < 0 if dual clip is on. (B, T)."""
     unclipped = -adv * ratio  # (B, T)
@@ -83,25 +67,28 @@ def grpo(inputs: LossInputs, params: GrpoParams) -> ObjectiveOutput:
     upper bound is DAPO's clip-higher (arXiv 2503.14476, Eq. 10); k3 is DeepSeekMath Eq. 4. Optional dual clip
     for A < 0: ℓ_t ← min(ℓ_t, −c·A) (arXiv 1912.09729, verl ``compute_policy_loss_vanilla``).
     Deviation: log r is clamped to ±20 before exp (no gradient beyond it), as in verl; DeepSeekMath divides by
-    |o_i| inside the objective — here that is the aggregation axis (``aggregation.py``), not the objective.
+    |o_i| inside the objective — here that is the aggregation axis (``aggregation.py``), not the objective; the
+    default aggregation is token_mean, as Search-R1's verl and DAPO train it.
+    The entropy bonus differentiates through ``inputs.entropy``: the trainer must pass it with its graph.
+    Terms: ``loss_policy`` (the clip term), ``loss_kl`` (β·k3), ``loss_entropy`` (−c_H·H).
     """
     mask = inputs.float_mask()  # (B, T)
     adv = inputs.token_advantages()  # (B, T)
     log_ratio, clamped = clamped_log_ratio(inputs.logp, inputs.logp_old)  # (B, T), (B, T)
     ratio = torch.exp(log_ratio)  # (B, T)
-    loss = ppo_clip_loss(ratio, adv, params.eps_low, params.eps_high, params.dual_clip_c)  # (B, T)
+    policy = ppo_clip_loss(ratio, adv, params.eps_low, params.eps_high, params.dual_clip_c)  # (B, T)
     out = {"log_ratio": log_ratio.detach(), "ratio": ratio.detach(), "log_ratio_clamped": clamped & (mask > 0)}
-    out.update(clip_flags(ratio, adv, mask, params.eps_low, params.eps_high))
-    if params.dual_clip_c is not None:
-        out["dual_clip"] = (ratio.detach() > params.dual_clip_c) & (adv < 0) & (mask > 0)
+    out.update(clip_flags(ratio, adv, mask, params.eps_low, params.eps_high, params.dual_clip_c))
+    terms = {"loss_policy": policy.detach()}
+    loss = policy
     if params.kl_beta > 0.0:
-        if inputs.logp_ref is None:
-            raise ValueError("grpo: kl_beta > 0 needs LossInputs.logp_ref")
+        inputs.require("logp_ref", who="grpo with kl_beta > 0")
         kl = k3_kl(inputs.logp, inputs.logp_ref)  # (B, T)
         loss = loss + params.kl_beta * kl
         out["kl_ref_k3"] = kl.detach()
+        terms["loss_kl"] = (params.kl_beta * kl).detach()
     if params.entropy_coef > 0.0:
-        if inputs.entropy is None:
-            raise ValueError("grpo: entropy_coef > 0 needs LossInputs.entropy")
+        inputs.require("entropy", who="grpo with entropy_coef > 0")
         loss = loss - params.entropy_coef * inputs.entropy
-    return ObjectiveOutput(loss=loss, intermediates=out)
+        terms["loss_entropy"] = (-params.entropy_coef * inputs.entropy).detach()
+    return ObjectiveOutput(loss=loss, intermediates=out, terms=terms)

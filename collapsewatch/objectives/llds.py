@@ -6,16 +6,15 @@ tokens that went down.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 import torch
-from torch import Tensor
 
 from collapsewatch.objectives.grpo import GrpoParams, grpo
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+from collapsewatch.policy_math import Gate, displacement, llds_gate, turn_index
 
-Gate = Literal["turn", "response"]
+__all__ = ["Gate", "LldsParams", "llds", "llds_gate", "turn_index"]
 
 
 @dataclass(frozen=True)
@@ -39,52 +38,26 @@ class LldsParams:
             raise ValueError(f"gate must be 'turn' or 'response', got {self.gate!r}")
 
 
-def turn_index(eligible: Tensor, turn_ids: Tensor | None) -> Tensor:
-    """0-based turn index per token, (B, T) long in [0, T).
-
-    With ``turn_ids`` given they are used as is (contract: 0-based within the row, so < T; negative ids mark
-    non-model tokens and are clamped — those tokens are not eligible anyway). Without them a turn is a maximal
-    run of eligible tokens, exactly the authors' ``chunk_sums_vectorized``.
-    """
-    T = eligible.shape[-1]
-    if turn_ids is not None:
-        return turn_ids.long().clamp(0, T - 1)  # (B, T)
-    prev = torch.nn.functional.pad(eligible[:, :-1], (1, 0), value=False)  # (B, T) eligible at t−1
-    starts = eligible & ~prev  # (B, T) first token of each run
-    return (starts.long().cumsum(dim=-1) - 1).clamp(0, T - 1)  # (B, T)
-
-
-def llds_gate(displacement: Tensor, eligible: Tensor, turn_ids: Tensor | None, gate: Gate) -> Tensor:
-    """g_t = 1 when the token's turn (or response) has Σ (logp_old − logp) > 0 over its eligible tokens. (B, T) bool.
-
-    ``displacement`` is logp_old − logp (detached); ``eligible`` = mask ∧ A ≥ 0.
-    """
-    disp = displacement * eligible  # (B, T) zero outside A ≥ 0 model tokens
-    if gate == "response":
-        return (disp.sum(dim=-1, keepdim=True) > 0) & eligible  # (B, T)
-    idx = turn_index(eligible, turn_ids)  # (B, T)
-    turn_sums = torch.zeros_like(disp).scatter_add_(1, idx, disp)  # (B, T) Σ over each turn, slot = turn index
-    return (turn_sums.gather(1, idx) > 0) & eligible  # (B, T)
-
-
 @register_objective("llds")
 def llds(inputs: LossInputs, params: LldsParams) -> ObjectiveOutput:
-    """ℓ_t = ℓ_t^GRPO + λ · g_t · max(0, logp_old,t − logp_t);  under token_mean: + λ Σ g·max(0, Δ) / Σ mask
+    """ℓ_t = ℓ_t^GRPO + λ · g_t · max(0, −d_t),  d_t = logp_t − logp_old,t;  under token_mean: + λ Σ g·max(0, −d) / Σ mask
 
     LLDS, Deng et al., "On Group Relative Policy Optimization Collapse in Agent Search: The Lazy Likelihood-
     Displacement" (arXiv 2512.04220, ICML 2026; equation number not verified). Parity with the authors' verl fork
     (``dp_actor.update_policy``: penalty ``loss_noreduce`` = ``masked_mean(·, response_mask)``) is tested.
     Gate g_t = 1 on tokens of an A ≥ 0 response (zero included, as ``advantages >= 0`` in their code) whose turn
-    (A-gate) or whole response (R-gate) has a positive summed displacement Σ(logp_old − logp); no gradient.
+    (A-gate) or whole response (R-gate) has a negative summed displacement Σ d (its likelihood went down); no
+    gradient. Sign: d = logp − logp_old everywhere (``policy_math``); the authors write Δ = logp_old − logp = −d.
     The penalty is meant for ``token_mean`` aggregation (the authors'); other modes weight it like the loss.
     """
     base = grpo(inputs, params.base)
     mask = inputs.float_mask()  # (B, T)
     eligible = (mask > 0) & (inputs.token_advantages() >= 0)  # (B, T) bool
-    displacement = inputs.logp_old.detach() - inputs.logp  # (B, T) > 0 where likelihood went down, with grad
-    gate = llds_gate(displacement.detach(), eligible, inputs.turn_ids, params.gate)  # (B, T) bool
-    penalty = params.lam * gate * torch.relu(displacement)  # (B, T)
+    d = displacement(inputs.logp, inputs.logp_old)  # (B, T) < 0 where likelihood went down, with grad
+    gate = llds_gate(d.detach(), eligible, inputs.turn_ids, params.gate)  # (B, T) bool
+    penalty = params.lam * gate * torch.relu(-d)  # (B, T)
     out = dict(base.intermediates)
     out["llds_gate"] = gate
     out["llds_penalty"] = penalty.detach()
-    return ObjectiveOutput(loss=base.loss + penalty, intermediates=out)
+    return ObjectiveOutput(loss=base.loss + penalty, intermediates=out,
+                           terms={**base.terms, "loss_penalty": penalty.detach()})

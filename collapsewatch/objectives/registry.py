@@ -2,6 +2,8 @@
 
 The params type is read from the function's ``params`` annotation, so a trainer can build default or
 config-driven hyper-parameters by name (``make_params("llds", lam=0.1)``) without importing the module.
+Each objective also names its paper's loss aggregation (``default_aggregation``), which a trainer uses unless the
+user picks another (aggregation stays a separate axis).
 verl's ``@register_policy_loss`` is the model; unlike it, a function receives only its own hyper-parameters.
 """
 
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from collapsewatch.objectives.aggregation import AGGREGATIONS
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
 
 ObjectiveFn = Callable[[LossInputs, Any], ObjectiveOutput]
@@ -28,15 +31,24 @@ class Objective:
     name: str
     fn: ObjectiveFn
     params_type: type
+    aggregation: str = "token_mean"
+    """The aggregation of the objective's paper (the trainer's default for it)."""
+    clip_level: str = "token"
+    """What its clip acts on: 'token' ratios, or 'sequence' ratios (GSPO); the probe flags the same quantity."""
 
 
 _REGISTRY: dict[str, Objective] = {}
 
 
-def register_objective(name: str) -> Callable[[F], F]:
-    """Register ``fn(inputs: LossInputs, params: <Params>) -> ObjectiveOutput`` under ``name``."""
+def register_objective(name: str, aggregation: str = "token_mean", clip_level: str = "token") -> Callable[[F], F]:
+    """Register ``fn(inputs: LossInputs, params: <Params>) -> ObjectiveOutput`` under ``name``, with the loss
+    aggregation its paper uses (one of ``AGGREGATIONS``) and what its clip acts on ('token' or 'sequence')."""
     if name in _AMBIGUOUS:
         raise ValueError(_AMBIGUOUS[name])
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"objective {name!r}: unknown aggregation {aggregation!r}; known: {', '.join(AGGREGATIONS)}")
+    if clip_level not in ("token", "sequence"):
+        raise ValueError(f"objective {name!r}: clip_level must be 'token' or 'sequence', got {clip_level!r}")
 
     def decorator(fn: F) -> F:
         if name in _REGISTRY:
@@ -44,7 +56,8 @@ def register_objective(name: str) -> Callable[[F], F]:
         hints = typing.get_type_hints(fn)
         if "params" not in hints:
             raise TypeError(f"objective {name!r}: annotate the hyper-parameter argument as `params: <Params>`")
-        _REGISTRY[name] = Objective(name=name, fn=fn, params_type=hints["params"])
+        _REGISTRY[name] = Objective(name=name, fn=fn, params_type=hints["params"], aggregation=aggregation,
+                                    clip_level=clip_level)
         return fn
 
     return decorator
@@ -63,6 +76,11 @@ def get_objective(name: str) -> Objective:
     raise ValueError(f"{hint}Unknown objective {name!r}; known objectives: {', '.join(objective_names())}")
 
 
+def default_aggregation(name: str) -> str:
+    """The loss aggregation of objective ``name``'s paper (e.g. ``seq_mean_token_mean`` for gspo)."""
+    return get_objective(name).aggregation
+
+
 def make_params(name: str, **overrides: Any) -> Any:
     """The objective's params dataclass with defaults, overridden by keyword (validated by its __post_init__)."""
     return get_objective(name).params_type(**overrides)
@@ -75,4 +93,7 @@ def compute_objective(name: str, inputs: LossInputs, params: Any = None) -> Obje
         params = objective.params_type()
     elif not isinstance(params, objective.params_type):
         raise TypeError(f"objective {name!r} takes {objective.params_type.__name__}, got {type(params).__name__}")
+    if not isinstance(inputs, LossInputs):
+        raise TypeError(f"objective {name!r} takes a TokenBatch (LossInputs), got {type(inputs).__name__}")
+    inputs.require("logp_old", "advantages", who=f"objective {name!r}")
     return objective.fn(inputs, params)

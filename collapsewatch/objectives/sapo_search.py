@@ -10,6 +10,7 @@ from typing import Literal
 from collapsewatch.objectives.grpo import GrpoParams, grpo
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+from collapsewatch.policy_math import displacement
 
 Denominator = Literal["positive_tokens", "loss_tokens"]
 
@@ -61,7 +62,7 @@ def sapo_search(inputs: LossInputs, params: SapoSearchParams) -> ObjectiveOutput
     log_ratio = base.intermediates["log_ratio"]  # (B, T) detached, clamped to ±20
     penalised = (inputs.token_advantages() >= 0) & (mask > 0) & (log_ratio.exp() <= params.tau)  # (B, T) bool
     # Unclamped on purpose: −log r is linear in logp, and a token far below e⁻²⁰ is exactly the one to pull back.
-    kl_old = -(inputs.logp - inputs.logp_old.detach())  # (B, T) −log r, with grad
+    kl_old = -displacement(inputs.logp, inputs.logp_old)  # (B, T) −log r, with grad
     penalty = params.w * kl_old * penalised  # (B, T)
     if params.denominator == "positive_tokens":
         positive = ((inputs.token_advantages() >= 0) * mask).sum()  # () A ≥ 0 loss tokens
@@ -70,4 +71,5 @@ def sapo_search(inputs: LossInputs, params: SapoSearchParams) -> ObjectiveOutput
     out = dict(base.intermediates)
     out["sapo_penalty_mask"] = penalised
     out["sapo_penalty"] = penalty.detach()
-    return ObjectiveOutput(loss=base.loss + penalty, intermediates=out)
+    return ObjectiveOutput(loss=base.loss + penalty, intermediates=out,
+                           terms={**base.terms, "loss_penalty": penalty.detach()})

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
-from collapsewatch.objectives.grpo import clamped_log_ratio
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+from collapsewatch.policy_math import clamped_log_ratio
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,14 @@ class SapoSoftParams:
             raise ValueError(f"tau_pos and tau_neg must be > 0, got {self.tau_pos}, {self.tau_neg}")
 
 
-@register_objective("sapo_soft")
+@register_objective("sapo_soft", aggregation="seq_mean_token_mean")
 def sapo_soft(inputs: LossInputs, params: SapoSoftParams) -> ObjectiveOutput:
     """ℓ_t = −f(r_t)·A,   f(r) = (4/τ)·σ(τ(r − 1)),   τ = τ_pos if A > 0 else τ_neg
 
     SAPO, Soft Adaptive Policy Optimization (Qwen, arXiv 2511.20347; the soft-gate objective, equation number
     not verified). f(1) = 2/τ and f'(1) = 1, so on-policy tokens get the plain policy gradient and the gate
     decays it smoothly as r leaves 1. Parity with TRL 1.16 ``loss_type="sapo"`` is tested.
+    Default aggregation: the paper's sequence mean of token means (``seq_mean_token_mean``).
     Deviation: log r is clamped to ±20 before exp (TRL does not clamp).
     """
     mask = inputs.float_mask()  # (B, T)
@@ -48,4 +49,5 @@ def sapo_soft(inputs: LossInputs, params: SapoSoftParams) -> ObjectiveOutput:
         "log_ratio_clamped": clamped & (mask > 0),
         "soft_gate": soft_gate.detach(),
     }
-    return ObjectiveOutput(loss=-soft_gate * adv, intermediates=out)
+    loss = -soft_gate * adv  # (B, T)
+    return ObjectiveOutput(loss=loss, intermediates=out, terms={"loss_policy": loss.detach()})

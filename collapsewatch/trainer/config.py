@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..objectives import AGGREGATIONS, make_params, objective_names
+from ..objectives import AGGREGATIONS, default_aggregation, make_params, objective_names
 from .drills import Drill
 
 if sys.version_info >= (3, 11):
@@ -68,8 +68,9 @@ class TrainConfig:
     """Registered objective: grpo, sapo_search, llds, sapo_soft, gspo."""
     objective_params: dict[str, Any] = field(default_factory=dict)
     """Objective hyper-parameters (``--set objective_params.lam=0.2``); defaults are the objective's own."""
-    aggregation: str = "token_mean"
-    """Loss aggregation: token_mean, seq_mean_token_mean, seq_mean_token_sum_norm."""
+    aggregation: str | None = None
+    """Loss aggregation: token_mean, seq_mean_token_mean, seq_mean_token_sum_norm; None (default) = the
+    objective's paper default (``objectives.default_aggregation``: seq_mean_token_mean for gspo / sapo_soft)."""
     advantages: str = "group_norm"
     """Advantage estimator: group_norm ((R − mean_G)/(std_G + eps)) or group_mean (R − mean_G)."""
     drill: dict[str, Any] = field(default_factory=dict)
@@ -122,6 +123,8 @@ class TrainConfig:
             from .actions import check_rules
 
             check_rules(self.on_phase, self)
+        if self.aggregation is None:  # derived once, right after parsing: the stored config says what ran
+            object.__setattr__(self, "aggregation", default_aggregation(self.objective))
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation: unknown {self.aggregation!r}; known: {', '.join(AGGREGATIONS)}")
         if self.advantages not in ("group_norm", "group_mean"):

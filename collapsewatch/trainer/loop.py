@@ -4,7 +4,9 @@
         forward (logp, entropy) → objective → aggregate → backward → clip → optimizer → probe → store
 
 Every optimizer step is one monitor step. With ``mini_batches > 1`` (default 2) the later mini-batches of a
-rollout are trained off-policy, so the ratios the detectors watch actually move (DESIGN.md §3).
+rollout are trained off-policy, so the ratios the detectors watch actually move (DESIGN.md §3). The loop *tells*
+the monitor which step is on-policy: the first mini-batch of the first epoch after a rollout (no update yet).
+π_old is recomputed in eval mode (dropout off); the loss forward runs in train mode.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ..batch import TokenBatch, group_zero_std
 from ..detectors import DetectorConfig
 from ..env import EnvConfig, make_env_factory
 from ..monitor import Monitor
-from ..objectives import LossInputs, aggregate, aggregation_normalizer, compute_advantages, compute_objective
+from ..objectives import aggregate, aggregation_normalizer, compute_advantages, compute_objective, get_objective
 from ..probe import ClipSpec
 from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
 from .actions import PhaseActions
@@ -43,14 +45,18 @@ class TrainResult:
 
 
 def forward_logps(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, temperature: float,
-                  want_entropy: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(B, L-1) log-prob of ids[:, 1:] under softmax(logits / τ) and its entropy, in fp32."""
+                  want_entropy: bool = True, entropy_grad: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(B, L-1) log-prob of ids[:, 1:] under softmax(logits / τ) and its entropy, in fp32.
+
+    ``entropy_grad``: keep the entropy's graph (an objective with an entropy bonus differentiates it); otherwise
+    it is computed without grad, which spares a (B, L-1, V) activation.
+    """
     logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float() / temperature  # (B, L-1, V)
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, ids[:, 1:, None]).squeeze(-1)  # (B, L-1)
     entropy = None
     if want_entropy:
-        with torch.no_grad():
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
             entropy = -(logp_all.exp() * logp_all).sum(-1)  # (B, L-1) nats
     return logp, entropy
 
@@ -64,45 +70,65 @@ def _rows(batch: RolloutBatch, rows: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 @torch.no_grad()
 def old_logps(model: torch.nn.Module, batch: RolloutBatch, temperature: float, chunk: int) -> torch.Tensor:
-    """(B, L-1) log π_old of every token, recomputed by the training model before any update."""
+    """(B, L-1) log π_old of every token, recomputed by the training model before any update, in eval mode:
+    π_old is a policy, not a dropout sample of it (the mode is restored afterwards)."""
     out = torch.zeros(batch.input_ids.shape[0], batch.input_ids.shape[1] - 1)
-    for lo in range(0, out.shape[0], chunk):
-        rows = torch.arange(lo, min(lo + chunk, out.shape[0]))
-        ids, attn, cols = _rows(batch, rows)
-        logp, _ = forward_logps(model, ids, attn, temperature, want_entropy=False)
-        out[lo : lo + len(rows), : cols.stop - 1] = logp.cpu()
+    was_training = model.training
+    model.eval()
+    try:
+        for lo in range(0, out.shape[0], chunk):
+            rows = torch.arange(lo, min(lo + chunk, out.shape[0]))
+            ids, attn, cols = _rows(batch, rows)
+            logp, _ = forward_logps(model, ids, attn, temperature, want_entropy=False)
+            out[lo : lo + len(rows), : cols.stop - 1] = logp.cpu()
+    finally:
+        model.train(was_training)
     return out
+
+
+def entropy_needs_grad(params) -> bool:
+    """True when the objective has an entropy bonus (``entropy_coef > 0``), whose gradient flows through H."""
+    return getattr(getattr(params, "base", params), "entropy_coef", 0.0) > 0.0
+
+
+def objective_clip(cfg: TrainConfig, params) -> ClipSpec:
+    """The monitor's clip settings: the objective's ε (None: it does not clip) on what it clips (token / sequence)."""
+    eps_low, eps_high, dual = clip_settings(params)
+    return ClipSpec(eps_low, eps_high, dual, level=get_objective(cfg.objective).clip_level)
 
 
 def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch.Tensor, adv: torch.Tensor,
                logp_old: torch.Tensor, logp_ref: torch.Tensor | None, norm: torch.Tensor, device,
-               zero_std: torch.Tensor, timings: dict[str, float], inject=None) -> TokenBatch:
-    """Forward, objective, aggregate, backward for one micro-batch; returns what the probe observes.
+               zero_std: torch.Tensor, on_policy: bool, sums: dict[str, float], inject=None) -> TokenBatch:
+    """Forward, objective, aggregate, backward for one micro-batch; returns the batch the probe observes.
+
+    ``sums`` accumulates timings and the aggregated loss and loss terms (``loss_policy`` …) of the step.
     ``inject(logp, mask)`` is a drill's hook on the fresh log-probs (trainer/drills.py)."""
     t0 = time.perf_counter()
     ids, attn, cols = _rows(batch, rows)
     ids, attn = ids.to(device), attn.to(device)
-    logp, entropy = forward_logps(model, ids, attn, cfg.temperature)  # (b, w-1)
+    logp, entropy = forward_logps(model, ids, attn, cfg.temperature, entropy_grad=entropy_needs_grad(params))
     w = cols.stop - 1
     mask = batch.loss_mask[rows, cols].to(device)  # (b, w-1) 1 on model tokens
     if inject is not None:
         logp = inject(logp, mask)
-    turn_ids = batch.turn_ids[rows, cols].to(device)
-    old = logp_old[rows, :w].to(device)
     ref = logp_ref[rows, :w].to(device) if logp_ref is not None else None
-    inputs = LossInputs(logp=logp, logp_old=old, advantages=adv[rows].to(device), mask=mask,
-                        turn_ids=turn_ids.clamp(min=0), logp_ref=ref, entropy=entropy)
-    out = compute_objective(cfg.objective, inputs, params)
-    loss = aggregate(out.loss, mask, cfg.aggregation, normalizer=norm, max_len=cfg.max_response_tokens)
+    tb = TokenBatch(logp=logp, mask=mask, logp_old=logp_old[rows, :w].to(device),
+                    logp_rollout=batch.logp_rollout[rows, cols], logp_ref=ref, entropy=entropy,
+                    advantages=adv[rows].to(device), token_ids=ids[:, 1:], turn_ids=batch.turn_ids[rows, cols].to(device),
+                    seq_ids=rows, group_ids=batch.group_ids[rows], rewards=batch.rewards[rows].double(),
+                    truncated=batch.truncated[rows], group_zero_std=zero_std[rows], on_policy=on_policy)
+    out = compute_objective(cfg.objective, tb, params)
+    agg = {"normalizer": norm, "max_len": cfg.max_response_tokens}
+    loss = aggregate(out.loss, mask, cfg.aggregation, **agg)
     t_fwd = time.perf_counter()
     loss.backward()
-    timings["forward"] += t_fwd - t0
-    timings["backward"] += time.perf_counter() - t_fwd
-    timings["loss"] += float(loss.detach())
-    return TokenBatch(logp=logp.detach(), mask=mask, logp_old=old, logp_rollout=batch.logp_rollout[rows, cols],
-                      logp_ref=ref, entropy=entropy, advantages=adv[rows], token_ids=ids[:, 1:], turn_ids=turn_ids,
-                      seq_ids=rows, group_ids=batch.group_ids[rows], rewards=batch.rewards[rows].double(),
-                      truncated=batch.truncated[rows], group_zero_std=zero_std[rows])
+    sums["time/forward"] += t_fwd - t0
+    sums["time/backward"] += time.perf_counter() - t_fwd
+    sums["loss"] += float(loss.detach())
+    for name, term in out.terms.items():  # each term aggregated like the loss, so the terms sum to it
+        sums[name] = sums.get(name, 0.0) + float(aggregate(term, mask, cfg.aggregation, **agg))
+    return tb.detached()
 
 
 def train(cfg: TrainConfig) -> TrainResult:
@@ -120,7 +146,6 @@ def train(cfg: TrainConfig) -> TrainResult:
     engine = HFRolloutEngine(policy, tokenizer, rollout_cfg)
     drill = Drill.from_dict(cfg.drill)
     params = build_params(cfg.objective, cfg.objective_params)
-    eps_low, eps_high, dual = clip_settings(params)
     ref_model = None
     if getattr(getattr(params, "base", params), "kl_beta", 0.0):
         ref_model = load_task_and_policy(cfg, dist.device)[0].eval().requires_grad_(False)
@@ -141,7 +166,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     detectors = DetectorConfig.from_file(cfg.detectors) if cfg.detectors else True
     mon = Monitor(cfg.store, cfg.run_name, cfg.to_dict(), objective=cfg.objective, on_event=on_event,
                   detectors=detectors,
-                  clip=ClipSpec(eps_low, eps_high, dual), rank=dist.rank, world_size=dist.world_size,
+                  clip=objective_clip(cfg, params), rank=dist.rank, world_size=dist.world_size,
                   enabled=cfg.monitor, resume=cfg.resume)
     mon.keep_tokenizer(tokenizer)  # the dashboard decodes token rows with it
     rewards_seen: list[float] = []
@@ -174,33 +199,32 @@ def train(cfg: TrainConfig) -> TrainResult:
             logp_old = old_logps(policy, batch, cfg.temperature, chunk)
             logp_ref = old_logps(ref_model, batch, cfg.temperature, chunk) if ref_model is not None else None
             # -- updates: epochs × mini-batches, each an optimizer step ----------------------------------
-            for _ in range(drill.epochs(cfg.ppo_epochs, step)):
+            for epoch in range(drill.epochs(cfg.ppo_epochs, step)):
                 perm = torch.randperm(batch.batch_size, generator=gen)
-                for mb in perm.chunk(cfg.mini_batches):
+                for k, mb in enumerate(perm.chunk(cfg.mini_batches)):
                     if step >= cfg.steps or stop["flag"]:
                         break
                     t1 = time.perf_counter()
                     micros = mb.chunk(cfg.grad_accum)
                     norm = aggregation_normalizer(cfg.aggregation, [batch.loss_mask[m, 1:] for m in micros])
-                    timings = {"forward": 0.0, "backward": 0.0, "observe": 0.0, "loss": 0.0}
+                    sums = {"time/forward": 0.0, "time/backward": 0.0, "time/observe": 0.0, "loss": 0.0}
                     adv_step = drill.advantages(adv, step, mb)
                     for i, rows in enumerate(micros):
                         inject = functools.partial(drill.logp, step=step) if i == 0 else None
-                        with dist.no_sync(model, last=i == len(micros) - 1):
+                        with dist.no_sync(model, last=i == len(micros) - 1):  # on-policy: no update since rollout
                             tb = micro_step(model, cfg, params, batch, rows, adv_step, logp_old, logp_ref, norm,
-                                            dist.device, zero_std, timings, inject)
+                                            dist.device, zero_std, epoch == 0 and k == 0, sums, inject)
                         t2 = time.perf_counter()
                         mon.observe(tb, step=step)
-                        timings["observe"] += time.perf_counter() - t2
+                        sums["time/observe"] += time.perf_counter() - t2
                     grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
                     lr = drill.lr(cfg.lr, step)
                     for group in opt.param_groups:
                         group["lr"] = lr
                     opt.step()
                     opt.zero_grad(set_to_none=True)
-                    mon.log(step, {"grad_norm": float(grad_norm), "lr": lr, "loss": timings.pop("loss"),
-                                   "rollout_time": rollout_time, "step_time": time.perf_counter() - t1,
-                                   **{f"time/{k}": v for k, v in timings.items()}})
+                    mon.log(step, {"grad_norm": float(grad_norm), "lr": lr, "rollout_time": rollout_time,
+                                   "step_time": time.perf_counter() - t1, **sums})
                     step += 1
                     progress.update(step, float(batch.rewards.mean()), mon.latest)
                     if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and dist.rank == 0:

@@ -95,12 +95,15 @@ def test_token_ratios_and_clip_fractions_agree_with_trl_logs(tmp_path, schedule)
     olds = {(step, int(s)): old[i] for step, seqs, old in micro if old is not None for i, s in enumerate(seqs)}
     trl_old = np.array([float(olds[(r.step, r.seq_id)][r.pos]) for r in tok.itertuples()])
     np.testing.assert_array_equal(tok["logp_old"].to_numpy(), trl_old)
-    np.testing.assert_allclose(tok["ratio"], np.exp(tok["logp"] - tok["logp_old"]), rtol=1e-6)
+    off = tok[tok["ratio"].notna()]  # tokens of micro-batches trained after an update (on-policy ones: NULL)
+    assert len(off) > 0 and off["step"].nunique() < tok["step"].nunique()
+    np.testing.assert_allclose(off["ratio"], np.exp(off["logp"] - off["logp_old"]), rtol=1e-6)
     eps_low, eps_high = trainer.epsilon_low, trainer.epsilon_high
-    assert (tok["clip_low"] == ((tok["ratio"] < 1 - eps_low) & (tok["advantage"] < 0))).all()
-    assert (tok["clip_high"] == ((tok["ratio"] > 1 + eps_high) & (tok["advantage"] > 0))).all()
+    assert (off["clip_low"] == ((off["ratio"] < 1 - eps_low) & (off["advantage"] < 0))).all()
+    assert (off["clip_high"] == ((off["ratio"] > 1 + eps_high) & (off["advantage"] > 0))).all()
 
     # per step: TRL's logged clip fractions and entropy, transcribed from the stored token rows
+    tok[["clip_low", "clip_high"]] = tok[["clip_low", "clip_high"]].fillna(False).astype(bool)  # r = 1: no clip
     tok["clip_region"] = tok["clip_low"] | tok["clip_high"]
     for ours, key in (("clip_low", "low_mean"), ("clip_high", "high_mean"), ("clip_region", "region_mean")):
         expected = _trl_mean_of_micro_means(tok.assign(x=tok[ours].astype(float)), "x")
@@ -118,7 +121,8 @@ def test_token_ratios_and_clip_fractions_agree_with_trl_logs(tmp_path, schedule)
     np.testing.assert_allclose(steps.loc[moved, "clip_region_frac"], exact.loc[moved[moved].index, "clip_region"],
                                atol=TOL)
     assert steps.loc[moved, "ratio_p50_pos"].notna().all()
-    assert steps.loc[~moved, "clip_region_frac"].isna().all()  # log_ratio ≡ 0 at the fresh step: NULL, not 0
+    assert steps.loc[~moved, "clip_region_frac"].isna().all()  # told on-policy at the fresh step: NULL, not 0
+    assert steps["logp_old_mean_correct"].notna().sum() + steps["logp_old_mean_incorrect"].notna().sum() > 0
     pd.testing.assert_series_equal(steps["grad_norm"], _trl_logged(store, "offpol", "grad_norm"),
                                    check_names=False, check_index_type=False)
 
@@ -164,7 +168,11 @@ def test_on_policy_run_records_null_ratio_metrics(tmp_path):
     for col in ("ratio_p50_pos", "ratio_min_neg", "clip_low_frac", "clip_region_frac", "ppo_kl", "llds_gate_rate"):
         assert steps[col].isna().all(), col
     assert steps["entropy_mean"].notna().all() and steps["grad_norm"].notna().all()
-    assert con.execute("SELECT count(*) > 0, count(ratio), count(logp_old) FROM tokens").fetchone() == (True, 0, 0)
+    # π_old = π_θ on-policy: logp stands in for the logp_old TRL did not compute, so the LLD input exists
+    assert con.execute("SELECT count(*) > 0, count(ratio), count(*) FILTER (WHERE logp_old = logp) = count(*) "
+                       "FROM tokens WHERE mask").fetchone() == (True, 0, True)
+    lld_input = steps[["logp_old_mean_correct", "logp_old_mean_incorrect"]].notna().any(axis=1)
+    assert lld_input.all()  # main: NULL on every step (no logp_old), the LLD detector had no input
     tok = _tokens(store, "onpol").merge(_micro_index(micro), on=["step", "seq_id"])
     pd.testing.assert_series_equal(_trl_logged(store, "onpol", "entropy"), _trl_mean_of_micro_means(tok, "entropy"),
                                    check_names=False, check_index_type=False, atol=1e-5)

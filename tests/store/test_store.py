@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
@@ -159,10 +158,8 @@ def test_sigkill_loses_at_most_the_last_flush(store, kill_after):
     assert set(range(flushed + 1)) <= steps  # every step flushed before the kill is intact
     assert con.execute("SELECT count(*) FROM sequences WHERE step <= ?", [flushed]).fetchone() == (
         4 * (flushed + 1),)  # writer_proc observes 4 sequences a step
-    # silent for 3 heartbeats (0.5 s) + 10 s grace: the run shows as crashed, and compaction then tidies it
-    time.sleep(0)  # status is derived at query time from the heartbeat
-    row = con.execute("SELECT status, epoch(now() - updated_at) FROM run_ranks").fetchone()
-    assert row[0] == ("crashed" if row[1] > 11.5 else "running")
+    # the crashed status of a silent run is tested on an aged heartbeat (test_killed_run_is_reported_crashed...),
+    # not by restating the view's rule against the wall clock here
 
 
 def test_killed_run_is_reported_crashed_and_compacts(store):

@@ -28,9 +28,21 @@ def test_train_writes_steps_sequences_tokens_and_resumes(store):
     n_tok, n_model = con.execute("SELECT count(*), count(*) FILTER (WHERE mask) FROM tokens WHERE step = 0"
                                  ).fetchone()
     assert n_model > 0 and n_tok > n_model  # observation tokens are stored (mask false) for display
-    # π_old is the policy before the step-0 update; the step-1 mini-batch was trained after it: r moved
-    on_policy = dict(con.execute("SELECT step, on_policy FROM steps ORDER BY step").fetchall())
-    assert on_policy[0] is True or on_policy[0] is False  # step 0 may be exactly on-policy (r ≡ 1)
+    # The trainer tells the monitor: the first mini-batch after each rollout (steps 0 and 2) is on-policy, the
+    # second (step 1) was trained after one update: off-policy. Ratio metrics NULL on-policy, likelihood kept.
+    rows = con.execute("SELECT step, on_policy, ratio_p50_pos IS NULL AND ppo_kl IS NULL AND clip_low_frac IS NULL, "
+                       "coalesce(logp_old_mean_correct, logp_old_mean_incorrect) IS NOT NULL FROM steps "
+                       "ORDER BY step").fetchall()
+    assert rows == [(0, True, True, True), (1, False, False, True), (2, True, True, True)]
+    assert con.execute("SELECT count(*) FROM sequences WHERE step IN (0, 2) AND (seq_ratio IS NOT NULL OR "
+                       "displacement_mean IS NOT NULL OR clip_low_frac IS NOT NULL)").fetchone() == (0,)
+    # n_tokens is each row's own response length (model + observation tokens), as the stored token rows at step 0
+    n_tokens = con.execute("SELECT s.n_tokens, (SELECT count(*) FROM tokens t WHERE t.step = 0 AND t.seq_id = s.seq_id) "
+                           "FROM sequences s WHERE s.step = 0").fetchall()
+    assert all(a == b for a, b in n_tokens) and len({a for a, _ in n_tokens}) > 1
+    # the objective's loss terms are logged and sum to the loss (grpo: the policy term only)
+    terms = con.execute("SELECT loss, loss_policy, loss_penalty FROM steps ORDER BY step").fetchall()
+    assert all(pol == pytest.approx(loss, rel=1e-5, abs=1e-7) and pen is None for loss, pol, pen in terms)
     assert con.execute("SELECT grad_norm IS NOT NULL, lr FROM steps WHERE step = 2").fetchone() == (True, cfg.lr)
     assert con.execute("SELECT status, objective FROM runs").fetchone() == ("finished", "grpo")
     assert (store / "e2e" / "tokenizer" / "tokenizer.json").is_file()  # the dashboard decodes tokens from it
