@@ -136,3 +136,20 @@ def test_parity_with_authors_code(gate, seed):
     (ours_grad,) = torch.autograd.grad(ours, logp)
     torch.testing.assert_close(ours, expected)
     torch.testing.assert_close(ours_grad, expected_grad)
+
+
+def test_loss_terms_are_reported_and_sum_to_the_loss():
+    # The turn-gate example above: penalty λ·g·max(0, −d) = [0.06, 0, 0, 0, 0, 0, 0.08] is the loss_penalty term;
+    # the GRPO clip term is loss_policy; together they are the per-token loss (what the trainer logs per step).
+    out = compute_objective("llds", _inputs([1.0]), LldsParams(base=SYM, lam=0.2))
+    assert set(out.terms) == {"loss_policy", "loss_penalty"}
+    torch.testing.assert_close(out.terms["loss_penalty"],
+                               torch.tensor([[0.06, 0.0, 0.0, 0.0, 0.0, 0.0, 0.08]], dtype=torch.float64))
+    torch.testing.assert_close(out.terms["loss_policy"] + out.terms["loss_penalty"], out.loss.detach())
+
+
+def test_objective_names_the_missing_fields():
+    from collapsewatch import TokenBatch
+
+    with pytest.raises(ValueError, match=r"objective 'llds' needs TokenBatch.logp_old and TokenBatch.advantages"):
+        compute_objective("llds", TokenBatch(logp=torch.zeros(1, 2), mask=torch.ones(1, 2)))
