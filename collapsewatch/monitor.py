@@ -61,6 +61,9 @@ def snapshot(batch: TokenBatch) -> TokenBatch:
     out: dict[str, Any] = {}
     for f in fields(batch):
         v = getattr(batch, f.name)
+        if f.name == "on_policy":  # the one flag, not a tensor: checked by TokenBatch itself
+            out[f.name] = v
+            continue
         if isinstance(v, np.ndarray):
             try:
                 v = torch.from_numpy(np.ascontiguousarray(v))

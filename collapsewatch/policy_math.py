@@ -6,6 +6,7 @@
     clip flags     clip_low = r < 1−ε_l ∧ A < 0,  clip_high = r > 1+ε_h ∧ A > 0,  clip_region = low ∨ high,
                    dual_clip = r > c ∧ A < 0             TRL semantics
     sequence ratio s_i = exp(clamp(mean_mask log r, ±20))  GSPO's geometric-mean ratio
+    k3 KL          exp(logp_ref − logp) − (logp_ref − logp) − 1   the objective's penalty and kl_ref_k3
     LLDS gate      g_t = 1 on eligible tokens (mask ∧ A ≥ 0) of a turn whose Σ_eligible d < 0 (A-gate), or of a
                    response whose Σ d < 0 (R-gate); the probe's ``llds_gate_rate`` counts the same turns
 
@@ -37,6 +38,13 @@ def clamped_log_ratio(logp: Tensor, logp_old: Tensor) -> tuple[Tensor, Tensor]:
     raw = displacement(logp, logp_old)  # (B, T)
     clamped = raw.detach().abs() > LOG_RATIO_CLAMP  # (B, T) bool
     return raw.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP), clamped
+
+
+def k3_kl(logp: Tensor, logp_ref: Tensor) -> Tensor:
+    """k3 = exp(logp_ref − logp) − (logp_ref − logp) − 1 ≥ 0, Schulman's estimator of KL(π_θ‖π_ref), with the
+    difference clamped to ±20 like the ratio (grad through ``logp``). (B, T)."""
+    d = (logp_ref.detach() - logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
+    return torch.exp(d) - d - 1.0
 
 
 def clip_flags(ratio: Tensor, adv: Tensor, mask: Tensor, eps_low: float, eps_high: float,

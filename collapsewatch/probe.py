@@ -22,7 +22,7 @@ from torch import Tensor
 
 from .batch import TokenBatch
 from .catalogue import NONFINITE_TENSORS, REPEAT_MIN_TOKENS
-from .policy_math import clamped_log_ratio, clip_flags, llds_gate_counts, sequence_log_ratio
+from .policy_math import clamped_log_ratio, clip_flags, k3_kl, llds_gate_counts, sequence_log_ratio
 
 NONFINITE_ORDER = NONFINITE_TENSORS  # the order ``first_nonfinite`` reports in (kept for importers)
 
@@ -114,8 +114,7 @@ def token_metrics(b: TokenBatch, clip: ClipSpec) -> dict[str, Tensor]:
     if b.entropy is not None:
         out["entropy"] = b.entropy.detach().to(f32)
     if b.logp_ref is not None:
-        d = b.logp_ref.detach().to(f32) - logp
-        out["kl_ref_k3"] = d.exp() - d - 1
+        out["kl_ref_k3"] = k3_kl(logp, b.logp_ref.detach().to(f32))
     out["mask"] = mask
     return out
 

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from .batch import TokenBatch, group_zero_std
 from .catalogue import NONFINITE_TENSORS, STEP_METRICS
+from .policy_math import LOG_RATIO_CLAMP
 from .probe import ClipSpec, masked_quantiles, nonfinite_counts, sequence_metrics, token_metrics, turn_gate_counts
 
 
@@ -137,7 +138,7 @@ def _token_stats(parts: list[ObservedPart], m: Tensor, out: dict[str, Tensor]) -
     isr = _cat_tok(parts, "is_log_ratio")
     if isr is not None:
         im = m & torch.isfinite(isr)
-        w = isr.clamp(-20, 20).exp()
+        w = isr.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP).exp()
         out["is_log_ratio_abs_mean"] = _mean(isr.abs(), im)
         w_norm = w / _mean(w, im)
         out["is_ess"] = 1.0 / _mean(w_norm**2, im)

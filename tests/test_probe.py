@@ -266,3 +266,14 @@ def test_group_zero_std_nan_reward_and_bad_shapes():
     assert flags.tolist() == [True] * 3 + [False] * 3 + [True] * 2
     with pytest.raises(ValueError, match=r"group_ids \(2,\) and rewards \(3,\)"):
         group_zero_std(torch.tensor([0, 1]), torch.zeros(3))
+
+
+@pytest.mark.parametrize("flag", [True, False, None])
+def test_monitor_copy_keeps_the_on_policy_flag(flag):
+    from collapsewatch.monitor import snapshot
+
+    b = hand_batch()
+    b.on_policy = flag
+    assert snapshot(b).on_policy is flag
+    with pytest.raises(TypeError, match="on_policy must be True, False or None"):
+        TokenBatch(logp=b.logp, mask=b.mask, on_policy=1)

@@ -12,9 +12,10 @@ from torch import Tensor
 
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
-from collapsewatch.policy_math import LOG_RATIO_CLAMP, clamped_log_ratio, clip_flags
+from collapsewatch.policy_math import LOG_RATIO_CLAMP, clamped_log_ratio, clip_flags, k3_kl
 
 __all__ = ["LOG_RATIO_CLAMP", "GrpoParams", "clamped_log_ratio", "clip_flags", "grpo", "k3_kl", "ppo_clip_loss"]
+
 
 @dataclass(frozen=True)
 class GrpoParams:
@@ -51,12 +52,6 @@ def ppo_clip_loss(ratio: Tensor, adv: Tensor, eps_low: float, eps_high: float, d
     if dual_clip_c is not None:
         loss = torch.where(adv < 0, torch.minimum(loss, -adv * dual_clip_c), loss)
     return loss
-
-
-def k3_kl(logp: Tensor, logp_ref: Tensor) -> Tensor:
-    """k3 = exp(logp_ref − logp) − (logp_ref − logp) − 1 ≥ 0, Schulman's estimator of KL(π_θ‖π_ref). (B, T)."""
-    d = (logp_ref.detach() - logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
-    return torch.exp(d) - d - 1.0
 
 
 @register_objective("grpo")
