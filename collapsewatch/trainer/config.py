@@ -193,10 +193,11 @@ def _check_model(model: str) -> None:
 
 BOOL_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 """What a boolean field accepts as text (``--set progress=no``), case-insensitive; anything else is an error."""
-_KINDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true/false (or 1/0, yes/no, on/off)",
+_KINDS = {"str": "a string", "str | None": "a string", "int": "an integer", "float": "a number", "bool": "true/false (or 1/0, yes/no, on/off)",
           "dict[str, Any]": "a table of key = value", "tuple[str, ...]": "a list of names"}
 _IS_KIND = {
     "str": lambda v: isinstance(v, str),
+    "str | None": lambda v: v is None or isinstance(v, str),
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "dict[str, Any]": lambda v: isinstance(v, dict),
