@@ -192,9 +192,10 @@ def sequence_metrics(b: TokenBatch, tok: dict[str, Tensor], clip: ClipSpec) -> d
         out["displacement_sum"] = torch.where(m, tok["log_ratio"], zero).sum(1)
         out["displacement_mean"] = out["displacement_sum"] / n_model
         out["seq_ratio"] = out["displacement_mean"].exp()
-    for flag in ("clip_low", "clip_high", "clip_region"):
-        if flag in tok:
-            out[f"{flag}_frac"] = _masked_mean(tok[flag].to(zero.dtype), m, dim=1)
+    if "clip_low" in tok:  # flags exist together (off-policy, objective that clips)
+        out["clip_low_frac"] = _masked_mean(tok["clip_low"].to(zero.dtype), m, dim=1)
+        out["clip_high_frac"] = _masked_mean(tok["clip_high"].to(zero.dtype), m, dim=1)
+        out["clip_region_frac"] = _masked_mean(tok["clip_region"].to(zero.dtype), m, dim=1)
     if "entropy" in tok:
         ent_m = m & torch.isfinite(tok["entropy"])
         out["entropy_mean"] = _masked_mean(tok["entropy"], ent_m, dim=1)

@@ -13,7 +13,8 @@ SYM = GrpoParams(eps_low=0.2, eps_high=0.2)  # the authors' Search-R1 clip
 # One multi-turn response: mask = [1, 1, 0, 1, 1, 0, 1] → turns {t0, t1}, {t3, t4}, {t6}; t2, t5 are tool tokens.
 MASK = [1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
 TURNS = [0, 0, -1, 1, 1, -1, 2]
-# Δ = logp_old − logp (> 0: likelihood went down). Tool tokens carry a large Δ that must be ignored.
+# Δ = logp_old − logp = −d, the authors' sign (> 0: likelihood went down; collapsewatch's displacement d = logp −
+# logp_old is < 0 there, policy_math). Tool tokens carry a large Δ that must be ignored.
 DELTA = [0.3, -0.1, 1.0, 0.2, -0.5, 1.0, 0.4]
 # Turn sums: turn 0 = 0.3 − 0.1 = 0.2 > 0 → gate on;  turn 1 = 0.2 − 0.5 = −0.3 → off;  turn 2 = 0.4 → on.
 # Response sum over model tokens = 0.2 − 0.3 + 0.4 = 0.3 > 0 → R-gate on.
