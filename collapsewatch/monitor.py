@@ -101,7 +101,9 @@ class Monitor:
         objective: objective name shown in the runs table.
         clip: clip settings used for clip flags (``eps_low``, ``eps_high``, ``dual_clip``, success threshold).
         sampling: which sequences keep per-token rows.
-        flush_steps / flush_seconds: write a segment after this many steps or seconds, whichever first.
+        flush_steps / flush_seconds: write a segment after this many steps or seconds, whichever first. A SIGKILL
+            loses at most the last ``flush_steps + 1`` steps: with ``on_full="block"`` the first ``observe`` /
+            ``log`` of a step waits while the recorder is further behind (docs/store.md).
         compact_every: merge every this many segments of a table into one while the run goes on (0: only at
             ``close``), so long runs keep queries fast (``StoreWriter``).
         queue_size / on_full: bounded queue to the recorder; ``"block"`` waits, ``"drop"`` drops and counts.
@@ -143,15 +145,15 @@ class Monitor:
         try:
             if not resume:
                 refuse_reuse(self.writer.root, run, self.rank)
-        except BaseException:
+            self.writer.set_run_info(objective=objective, config=config or {}, versions=_versions())
+            self.writer.flush()  # the run is listed (status running) before the first step
+            self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,
+                                      flush_steps=flush_steps, flush_seconds=flush_seconds,
+                                      detectors=_default_detectors(detectors))
+            self._recorder.start()
+        except BaseException:  # a Monitor that failed to start holds nothing
             self._lock.release()
             raise
-        self.writer.set_run_info(objective=objective, config=config or {}, versions=_versions())
-        self.writer.flush()  # the run is listed (status running) before the first step
-        self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,
-                                  flush_steps=flush_steps, flush_seconds=flush_seconds,
-                                  detectors=_default_detectors(detectors))
-        self._recorder.start()
         atexit.register(self._atexit)
 
     # -- the API a training loop calls ------------------------------------------------------------
