@@ -56,14 +56,12 @@ _WIDEN = (torch.float16, torch.bfloat16)
 def snapshot(batch: TokenBatch) -> TokenBatch:
     """The copy the recorder keeps: every field detached and copied on the batch's device (``logp``'s). 16-bit floats
     become float32 — numpy has no bfloat16, and a 16-bit copy would cost its rows later — in the same one kernel the
-    copy needs anyway (no device sync); numpy arrays become tensors; a list or tuple is refused naming the field; other values (flags) are kept."""
+    copy needs anyway (no device sync); numpy arrays become tensors; a list or tuple is refused naming the field;
+    other values (None, flags such as ``on_policy``) are kept for TokenBatch's own validator."""
     device = batch.logp.device
     out: dict[str, Any] = {}
     for f in fields(batch):
         v = getattr(batch, f.name)
-        if f.name == "on_policy":  # the one flag, not a tensor: checked by TokenBatch itself
-            out[f.name] = v
-            continue
         if isinstance(v, np.ndarray):
             try:
                 v = torch.from_numpy(np.ascontiguousarray(v))
@@ -73,7 +71,7 @@ def snapshot(batch: TokenBatch) -> TokenBatch:
         elif isinstance(v, (list, tuple)):
             raise TypeError(f"observe: TokenBatch.{f.name} must be a torch.Tensor (or numpy array), got "
                             f"{type(v).__name__}")
-        if not isinstance(v, torch.Tensor):  # None, or a plain flag (e.g. on_policy): TokenBatch validates it
+        if not isinstance(v, torch.Tensor):
             out[f.name] = v
             continue
         v = v.detach()

@@ -129,3 +129,12 @@ def test_log_keeps_one_element_values_and_refuses_others_naming_the_key(store):
             mon.log(1, {"entropy_coef": torch.ones(3)})  # was stored as NULL without a word
     assert connect(store).execute("SELECT key, value FROM scalars ORDER BY key").fetchall() == [
         ("grad_norm", 2.5), ("loss", 0.25), ("lr", 0.5), ("x", None)]
+
+
+def test_the_on_policy_flag_survives_the_copy(store):
+    with Monitor(store, "flag", detectors=False) as mon:
+        mon.observe(_two_seqs(on_policy=True), step=0)
+        mon.observe(_two_seqs(on_policy=False), step=1)
+    # told on-policy: ratio metrics NULL; told off-policy with logp = logp_old: every A>0 ratio is exactly 1
+    assert connect(store).execute("SELECT step, on_policy, ratio_p50_pos FROM steps ORDER BY step").fetchall() == [
+        (0, True, None), (1, False, 1.0)]
