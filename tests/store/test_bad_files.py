@@ -90,12 +90,23 @@ def test_every_command_skips_the_bad_file(store, caplog):
 
 
 def test_dashboard_serves_with_a_bad_file(store):
+    """Each page's layout (Dash Pages' routing callback, as the browser calls it) renders: no 500."""
     from collapsewatch.dashboard import create_app
 
     root, _ = store
-    client = create_app(root).server.test_client()
-    for url in ("/", "/run/b", "/tokens/b", "/sql"):
-        assert client.get(url).status_code == 200, url
+    app = create_app(root)
+    client = app.server.test_client()
+    assert client.get("/").status_code == 200
+    pages = next(k for k in app.callback_map if "_pages_content.children" in k)
+    for path in ("/", "/run/b", "/tokens/b", "/run/a", "/compare", "/sql"):
+        body = {"output": pages, "outputs": [{"id": "_pages_content", "property": "children"},
+                                             {"id": "_pages_store", "property": "data"}],
+                "inputs": [{"id": "_pages_location", "property": "pathname", "value": path},
+                           {"id": "_pages_location", "property": "search", "value": ""}],
+                "changedPropIds": ["_pages_location.pathname"], "state": []}
+        r = client.post("/_dash-update-component", json=body)
+        assert r.status_code == 200, (path, r.data[:300])
+        assert b"No run named" not in r.data, path  # the runs with a bad file are still found
 
 
 def test_check_lists_and_quarantines(store):
