@@ -26,7 +26,11 @@ COLUMNS: tuple[str, ...] = tuple(s.column for p in PANELS for s in p.series) + (
 TRACE_COLUMNS: tuple[str, ...] = tuple(k for p in PANELS for s in p.series
                                        for k in ((RAW_PREFIX + s.column, s.column) if s.role == "line" else
                                                  (s.column,)))
-"""What each trace index draws: a column (smoothed), or ``raw:column`` (its faint raw copy under a line)."""
+MARKS_PREFIX = "marks:"
+TRACE_COLUMNS += tuple(MARKS_PREFIX + p.key for p in PANELS if p.log_y)
+"""What each trace index draws: a column (smoothed), ``raw:column`` (its faint raw copy under a line), or
+``marks:panel`` (markers along a log panel's bottom: exact zeros, which a log axis cannot draw, and on-policy
+steps, where ratio metrics are NULL — so neither is an unexplained gap)."""
 NOT_APPLICABLE = "on-policy: ratio metrics not applicable"
 NO_MISMATCH = "no train–inference mismatch: no rollout log-probs, or identical engines"
 MISMATCH_NOISE = 1e-4
@@ -169,20 +173,58 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
                 traces.append(_trace(panel, s, cell, rx, ry, raw=True))
             x, y = downsample(x, trailing_mean(x, y, smooth))
             traces.append(_trace(panel, s, cell, x, y))
-    layout = _layout(panel_ticks(traces))
+    ticks = panel_ticks(traces)
+    for panel, cell in zip(PANELS, GRID["cells"], strict=True):
+        if panel.log_y:
+            traces.append(_marks_trace(cell, *marks(steps, panel, summary), ticks[panel.key][0]))
+    layout = _layout(ticks)
     layout.update(shapes=deco["shapes"], annotations=deco["annotations"])
     if view.get("x_range"):
         layout["xaxis"]["range"] = list(view["x_range"])
     return {"data": traces, "layout": layout}
 
 
-def extension(rows: pd.DataFrame, after: int = -1, smooth: int = 1,
-              summary: dict[str, Any] | None = None) -> dict[int, tuple[list[int], list[float]]]:
+def marks(steps: pd.DataFrame, panel: Panel, summary: dict[str, Any]) -> tuple[list[int], list[str]]:
+    """(steps, hover text) of the markers of a log panel: a step where a drawn series is exactly 0, and (ratio
+    panels of a run that is not wholly on-policy) a probed on-policy step."""
+    if steps.empty:
+        return [], []
+    found: dict[int, list[str]] = {}
+    for s in panel.series:
+        if s.column in steps.columns:
+            y = pd.to_numeric(steps[s.column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            for step in steps["step"].to_numpy()[y == 0]:
+                found.setdefault(int(step), []).append(f"{s.column} exactly 0")
+    if panel.ratio_metric and not summary.get("on_policy") and "on_policy" in steps.columns:
+        probed = steps["has_metrics"].astype(bool) if "has_metrics" in steps.columns else True
+        for step in steps.loc[steps["on_policy"].fillna(False).astype(bool) & probed, "step"]:
+            found.setdefault(int(step), []).append("on-policy step: ratio metrics NULL")
+    xs = sorted(found)
+    return xs, [f"step {x}: " + ", ".join(found[x]) for x in xs]
+
+
+def _marks_trace(cell: dict[str, Any], x: list[int], text: list[str], floor: float) -> dict[str, Any]:
+    return dict(type="scatter", mode="markers", x=x, y=[floor] * len(x), text=text, xaxis=cell["x"], yaxis=cell["y"],
+                name="zeros / on-policy", marker=dict(symbol="x-thin-open", size=7, color=theme.MUTED,
+                                                      line=dict(width=1.5, color=theme.MUTED)),
+                hovertemplate="%{text}<extra></extra>", meta={"floor": floor})
+
+
+def extension(rows: pd.DataFrame, after: int = -1, smooth: int = 1, summary: dict[str, Any] | None = None,
+              floors: dict[str, float] | None = None) -> dict[int, tuple[list[int], list[float]]]:
     """New points per trace index once the overview has drawn every step up to ``after``: {trace: (steps,
-    values)}. ``rows`` is the run's history (only its tail is read); ``smooth`` as in ``overview_figure``."""
+    values)}. ``rows`` is the run's history (only its tail is read); ``smooth`` as in ``overview_figure``;
+    ``floors``: the y of each log panel's markers (its lowest tick, as drawn)."""
     hidden = {s.column for p in PANELS if summary is not None and _hidden(p, summary) for s in p.series}
     out = {}
     for i, key in enumerate(TRACE_COLUMNS):
+        if key.startswith(MARKS_PREFIX):
+            panel = next(p for p in PANELS if p.key == key.removeprefix(MARKS_PREFIX))
+            tail = rows[rows["step"] > after] if len(rows) else rows
+            x, _ = marks(tail, panel, summary or {})
+            if x and floors and panel.key in floors:
+                out[i] = (x, [floors[panel.key]] * len(x))
+            continue
         raw = key.startswith(RAW_PREFIX)
         column = key.removeprefix(RAW_PREFIX)
         if (raw and smooth <= 1) or column in hidden:

@@ -22,7 +22,7 @@ from collapsewatch.store import queries
 from . import history, state
 from .events_view import event_rows
 from .figures import COLUMNS, NO_MISMATCH, _panel_note, decorations, extension, overview_figure
-from .panels import PANELS
+from .panels import GRID, PANELS
 from .series import merge_summaries, summarise
 from .timeline import timeline_figure
 
@@ -63,9 +63,11 @@ def load(run: str, smooth: int = 1, selected: int | None = None,
     view = {"selected": selected, "budget": token_budget(info["config"]), "smooth": smooth}
     full = step_range(rows)
     fig = overview_figure(rows, events, summary, smooth, dict(view, x_range=x_range or full))
+    floors = {p.key: fig["layout"]["yaxis" + c["y"][1:]]["tickvals"][0]
+              for p, c in zip(PANELS, GRID["cells"], strict=True) if p.log_y}
     st = {"run": run, "rank": info["rank"], "last": int(rows["step"].max()) if len(rows) else -1,
           "summary": summary, "events": events_key(events), "status": info["status"], "smooth": smooth,
-          "view": view, "zoomed": x_range is not None}
+          "view": view, "zoomed": x_range is not None, "floors": floors}
     return {"figure": fig, "timeline": timeline_figure(events, x_range or full), "events": event_rows(events, run),
             "state": st, "info": info}
 
@@ -102,7 +104,7 @@ def poll(st: dict[str, Any]) -> dict[str, Any]:
     if (_panel_note(mismatch, st["summary"]) == NO_MISMATCH) != (_panel_note(mismatch, summary) == NO_MISMATCH):
         patch: Any = overview_figure(rows, events, summary, view.get("smooth", 1), view)  # panel shown/hidden: redraw
     else:
-        patch = make_patch(extension(rows, st["last"], view.get("smooth", 1), summary),
+        patch = make_patch(extension(rows, st["last"], view.get("smooth", 1), summary, st.get("floors")),
                            decorations(events, summary, view) if changed_deco else None,
                            None if st.get("zoomed") or not len(new) else step_range(rows))
     new_st = dict(st, last=int(new["step"].max()) if len(new) else st["last"], summary=summary, events=key,

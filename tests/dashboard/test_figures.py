@@ -227,3 +227,25 @@ def test_smoothed_live_extension_equals_the_tail_of_a_full_redraw():
             xs, ys = ext[i]
             assert xs == [x for x in full["data"][i]["x"] if x > 60]
             np.testing.assert_allclose(ys, full["data"][i]["y"][-len(xs):], rtol=1e-12)
+
+
+def test_exact_zeros_and_on_policy_steps_marked_on_log_panels():
+    # grad norm exactly 0 at steps 1 and 4 (every group starved: no gradient) — a log axis cannot draw 0;
+    # steps 1 and 4 are also on-policy (ratio metrics NULL) in a run that is otherwise off-policy
+    on = [False, True, False, False, True, False]
+    ratio_null = {c: [np.nan if o else 0.5 for o in on] for c in figures.COLUMNS if c.startswith("ratio_")}
+    df = _steps(6, on_policy=on, grad_norm=[1.0, 0.0, 2.0, 1.0, 0.0, 1.0], **ratio_null)
+    summary = summarise(df, figures.COLUMNS)
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summary)
+    grad, pos = _trace(fig, "marks:grad"), _trace(fig, "marks:ratio_pos")
+    assert grad["x"] == [1, 4] and grad["text"][0] == "step 1: grad_norm exactly 0"
+    # at the axis bottom: the grad panel's lowest tick (data 1…2 → ticks from 1)
+    assert grad["y"] == [1.0, 1.0] == [fig["layout"]["yaxis8"]["tickvals"][0]] * 2
+    assert pos["x"] == [1, 4] and "on-policy step: ratio metrics NULL" in pos["text"][1]
+    # a live poll marks the new ones the same way
+    ext = figures.extension(df, after=2, summary=summary, floors={"grad": 1.0, "ratio_pos": 0.1, "ratio_neg": 0.1})
+    assert ext[figures.TRACE_COLUMNS.index("marks:grad")] == ([4], [1.0])
+    # a wholly on-policy run says so in the panel note instead of marking every step
+    all_on = _steps(3, on_policy=True, **{c: np.nan for c in ratio_null})
+    assert _trace(figures.overview_figure(all_on, EVENTS.iloc[0:0], summarise(all_on, figures.COLUMNS)),
+                  "marks:ratio_pos")["x"] == []
