@@ -44,10 +44,11 @@ def sql(store: StoreArg, query: Annotated[str, typer.Argument(help="Read-only SQ
         timeout: Annotated[float, typer.Option(help="Seconds before the query is interrupted.")] = 60.0) -> None:
     """Run a read-only SQL query against the store: plain SELECTs over the views only, on a throwaway
     connection with a time and a size limit (writes, DDL, EXPLAIN ANALYZE, file access are refused)."""
-    from .store.sandbox import Limits
+    from .store.sandbox import Limits, check_select_only
 
     if max_rows < 1 or max_mb <= 0 or timeout <= 0:
         raise CliError("--max-rows, --max-mb and --timeout must be positive")
+    check_select_only(query)  # refused SQL never opens the store
     limits = Limits(max_rows=max_rows, max_bytes=int(max_mb * 2**20), timeout_s=timeout)
     df, cut = _open_store(store).sql(query, limits)
     print_frame(df, csv, as_json)
