@@ -37,28 +37,31 @@ def test_null_and_nan_grad_norms_are_skipped():
     assert suite.episodes() == []
 
 
-def _logged_every_10th() -> list[dict]:
+def _logged_every_10th(tmp_path) -> list[dict]:
     """The real grpo-healthy sample run (built-in trainer, 200 steps), as a run with TRL's default
-    logging_steps=10 would have logged it: grad_norm and reward_mean at steps 0, 10, …, 190 only."""
+    logging_steps=10 would have logged it: grad_norm and reward_mean at steps 0, 10, …, 190 only. Read from a
+    copy: opening a store may add newer schema files, and the shipped folder must stay as it is."""
+    import shutil
     from pathlib import Path
 
     from collapsewatch.store.queries import Store
 
-    store = Store(Path(__file__).parents[2] / "sample_runs" / "store")
+    shutil.copytree(Path(__file__).parents[2] / "sample_runs" / "store", tmp_path / "store")
+    store = Store(tmp_path / "store")
     df = store.query("SELECT step, grad_norm, reward_mean FROM steps WHERE run = 'grpo-healthy' AND rank = 0 "
                      "AND step % 10 = 0 ORDER BY step")
     store.close()
     return df.to_dict("records")
 
 
-def test_a_run_logging_every_10th_step_is_judged():
+def test_a_run_logging_every_10th_step_is_judged(tmp_path):
     # Windows count logged points: at step 150 the reference is the 15 previous logged grad norms (steps
     # 0–140; real values 0.25–2.03, median 1.0075, robust log spread 0.29 → bar max(5, e^(5 · 0.29) = 4.3)
     # = 5). A 100× jump at step 150 (0.469 → 46.9 = 46.6 × the median ≥ critical_factor 20) is flagged at
     # once. Windows counted in steps (the old rule) saw 5 points in 51 steps < min_points 10: no verdict.
     # Severity: the reward level there (median of the last 5 logged rewards, 0.531) is its running best,
     # so the shared gate lowers critical to warning.
-    data = _logged_every_10th()
+    data = _logged_every_10th(tmp_path)
     assert len(data) == 20 and data[15]["step"] == 150
     _, suite = feed(data, ONLY)
     assert suite.episodes() == []  # the real run as logged: nothing
@@ -71,9 +74,9 @@ def test_a_run_logging_every_10th_step_is_judged():
     assert ev["severity_gate"]["reward_now"] == ev["severity_gate"]["reward_best"] == 0.53125
 
 
-def test_sparse_grad_norm_beside_per_step_metrics_is_judged():
+def test_sparse_grad_norm_beside_per_step_metrics_is_judged(tmp_path):
     # TRL's shape: the probe's metrics every step, grad_norm only on logging steps. Same verdict as above.
-    logged = {r["step"]: r for r in _logged_every_10th()}
+    logged = {r["step"]: r for r in _logged_every_10th(tmp_path)}
     logged[150]["grad_norm"] *= 100
     data = rows(200, reward_mean=0.5, grad_norm=lambda s: logged[s]["grad_norm"] if s in logged else None)
     _, suite = feed(data, ONLY)
