@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,8 +59,19 @@ def test_every_objective_trains_a_step(store, objective):
     cfg = load_config(overrides=SMALL, steps=2, store=str(store), run=objective, objective=objective,
                       progress=False)
     assert train(cfg).steps == 2
-    row = connect(store).execute("SELECT count(*), max(n_seqs) FROM steps").fetchone()
-    assert row == (2, 4)
+    con = connect(store)
+    assert con.execute("SELECT count(*), max(n_seqs) FROM steps").fetchone() == (2, 4)
+    # each objective's paper aggregation is the default; its loss terms are logged and sum to the loss
+    aggregation = {"gspo": "seq_mean_token_mean", "sapo_soft": "seq_mean_token_mean"}.get(objective, "token_mean")
+    assert json.loads(con.execute("SELECT config FROM runs").fetchone()[0])["aggregation"] == aggregation
+    rows = con.execute("SELECT loss, loss_policy, coalesce(loss_penalty, 0) FROM steps").fetchall()
+    if objective in ("sapo_search", "llds", "sapo_soft", "gspo"):  # objectives that report ObjectiveOutput.terms
+        assert all(policy is not None for _, policy, _ in rows)
+    for loss, policy, penalty in rows:  # an objective without terms leaves them NULL, never a made-up 0
+        assert policy is None or policy + penalty == pytest.approx(loss, rel=1e-5, abs=1e-7)
+    if objective == "gspo":  # sequence-level flags against ε = 3e-4 / 4e-4 (token flags would mislabel them)
+        assert con.execute("SELECT clip_low_frac IS NULL, clip_high_frac IS NOT NULL FROM steps WHERE step = 1"
+                           ).fetchone() == (False, True)
 
 
 def test_two_gloo_ranks_write_their_own_rows(store, tmp_path):
