@@ -8,8 +8,9 @@ Choice, per detector with an own drill (``score.OWN_DETECTOR``), over the small 
 (only that detector enabled, the others at their values): among candidates whose flags on the training split's
 healthy runs are ≤ ``MAX_HEALTHY_WARN_PER_1K`` warnings per 1,000 steps and 0 criticals, take the highest
 share of own-drill runs flagged at warning or above (phase ``*``), then the shorter median delay, then the
-fewer false flags before onset. If no candidate meets the healthy-run bound the one with the fewest
-healthy-run warnings wins (the report says so). Detectors without a drill keep their values.
+fewer false flags before onset, then the current value. If no candidate meets the healthy-run bound the one
+with the fewest healthy-run warnings wins (the report says so). A detector that no candidate lets flag a single
+training drill keeps its values (no evidence to move them); so do detectors without a drill.
 """
 
 from __future__ import annotations
@@ -78,15 +79,20 @@ def calibrate(corpus: Corpus, base: DetectorConfig | None = None,
         kind = next((k for k, d in OWN_DETECTOR.items() if d == det and k in kinds), None)
         if kind is None:
             continue
+        current = {k: getattr(getattr(base, det), k) for k in grid}
         best, best_key = None, None
         for combo in itertools.product(*grid.values()):
             values = dict(zip(grid, combo, strict=True))
             trial = replace(base, enabled=(det,), **{det: replace(getattr(base, det), **values)})
             table = score(flags(part, trial), part.labels.values(), part.near_best)
-            key = _key(_own_row(table, det, kind, "warning"), _own_row(table, det, kind, "critical"))
+            key = (*_key(_own_row(table, det, kind, "warning"), _own_row(table, det, kind, "critical")),
+                   values == current)
             if best_key is None or key > best_key:
                 best, best_key = values, key
         assert best is not None and best_key is not None
+        if not best_key[2]:
+            echo(f"{det}: kept {current} (no candidate flags a training {kind} run at warning)")
+            continue
         echo(f"{det}: {best} (train: flagged {best_key[2]:.0%} of {kind} runs"
              + ("" if best_key[0] else "; healthy-run bound NOT met") + ")")
         chosen[det] = best

@@ -18,7 +18,9 @@ kind           effect (``strength`` = s)
 ``starvation`` a share s ∈ (0, 1] of each rollout's groups get reward 0 for every response (the verifier
                fails on those prompts): their advantages are 0.
 ``nonfinite``  at step N only, one value of the named ``tensor`` (``logp``, ``advantages``) becomes NaN
-               before the objective: the loss, the gradient and then the weights turn non-finite.
+               before the objective: the loss turns NaN. (Measured: with ``logp`` the built-in objectives'
+               ratio clamp passes no gradient through the NaN, so grad norm and weights stay finite and
+               the run goes on.)
 =============  ===========================================================================================
 
 Rollout-level drills (isdd, mismatch, starvation) act on whole rollouts, so ``at_step`` must be a multiple of
@@ -130,7 +132,7 @@ class Drill:
 
     def logp(self, logp: torch.Tensor, mask: torch.Tensor, step: int) -> torch.Tensor:
         """(b, T) log-probs with one model token of the first row set to NaN (nonfinite/logp), else as is.
-        The NaN is *added*, so the loss and the gradient (and, after the optimizer step, the weights) carry it."""
+        The NaN is *added*, so every op downstream sees it (whether the gradient does is the objective's business)."""
         if not (self.active("nonfinite", step) and self.tensor == "logp"):
             return logp
         nan = torch.zeros_like(logp)  # (b, T)

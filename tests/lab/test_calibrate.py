@@ -19,21 +19,22 @@ from collapsewatch.offline import detect_runs
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _corpus() -> Corpus:
+def _corpus(extra: tuple[tuple[str, str], ...] = ()) -> Corpus:
     frames, labels = {}, {}
-    for scenario, kind in (("starvation", "starvation"), ("healthy", "")):
+    for scenario, kind in (("starvation", "starvation"), ("healthy", ""), *extra):
         for seed in range(4):
             run = make_run(scenario, seed=seed, n_steps=200)
-            name = f"{scenario}-{seed}"
+            name = f"{kind or 'none'}-{scenario}-{seed}"
             frames[name] = run.frame
-            labels[name] = RunLabel(name, kind, run.label.onset, run.label.collapse, 0, 199)
+            onset = run.label.onset if run.label.onset is not None else (100 if kind else None)
+            labels[name] = RunLabel(name, kind, onset, run.label.collapse, 0, 199)
     return Corpus(frames, labels)
 
 
 def test_split_alternates_within_each_kind():
     train, held = split(_corpus())
-    assert train == ["healthy-0", "healthy-2", "starvation-0", "starvation-2"]
-    assert held == ["healthy-1", "healthy-3", "starvation-1", "starvation-3"]
+    assert train == ["none-healthy-0", "none-healthy-2", "starvation-starvation-0", "starvation-starvation-2"]
+    assert held == ["none-healthy-1", "none-healthy-3", "starvation-starvation-1", "starvation-starvation-3"]
 
 
 def test_calibrate_round_trip(tmp_path):
@@ -46,6 +47,12 @@ def test_calibrate_round_trip(tmp_path):
     path.write_text(to_toml(chosen, "test"))
     assert DetectorConfig.from_file(path) == config
     assert config.starvation.warn_frac == 0.6 and config.isdd == DetectorConfig().isdd
+
+
+def test_calibrate_keeps_values_without_evidence():
+    # healthy series labelled as lld drills from step 100: no lld candidate flags them, so lld keeps its values
+    config, chosen = calibrate(_corpus(extra=(("healthy", "lld"),)))
+    assert "lld" not in chosen and config.lld == DetectorConfig().lld and "starvation" in chosen
 
 
 def test_detect_reads_a_detectors_file(tmp_path):
