@@ -95,7 +95,9 @@ def _refuse_unless_stale(path: Path, run: str, rank: int) -> None:
         who = "this process (another Monitor)" if pid == os.getpid() else f"process {pid}"
         raise RunInUseError(f"run {run!r} rank {rank} is being written by {who} since {owner.get('since')}: two "
                             "writers on one rank would collide; close the other Monitor or use another run name")
-    path.unlink(missing_ok=True)  # its process is gone (killed): the lock is stale
+    # its process is gone (killed): the lock is stale. Known gap: two processes taking over the same stale lock at
+    # the same instant may both succeed (each removes what it read as stale); a restart race, not a normal start
+    path.unlink(missing_ok=True)
 
 
 def rank_has_rows(root: Path, run: str, rank: int) -> bool:
