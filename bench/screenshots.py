@@ -12,6 +12,7 @@ byte-level BPE trained here (about a second), so the token page shows text with 
 from __future__ import annotations
 
 import argparse
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -140,18 +141,28 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
 
 
 def shoot_samples(url: str, out: Path) -> None:
-    """The real sample runs: the collapsing GRPO run's overview and tokens, and the four runs compared."""
+    """The real sample runs: the runs list, the collapsing GRPO run's overview (whole, then zoomed on its ISDD
+    episode from the events table), its tokens, the runs compared (aligned at the collapse step), and SQL."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser, page = _browser(p)
+        _open(page, url + "/", ".ag-row")
+        page.screenshot(path=out / "sample-runs.png")
         _open(page, url + "/run/grpo-collapse", OV)
         page.screenshot(path=out / "sample-overview.png", full_page=True)
-        _open(page, url + "/tokens/grpo-collapse?step=180&seq=61", TOKENS, HEATMAP)  # a degenerate response
+        page.locator("#ov-events .ev-row").filter(has_text="isdd").locator(".ev-steps").click()
+        page.wait_for_url("**episode=*")
+        page.wait_for_selector(OV)
+        page.wait_for_timeout(1200)
+        page.screenshot(path=out / "sample-overview-episode.png", full_page=True)
+        _open(page, url + "/tokens/grpo-collapse?step=180&rank=entropy", TOKENS, HEATMAP)  # a degenerate response
         page.screenshot(path=out / "sample-tokens.png", full_page=True)
-        _open(page, url + "/compare?runs=grpo-healthy,grpo-collapse,sapo_search,llds&smooth=16"
+        _open(page, url + "/compare?runs=grpo-healthy,grpo-collapse,sapo_search,llds&align=collapse"
                           "&metrics=reward_mean,entropy_mean,ratio_p05_pos,logp_old_mean_correct,truncated_frac", COMPARE)
         page.screenshot(path=out / "sample-compare.png", full_page=True)
+        _open(page, url + "/sql", "#sql-grid .ag-row", "#sql-chart .scatterlayer .trace")
+        page.screenshot(path=out / "sample-sql.png", full_page=True)
         browser.close()
 
 
@@ -159,13 +170,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="docs/img")
     ap.add_argument("--keep", help="build the store here and keep it (default: a temporary folder)")
+    ap.add_argument("--samples-only", action="store_true", help="only the shipped sample runs (no synthetic store)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(a.keep) if a.keep else Path(tmp) / "store"
-        build(root)
-        for store, pages in ((root, shoot), (SAMPLES, shoot_samples)):
+        if not a.samples_only:
+            build(root)
+        samples = Path(tmp) / "samples"  # served from a copy: opening a store may upgrade its _schema
+        shutil.copytree(SAMPLES, samples)
+        for store, pages in ([] if a.samples_only else [(root, shoot)]) + [(samples, shoot_samples)]:
             proc, url = serve(store)
             try:
                 pages(url, out)

@@ -73,7 +73,7 @@ def port_in_use(host: str, port: int) -> bool:
 WHERE_TO_LOOK = (
     ("a collapse to read", "/run/grpo-collapse", "events table on top, phases aligned with the charts"),
     ("healthy vs collapsing", "/compare?runs=grpo-healthy,grpo-collapse&align=collapse", "config diff below"),
-    ("the tokens of a degenerate response", "/tokens/grpo-collapse?step=180&rank=repetition", ""),
+    ("the tokens of a degenerate response", "/tokens/grpo-collapse?step=180&rank=entropy", ""),
 )
 
 

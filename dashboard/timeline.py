@@ -72,19 +72,23 @@ def _short(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def hover_text(ev: Any) -> str:
+def episodes(events: pd.DataFrame) -> list[dict[str, Any]]:
+    """``ordered(events)`` as records (iterating dicts is far cheaper than DataFrame rows)."""
+    return ordered(events).to_dict("records")
+
+
+def hover_text(ev: dict[str, Any]) -> str:
     # plotly reads hover text as HTML: a message like "r<0.1" must not open a tag
-    lines = "<br>".join(escape(line) for line in evidence_lines(ev.evidence))
-    return (f"<b>{escape(row_label(ev.detector, ev.phase))}</b> · {ev.severity}<br>steps {ev.step_start}–"
-            f"{ev.step_end}<br>{escape(str(ev.message))}" + (f"<br>{lines}" if lines else ""))
+    lines = "<br>".join(escape(line) for line in evidence_lines(ev["evidence"]))
+    return (f"<b>{escape(row_label(ev['detector'], ev['phase']))}</b> · {ev['severity']}<br>steps "
+            f"{ev['step_start']}–{ev['step_end']}<br>{escape(str(ev['message']))}" + (f"<br>{lines}" if lines else ""))
 
 
 def timeline_figure(events: pd.DataFrame, x_range: list[float] | None = None) -> dict[str, Any]:
     """One bar per episode (row = detector · phase), repeated above each panel column on its x domain; the bar's
     ``customdata`` is the episode id. ``x_range``: the panels' step range (both figures get the same one)."""
-    ev = ordered(events)
-    rows = list(dict.fromkeys(row_label(d, p) for d, p in zip(ev.get("detector", []), ev.get("phase", []),
-                                                              strict=True)))
+    ev = episodes(events)
+    rows = list(dict.fromkeys(row_label(e["detector"], e["phase"]) for e in ev))
     height = 30 + ROW_PX * max(1, len(rows))
     layout = theme.base_layout(height, showlegend=False, hovermode="closest", margin=dict(MARGIN, t=4, b=22),
                                bargap=0.3)
@@ -99,31 +103,30 @@ def timeline_figure(events: pd.DataFrame, x_range: list[float] | None = None) ->
                                           showticklabels=col == 0, tickfont=dict(size=10, color=theme.TEXT),
                                           **({"matches": "y"} if col else {}))
         traces.append(_bars(ev, f"x{sx}", f"y{sx}"))
-    if ev.empty:
+    if not ev:
         layout["annotations"] = [dict(text="no detector phases flagged", xref="paper", yref="paper", x=0.5, y=0.5,
                                       showarrow=False, font=dict(size=12, color=theme.MUTED))]
     return {"data": traces, "layout": layout}
 
 
-def _bars(ev: pd.DataFrame, xaxis: str, yaxis: str) -> dict[str, Any]:
-    colours = [theme.rgba(theme.detector_colour(d), 0.5 + 2 * theme.SEVERITY_OPACITY.get(s, 0.1))
-               for d, s in zip(ev.get("detector", []), ev.get("severity", []), strict=True)]
+def _bars(ev: list[dict[str, Any]], xaxis: str, yaxis: str) -> dict[str, Any]:
+    colours = [theme.rgba(theme.detector_colour(e["detector"]), 0.5 + 2 * theme.SEVERITY_OPACITY.get(e["severity"], 0.1))
+               for e in ev]
     return dict(type="bar", orientation="h", xaxis=xaxis, yaxis=yaxis, name="phases",
-                y=[row_label(r.detector, r.phase) for r in ev.itertuples()],
-                base=[int(r.step_start) - 0.5 for r in ev.itertuples()],
-                x=[int(r.step_end) - int(r.step_start) + 1 for r in ev.itertuples()],
+                y=[row_label(e["detector"], e["phase"]) for e in ev], base=[int(e["step_start"]) - 0.5 for e in ev],
+                x=[int(e["step_end"]) - int(e["step_start"]) + 1 for e in ev],
                 customdata=list(range(len(ev))), marker=dict(color=colours, line=dict(width=0)),
-                hovertext=[hover_text(r) for r in ev.itertuples()], hoverinfo="text", hoverlabel=dict(align="left"))
+                hovertext=[hover_text(e) for e in ev], hoverinfo="text", hoverlabel=dict(align="left"))
 
 
 def band_shapes(events: pd.DataFrame, selected: int | None = None) -> list[dict[str, Any]]:
     """A band down the whole panel grid (each column) per episode, named ``band:k``; only ``selected`` visible."""
     shapes = []
-    for k, ev in enumerate(ordered(events).itertuples()):
-        colour = theme.detector_colour(ev.detector)
+    for k, ev in enumerate(episodes(events)):
+        colour = theme.detector_colour(ev["detector"])
         for col in range(N_COLS):
-            shapes.append(dict(type="rect", xref=GRID["cells"][col]["x"], yref="paper", x0=ev.step_start - 0.5,
-                               x1=ev.step_end + 0.5, y0=0, y1=1, fillcolor=colour, opacity=0.16, layer="below",
+            shapes.append(dict(type="rect", xref=GRID["cells"][col]["x"], yref="paper", x0=ev["step_start"] - 0.5,
+                               x1=ev["step_end"] + 0.5, y0=0, y1=1, fillcolor=colour, opacity=0.16, layer="below",
                                line=dict(width=1, color=theme.rgba(colour, 0.7)), name=f"band:{k}",
                                visible=k == selected))
     return shapes
@@ -146,16 +149,16 @@ def lld_spiral(events: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[st
         return [], []
     cell = GRID["cells"][where[0]]
     shapes, notes = [], []
-    for ev in ordered(events).itertuples():
-        if ev.detector != "lld" or ev.phase not in LLD_STAGES:
+    for ev in episodes(events):
+        if ev["detector"] != "lld" or ev["phase"] not in LLD_STAGES:
             continue
-        stage, name = LLD_STAGES[ev.phase]
+        stage, name = LLD_STAGES[ev["phase"]]
         colour = theme.detector_colour("lld")
-        shapes.append(dict(type="rect", xref=cell["x"], yref=f"{cell['y']} domain", x0=ev.step_start - 0.5,
-                           x1=ev.step_end + 0.5, y0=0, y1=1, fillcolor=colour, opacity=0.08 + 0.08 * stage,
-                           line=dict(width=0), layer="below", name=f"lld:{ev.phase}"))
+        shapes.append(dict(type="rect", xref=cell["x"], yref=f"{cell['y']} domain", x0=ev["step_start"] - 0.5,
+                           x1=ev["step_end"] + 0.5, y0=0, y1=1, fillcolor=colour, opacity=0.08 + 0.08 * stage,
+                           line=dict(width=0), layer="below", name=f"lld:{ev['phase']}"))
         notes.append(dict(text=f"{'①②③'[stage - 1]} {name}", xref=cell["x"], yref=f"{cell['y']} domain",
-                          x=ev.step_start - 0.5, y=1, xanchor="left", yanchor="top", showarrow=False,
+                          x=ev["step_start"] - 0.5, y=1, xanchor="left", yanchor="top", showarrow=False,
                           font=dict(size=10, color=colour)))
     return shapes, notes
 
