@@ -175,6 +175,12 @@ LOGGED_SCALARS: tuple[Metric, ...] = (
     _m("loss_penalty", "step", "objective's extra penalty term (SAPO KL / LLDS)", ""),
     _m("loss_kl", "step", "β · KL-to-reference term", ""),
     _m("loss_entropy", "step", "−c_H · entropy bonus term", ""),
+    _m("pos_neg_balance", "step", "BAPO's balance Σ_{A≥0} r̃·A / Σ_{A<0} r̃·|A|, r̃ = the objective's clipped ratio "
+       "(min(r, c_high) for A ≥ 0, max(r, c_low) for A < 0; unclipped without a clip); NULL without A < 0 tokens",
+       "mask = 1"),
+    _m("bapo_clip_low", "step", "lower ratio bound BAPO chose (the step's last micro-batch); NULL for other objectives",
+       ""),
+    _m("bapo_clip_high", "step", "upper ratio bound BAPO chose (the step's last micro-batch); NULL for others", ""),
     _m("step_time", "step", "wall time of the optimizer step", "", "s"),
     _m("rollout_time", "step", "wall time of the rollout that fed this step", "", "s"),
 )

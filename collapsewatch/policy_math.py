@@ -6,6 +6,7 @@
     clip flags     clip_low = r < 1−ε_l ∧ A < 0,  clip_high = r > 1+ε_h ∧ A > 0,  clip_region = low ∨ high,
                    dual_clip = r > c ∧ A < 0             TRL semantics
     sequence ratio s_i = exp(clamp(mean_mask log r, ±20))  GSPO's geometric-mean ratio
+    turn ratio     w_k = exp(clamp(mean_{mask ∧ turn k} log r, ±20))  Turn-PPO's, broadcast to the turn's tokens
     k3 KL          exp(logp_ref − logp) − (logp_ref − logp) − 1   the objective's penalty and kl_ref_k3
     LLDS gate      g_t = 1 on eligible tokens (mask ∧ A ≥ 0) of a turn whose Σ_eligible d < 0 (A-gate), or of a
                    response whose Σ d < 0 (R-gate); the probe's ``llds_gate_rate`` counts the same turns
@@ -26,6 +27,9 @@ LOG_RATIO_CLAMP = 20.0
 """|log r| is clamped to this before exp: r ∈ [e⁻²⁰, e²⁰]."""
 
 Gate = Literal["turn", "response"]
+
+CLIP_LEVELS = ("token", "turn", "sequence")
+"""What an objective's clip acts on: the token ratio r, Turn-PPO's turn ratio w_k, or GSPO's sequence ratio s_i."""
 
 
 def displacement(logp: Tensor, logp_old: Tensor) -> Tensor:
@@ -75,6 +79,13 @@ def turn_index(eligible: Tensor, turn_ids: Tensor | None) -> Tensor:
     prev = torch.nn.functional.pad(eligible[:, :-1], (1, 0), value=False)  # (B, T) eligible at t−1
     starts = eligible & ~prev  # (B, T) first token of each run
     return (starts.long().cumsum(dim=-1) - 1).clamp(0, T - 1)  # (B, T)
+
+
+def turn_log_ratio(log_ratio: Tensor, mask: Tensor, turn_ids: Tensor | None) -> Tensor:
+    """(B, T) log w_k = clamp(mean of log r over the mask = 1 tokens of the token's turn, ±20); no gradient."""
+    on = mask.bool() if mask.dtype == torch.bool else mask > 0  # (B, T)
+    sums, counts, idx = turn_sums(log_ratio, on, turn_ids)  # (B, T) slot → Σ log r, n tokens; slot per token
+    return (sums / counts.clamp(min=1.0)).gather(1, idx).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
 
 
 def turn_sums(disp: Tensor, eligible: Tensor, turn_ids: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:

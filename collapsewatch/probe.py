@@ -22,7 +22,15 @@ from torch import Tensor
 
 from .batch import TokenBatch
 from .catalogue import NONFINITE_TENSORS, REPEAT_MIN_TOKENS
-from .policy_math import clamped_log_ratio, clip_flags, k3_kl, llds_gate_counts, sequence_log_ratio
+from .policy_math import (
+    CLIP_LEVELS,
+    clamped_log_ratio,
+    clip_flags,
+    k3_kl,
+    llds_gate_counts,
+    sequence_log_ratio,
+    turn_log_ratio,
+)
 
 NONFINITE_ORDER = NONFINITE_TENSORS  # the order ``first_nonfinite`` reports in (kept for importers)
 
@@ -39,13 +47,13 @@ class ClipSpec:
     """Dual-clip constant c (r > c with A < 0); None = dual clip off (dual_clip_frac NULL)."""
     success_threshold: float = 1.0
     """A sequence is `correct` when its reward ≥ this."""
-    level: Literal["token", "sequence"] = "token"
-    """What the objective clips: the token ratio r, or (GSPO) the sequence ratio s_i = exp(mean log r), whose
-    flags then hold for every token of the sequence (the objective's own flags, ``policy_math``)."""
+    level: Literal["token", "turn", "sequence"] = "token"
+    """What the objective clips: the token ratio r, (Turn-PPO) the turn ratio w_k, or (GSPO) the sequence ratio
+    s_i = exp(mean log r), whose flags then hold for every token of the turn / sequence (``policy_math``)."""
 
     def __post_init__(self) -> None:
-        if self.level not in ("token", "sequence"):
-            raise ValueError(f"ClipSpec.level must be 'token' or 'sequence', got {self.level!r}")
+        if self.level not in CLIP_LEVELS:
+            raise ValueError(f"ClipSpec.level must be one of {CLIP_LEVELS}, got {self.level!r}")
 
 
 def _nan_like(x: Tensor) -> Tensor:
@@ -105,8 +113,12 @@ def token_metrics(b: TokenBatch, clip: ClipSpec) -> dict[str, Tensor]:
             ratio = log_ratio.exp()
             out.update(log_ratio=log_ratio, ratio=ratio, clamped=clamped & mask)
             if adv is not None and clip.eps_low is not None and clip.eps_high is not None:
-                basis = ratio if clip.level == "token" else \
-                    sequence_log_ratio(log_ratio, mask).exp()[:, None].expand_as(ratio)  # GSPO: s_i per token
+                if clip.level == "token":
+                    basis = ratio
+                elif clip.level == "turn":  # Turn-PPO: w_k on every token of turn k
+                    basis = turn_log_ratio(log_ratio, mask, b.turn_ids).exp()
+                else:  # GSPO: s_i per token
+                    basis = sequence_log_ratio(log_ratio, mask).exp()[:, None].expand_as(ratio)
                 out["clip_ratio"] = basis
                 out.update(clip_flags(basis, adv, mask, clip.eps_low, clip.eps_high, clip.dual_clip))
     if b.logp_rollout is not None and "logp_old" in out:

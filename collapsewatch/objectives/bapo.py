@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from collapsewatch.objectives.grpo import clamped_log_ratio, clip_flags, ppo_clip_loss
+from collapsewatch.objectives.grpo import ppo_clip_loss
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+from collapsewatch.policy_math import clamped_log_ratio, clip_flags
 
 
 @dataclass(frozen=True)
@@ -148,11 +149,9 @@ def bapo(inputs: LossInputs, params: BapoParams) -> ObjectiveOutput:
     eps_low, eps_high = (1.0 - c_low).to(ratio.dtype), (c_high - 1.0).to(ratio.dtype)  # () as ε for the clip
     loss = ppo_clip_loss(ratio, adv, eps_low, eps_high, params.dual_clip_c)  # (B, T)
     out = {"log_ratio": log_ratio.detach(), "ratio": ratio.detach(), "log_ratio_clamped": clamped & (mask > 0)}
-    out.update(clip_flags(ratio, adv, mask, eps_low, eps_high))
-    if params.dual_clip_c is not None:
-        out["dual_clip"] = (ratio.detach() > params.dual_clip_c) & (adv < 0) & (mask > 0)
+    out.update(clip_flags(ratio, adv, mask, eps_low, eps_high, params.dual_clip_c))
     # Per-step scalars, broadcast (no copy) to the (B, T) shape every intermediate has.
     out["bapo_clip_low"] = c_low.to(ratio.dtype).expand_as(ratio)
     out["bapo_clip_high"] = c_high.to(ratio.dtype).expand_as(ratio)
     out["bapo_pos_neg_ratio"] = balance[pick].expand_as(ratio)
-    return ObjectiveOutput(loss=loss, intermediates=out)
+    return ObjectiveOutput(loss=loss, intermediates=out, terms={"loss_policy": loss.detach()})

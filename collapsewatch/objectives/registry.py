@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from collapsewatch.objectives.aggregation import AGGREGATIONS
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+from collapsewatch.policy_math import CLIP_LEVELS
 
 ObjectiveFn = Callable[[LossInputs, Any], ObjectiveOutput]
 F = TypeVar("F", bound=ObjectiveFn)
@@ -42,13 +43,13 @@ _REGISTRY: dict[str, Objective] = {}
 
 def register_objective(name: str, aggregation: str = "token_mean", clip_level: str = "token") -> Callable[[F], F]:
     """Register ``fn(inputs: LossInputs, params: <Params>) -> ObjectiveOutput`` under ``name``, with the loss
-    aggregation its paper uses (one of ``AGGREGATIONS``) and what its clip acts on ('token' or 'sequence')."""
+    aggregation its paper uses (one of ``AGGREGATIONS``) and what its clip acts on (``CLIP_LEVELS``)."""
     if name in _AMBIGUOUS:
         raise ValueError(_AMBIGUOUS[name])
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"objective {name!r}: unknown aggregation {aggregation!r}; known: {', '.join(AGGREGATIONS)}")
-    if clip_level not in ("token", "sequence"):
-        raise ValueError(f"objective {name!r}: clip_level must be 'token' or 'sequence', got {clip_level!r}")
+    if clip_level not in CLIP_LEVELS:
+        raise ValueError(f"objective {name!r}: clip_level must be one of {CLIP_LEVELS}, got {clip_level!r}")
 
     def decorator(fn: F) -> F:
         if name in _REGISTRY:

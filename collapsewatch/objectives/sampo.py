@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collapsewatch.objectives.grpo import k3_kl
 from collapsewatch.objectives.gspo import GspoParams, gspo
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+from collapsewatch.policy_math import k3_kl
 
 RECIPE: dict[str, object] = {"objective": "sampo", "aggregation": "seq_mean_token_mean", "advantages": "group_norm"}
 """TrainConfig fields of the SAMPO preset: ``load_config(**RECIPE)``, or ``--objective sampo --set
@@ -41,22 +41,22 @@ class SampoParams:
             raise ValueError(f"kl_beta must be >= 0, got {self.kl_beta}")
 
 
-@register_objective("sampo")
+@register_objective("sampo", aggregation="seq_mean_token_mean", clip_level="sequence")
 def sampo(inputs: LossInputs, params: SampoParams) -> ObjectiveOutput:
     """ℓ_t = ℓ_t^GSPO(ε_l = 3e-3, ε_h = 4e-3) + β·k3_t,   k3_t = exp(logp_ref − logp) − (logp_ref − logp) − 1
 
     SAMPO, ARLArena (arXiv 2602.21534; equation number not verified), as run by WillDreamer/ARL-Arena: its trainer
     maps ``adv_estimator=sampo`` to ``policy_loss.loss_mode="gspo"`` (``recipe/shop_agent/ppo/ray_trainer.py``) with
-    ``loss_agg_mode=seq-mean-token-mean`` — pair this objective with ``seq_mean_token_mean`` (``RECIPE``).
+    ``loss_agg_mode=seq-mean-token-mean`` — registered with that default aggregation and sequence-level clip flags.
     Deviations: the sequence log-ratio is clamped to ±20 (``gspo``; the code clamps log s at 10 from above only);
     verl's ``low_var_kl`` also clamps k3 to [−10, 10], here k3 is unclamped beyond its ±20 log-ratio clamp.
     """
     base = gspo(inputs, GspoParams(params.eps_low, params.eps_high))
     if params.kl_beta == 0.0:
         return base
-    if inputs.logp_ref is None:
-        raise ValueError("sampo: kl_beta > 0 needs LossInputs.logp_ref (or set kl_beta=0)")
+    inputs.require("logp_ref", who="sampo with kl_beta > 0 (or set kl_beta=0)")
     kl = k3_kl(inputs.logp, inputs.logp_ref)  # (B, T)
     out = dict(base.intermediates)
     out["kl_ref_k3"] = kl.detach()
-    return ObjectiveOutput(loss=base.loss + params.kl_beta * kl, intermediates=out)
+    terms = {**base.terms, "loss_kl": (params.kl_beta * kl).detach()}
+    return ObjectiveOutput(loss=base.loss + params.kl_beta * kl, intermediates=out, terms=terms)

@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
 
-from collapsewatch.objectives.grpo import LOG_RATIO_CLAMP, clamped_log_ratio, clip_flags, ppo_clip_loss
-from collapsewatch.objectives.llds import turn_index
+from collapsewatch.objectives.grpo import ppo_clip_loss
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
+from collapsewatch.policy_math import clamped_log_ratio, clip_flags, turn_log_ratio
 
 
 @dataclass(frozen=True)
@@ -33,23 +32,7 @@ class TurnPpoParams:
             raise ValueError(f"need 0 <= eps_low < 1 and eps_high >= 0, got {self.eps_low}, {self.eps_high}")
 
 
-def turn_log_ratio(log_ratio: Tensor, mask: Tensor, turn_ids: Tensor | None) -> Tensor:
-    """log w_k = mean of log r over the mask = 1 tokens of turn k, broadcast back to the turn's tokens. (B, T).
-
-    ``log_ratio`` (B, T) may carry grad; the result keeps it. Turns are ``turn_ids`` (0-based per row) or, without
-    them, maximal runs of mask = 1 tokens (``llds.turn_index``, one home for the turn definition). Tokens with
-    mask = 0 get their slot's value but are ignored by every consumer (the loss is masked).
-    """
-    on = mask > 0  # (B, T) bool
-    idx = turn_index(on, turn_ids)  # (B, T) turn slot per token
-    m = on.to(log_ratio.dtype)  # (B, T)
-    sums = torch.zeros_like(log_ratio).scatter_add(1, idx, log_ratio * m)  # (B, T) slot k → Σ_turn log r
-    counts = torch.zeros_like(m).scatter_add(1, idx, m)  # (B, T) slot k → n tokens in turn k
-    mean = sums / counts.clamp(min=1.0)  # (B, T) slot k → log w_k
-    return mean.gather(1, idx).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
-
-
-@register_objective("turn_ppo")
+@register_objective("turn_ppo", clip_level="turn")
 def turn_ppo(inputs: LossInputs, params: TurnPpoParams) -> ObjectiveOutput:
     """ℓ_t = −min(w_t·A, clip(w_t, 1−ε_l, 1+ε_h)·A),  w_t = sg[w_k]·π_θ(y_t)/sg[π_θ(y_t)],  w_k = exp(mean_{t∈k} log r_t)
 
@@ -61,12 +44,13 @@ def turn_ppo(inputs: LossInputs, params: TurnPpoParams) -> ObjectiveOutput:
     With one turn per response this is ``gspo`` with ε = 0.2 (tested).
     Not implemented: S-PPO's clipping-bias correction (the paper's Eq. 8) — its formula could not be read from
     a primary source here (only the abstract and third-party summaries were reachable), so it is not guessed.
-    Deviation: log w_k is clamped to ±20, like every ratio here.
+    Turns and the turn ratio are ``policy_math.turn_log_ratio`` (shared with the probe, whose clip flags for this
+    objective are turn-level). Deviation: log w_k is clamped to ±20, like every ratio here.
     """
     mask = inputs.float_mask()  # (B, T)
     adv = inputs.token_advantages()  # (B, T)
     log_ratio, clamped = clamped_log_ratio(inputs.logp, inputs.logp_old)  # (B, T), (B, T)
-    log_w_k = turn_log_ratio(log_ratio.detach(), mask, inputs.turn_ids)  # (B, T) value of log w_k, no grad
+    log_w_k = turn_log_ratio(log_ratio, mask, inputs.turn_ids)  # (B, T) value of log w_k, no grad
     w = torch.exp(inputs.logp - inputs.logp.detach() + log_w_k)  # (B, T) value w_k, gradient of its own log-prob
     loss = ppo_clip_loss(w, adv, params.eps_low, params.eps_high, dual_clip_c=None)  # (B, T)
     out = {
@@ -76,4 +60,4 @@ def turn_ppo(inputs: LossInputs, params: TurnPpoParams) -> ObjectiveOutput:
         "turn_ratio": w.detach(),
     }
     out.update(clip_flags(w, adv, mask, params.eps_low, params.eps_high))  # turn-level flags, per token
-    return ObjectiveOutput(loss=loss, intermediates=out)
+    return ObjectiveOutput(loss=loss, intermediates=out, terms={"loss_policy": loss.detach()})

@@ -23,6 +23,7 @@ from ..detectors import DetectorConfig
 from ..env import EnvConfig, make_env_factory
 from ..monitor import Monitor
 from ..objectives import aggregate, aggregation_normalizer, compute_advantages, compute_objective, get_objective
+from ..objectives.bapo import step_contributions
 from ..probe import ClipSpec
 from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
 from .actions import PhaseActions
@@ -102,7 +103,8 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
                zero_std: torch.Tensor, on_policy: bool, sums: dict[str, float], inject=None) -> TokenBatch:
     """Forward, objective, aggregate, backward for one micro-batch; returns the batch the probe observes.
 
-    ``sums`` accumulates timings and the aggregated loss and loss terms (``loss_policy`` …) of the step.
+    ``sums`` accumulates timings, the aggregated loss and loss terms (``loss_policy`` …) and BAPO's Σ positive /
+    Σ negative surrogate contributions (``bapo.step_contributions``) of the step.
     ``inject(logp, mask)`` is a drill's hook on the fresh log-probs (trainer/drills.py)."""
     t0 = time.perf_counter()
     ids, attn, cols = _rows(batch, rows)
@@ -128,6 +130,12 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
     sums["loss"] += float(loss.detach())
     for name, term in out.terms.items():  # each term aggregated like the loss, so the terms sum to it
         sums[name] = sums.get(name, 0.0) + float(aggregate(term, mask, cfg.aggregation, **agg))
+    pos, neg = step_contributions(out, tb.advantages, mask, *clip_settings(params)[:2]).tolist()
+    sums["pos_contrib"] = sums.get("pos_contrib", 0.0) + pos  # → pos_neg_balance in train()
+    sums["neg_contrib"] = sums.get("neg_contrib", 0.0) + neg
+    for name in ("bapo_clip_low", "bapo_clip_high"):  # the bounds BAPO chose (the step's last micro-batch)
+        if name in out.intermediates:
+            sums[name] = float(out.intermediates[name][0, 0])
     return tb.detached()
 
 
@@ -223,6 +231,9 @@ def train(cfg: TrainConfig) -> TrainResult:
                         group["lr"] = lr
                     opt.step()
                     opt.zero_grad(set_to_none=True)
+                    pos, neg = sums.pop("pos_contrib"), sums.pop("neg_contrib")
+                    if neg > 0:  # BAPO's balance, for every objective; NULL when no token has A < 0
+                        sums["pos_neg_balance"] = pos / neg
                     mon.log(step, {"grad_norm": float(grad_norm), "lr": lr, "rollout_time": rollout_time,
                                    "step_time": time.perf_counter() - t1, **sums})
                     step += 1

@@ -107,3 +107,21 @@ def test_one_turn_per_response_is_gspo():
 def test_params_validation(bad):
     with pytest.raises(ValueError, match="eps"):
         TurnPpoParams(**bad)
+
+
+def test_probe_turn_level_flags_are_the_objectives():
+    # conftest.hand_batch with ε 0.2 / 0.28. seq 0, A = +1: ratios [2, 1 | 0.05], turns [0, 0 | 1]:
+    #   turn 0: w = exp((ln 2 + 0)/2) = √2 = 1.414 > 1.28 → clip_high on tokens 0, 1; turn 1: w = 0.05 (A > 0: no flag).
+    # seq 1, A = −1: ratios [0.5, 1.5], one turn: w = exp((ln 0.5 + ln 1.5)/2) = √0.75 = 0.866 ≥ 0.8 → no clip_low.
+    # seq 2, A = 0: no flag. The probe (ClipSpec level 'turn') and the objective share policy_math.turn_log_ratio.
+    from collapsewatch.probe import ClipSpec, token_metrics
+    from tests.conftest import hand_batch
+
+    b = hand_batch()
+    tok = token_metrics(b, ClipSpec(0.2, 0.28, level="turn"))
+    expected_high = [[True, True, False, False], [False] * 4, [False] * 4]
+    assert tok["clip_high"].tolist() == expected_high
+    assert not tok["clip_low"].any()
+    torch.testing.assert_close(tok["clip_ratio"][0, :3], torch.tensor([2 ** 0.5, 2 ** 0.5, 0.05], dtype=F64))
+    out = compute_objective("turn_ppo", b, TurnPpoParams(0.2, 0.28))
+    assert out.intermediates["clip_high"].tolist() == expected_high

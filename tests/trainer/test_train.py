@@ -62,16 +62,27 @@ def test_every_objective_trains_a_step(store, objective):
     con = connect(store)
     assert con.execute("SELECT count(*), max(n_seqs) FROM steps").fetchone() == (2, 4)
     # each objective's paper aggregation is the default; its loss terms are logged and sum to the loss
-    aggregation = {"gspo": "seq_mean_token_mean", "sapo_soft": "seq_mean_token_mean"}.get(objective, "token_mean")
+    seq_mean = ("gspo", "sapo_soft", "sampo")
+    aggregation = "seq_mean_token_mean" if objective in seq_mean else "token_mean"
     assert json.loads(con.execute("SELECT config FROM runs").fetchone()[0])["aggregation"] == aggregation
-    rows = con.execute("SELECT loss, loss_policy, coalesce(loss_penalty, 0) FROM steps").fetchall()
-    if objective in ("sapo_search", "llds", "sapo_soft", "gspo"):  # objectives that report ObjectiveOutput.terms
-        assert all(policy is not None for _, policy, _ in rows)
+    rows = con.execute("SELECT loss, loss_policy, coalesce(loss_penalty, 0) + coalesce(loss_kl, 0) FROM steps"
+                       ).fetchall()
+    # objectives that report ObjectiveOutput.terms (all of these)
+    assert all(policy is not None for _, policy, _ in rows)
     for loss, policy, penalty in rows:  # an objective without terms leaves them NULL, never a made-up 0
         assert policy is None or policy + penalty == pytest.approx(loss, rel=1e-5, abs=1e-7)
     if objective == "gspo":  # sequence-level flags against ε = 3e-4 / 4e-4 (token flags would mislabel them)
         assert con.execute("SELECT clip_low_frac IS NULL, clip_high_frac IS NOT NULL FROM steps WHERE step = 1"
                            ).fetchone() == (False, True)
+    # BAPO's pos/neg balance is a step metric of every objective (NULL only on a step without A < 0 tokens);
+    # the chosen bounds exist for bapo only, inside its search range [0.6, 0.8] × [1.2, 2.0].
+    pn, lo, hi = con.execute("SELECT max(pos_neg_balance), min(bapo_clip_low), max(bapo_clip_high) FROM steps"
+                             ).fetchone()
+    assert pn is None or pn > 0
+    if objective == "bapo":
+        assert 0.6 <= lo <= 0.8 + 1e-9 and 1.2 <= hi <= 2.0 + 1e-9
+    else:
+        assert lo is None and hi is None
 
 
 def test_two_gloo_ranks_write_their_own_rows(store, tmp_path):
