@@ -52,8 +52,9 @@ def header(run: str, info: dict[str, Any], st: dict[str, Any]) -> list:
     return facts
 
 
-def events_table(rows: list[dict[str, Any]]) -> list:
-    """The run's episodes in the order they began; severity as a coloured badge, links to charts and tokens."""
+def events_table(rows: list[dict[str, Any]], selected: int | None = None) -> list:
+    """The run's episodes in the order they began; severity as a coloured badge, links to charts and tokens;
+    the ``selected`` episode's row (its band is the one shown) highlighted."""
     if not rows:
         return [html.Div("No detector episodes in this run.", className="note")]
     counts = severity_counts_of(rows)
@@ -62,7 +63,8 @@ def events_table(rows: list[dict[str, Any]]) -> list:
         *[html.Span(f"{n} {sev}", className=f"sev sev-{sev}") for sev, n in counts.items() if n],
         html.Span("click a row's steps to zoom the charts there and show its band; hover a timeline bar to "
                   "show its band", className="hint")])
-    body = [html.Tr(className=f"ev-row sev-row-{r['severity']}", children=[
+    body = [html.Tr(className=f"ev-row sev-row-{r['severity']}" + (" ev-selected" if r["episode"] == selected else ""),
+                    children=[
         html.Td(dcc.Link(r["steps"], href=r["chart"], className="ev-steps"), className="num"),
         html.Td([html.Span("●", style={"color": theme.detector_colour(r["detector"])}), " ", r["what"]]),
         html.Td(html.Span(r["severity"], className=f"sev sev-{r['severity']}")),
@@ -119,7 +121,7 @@ def layout(run: str | None = None, smooth: str | None = None, episode: str | Non
                         title="every step of the series on this page (raw values), as CSV"),
             dcc.Download(id=ids.OV_DOWNLOAD),
         ]),
-        html.Div(events_table(loaded["events"]), id=ids.OV_EVENTS, className="card events"),
+        html.Div(events_table(loaded["events"], _int(episode)), id=ids.OV_EVENTS, className="card events"),
         html.Div(className="card", children=[
             dcc.Graph(id=ids.OV_TIMELINE, figure=loaded["timeline"], config=dict(GRAPH_CONFIG, displayModeBar=False)),
             dcc.Graph(id=ids.OV_GRAPH, figure=loaded["figure"], config=GRAPH_CONFIG),
@@ -141,7 +143,8 @@ def poll(_: int, st: dict[str, Any]):
     done = new_st["status"] == "finished"
     return (got["patch"] if got["patch"] is not None else no_update), new_st, head, done, \
         (got["timeline"] if got["timeline"] is not None else no_update), \
-        (events_table(got["events"]) if got["events"] is not None else no_update)
+        (events_table(got["events"], (st.get("view") or {}).get("selected")) if got["events"] is not None
+         else no_update)
 
 
 @callback(Output(ids.OV_DOWNLOAD, "data"), Input(ids.OV_CSV, "n_clicks"), State(ids.OV_STATE, "data"),

@@ -42,6 +42,7 @@ def test_layouts_render(app, served):
     ov = _text(overview.layout(run="collapse"))
     assert ids.OV_GRAPH in ov and ids.OV_TIMELINE in ov and "'name': 'band:0'" in ov
     assert "isdd · drift" in ov and "/tokens/collapse?step=" in ov and "episode=" in ov  # the events table
+    assert "ev-selected" not in ov and _text(overview.layout(run="collapse", episode="1")).count("ev-selected") == 1
     assert "max_response_tokens" not in ov or "run config" in ov
     assert "on-policy: ratio metrics not applicable" in _text(overview.layout(run="onpolicy"))
     assert "Waiting for run" in _text(overview.layout(run="missing"))
