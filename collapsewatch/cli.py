@@ -136,9 +136,7 @@ def dash(store: StoreArg, host: Annotated[str, typer.Option(help="Interface to b
     """Serve the live dashboard on a store."""
     from collapsewatch.dashboard.app import serve
 
-    from .store.views import connect
-
-    connect(store).close()  # a bad path fails here with one line
+    # serve() refuses a busy port and waits for a store that a run has not created yet
     typer.echo(f"collapsewatch dashboard on http://{host}:{port}  (store {store})")
     serve(str(store), host=host, port=port)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import dash
@@ -63,9 +65,33 @@ def create_app(store: str | Path) -> dash.Dash:
     return app
 
 
+def wait_for_store(store: str | Path, poll_s: float = 1.0, say: Callable[[str], None] = print) -> Path:
+    """Return once ``store`` is a collapsewatch store. A folder that does not exist yet, or has no ``_schema`` yet,
+    is waited for (a run about to start creates it), saying so once; a path that is a file is an error."""
+    from collapsewatch.store.views import StoreNotFoundError
+
+    if Path(store).expanduser().is_file():
+        raise StoreNotFoundError(f"store {str(store)!r} is a file, not a store folder")
+    announced = False
+    while True:
+        try:
+            return state.configure(store)
+        except StoreNotFoundError as e:
+            if not announced:
+                say(f"{e}: waiting for a run to create it (Ctrl-C to stop) …")
+                announced = True
+            time.sleep(poll_s)
+
+
 def serve(store: str | Path, host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> None:
     """Serve the dashboard of ``store`` until interrupted. Binds to localhost unless ``host`` says otherwise:
-    the SQL console reads every run in the store."""
+    the SQL console reads every run in the store. A busy port is refused first; a store that does not exist yet
+    is waited for."""
+    from collapsewatch.demo import port_in_use
+
+    if port_in_use(host, port):
+        raise RuntimeError(f"port {port} on {host} is already in use (another dashboard?): stop it or pass --port")
+    wait_for_store(store)
     app = create_app(store)
     app.run(host=host, port=port, debug=debug)
 

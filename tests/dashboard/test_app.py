@@ -93,3 +93,39 @@ def test_second_app_in_process_gets_the_callbacks(app, synth_store):
         outputs = " ".join(a.callback_map)
         assert f"{ids.OV_GRAPH}.figure" in outputs and f"{ids.SQL_GRID}.rowData" in outputs
     assert app_module._page_callbacks is not None
+
+
+def test_serve_waits_for_a_store_a_run_has_not_created_yet(tmp_path):
+    import threading
+
+    from collapsewatch.dashboard.app import wait_for_store
+    from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+
+    root = tmp_path / "not-yet"
+    said: list[str] = []
+
+    def start_run() -> None:  # the trainer starts after the dashboard, creating the store
+        while not said:
+            threading.Event().wait(0.05)
+        run = SyntheticRun(root, "late", n_steps=3, shape=Shape(seqs=2, token_seqs=1, seq_len=4))
+        run.write()
+        run.close()
+
+    writer = threading.Thread(target=start_run)
+    writer.start()
+    assert wait_for_store(root, poll_s=0.05, say=said.append) == root.resolve()
+    writer.join()
+    assert len(said) == 1 and "waiting for a run to create it" in said[0]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileNotFoundError, match="is a file"):
+        wait_for_store(tmp_path / "file")
+
+
+def test_serve_refuses_a_busy_port(synth_store):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        with pytest.raises(RuntimeError, match="already in use"):
+            serve(synth_store, port=held.getsockname()[1])
