@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SMOOTH = 5
+SMOOTH = 10
 MIN_BEST = 0.2
 COLLAPSE_FRAC = 0.5
 RECOVER_FRAC = 0.75
@@ -53,16 +53,16 @@ class RunLabel:
         return not self.kind and self.collapse is None
 
 
-def reward_level(steps: np.ndarray, reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(level, running best) per row: trailing median over SMOOTH non-NaN points, its running max."""
-    level = pd.Series(reward, dtype="float64").rolling(SMOOTH, min_periods=1).median().to_numpy()
+def reward_level(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tuple[np.ndarray, np.ndarray]:
+    """(level, running best) per row: trailing median over ``smooth`` non-NaN points, its running max."""
+    level = pd.Series(reward, dtype="float64").rolling(smooth, min_periods=1).median().to_numpy()
     best = np.fmax.accumulate(np.where(np.isnan(level), -np.inf, level))
     return level, best
 
 
-def reward_collapse(steps: np.ndarray, reward: np.ndarray) -> int | None:
+def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> int | None:
     """First step of a sustained reward collapse by the rule of the module docstring, or None."""
-    level, best = reward_level(steps, reward)
+    level, best = reward_level(steps, reward, smooth)
     for i in range(len(steps)):
         b = best[i]
         if not (b >= MIN_BEST and level[i] <= COLLAPSE_FRAC * b):

@@ -6,8 +6,9 @@ dated by its ``step_start``. Phase ``*`` is any phase of the detector. For a dri
 * flagged — some flag starts at or after the onset; the first such start is the *detection step*;
 * ``flagged_share`` = flagged runs / runs of kind k;
 * ``delay_median`` = median over flagged runs of (detection − onset), steps;
-* ``lead_median`` = median over flagged runs with a reward collapse of (collapse − detection) (negative:
-  flagged only after the collapse);
+* ``lead_median`` = median over flagged runs with a reward collapse at or after the onset of
+  (collapse − detection) (negative: flagged only after the collapse; a collapse before the onset is not the
+  drill's);
 * ``false_pre_onset_per_1k`` = flags starting before the onset, over every drilled run (any kind),
   per 1,000 pre-onset steps (onset − first step of each run);
 * ``false_healthy_per_1k`` = flags on healthy runs (undrilled, no reward collapse) per 1,000 of their steps;
@@ -62,7 +63,7 @@ def score_flags(flags: pd.DataFrame, labels: Iterable[RunLabel], kind: str,
         if hit is None:
             continue
         delays.append(hit - lab.onset)  # type: ignore[operator]
-        if lab.collapse is not None:
+        if lab.collapse is not None and lab.collapse >= lab.onset:  # type: ignore[operator]
             leads.append(lab.collapse - hit)
     pre = [lab for lab in labels if lab.kind and lab.onset is not None]
     pre_flags = sum(sum(1 for s in starts.get(lab.run, []) if s < lab.onset) for lab in pre)  # type: ignore[operator]

@@ -63,14 +63,23 @@ def test_score_single_phase_and_other_kinds():
     assert vs_isdd.iloc[0]["flagged_share"] == 0.0 and pd.isna(vs_isdd.iloc[0]["delay_median"])
 
 
+def test_a_collapse_before_onset_gives_no_lead():
+    labels = [RunLabel("a", "lld", 10, 4, 0, 49)]  # the reward collapsed at 4, before the drill began
+    flags = pd.DataFrame([("a", "lld", "steady_decay", "warning", 12)], columns=FLAGS.columns)
+    row = _row(score(flags, labels), "*", "warning")
+    assert (row["flagged_share"], row["delay_median"]) == (1.0, 2.0) and pd.isna(row["lead_median"])
+
+
 def test_reward_collapse_rule():
     r = np.array([.1, .3, .5, .5, .5, .5, .5] + [.1] * 8)
-    # trailing medians of 5: .1 .2 .3 .4 .5 .5 .5 .5 .5 then .1 from step 9 (three of the last five are .1);
+    # the rule with a 5-point window (the default, 10, needs longer series); trailing medians of 5: .1 .2 .3 .4 .5 .5 .5 .5 .5 then .1 from step 9 (three of the last five are .1);
     # best .5 ≥ 0.2 and .1 ≤ 0.5 × .5 with no later level above .375 → collapse at step 9
-    assert reward_collapse(np.arange(15), r) == 9
+    assert reward_collapse(np.arange(15), r, smooth=5) == 9
     recovered = np.concatenate([r, [.5] * 10])  # the level returns to .5 > .375: a dip, not a collapse
-    assert reward_collapse(np.arange(25), recovered) is None
-    assert reward_collapse(np.arange(15), r * 0.3) is None  # best .15 < MIN_BEST 0.2: never learned
+    assert reward_collapse(np.arange(25), recovered, smooth=5) is None
+    assert reward_collapse(np.arange(15), r * 0.3, smooth=5) is None  # best .15 < MIN_BEST 0.2: never learned
+    # default window 10 on the same series: the level (median of 10) first reaches .1 at step 12 (six .1 of ten)
+    assert reward_collapse(np.arange(15), r) == 12
 
 
 def test_labels_from_config_and_user_file(tmp_path):
