@@ -37,6 +37,7 @@ def test_bad_grids_fail_before_training(tmp_path):
         load_grid(path)
 
 
+@pytest.mark.slow  # 53 s on the shared 2-core machine: a spawned worker imports torch and trains
 def test_lab_run_trains_then_resumes(tmp_path):
     grid = tmp_path / "grid.toml"
     grid.write_text("[base]\nsteps = 2\nprompts_per_rollout = 2\ngroup_size = 4\nmax_turn_tokens = 24\n"
