@@ -13,7 +13,7 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 @app.command()
 def train_command(
-    objective: Annotated[str | None, typer.Option(help="grpo | sapo_search | llds | sapo_soft | gspo")] = None,
+    objective: Annotated[str | None, typer.Option(help="A registered objective, e.g. grpo, sapo_search, llds (an unknown name lists them all).")] = None,
     steps: Annotated[int | None, typer.Option(help="Optimizer steps.")] = None,
     store: Annotated[str | None, typer.Option(help="Store folder.")] = None,
     run: Annotated[str | None, typer.Option("--run", "--run-name",

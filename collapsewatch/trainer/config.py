@@ -65,7 +65,7 @@ class TrainConfig:
     """Clip the global gradient norm to this (the pre-clip norm is logged as grad_norm)."""
     # -- objective ----------------------------------------------------------------------------------
     objective: str = "grpo"
-    """Registered objective: grpo, sapo_search, llds, sapo_soft, gspo."""
+    """Registered objective (``collapsewatch.objectives.objective_names()``; ``collapsewatch train --help`` lists them)."""
     objective_params: dict[str, Any] = field(default_factory=dict)
     """Objective hyper-parameters (``--set objective_params.lam=0.2``); defaults are the objective's own."""
     aggregation: str | None = None
