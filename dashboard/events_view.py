@@ -52,8 +52,9 @@ def severity_counts(events: pd.DataFrame) -> dict[str, int]:
     return {s: int(counts.get(s, 0)) for s in SEVERITY_ORDER}
 
 
-def collapse_step(events: pd.DataFrame) -> int | None:
-    """The run's collapse step: where its first critical episode began (None if none ever was critical)."""
+def first_critical_step(events: pd.DataFrame) -> int | None:
+    """Where the run's first critical episode began (None if none ever was critical). Not the reward collapse,
+    whose one rule is :func:`collapsewatch.lab.labels.reward_collapse`."""
     critical = events[events["severity"] == "critical"] if not events.empty else events
     return int(critical["step_start"].min()) if len(critical) else None
 
@@ -63,9 +64,9 @@ def first_event_step(events: pd.DataFrame) -> int | None:
 
 
 def run_event_summary(events: pd.DataFrame) -> dict[str, Any]:
-    """Runs table: ``worst_severity`` ever, ``n_<severity>`` episode counts, ``collapse_step``."""
+    """Runs table: ``worst_severity`` ever, ``n_<severity>`` episode counts, ``first_critical_step``."""
     counts = severity_counts(events)
-    return {"worst_severity": worst_severity(events), "collapse_step": collapse_step(events),
+    return {"worst_severity": worst_severity(events), "first_critical_step": first_critical_step(events),
             **{f"n_{s}": n for s, n in counts.items()}}
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from tsdownsample import MinMaxLTTBDownsampler
 
+from collapsewatch.lab.labels import reward_collapse
 from collapsewatch.store.cache import complete_rows  # noqa: F401  re-exported: the recorder's write order is a store rule
 
 MAX_POINTS = 2500
@@ -126,8 +127,9 @@ def sparkline(y: np.ndarray, n: int = SPARK_POINTS) -> str:
 
 def last_values(rows: pd.DataFrame) -> dict[str, Any]:
     """Runs-table summary of step rows: n_steps, last_step, on_policy, the last non-null value of each of
-    ``LAST_COLUMNS``, and the reward's ``SUMMARY_SMOOTH``-step trailing mean: its last value, its best value,
-    the step of the best, and a sparkline."""
+    ``LAST_COLUMNS``, the reward's ``SUMMARY_SMOOTH``-step trailing mean (its last value, its best value, the step
+    of the best, a sparkline) and ``collapse_step``, the reward collapse by the lab's one rule
+    (:func:`collapsewatch.lab.labels.reward_collapse`)."""
     out: dict[str, Any] = {"n_steps": int(rows["step"].nunique()) if len(rows) else 0,
                            "last_step": int(rows["step"].max()) if len(rows) else None,
                            "on_policy": bool(summarise(rows, ()).get("on_policy"))}
@@ -141,5 +143,6 @@ def last_values(rows: pd.DataFrame) -> dict[str, Any]:
     best = skip + int(np.argmax(smooth[skip:])) if len(smooth) else None
     out.update(reward_smooth_last=float(smooth[-1]) if len(smooth) else None,
                reward_smooth_best=float(smooth[best]) if best is not None else None,
-               reward_best_step=int(x[best]) if best is not None else None, reward_spark=sparkline(smooth))
+               reward_best_step=int(x[best]) if best is not None else None, reward_spark=sparkline(smooth),
+               collapse_step=reward_collapse(x, y) if len(x) else None)
     return out

@@ -94,7 +94,9 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
     {"field": "spark", "headerName": "reward over the run", "width": 190, "sortable": False,
      "cellStyle": {"fontFamily": "monospace", "color": theme.METRIC_COLOURS["reward_mean"], "letterSpacing": "-1px"},
      "headerTooltip": "16-step trailing mean of reward_mean, first step to last (▁ lowest, █ highest of this run)"},
-    _num("collapse_step", "collapse step", "d", 105, headerTooltip="start of the run's first critical episode"),
+    _num("collapse_step", "collapse step", "d", 105,
+         headerTooltip="reward collapse: the 10-point median reward falls to ≤ 0.5 × its best and never recovers "
+                       "above 0.75 × (collapsewatch.lab.labels, the lab's rule)"),
     {"field": "worst", "headerName": "worst severity", "cellStyle": _severity_style(), "width": 110,
      "headerTooltip": "the worst severity any detector episode ever had in this run"},
     {"field": "episodes", "headerName": "episodes by severity", "width": 190},

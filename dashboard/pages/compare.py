@@ -11,17 +11,19 @@ import pandas as pd
 from dash import Input, Output, State, callback, dcc, html
 
 from collapsewatch.catalogue import ALL_STEP_COLUMNS, by_name
+from collapsewatch.lab.labels import reward_collapse
 from collapsewatch.store import queries
 
 from .. import charts, history, ids, state, tables
-from ..events_view import collapse_step, first_event_step
+from ..events_view import first_critical_step, first_event_step
 from ..figures import COLUMNS, DEFAULT_SMOOTH
 from ..series import SMOOTHING
 
 dash.register_page(__name__, path="/compare", name="Compare", title="collapsewatch · compare", order=3)
 DEFAULT_METRICS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "entropy_mean")
 NUMERIC = [c for c in ALL_STEP_COLUMNS if by_name("step")[c].dtype in ("DOUBLE", "INTEGER", "BIGINT")]
-ALIGN = {"start": "step 0", "first": "first episode", "collapse": "collapse step"}
+ALIGN = {"start": "step 0", "first": "first episode", "critical": "first critical episode",
+         "collapse": "reward collapse"}
 
 
 def _events(s, runs: list[str]) -> pd.DataFrame:
@@ -87,25 +89,32 @@ def draw(runs: list[str] | None, metrics: list[str] | None, smooth: int | None =
         events = _events(s, runs)
         colours = charts.run_colours(list(reversed(queries.run_names(s))))
         configs = {r: (queries.run_info(s, r) or {}).get("config") or {} for r in runs}
-    offsets, note = _offsets(runs, events, align)
+        anchors = _rows(s, runs, ["reward_mean"]) if align == "collapse" else events
+    offsets, note = _offsets(runs, anchors, align)
     fig = charts.compare_figure(df, runs, metrics, smooth, colours, offsets, events, log or [])
     return fig, note, config_table(charts.config_diff(configs)), metrics
 
 
-def _offsets(runs: list[str], events: pd.DataFrame, align: str) -> tuple[dict[str, int], str]:
-    """Step to subtract per run, and a note naming runs that have no such point (left unshifted)."""
-    if align not in ("first", "collapse"):
+def _offsets(runs: list[str], frame: pd.DataFrame, align: str) -> tuple[dict[str, int], str]:
+    """Step to subtract per run, and a note naming runs that have no such point (left unshifted). ``frame`` holds
+    the runs' episodes, or their reward rows when aligning at the reward collapse."""
+    if align not in ("first", "critical", "collapse"):
         return {}, ""
-    anchor = first_event_step if align == "first" else collapse_step
+    anchor = {"first": first_event_step, "critical": first_critical_step, "collapse": _reward_collapse}[align]
     offsets, missing = {}, []
     for run in runs:
-        step = anchor(events[events["run"] == run] if not events.empty else events)
+        step = anchor(frame[frame["run"] == run] if not frame.empty else frame)
         if step is None:
             missing.append(run)
         else:
             offsets[run] = step
     note = f"aligned at each run's {ALIGN[align]} (step 0 of the axis)"
     return offsets, note + (f"; no {ALIGN[align]} in {', '.join(missing)}: drawn from its step 0" if missing else "")
+
+
+def _reward_collapse(rows: pd.DataFrame) -> int | None:
+    rows = rows.dropna(subset=["reward_mean"]) if len(rows) else rows
+    return reward_collapse(rows["step"].to_numpy(), rows["reward_mean"].to_numpy()) if len(rows) else None
 
 
 def config_table(diff: pd.DataFrame) -> list:

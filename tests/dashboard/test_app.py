@@ -68,7 +68,9 @@ def test_callbacks(app, served):
     assert moved[0]["location"] == ["layout", "shapes"] and moved[0]["params"]["value"][0]["y0"] == 6.5
     fig, note, config, _ = compare.draw(["collapse", "healthy"], ["reward_mean"], 1, "collapse")
     assert [t.name for t in fig.data] == ["collapse", "healthy"]
-    assert "aligned at each run's collapse step" in note
+    assert "aligned at each run's reward collapse" in note and "no reward collapse in healthy" in note
+    _, note, _, _ = compare.draw(["collapse", "healthy"], ["reward_mean"], 1, "critical")
+    assert "aligned at each run's first critical episode" in note
     # the synthetic runs differ only by seed and length: the config table lists what differs, or says none does
     assert "config" in _text(config)
     first = sql.run_query(0, sql.EXAMPLE)  # the example query runs when the page opens (n_clicks 0)

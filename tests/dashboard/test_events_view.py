@@ -29,11 +29,11 @@ def test_rows_in_story_order_with_links_and_the_shared_sentence():
     assert isdd["sentence"] == event_message(EVENTS.iloc[0].to_dict())  # one home of the wording
 
 
-def test_severity_summary_and_collapse_step():
+def test_severity_summary_and_first_critical_step():
     assert events_view.severity_counts(EVENTS) == {"critical": 1, "warning": 1, "info": 1}
-    assert events_view.run_event_summary(EVENTS) == {"worst_severity": "critical", "collapse_step": 80,
+    assert events_view.run_event_summary(EVENTS) == {"worst_severity": "critical", "first_critical_step": 80,
                                                      "n_critical": 1, "n_warning": 1, "n_info": 1}
     calm = EVENTS[EVENTS["severity"] != "critical"]
-    assert events_view.worst_severity(calm) == "warning" and events_view.collapse_step(calm) is None
+    assert events_view.worst_severity(calm) == "warning" and events_view.first_critical_step(calm) is None
     assert events_view.first_event_step(EVENTS) == 14
     assert events_view.run_event_summary(EVENTS.iloc[0:0])["worst_severity"] is None

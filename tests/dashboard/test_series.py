@@ -79,3 +79,13 @@ def test_sparkline_and_smoothed_reward_summary():
     assert SUMMARY_SMOOTH == 16
     assert out["reward_smooth_best"] == pytest.approx(0.6) and out["reward_best_step"] == 36
     assert out["reward_smooth_last"] == pytest.approx(0.6) and len(out["reward_spark"]) == 24
+
+
+def test_runs_summary_collapse_step_is_the_labs_reward_collapse():
+    # reward 0.5 for steps 0–19, then 0.1: the 10-point median is 0.1 once ≥ 6 of its 10 points are 0.1 — at step
+    # 25 (steps 20–25 are six 0.1s; with five, the median is (0.1 + 0.5)/2 = 0.3 > 0.5 × best 0.5) — and it never
+    # climbs back above 0.75 × 0.5, so the collapse step is 25; a flat 0.5 run has none
+    reward = np.array([0.5] * 20 + [0.1] * 20)
+    rows = pd.DataFrame({"step": np.arange(40), "has_metrics": True, "on_policy": False, "reward_mean": reward})
+    assert last_values(rows)["collapse_step"] == 25
+    assert last_values(rows.assign(reward_mean=0.5))["collapse_step"] is None
