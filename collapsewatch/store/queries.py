@@ -86,7 +86,7 @@ class Store:
     def sql(self, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
         """Run a person's query (``sandbox``: plain SELECTs only, on a throwaway connection, with a time
         and a size limit); returns the last statement's rows and whether they were cut at a limit."""
-        return run_user_sql(self.root, lambda: view_sql(self.root), VIEW_ORDER, sql, limits)
+        return run_user_sql(self.root, lambda sources: view_sql(self.root, sources=sources), VIEW_ORDER, sql, limits)
 
     def run_view(self, view: str, run: str) -> str:
         """SQL for one run's rows of a view, scanning only that run's folder (fast for live dashboards)."""

@@ -9,9 +9,12 @@ A person's query (``collapsewatch sql``, the dashboard's SQL page) passes two in
    ``read_*``, ``glob``, ``checkpoint``), scalar functions must not be one of the few with side effects
    (``json_execute_serialized_sql``, ``nextval``, ``write_log`` …) and tables must be plain names (a quoted
    path such as ``FROM '/etc/passwd'`` is a file scan, refused).
-2. **Nothing it does persists.** The query runs on a fresh in-memory connection that holds only the views,
-   closed afterwards: no pooled connection ever runs user SQL, so nothing a query could change is seen by
-   another. File access is limited to the store folder, spilling is off (no temp directory at all),
+2. **Nothing it does persists, and it cannot touch a file.** The query runs on a fresh in-memory connection
+   that holds only the views, closed afterwards: no pooled connection ever runs user SQL, so nothing a query
+   could change is seen by another. The views read the store's segments as Arrow datasets registered by this
+   process (the same good, unreplaced files the views list), so the connection itself needs no file access
+   at all: ``enable_external_access`` is off with no allowed directory — a ``COPY … TO`` or ``read_parquet``
+   that got past barrier 1 would still be refused by DuckDB. Spilling is off (no temp directory at all),
    Python replacement scans, extension auto-install/-load are off, and the configuration is locked.
 
 A timer thread interrupts the query after ``timeout_s``; results are streamed as Arrow batches and cut at
@@ -31,8 +34,11 @@ from typing import Any
 import duckdb
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
-from .segments import readable_dirs
+from .migrations import TABLES
+from .segments import schema_file, table_files
 
 
 class ReadOnlyQueryError(ValueError):
@@ -129,43 +135,59 @@ def _check_reference(kind: str, schema: str, name: str) -> None:
                                  "not files or other databases")
 
 
-def _lock_down(con: duckdb.DuckDBPyConnection, root: Path, limits: Limits) -> None:
-    """Settings of the throwaway connection, applied after its views exist and then locked."""
-    allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in readable_dirs(root))
+def _lock_down(con: duckdb.DuckDBPyConnection, limits: Limits) -> None:
+    """Settings of the throwaway connection, applied after its views exist and then locked: no file access at
+    all (the views read Arrow datasets this process registered, not files)."""
     for stmt in ("SET temp_directory = ''", f"SET memory_limit = '{limits.memory}'",
                  "SET python_enable_replacements = false", "SET autoinstall_known_extensions = false",
                  "SET autoload_known_extensions = false", "SET allow_community_extensions = false",
-                 f"SET allowed_directories = [{allowed}]", "SET enable_external_access = false",
-                 "SET lock_configuration = true"):
+                 "SET enable_external_access = false", "SET lock_configuration = true"):
         con.execute(stmt)
 
 
-def run_user_sql(root: Path, views: Callable[[], dict[str, str]], order: tuple[str, ...], sql: str,
+def _sources(root: Path) -> dict[str, pads.Dataset]:
+    """Each table's good, unreplaced segments (``segments.table_files``) as one Arrow dataset at the current
+    schema: a column an older segment lacks reads as NULL, as ``union_by_name`` does for the views."""
+    out = {}
+    for table in TABLES:
+        empty = schema_file(root, table)
+        good = [p for p, _ in table_files(root, table)[0]]
+        out[table] = pads.dataset(good or [str(empty)], format="parquet", schema=pq.read_schema(empty))
+    return out
+
+
+def run_user_sql(root: Path, views: Callable[[dict[str, str]], dict[str, str]], order: tuple[str, ...], sql: str,
                  limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
-    """Run a person's query over the views ``views()`` (name → SELECT, created in ``order``; asked again at
-    each retry, so a file list is re-expanded) of the store at ``root``.
+    """Run a person's query over the views ``views(sources)`` (name → SELECT over the relations named in
+    ``sources``, one per table; created in ``order``) of the store at ``root``. Each try lists the segments
+    afresh, so a query racing live compaction reads the files that exist now.
 
     Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
     plain SELECTs, ValueError for a failed, interrupted or oversized query."""
     statements = check_select_only(sql)
-    for attempt in range(RETRIES):  # a segment compacted away between glob expansion and read: run it again
+    for attempt in range(RETRIES):  # a segment compacted away between listing and read: run it again
         try:
-            return _run_once(root, views(), order, statements[-1], limits)
-        except duckdb.IOException as e:
+            return _run_once(root, views, order, statements[-1], limits)
+        except (duckdb.IOException, FileNotFoundError) as e:
             if attempt == RETRIES - 1:
                 raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
     raise AssertionError("unreachable")
 
 
-def _run_once(root: Path, views: dict[str, str], order: tuple[str, ...], statement: str,
-              limits: Limits) -> tuple[pd.DataFrame, bool]:
+def _run_once(root: Path, views: Callable[[dict[str, str]], dict[str, str]], order: tuple[str, ...],
+              statement: str, limits: Limits) -> tuple[pd.DataFrame, bool]:
     con = duckdb.connect(":memory:")
     timer = threading.Timer(limits.timeout_s, con.interrupt)
     try:
+        names = {}
+        for table, dataset in _sources(root).items():
+            names[table] = f"_segments_{table}"
+            con.register(names[table], dataset)
+        sql = views(names)
         for name in order:
-            con.execute(f"CREATE VIEW {name} AS {views[name]}")
-        _lock_down(con, root, limits)
+            con.execute(f"CREATE VIEW {name} AS {sql[name]}")
+        _lock_down(con, limits)
         timer.start()
         return _fetch(con, statement, limits)
     except duckdb.InterruptException as e:
@@ -173,6 +195,8 @@ def _run_once(root: Path, views: dict[str, str], order: tuple[str, ...], stateme
     except duckdb.IOException:
         raise
     except duckdb.Error as e:
+        if "No such file" in str(e):
+            raise FileNotFoundError(str(e)) from e  # a segment merged away mid-query: the caller lists again
         if timer.finished.is_set():
             raise ValueError(f"query interrupted: it ran longer than the {limits.timeout_s:g} s limit") from e
         raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e

@@ -135,7 +135,8 @@ def test_every_attack_is_refused_and_changes_nothing(store, tmp_path, monkeypatc
     ("WITH s AS (SELECT max(step) AS m FROM steps) SELECT m FROM s", [{"m": 1}]),
     ("SELECT 1 AS a; SELECT 2 AS b", [{"b": 2}]),  # the last statement's rows
     ("SELECT sum(range)::BIGINT AS s FROM range(4)", [{"s": 6}]),  # 0+1+2+3
-    ("SELECT count(*) AS n FROM (SHOW TABLES)", [{"n": 8}]),  # the eight views
+    # the eight views, and the six raw segment relations they read (_segments_<table>, Arrow datasets, no files)
+    ("SELECT count(*) AS n FROM (SHOW TABLES)", [{"n": 14}]),
 ])
 def test_plain_selects_answer_through_both_doors(store, sql, expected):
     import json
@@ -168,19 +169,28 @@ def test_size_limit_cuts_bytes_not_only_rows(store):
 
 def test_throwaway_connection_is_locked(store, tmp_path):
     """The second barrier on its own: the connection user SQL runs on cannot reopen file access, spill to a
-    temp directory or read outside the store, even for SQL that never went through the parse check."""
+    temp directory, or read or write any file — the store's own included — even for SQL that never went through
+    the parse check."""
     import duckdb
 
     from collapsewatch.store.sandbox import _lock_down
 
     con = duckdb.connect(":memory:")
-    _lock_down(con, store.resolve(), Limits())
+    _lock_down(con, Limits())
     assert con.execute("SELECT current_setting('temp_directory')").fetchone() == ("",)
+    root = store.resolve()
+    segment = next(root.glob("*/step_metrics/*.parquet"))
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    # nothing on disk, the store included: the views read Arrow datasets registered by the process, not files
     for sql in ("SET enable_external_access = true", "SET allowed_directories = ['/']",
-                "SELECT * FROM read_text('/etc/hostname')", f"COPY (SELECT 1) TO '{tmp_path}/x.csv'"):
+                "SELECT * FROM read_text('/etc/hostname')", f"COPY (SELECT 1) TO '{tmp_path}/x.csv'",
+                f"SELECT * FROM read_parquet('{segment}')",
+                f"COPY (SELECT 1 AS k) TO '{segment.parent}' (FORMAT parquet, PARTITION_BY (k), OVERWRITE)",
+                f"COPY (SELECT 1 AS k) TO '{segment}' (FORMAT parquet)"):
         with pytest.raises(duckdb.Error):
             con.execute(sql)
     assert list(tmp_path.iterdir()) == []
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
 
 @pytest.mark.parametrize("sql", ["", "  ;  ", "selec 1"])
