@@ -27,6 +27,7 @@ import pandas as pd
 
 from . import queries
 from .queries import Store
+from .segments import raced
 from .views import EPISODE_KEY, EPISODE_ORDER
 
 T = TypeVar("T")
@@ -51,8 +52,8 @@ def _relisting(read: Callable[[], T]) -> T:
     for attempt in range(RETRIES):
         try:
             return read()
-        except duckdb.IOException:
-            if attempt == RETRIES - 1:
+        except duckdb.Error as e:
+            if not raced(e) or attempt == RETRIES - 1:
                 raise
     raise AssertionError("unreachable")
 

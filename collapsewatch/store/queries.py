@@ -28,6 +28,7 @@ from ..catalogue import ALL_STEP_COLUMNS
 from . import segments
 from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError, run_user_sql
+from .segments import raced
 from .views import RETRIES, VIEW_ORDER, create_views, episodes_sql, runs_sql, store_root, view_sql
 from .writer import check_run_name, valid_run_name
 
@@ -76,8 +77,8 @@ class Store:
                 if self._dirty:
                     self._dirty = self._views()
                 return self.con.execute(sql, params or []).df()
-            except (duckdb.IOException, duckdb.InvalidInputException):
-                if attempt == retries - 1:
+            except duckdb.Error as e:
+                if not (raced(e) or isinstance(e, duckdb.InvalidInputException)) or attempt == retries - 1:
                     raise
                 time.sleep(0.05)
                 self._dirty = self._views()
@@ -129,7 +130,9 @@ def _listed_or_whole(store: Store, sql: Callable[[Any], str], params: list, file
         return store.query(sql(None), params)
     try:
         return store.query(sql(files), params, retries=1)  # the same stale list again would fail again
-    except duckdb.IOException:
+    except duckdb.Error as e:
+        if not raced(e):
+            raise
         return store.query(sql(None), params)
 
 

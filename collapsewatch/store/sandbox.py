@@ -38,7 +38,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from .migrations import TABLES
-from .segments import schema_file, table_files
+from .segments import raced, schema_file, table_files
 
 
 class ReadOnlyQueryError(ValueError):
@@ -169,7 +169,7 @@ def run_user_sql(root: Path, views: Callable[[dict[str, str]], dict[str, str]], 
     for attempt in range(RETRIES):  # a segment compacted away between listing and read: run it again
         try:
             return _run_once(root, views, order, statements[-1], limits)
-        except (duckdb.IOException, FileNotFoundError) as e:
+        except FileNotFoundError as e:
             if attempt == RETRIES - 1:
                 raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
     raise AssertionError("unreachable")
@@ -192,11 +192,9 @@ def _run_once(root: Path, views: Callable[[dict[str, str]], dict[str, str]], ord
         return _fetch(con, statement, limits)
     except duckdb.InterruptException as e:
         raise ValueError(f"query interrupted: it ran longer than the {limits.timeout_s:g} s limit") from e
-    except duckdb.IOException:
-        raise
     except duckdb.Error as e:
-        if "No such file" in str(e):
-            raise FileNotFoundError(str(e)) from e  # a segment merged away mid-query: the caller lists again
+        if raced(e):
+            raise FileNotFoundError(str(e)) from e  # a segment merged or replaced mid-query: the caller lists again
         if timer.finished.is_set():
             raise ValueError(f"query interrupted: it ran longer than the {limits.timeout_s:g} s limit") from e
         raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e

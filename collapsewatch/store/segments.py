@@ -25,6 +25,24 @@ from .migrations import LATEST_VERSION, TABLES
 from .writer import REPLACES_KEY, arrow_schemas, ensure_schema
 
 log = logging.getLogger("collapsewatch.store")
+
+# Messages of a read that raced a writer: a file deleted under the scan (compaction), or replaced by an atomic
+# rename of the same name between two opens of one scan (a run row, rewritten at each flush), whose new footer
+# does not match the old offsets (DuckDB: "TProtocolException: Invalid data"; Arrow: magic bytes / thrift).
+_RACE_MESSAGES = ("No such file", "TProtocolException", "Parquet magic bytes", "deserialize thrift",
+                  "Couldn't deserialize", "Invalid data")
+
+
+def raced(e: BaseException) -> bool:
+    """Whether a failed read of the store is a race with a writer or a compaction: read again, listing afresh.
+    Bad files never raise here (they are checked and skipped before any read), so this is never a lasting fault."""
+    import duckdb  # lazily, as elsewhere in the write path's imports
+
+    if isinstance(e, (duckdb.IOException, FileNotFoundError)):
+        return True
+    return isinstance(e, duckdb.Error) and any(m in str(e) for m in _RACE_MESSAGES)
+
+
 QUARANTINE = "_quarantine"
 KEYS = ("run", "rank", "step")  # each table's key columns among these must be present
 

@@ -18,7 +18,7 @@ import duckdb
 
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
 from .migrations import TABLES
-from .segments import readable_dirs, scan_sql
+from .segments import raced, readable_dirs, scan_sql
 
 RETRIES = 3  # a segment compacted away between glob expansion and read: retry the query
 
@@ -112,8 +112,8 @@ def create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
             for name in VIEW_ORDER:
                 con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql[name]}")
             return
-        except duckdb.IOException:
-            if attempt == RETRIES - 1:
+        except duckdb.Error as e:
+            if not raced(e) or attempt == RETRIES - 1:
                 raise
             time.sleep(0.05)
 

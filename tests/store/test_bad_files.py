@@ -123,3 +123,18 @@ def test_check_lists_and_quarantines(store):
     s = Store(root)  # quarantined files are out of every glob: the views read with plain globs again
     assert s.query("SELECT count(*) AS n FROM steps WHERE run = 'b'")["n"].tolist() == [4]
     assert not s._dirty
+
+
+def test_a_read_racing_a_writer_is_told_from_a_lasting_fault():
+    # a scan that reopened a run row an atomic rename had just replaced fails with DuckDB's
+    # "TProtocolException: Invalid data"; a compacted-away file with IOException: both are read again, afresh;
+    # a SQL mistake is not
+    import duckdb
+
+    from collapsewatch.store.segments import raced
+
+    assert raced(duckdb.Error("TProtocolException: Invalid data"))
+    assert raced(duckdb.IOException("No files found that match the pattern"))
+    assert raced(FileNotFoundError("gone"))
+    assert not raced(duckdb.BinderException('Referenced column "nope" not found'))
+    assert not raced(ValueError("Invalid data"))  # not a read of the store
