@@ -4,9 +4,11 @@ sequence, clipped with a very small ε, written in the token form GSPO-token so 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 from collapsewatch.objectives.grpo import ppo_clip_loss
 from collapsewatch.objectives.registry import register_objective
@@ -39,18 +41,27 @@ def gspo(inputs: LossInputs, params: GspoParams) -> ObjectiveOutput:
     clamped to ±20 (verl clamps log s at 10 from above only). The clip flags are sequence-level (s_i against
     ε_l, ε_h, broadcast to the sequence's tokens); the probe computes the same ones (``clip_level="sequence"``).
     """
+    return grouped_ratio_clip(inputs, params.eps_low, params.eps_high, "seq_ratio",
+                              lambda log_ratio, mask: sequence_log_ratio(log_ratio, mask).unsqueeze(-1))
+
+
+def grouped_ratio_clip(inputs: LossInputs, eps_low: float, eps_high: float, name: str,
+                       group_log_ratio: Callable[[Tensor, Tensor], Tensor]) -> ObjectiveOutput:
+    """PPO-clip on a ratio shared by a group of tokens (a sequence: ``gspo``; a turn: ``turn_ppo``), GSPO-token
+    form: every token carries the value of its group's ratio w but the gradient of its own log-prob.
+    ``group_log_ratio(log_ratio (B, T), mask (B, T))`` gives log w, broadcastable to (B, T); the clip flags are the
+    group's (w against ε_l, ε_h), per token; ``name`` is the intermediate that holds w."""
     mask = inputs.float_mask()  # (B, T)
     adv = inputs.token_advantages()  # (B, T)
     log_ratio, clamped = clamped_log_ratio(inputs.logp, inputs.logp_old)  # (B, T), (B, T)
-    seq_log_ratio = sequence_log_ratio(log_ratio, mask)  # (B,)
-    log_s = inputs.logp - inputs.logp.detach() + seq_log_ratio.detach().unsqueeze(-1)  # (B, T) value log s_i
-    s = torch.exp(log_s)  # (B, T)
-    loss = ppo_clip_loss(s, adv, params.eps_low, params.eps_high, dual_clip_c=None)  # (B, T)
+    log_w = group_log_ratio(log_ratio, mask).detach()  # (B, T) or (B, 1): value of the group's log ratio
+    w = torch.exp(inputs.logp - inputs.logp.detach() + log_w)  # (B, T) value w, gradient of its own log-prob
+    loss = ppo_clip_loss(w, adv, eps_low, eps_high, dual_clip_c=None)  # (B, T)
     out = {
         "log_ratio": log_ratio.detach(),
         "ratio": torch.exp(log_ratio).detach(),
         "log_ratio_clamped": clamped & (mask > 0),
-        "seq_ratio": s.detach(),
+        name: w.detach(),
     }
-    out.update(clip_flags(s, adv, mask, params.eps_low, params.eps_high))  # sequence-level flags, per token
+    out.update(clip_flags(w, adv, mask, eps_low, eps_high))  # group-level flags, per token
     return ObjectiveOutput(loss=loss, intermediates=out, terms={"loss_policy": loss.detach()})

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
-from collapsewatch.objectives.grpo import ppo_clip_loss
+from collapsewatch.objectives.gspo import grouped_ratio_clip
 from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
-from collapsewatch.policy_math import clamped_log_ratio, clip_flags, turn_log_ratio
+from collapsewatch.policy_math import turn_log_ratio
 
 
 @dataclass(frozen=True)
@@ -47,17 +45,5 @@ def turn_ppo(inputs: LossInputs, params: TurnPpoParams) -> ObjectiveOutput:
     Turns and the turn ratio are ``policy_math.turn_log_ratio`` (shared with the probe, whose clip flags for this
     objective are turn-level). Deviation: log w_k is clamped to ±20, like every ratio here.
     """
-    mask = inputs.float_mask()  # (B, T)
-    adv = inputs.token_advantages()  # (B, T)
-    log_ratio, clamped = clamped_log_ratio(inputs.logp, inputs.logp_old)  # (B, T), (B, T)
-    log_w_k = turn_log_ratio(log_ratio, mask, inputs.turn_ids)  # (B, T) value of log w_k, no grad
-    w = torch.exp(inputs.logp - inputs.logp.detach() + log_w_k)  # (B, T) value w_k, gradient of its own log-prob
-    loss = ppo_clip_loss(w, adv, params.eps_low, params.eps_high, dual_clip_c=None)  # (B, T)
-    out = {
-        "log_ratio": log_ratio.detach(),
-        "ratio": torch.exp(log_ratio).detach(),
-        "log_ratio_clamped": clamped & (mask > 0),
-        "turn_ratio": w.detach(),
-    }
-    out.update(clip_flags(w, adv, mask, params.eps_low, params.eps_high))  # turn-level flags, per token
-    return ObjectiveOutput(loss=loss, intermediates=out, terms={"loss_policy": loss.detach()})
+    return grouped_ratio_clip(inputs, params.eps_low, params.eps_high, "turn_ratio",
+                              lambda log_ratio, mask: turn_log_ratio(log_ratio, mask, inputs.turn_ids))
