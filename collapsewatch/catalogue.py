@@ -45,7 +45,11 @@ Each convention is decided once; the formulas live in `collapsewatch/policy_math
 * **displacement sign**: `d = logp − logp_old`; negative = the likelihood went down (LLDS penalises max(0, −d)).
 * **LLDS gate without turn ids**: a turn is a maximal run of mask = 1 tokens (DESIGN's glossary; the authors'
   chunk rule), for the objective and `llds_gate_rate` alike.
-* **clip level**: clip flags are computed on what the objective clips — the token ratio, or GSPO's sequence ratio.
+* **clip level**: clip flags are computed on what the objective clips — the token ratio, Turn-PPO's turn ratio,
+  or GSPO's sequence ratio.
+* **per-turn ratio metrics** (`turn_*_pos`) need `turn_ids`: without them they are NULL (one "turn" per response
+  would only repeat `seq_ratio`); a turn's advantage is the mean A over its mask = 1 tokens, so per-token
+  advantages (GiGPO) give each turn its own sign.
 * **NaN reward = unknown**: `correct` is NULL; the sequence is left out of `correct_frac`, `reward_mean`,
   `reward_std` and of both `*_correct` and `*_incorrect`.
 * **repeat_frac_max** is NULL for responses with fewer than `REPEAT_MIN_TOKENS` model tokens (a 1-token answer
@@ -61,6 +65,7 @@ NONFINITE_TENSORS: tuple[str, ...] = ("logp", "logp_old", "logp_rollout", "logp_
 MODEL = "mask = 1"
 POS = "mask = 1, A > 0"
 NEG = "mask = 1, A < 0"
+TURN_POS = "turns (turn_ids) with a mask = 1 token, mean A over them > 0"
 
 TOKEN_METRICS: tuple[Metric, ...] = (
     _m("logp", "token", "log π_θ(y_t) at the latest forward", MODEL, "nats"),
@@ -127,6 +132,15 @@ STEP_METRICS: tuple[Metric, ...] = (
     _m("clip_high_frac", "step", "mean clip_high", MODEL),
     _m("clip_region_frac", "step", "mean (clip_low ∨ clip_high)", MODEL),
     _m("clip_low_frac_pos", "step", "share of A>0 tokens with r < 1−ε_low (the clip that never fires)", POS),
+    _m("turn_ratio_mean_pos", "step", "mean turn ratio w_k = exp(mean log_ratio over the turn's tokens), "
+       "Turn-PPO's ratio; NULL without turn ids or on-policy", TURN_POS),
+    _m("turn_ratio_p05_pos", "step", "p05 of w_k (exact, linear interpolation)", TURN_POS),
+    _m("turn_ratio_p50_pos", "step", "p50 of w_k", TURN_POS),
+    _m("turn_clip_low_frac_pos", "step", "share of A>0 turns with w_k < 1−ε_low (below the clip: never clipped "
+       "with A > 0, the ISDD signature read per turn)", TURN_POS),
+    _m("turn_clip_high_frac_pos", "step", "share of A>0 turns with w_k > 1+ε_high (the turn_ppo clip that fires on "
+       "A > 0; other objectives: the same threshold on the turn ratio); NULL when the objective does not clip",
+       TURN_POS),
     _m("dual_clip_frac", "step", "mean (r > c ∧ A < 0), NULL when dual clip is off", MODEL),
     _m("log_ratio_clamped", "step", "tokens whose |log_ratio| exceeded 20 before exp", MODEL, "tokens", "BIGINT"),
     _m("ppo_kl", "step", "mean(−log_ratio)", MODEL, "nats"),

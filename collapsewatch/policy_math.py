@@ -83,9 +83,17 @@ def turn_index(eligible: Tensor, turn_ids: Tensor | None) -> Tensor:
 
 def turn_log_ratio(log_ratio: Tensor, mask: Tensor, turn_ids: Tensor | None) -> Tensor:
     """(B, T) log w_k = clamp(mean of log r over the mask = 1 tokens of the token's turn, ±20); no gradient."""
+    log_w, _, idx = turn_slot_log_ratio(log_ratio, mask, turn_ids)  # (B, T) per slot; slot per token
+    return log_w.gather(1, idx)  # (B, T)
+
+
+def turn_slot_log_ratio(log_ratio: Tensor, mask: Tensor, turn_ids: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    """Per turn slot: log w_k (B, T) = clamp(Σ log r / n, ±20), its token count n (B, T; 0 = no turn in the
+    slot), and each token's slot (B, T). The one formula of the turn ratio (objective and probe)."""
     on = mask.bool() if mask.dtype == torch.bool else mask > 0  # (B, T)
     sums, counts, idx = turn_sums(log_ratio, on, turn_ids)  # (B, T) slot → Σ log r, n tokens; slot per token
-    return (sums / counts.clamp(min=1.0)).gather(1, idx).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
+    log_w = (sums / counts.clamp(min=1.0)).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
+    return log_w, counts, idx
 
 
 def turn_sums(disp: Tensor, eligible: Tensor, turn_ids: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:

@@ -30,6 +30,8 @@ from .policy_math import (
     llds_gate_counts,
     sequence_log_ratio,
     turn_log_ratio,
+    turn_slot_log_ratio,
+    turn_sums,
 )
 
 NONFINITE_ORDER = NONFINITE_TENSORS  # the order ``first_nonfinite`` reports in (kept for importers)
@@ -224,3 +226,17 @@ def turn_gate_counts(b: TokenBatch, tok: dict[str, Tensor]) -> Tensor | None:
         return None
     eligible = tok["mask"] & (tok["advantage"] >= 0)  # (B, T) as the objective: mask ∧ A ≥ 0
     return llds_gate_counts(tok["log_ratio"], eligible, b.turn_ids)
+
+
+def turn_metrics(b: TokenBatch, tok: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Per-turn slot tensors (B, T) of the per-turn ratio metrics (one slot per turn index of a row):
+    ``log_w`` = log w_k, the turn ratio of ``policy_math`` (what ``turn_ppo`` clips), ``adv`` = mean advantage
+    over the turn's counted tokens, ``present`` = the slot holds a turn with ≥ 1 counted token.
+
+    Empty (the metrics are NULL) without ``turn_ids`` — a single-turn batch's "turn" would only repeat
+    ``seq_ratio`` — on a step told on-policy (no ratios), and without advantages. Sync-free (scatter_add)."""
+    if b.turn_ids is None or "log_ratio" not in tok or "advantage" not in tok:
+        return {}
+    log_w, counts, _ = turn_slot_log_ratio(tok["log_ratio"], tok["mask"], b.turn_ids)  # (B, T), (B, T)
+    adv_sums, _, _ = turn_sums(tok["advantage"], tok["mask"], b.turn_ids)  # (B, T) slot → Σ A
+    return {"log_w": log_w, "adv": adv_sums / counts.clamp(min=1.0), "present": counts > 0}

@@ -15,7 +15,15 @@ from torch import Tensor
 from .batch import TokenBatch, group_zero_std
 from .catalogue import NONFINITE_TENSORS, STEP_METRICS
 from .policy_math import LOG_RATIO_CLAMP
-from .probe import ClipSpec, masked_quantiles, nonfinite_counts, sequence_metrics, token_metrics, turn_gate_counts
+from .probe import (
+    ClipSpec,
+    masked_quantiles,
+    nonfinite_counts,
+    sequence_metrics,
+    token_metrics,
+    turn_gate_counts,
+    turn_metrics,
+)
 
 
 @dataclass
@@ -31,6 +39,7 @@ class ObservedPart:
     seq_ids: Tensor = field(default_factory=lambda: torch.zeros(0))  # (B,)
     group_zero_std: Tensor | None = None  # (B,) bool, whole-group flag from the trainer
     on_policy: bool | None = None  # as told by the trainer (TokenBatch.on_policy)
+    turn: dict[str, Tensor] = field(default_factory=dict)  # per-turn slots (B, T): log_w, adv, present
 
 
 def observe_part(b: TokenBatch, clip: ClipSpec, seq_ids: Tensor | None = None) -> ObservedPart:
@@ -40,7 +49,7 @@ def observe_part(b: TokenBatch, clip: ClipSpec, seq_ids: Tensor | None = None) -
     if seq_ids is None:
         seq_ids = b.seq_ids if b.seq_ids is not None else torch.arange(b.logp.shape[0])
     return ObservedPart(tok, seq, turn_gate_counts(b, tok), nonfinite_counts(b), clip, b.group_ids, seq_ids,
-                        b.group_zero_std, b.on_policy)
+                        b.group_zero_std, b.on_policy, turn_metrics(b, tok))
 
 
 def _cat_tok(parts: list[ObservedPart], key: str) -> Tensor | None:
@@ -97,6 +106,22 @@ def _clip_stats(parts: list[ObservedPart], m: Tensor, adv: Tensor, out: dict) ->
         out["dual_clip_frac"] = _mean(dual.to(f), m)
 
 
+def _turn_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
+    """Per-turn ratio metrics over the A>0 turns of the parts that have turns and ratios (``probe.turn_metrics``)."""
+    have = [p for p in parts if p.turn]
+    if not have:
+        return
+    w = torch.cat([p.turn["log_w"].flatten() for p in have]).exp()  # (N,) one per slot; |log w| ≤ 20: finite
+    pos = torch.cat([(p.turn["present"] & (p.turn["adv"] > 0)).flatten() for p in have])  # (N,) A>0 turns
+    qs = torch.tensor([0.05, 0.50], dtype=w.dtype, device=w.device)
+    out["turn_ratio_p05_pos"], out["turn_ratio_p50_pos"] = masked_quantiles(w, pos, qs)
+    out["turn_ratio_mean_pos"] = _mean(w, pos)
+    clip = have[0].clip
+    if clip.eps_low is not None and clip.eps_high is not None:
+        out["turn_clip_low_frac_pos"] = _mean((w < 1.0 - clip.eps_low).to(w.dtype), pos)
+        out["turn_clip_high_frac_pos"] = _mean((w > 1.0 + clip.eps_high).to(w.dtype), pos)
+
+
 def _step_on_policy(parts: list[ObservedPart]) -> bool | None:
     """True when every part was told on-policy; False when any part has ratios; None when nothing was told."""
     if all(p.on_policy is True for p in parts):
@@ -122,6 +147,7 @@ def _policy_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
     if adv is not None:
         _ratio_stats(_cat_tok(moved, "ratio"), adv, m, out)
         _clip_stats(moved, m, adv, out)
+    _turn_stats(moved, out)
     gates = [p.gate for p in moved]
     if all(g is not None for g in gates):
         g = torch.stack(gates).sum(0)

@@ -277,3 +277,69 @@ def test_monitor_copy_keeps_the_on_policy_flag(flag):
     assert snapshot(b).on_policy is flag
     with pytest.raises(TypeError, match="on_policy must be True, False or None"):
         TokenBatch(logp=b.logp, mask=b.mask, on_policy=1)
+
+
+TURN_METRICS = ("turn_ratio_mean_pos", "turn_ratio_p05_pos", "turn_ratio_p50_pos", "turn_clip_low_frac_pos",
+                "turn_clip_high_frac_pos")
+
+
+def _turn_batch(advantages=None, turn_ids=True, on_policy=None) -> TokenBatch:
+    """seq 0 (A = +1): turn 0 = tokens 0, 1 (r = 2, 0.5), token 2 = its observation (mask 0, r = 100: ignored),
+    turn 1 = tokens 3, 4 (r = 0.04, 0.25), token 5 padding. seq 1 (A = +1): one turn, r = 1.5 ×3.
+    seq 2 (A = −1): one turn, r = 0.2. Turn ratios w_k = geometric mean over the turn's mask = 1 tokens:
+    seq 0: w_0 = √(2·0.5) = 1, w_1 = √(0.04·0.25) = 0.1; seq 1: w_0 = 1.5; seq 2: w_0 = 0.2."""
+    ratios = torch.tensor([[2.0, 0.5, 100.0, 0.04, 0.25, 1.0], [1.5, 1.5, 1.5, 1.0, 1.0, 1.0],
+                           [0.2, 1.0, 1.0, 1.0, 1.0, 1.0]], dtype=torch.float64)
+    logp_old = torch.full((3, 6), -1.0, dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 0, 1, 1, 0], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]])
+    turns = torch.tensor([[0, 0, 0, 1, 1, -1], [0, 0, 0, -1, -1, -1], [0, -1, -1, -1, -1, -1]])
+    adv = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64) if advantages is None else advantages
+    return TokenBatch(logp=logp_old + ratios.log(), mask=mask, logp_old=logp_old, advantages=adv,
+                      turn_ids=turns if turn_ids else None, on_policy=on_policy)
+
+
+def test_per_turn_ratio_metrics_hand_derived():
+    s = _step([_turn_batch()])
+    # A>0 turns: w = {1, 0.1, 1.5} (seq 2's turn has A < 0); sorted [0.1, 1, 1.5]
+    assert s["turn_ratio_mean_pos"] == pytest.approx(2.6 / 3)
+    assert s["turn_ratio_p05_pos"] == pytest.approx(0.1 + 0.1 * (1.0 - 0.1))  # position 0.05·(3−1) = 0.1
+    assert s["turn_ratio_p50_pos"] == pytest.approx(1.0)  # position 1
+    assert s["turn_clip_low_frac_pos"] == pytest.approx(1 / 3)  # w < 1 − 0.2: only 0.1
+    assert s["turn_clip_high_frac_pos"] == pytest.approx(1 / 3)  # w > 1 + 0.28: only 1.5
+    # token level, the A>0 ratios [2, 0.5, 0.04, 0.25, 1.5, 1.5, 1.5] have median 1.5: the turn at 0.1 is hidden
+    assert s["ratio_p50_pos"] == pytest.approx(1.5)
+    # gradient accumulation: the same step observed as two parts gives the same per-turn metrics
+    b = _turn_batch()
+    parts = [TokenBatch(logp=b.logp[r], mask=b.mask[r], logp_old=b.logp_old[r], advantages=b.advantages[r],
+                        turn_ids=b.turn_ids[r]) for r in (slice(0, 1), slice(1, 3))]
+    split = _step(parts)
+    assert [split[k] for k in TURN_METRICS] == pytest.approx([s[k] for k in TURN_METRICS])
+
+
+def test_per_turn_metrics_use_each_turns_own_advantage():
+    # per-token advantages (GiGPO): seq 0 turn 0 A = −0.5, turn 1 A = +2 -> A>0 turns w = {0.1, 1.5}
+    adv = torch.tensor([[-0.5, -0.5, -0.5, 2.0, 2.0, 0.0], [1.0] * 6, [-1.0] * 6], dtype=torch.float64)
+    s = _step([_turn_batch(advantages=adv)])
+    assert s["turn_ratio_mean_pos"] == pytest.approx(0.8)
+    assert s["turn_ratio_p05_pos"] == pytest.approx(0.1 + 0.05 * 1.4)
+    assert s["turn_clip_low_frac_pos"] == pytest.approx(0.5)
+
+
+def test_per_turn_metrics_are_null_without_turns_on_policy_or_without_clip():
+    for b in (_turn_batch(turn_ids=False), _turn_batch(on_policy=True)):
+        s = _step([b])
+        assert all(s[k] is None for k in TURN_METRICS)
+    s = _step([_turn_batch()], clip=ClipSpec(eps_low=None, eps_high=None))
+    assert s["turn_ratio_mean_pos"] == pytest.approx(2.6 / 3)  # the ratios exist; no clip bounds to compare
+    assert s["turn_clip_low_frac_pos"] is None and s["turn_clip_high_frac_pos"] is None
+
+
+def test_probe_turn_ratio_is_turn_ppos():
+    from collapsewatch.objectives import compute_objective
+
+    b = _turn_batch()
+    w = compute_objective("turn_ppo", b).intermediates["turn_ratio"]  # (B, T) w_k on the turn's tokens
+    on = b.mask.bool()
+    assert w[on].tolist() == pytest.approx([1.0, 1.0, 0.1, 0.1, 1.5, 1.5, 1.5, 0.2])
+    s = _step([b], clip=ClipSpec(0.2, 0.2, level="turn"))
+    assert s["turn_ratio_mean_pos"] == pytest.approx((1.0 + 0.1 + 1.5) / 3)
