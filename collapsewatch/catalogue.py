@@ -195,6 +195,10 @@ LOGGED_SCALARS: tuple[Metric, ...] = (
     _m("bapo_clip_low", "step", "lower ratio bound BAPO chose (the step's last micro-batch); NULL for other objectives",
        ""),
     _m("bapo_clip_high", "step", "upper ratio bound BAPO chose (the step's last micro-batch); NULL for others", ""),
+    _m("resampled_groups", "step", "groups rolled out again by dynamic sampling for the rollout this step trains on: "
+       "(rollouts − 1) × groups per rollout; NULL when dynamic sampling is off", "groups", "groups"),
+    _m("filtered_groups", "step", "all-equal-reward groups dynamic sampling left out of that rollout's batch; NULL "
+       "when it is off", "groups", "groups"),
     _m("step_time", "step", "wall time of the optimizer step", "", "s"),
     _m("rollout_time", "step", "wall time of the rollout that fed this step", "", "s"),
 )

@@ -12,14 +12,13 @@ from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
 from collapsewatch.policy_math import k3_kl
 
-RECIPE: dict[str, object] = {"objective": "sampo", "aggregation": "seq_mean_token_mean", "advantages": "group_norm"}
+RECIPE: dict[str, object] = {"objective": "sampo", "aggregation": "seq_mean_token_mean", "advantages": "group_norm",
+                             "dynamic_sampling": 3}
 """TrainConfig fields of the SAMPO preset: ``load_config(**RECIPE)``, or ``--objective sampo --set
-aggregation=seq_mean_token_mean`` on the command line. ARL-Arena's SAMPO also turns on
-dynamic sampling (``algorithm.filter_groups``: re-generate until the batch holds enough groups with unequal
-rewards, at most 3 generation batches, after 15 cold-start steps) and GiGPO's step-level advantage
-(``step_advantage_w=1.0``, mean/std norm, γ = 0.95) — neither exists in the built-in trainer (GiGPO needs
-identical anchor states across a group's episodes; dynamic sampling needs a re-rollout loop), so the preset is
-the loss side only."""
+aggregation=seq_mean_token_mean --set dynamic_sampling=3`` on the command line. Dynamic sampling is ARL-Arena's
+``algorithm.filter_groups`` (``max_num_gen_batches=3``; ``rollout/dynamic.py``), without its cold start (no
+dynamic sampling in the first 15 / 5 steps). ARL-Arena's SAMPO also uses GiGPO's step-level advantage
+(``step_advantage_w=1.0``, γ = 0.95), not in this preset."""
 
 
 @dataclass(frozen=True)

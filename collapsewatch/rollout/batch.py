@@ -9,7 +9,7 @@ after reading ``input_ids[b, :t]`` (so ``logp_rollout[:, 0] = 0``, it is a promp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 from torch import Tensor
@@ -133,3 +133,48 @@ def collate(seqs: list[SequenceBuilder], texts: list[str], pad_id: int, temperat
         task_ids=[s.task_id for s in seqs],
         temperature=temperature,
     )
+
+
+_PAD = {"input_ids": None, "turn_ids": -1}
+"""Fill value of a (B, L) field when rows are right-padded to a longer L (None = the pad id); others get 0."""
+
+
+def select_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
+    """The rows ``rows`` of ``batch`` (in that order), every per-row field cut alike; L is kept."""
+    idx = torch.tensor(rows, dtype=torch.long)
+    out = {}
+    for f in fields(batch):
+        v = getattr(batch, f.name)
+        out[f.name] = v[idx] if isinstance(v, Tensor) else [v[i] for i in rows] if isinstance(v, list) else v
+    return RolloutBatch(**out)
+
+
+def concat_batches(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
+    """Rows of ``batches`` stacked in order, right-padded to the longest L (pad id, turn id −1, masks and
+    log-probs 0); ``group_ids`` renumbered so that groups of different batches stay apart (each batch's ids are
+    shifted past the previous batches'). All batches must share the sampling temperature."""
+    if not batches:
+        raise ValueError("concat_batches needs at least one batch")
+    if len({b.temperature for b in batches}) != 1:
+        raise ValueError(f"concat_batches: batches sampled at different temperatures {[b.temperature for b in batches]}")
+    L = max(b.input_ids.shape[1] for b in batches)
+    shift, shifted = 0, []
+    for b in batches:
+        shifted.append(b.group_ids + shift)
+        shift += int(b.group_ids.max()) + 1 if b.group_ids.numel() else 0
+    out = {}
+    for f in fields(RolloutBatch):
+        vals = [getattr(b, f.name) for b in batches]
+        if f.name == "group_ids":
+            out[f.name] = torch.cat(shifted)
+        elif isinstance(vals[0], Tensor) and vals[0].dim() == 2:
+            fill = _PAD.get(f.name, 0)
+            fill = pad_id if fill is None else fill
+            out[f.name] = torch.cat([torch.nn.functional.pad(v, (0, L - v.shape[1]), value=fill) for v in vals])
+        elif isinstance(vals[0], Tensor):
+            out[f.name] = torch.cat(vals)
+        elif isinstance(vals[0], list):
+            out[f.name] = [x for v in vals for x in v]
+        else:
+            out[f.name] = vals[0]
+    return RolloutBatch(**out)

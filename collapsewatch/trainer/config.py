@@ -48,6 +48,10 @@ class TrainConfig:
     """New tokens one model turn may generate."""
     max_response_tokens: int = 200
     """Token budget of a whole response (model + observation tokens); hitting it truncates."""
+    dynamic_sampling: int = 0
+    """Dynamic sampling (DAPO; on in SAMPO's recipe, 3): up to this many rollouts of the same questions per
+    trained batch, keeping only groups with unequal rewards until ``prompts_per_rollout`` such groups are
+    collected; the last try fills any gap with all-equal groups (``rollout/dynamic.py``). 0 = off."""
     # -- optimisation -------------------------------------------------------------------------------
     steps: int = 30
     """Optimizer steps to train for (the unit every stored metric is indexed by)."""
@@ -108,6 +112,8 @@ class TrainConfig:
         _check_types(self)
         _positive(self, "prompts_per_rollout", "group_size", "max_turns", "top_k", "max_turn_tokens",
                   "max_response_tokens", "steps", "mini_batches", "ppo_epochs", "grad_accum")
+        if self.dynamic_sampling < 0:
+            raise ValueError(f"dynamic_sampling: must be >= 0 (0 = off), got {self.dynamic_sampling}")
         if self.group_size < 2:
             raise ValueError("group_size: GRPO needs at least 2 responses per question")
         if self.n_train_tasks < 0 or 0 < self.n_train_tasks < self.prompts_per_rollout:

@@ -26,6 +26,7 @@ from ..objectives import aggregate, aggregation_normalizer, compute_advantages, 
 from ..objectives.bapo import step_contributions
 from ..probe import ClipSpec
 from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
+from ..rollout.dynamic import dynamic_rollout
 from .actions import PhaseActions
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, build_params, clip_settings
@@ -139,6 +140,23 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
     return tb.detached()
 
 
+def rollout_batch(engine: HFRolloutEngine, tasks: list, make_env, cfg: TrainConfig, drill: Drill, step: int,
+                  seed: int) -> tuple[RolloutBatch, dict[str, float]]:
+    """The batch to train on: one rollout of ``tasks`` (a drill's rewards applied), or with ``cfg.dynamic_sampling``
+    up to that many (``rollout/dynamic.py``), judged on the rewards the trainer will use. Returns it and the step
+    scalars that record the re-sampling (``resampled_groups``, ``filtered_groups``; none when it is off)."""
+
+    def one() -> RolloutBatch:
+        b = engine.rollout(tasks, make_env, cfg.group_size)
+        b.rewards = drill.rewards(b.rewards, b.group_ids, step, seed)
+        return b
+
+    if not cfg.dynamic_sampling:
+        return one(), {}
+    batch, stats = dynamic_rollout(one, len(tasks), cfg.dynamic_sampling, engine.pad_id)
+    return batch, {"resampled_groups": float(stats.resampled_groups), "filtered_groups": float(stats.filtered_groups)}
+
+
 def train(cfg: TrainConfig) -> TrainResult:
     # -- setup ----------------------------------------------------------------------------------------
     dist: Dist = setup_distributed(cfg.device)
@@ -196,8 +214,7 @@ def train(cfg: TrainConfig) -> TrainResult:
             t0 = time.perf_counter()
             tasks = rng.sample(train_tasks, cfg.prompts_per_rollout)
             engine.config = replace(rollout_cfg, temperature=drill.sampling_temperature(cfg.temperature, step))
-            batch = engine.rollout(tasks, make_env, cfg.group_size)
-            batch.rewards = drill.rewards(batch.rewards, batch.group_ids, step, cfg.seed + dist.rank)
+            batch, sampling = rollout_batch(engine, tasks, make_env, cfg, drill, step, cfg.seed + dist.rank)
             rollout_time = time.perf_counter() - t0
             rewards_seen.append(float(batch.rewards.mean()))
             # -- advantages and π_old ------------------------------------------------------------------
@@ -235,7 +252,7 @@ def train(cfg: TrainConfig) -> TrainResult:
                     if neg > 0:  # BAPO's balance, for every objective; NULL when no token has A < 0
                         sums["pos_neg_balance"] = pos / neg
                     mon.log(step, {"grad_norm": float(grad_norm), "lr": lr, "rollout_time": rollout_time,
-                                   "step_time": time.perf_counter() - t1, **sums})
+                                   "step_time": time.perf_counter() - t1, **sampling, **sums})
                     step += 1
                     progress.update(step, float(batch.rewards.mean()), mon.latest)
                     if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and dist.rank == 0:

@@ -110,3 +110,21 @@ def test_bfloat16_policy_trains_and_is_monitored(store):
 
     saved = load_policy(str(store / "bf16" / "checkpoint"))  # loaded as fp32: every weight must be a bf16 value
     assert all(torch.equal(p.detach(), p.detach().bfloat16().float()) for p in saved.model.parameters())
+
+
+def test_dynamic_sampling_resamples_groups_without_signal(store):
+    # A starvation drill of strength 1 gives every group of every rollout reward 0: no group ever has signal, so
+    # each rollout takes all dynamic_sampling = 2 tries. resampled = (2 − 1) × 2 groups = 2; try 1's 2 groups are
+    # filtered, try 2 (the last) fills both places with its all-equal groups -> filtered 2, zero_std_group_frac 1.
+    cfg = load_config(overrides=[*SMALL, "dynamic_sampling=2"], steps=2, store=str(store), run="ds", progress=False,
+                      drill={"kind": "starvation", "at_step": 0, "strength": 1.0})
+    assert train(cfg).steps == 2
+    con = connect(store)
+    rows = con.execute("SELECT step, n_seqs, resampled_groups, filtered_groups, zero_std_group_frac FROM steps "
+                       "ORDER BY step").fetchall()
+    assert rows == [(0, 4, 2.0, 2.0, 1.0), (1, 4, 2.0, 2.0, 1.0)]  # both mini-batches of the one rollout
+    # off (the default): NULL, not 0
+    cfg = load_config(overrides=SMALL, steps=1, store=str(store), run="plain", progress=False)
+    train(cfg)
+    assert con.execute("SELECT resampled_groups, filtered_groups FROM steps WHERE run = 'plain'").fetchall() == [
+        (None, None)]
