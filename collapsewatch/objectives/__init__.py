@@ -1,6 +1,7 @@
 """The built-in trainer's three separate algorithm axes (glossary: ``collapsewatch`` package docstring, DESIGN §3).
 
 1. advantages  (``advantages.py``):  rewards (B,), group_ids (B,) → A (B,)       group_norm | group_mean
+               (``gigpo.py``):       + per-turn returns and anchor states → A (B, T)  gigpo
 2. objective   (``registry.py``):    LossInputs → ObjectiveOutput(loss (B, T), intermediates)
                                      grpo | sapo_search | llds | sapo_soft | gspo
                                      | turn_ppo | bapo | sampo
@@ -23,6 +24,7 @@ from collapsewatch.objectives import bapo, gspo, llds, sampo, sapo_search, sapo_
 from collapsewatch.objectives.advantages import ADVANTAGE_MODES, GroupStats, compute_advantages, group_stats
 from collapsewatch.objectives.aggregation import AGGREGATIONS, aggregate, aggregation_normalizer
 from collapsewatch.objectives.bapo import BapoParams
+from collapsewatch.objectives.gigpo import ESTIMATORS, GigpoParams, anchor_ids, gigpo_advantages, turn_returns
 from collapsewatch.objectives.grpo import GrpoParams, grpo
 from collapsewatch.objectives.gspo import GspoParams
 from collapsewatch.objectives.llds import LldsParams
@@ -45,6 +47,8 @@ __all__ = [
     "ADVANTAGE_MODES",
     "AGGREGATIONS",
     "BapoParams",
+    "ESTIMATORS",
+    "GigpoParams",
     "GroupStats",
     "GrpoParams",
     "GspoParams",
@@ -58,13 +62,16 @@ __all__ = [
     "TurnPpoParams",
     "aggregate",
     "aggregation_normalizer",
+    "anchor_ids",
     "compute_advantages",
     "compute_objective",
     "default_aggregation",
     "get_objective",
+    "gigpo_advantages",
     "grpo",
     "group_stats",
     "make_params",
     "objective_names",
     "register_objective",
+    "turn_returns",
 ]

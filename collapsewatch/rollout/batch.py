@@ -38,6 +38,9 @@ class RolloutBatch:
     texts: list[str]  # decoded responses (model text and observations), for display
     task_ids: list[str] = field(default_factory=list)  # task id of each row
     temperature: float = 1.0  # τ used for logp_rollout (1.0 for greedy decoding)
+    turn_rewards: list[list[float]] = field(default_factory=list)  # per row, the env's reward for each model turn
+    anchors: list[list[str]] = field(default_factory=list)  # per row and turn, the text the env showed before it
+    #                                                         (the question, then the last observation): GiGPO
 
     @property
     def batch_size(self) -> int:
@@ -70,6 +73,9 @@ class SequenceBuilder:
     reward: float = 0.0
     done: bool = False
     truncated: bool = False
+    anchor: str = ""  # what the env showed last: the question, then each observation (GiGPO's anchor state)
+    turn_rewards: list[float] = field(default_factory=list)  # env reward per model turn (0 for a cut-off turn)
+    anchors: list[str] = field(default_factory=list)  # the anchor each model turn started from
 
     @property
     def context(self) -> list[int]:
@@ -81,6 +87,8 @@ class SequenceBuilder:
         self.turn_ids += [self.n_turns] * len(token_ids)
         self.logps += logps
         self.n_turns += 1
+        self.anchors.append(self.anchor)
+        self.turn_rewards.append(0.0)
 
     def record(self, result: StepResult) -> None:
         """Update the episode counters from the environment's answer to the last model turn."""
@@ -88,6 +96,8 @@ class SequenceBuilder:
         self.n_invalid += int(not result.valid_action)
         self.reward += result.reward
         self.done = result.done
+        self.turn_rewards[-1] = result.reward
+        self.anchor = result.observation
 
     def add_observation(self, token_ids: list[int]) -> None:
         self.response_ids += token_ids
@@ -132,6 +142,8 @@ def collate(seqs: list[SequenceBuilder], texts: list[str], pad_id: int, temperat
         texts=texts,
         task_ids=[s.task_id for s in seqs],
         temperature=temperature,
+        turn_rewards=[list(s.turn_rewards) for s in seqs],
+        anchors=[list(s.anchors) for s in seqs],
     )
 
 

@@ -75,7 +75,7 @@ class HFRolloutEngine:
         for g, task in enumerate(tasks):
             prompt = encode_prompt(self.tokenizer, prompt_fn(task))
             for _ in range(group_size):
-                seqs.append(SequenceBuilder(prompt_ids=prompt, group_id=g, task_id=task.id))
+                seqs.append(SequenceBuilder(prompt_ids=prompt, group_id=g, task_id=task.id, anchor=task.question))
                 envs.append(make_env(task))
         was_training = self.model.training
         self.model.eval()

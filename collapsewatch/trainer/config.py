@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..objectives import AGGREGATIONS, default_aggregation, make_params, objective_names
+from ..objectives import AGGREGATIONS, ESTIMATORS, GigpoParams, default_aggregation, make_params, objective_names
 from .drills import Drill
 
 if sys.version_info >= (3, 11):
@@ -76,7 +76,11 @@ class TrainConfig:
     """Loss aggregation: token_mean, seq_mean_token_mean, seq_mean_token_sum_norm; None (default) = the
     objective's paper default (``objectives.default_aggregation``: seq_mean_token_mean for gspo / sapo_soft)."""
     advantages: str = "group_norm"
-    """Advantage estimator: group_norm ((R − mean_G)/(std_G + eps)) or group_mean (R − mean_G)."""
+    """Advantage estimator: group_norm ((R − mean_G)/(std_G + eps)), group_mean (R − mean_G), or gigpo (GiGPO:
+    + a step-relative advantage per turn among turns from identical anchor states; ``objectives/gigpo.py``)."""
+    advantage_params: dict[str, Any] = field(default_factory=dict)
+    """gigpo's settings (``--set advantage_params.gamma=0.9``): gamma, step_weight, std_norm, eps
+    (``objectives.GigpoParams``; defaults from ARL-Arena's scripts). Other estimators take none."""
     drill: dict[str, Any] = field(default_factory=dict)
     """Collapse drill (trainer/drills.py): from ``at_step`` on one mechanism is switched on, e.g.
     ``{kind = "lld", at_step = 40, strength = 4.0}``; recorded with the run, the lab's ground truth. Empty: none."""
@@ -133,8 +137,11 @@ class TrainConfig:
             object.__setattr__(self, "aggregation", default_aggregation(self.objective))
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation: unknown {self.aggregation!r}; known: {', '.join(AGGREGATIONS)}")
-        if self.advantages not in ("group_norm", "group_mean"):
-            raise ValueError(f"advantages: unknown {self.advantages!r}; known: group_norm, group_mean")
+        if self.advantages not in ESTIMATORS:
+            raise ValueError(f"advantages: unknown {self.advantages!r}; known: {', '.join(ESTIMATORS)}")
+        if self.advantage_params and self.advantages != "gigpo":
+            raise ValueError(f"advantage_params: {self.advantages} takes none (only gigpo has settings)")
+        gigpo_params(self.advantage_params)  # unknown keys / bad values fail here
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype: {self.dtype!r} is not float32 or bfloat16")
         for name in ("lr", "temperature", "max_grad_norm"):
@@ -173,6 +180,17 @@ def build_params(objective: str, values: dict[str, Any]) -> Any:
         return make_params(objective, **own)
     except (TypeError, ValueError) as e:
         raise ValueError(f"objective_params for {objective}: {e}") from e
+
+
+def gigpo_params(values: dict[str, Any]) -> GigpoParams:
+    """``GigpoParams`` from the config's ``advantage_params``; unknown keys or bad values name the field."""
+    known = {f.name for f in dataclasses.fields(GigpoParams)}
+    if set(values) - known:
+        raise ValueError(f"advantage_params: gigpo has no {sorted(set(values) - known)}; its fields: {sorted(known)}")
+    try:
+        return GigpoParams(**values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"advantage_params: {e}") from e
 
 
 def clip_settings(params: Any) -> tuple[float | None, float | None, float | None]:
@@ -273,7 +291,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         key, sep, text = item.partition("=")
         if not sep:
             raise ValueError(f"--set {item!r}: expected key=value")
-        if key.startswith(("objective_params.", "drill.")):
+        if key.startswith(("objective_params.", "advantage_params.", "drill.")):
             table, sub = key.split(".", 1)
             values.setdefault(table, {})[sub] = _parse_value(text)
         elif key in _STR_FIELDS and not text.startswith(("'", '"')):

@@ -22,14 +22,23 @@ from ..batch import TokenBatch, group_zero_std
 from ..detectors import DetectorConfig
 from ..env import EnvConfig, make_env_factory
 from ..monitor import Monitor
-from ..objectives import aggregate, aggregation_normalizer, compute_advantages, compute_objective, get_objective
+from ..objectives import (
+    aggregate,
+    aggregation_normalizer,
+    anchor_ids,
+    compute_advantages,
+    compute_objective,
+    get_objective,
+    gigpo_advantages,
+    turn_returns,
+)
 from ..objectives.bapo import step_contributions
 from ..probe import ClipSpec
 from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
 from ..rollout.dynamic import dynamic_rollout
 from .actions import PhaseActions
 from .checkpoint import load_checkpoint, save_checkpoint
-from .config import TrainConfig, build_params, clip_settings
+from .config import TrainConfig, build_params, clip_settings, gigpo_params
 from .distributed import Dist, setup_distributed
 from .drills import Drill
 from .progress import Progress
@@ -116,9 +125,10 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
     if inject is not None:
         logp = inject(logp, mask)
     ref = logp_ref[rows, :w].to(device) if logp_ref is not None else None
+    a = adv[rows] if adv.dim() == 1 else adv[rows][:, cols]  # (b,) or, per token (gigpo), (b, w-1)
     tb = TokenBatch(logp=logp, mask=mask, logp_old=logp_old[rows, :w].to(device),
                     logp_rollout=batch.logp_rollout[rows, cols], logp_ref=ref, entropy=entropy,
-                    advantages=adv[rows].to(device), token_ids=ids[:, 1:], turn_ids=batch.turn_ids[rows, cols].to(device),
+                    advantages=a.to(device), token_ids=ids[:, 1:], turn_ids=batch.turn_ids[rows, cols].to(device),
                     seq_ids=rows, group_ids=batch.group_ids[rows], rewards=batch.rewards[rows].double(),
                     truncated=batch.truncated[rows], group_zero_std=zero_std[rows], on_policy=on_policy)
     out = compute_objective(cfg.objective, tb, params)
@@ -148,13 +158,24 @@ def rollout_batch(engine: HFRolloutEngine, tasks: list, make_env, cfg: TrainConf
 
     def one() -> RolloutBatch:
         b = engine.rollout(tasks, make_env, cfg.group_size)
-        b.rewards = drill.rewards(b.rewards, b.group_ids, step, seed)
+        env_rewards, b.rewards = b.rewards, drill.rewards(b.rewards, b.group_ids, step, seed)
+        for i in torch.nonzero(b.rewards != env_rewards).flatten().tolist():  # GiGPO's returns follow the drill
+            b.turn_rewards[i][-1] += float(b.rewards[i] - env_rewards[i])
         return b
 
     if not cfg.dynamic_sampling:
         return one(), {}
     batch, stats = dynamic_rollout(one, len(tasks), cfg.dynamic_sampling, engine.pad_id)
     return batch, {"resampled_groups": float(stats.resampled_groups), "filtered_groups": float(stats.filtered_groups)}
+
+
+def batch_advantages(batch: RolloutBatch, cfg: TrainConfig) -> torch.Tensor:
+    """(B,) group advantages, or for ``advantages = "gigpo"`` (B, L) per-token ones aligned with ``input_ids``."""
+    if cfg.advantages != "gigpo":
+        return compute_advantages(batch.rewards.double(), batch.group_ids, cfg.advantages).float()
+    p = gigpo_params(cfg.advantage_params)
+    return gigpo_advantages(batch.rewards, batch.group_ids, batch.turn_ids, turn_returns(batch.turn_rewards, p.gamma),
+                            anchor_ids(batch.anchors), p).float()
 
 
 def train(cfg: TrainConfig) -> TrainResult:
@@ -218,7 +239,7 @@ def train(cfg: TrainConfig) -> TrainResult:
             rollout_time = time.perf_counter() - t0
             rewards_seen.append(float(batch.rewards.mean()))
             # -- advantages and π_old ------------------------------------------------------------------
-            adv = compute_advantages(batch.rewards.double(), batch.group_ids, cfg.advantages).float()
+            adv = batch_advantages(batch, cfg)  # (B,), or (B, L) per token for gigpo
             zero_std = group_zero_std(batch.group_ids, batch.rewards)  # whole groups, before mini-batch shuffling
             chunk = max(1, batch.batch_size // (cfg.mini_batches * cfg.grad_accum))
             logp_old = old_logps(policy, batch, cfg.temperature, chunk)

@@ -13,6 +13,12 @@ Kept as close to the source as possible (names, order of operations), so a parit
 - BAPO: WooooDyy/BAPO, recipe/bapo/policy_loss.py (commit 7287044444d5d578529ea464b45f090a36e8da3a:
   ``_compute_effective_advantage`` and ``compute_policy_loss_bapo``, token-mean aggregation, no distributed run,
   no rollout IS weights) with that repo's verl ``masked_mean`` (+1e-8 in the denominator).
+- GiGPO (arXiv 2505.10978): verl-agent's ``compute_gigpo_outcome_advantage``, ``episode_norm_reward``,
+  ``build_step_group`` (exact-match path), ``step_norm_reward`` and ``compute_step_discounted_returns``, from the
+  copy in WillDreamer/ARL-Arena recipe/search_agent/ppo/core_algos.py (commit
+  a25a2a229c85431b421ac785fa5f375a99b2072a; langfengQ/verl-agent itself could not be fetched here). Changes: the
+  step-group uid is a counter instead of ``uuid4`` (only equality matters), no printing, and the returns function
+  takes the per-step rewards and trajectory uids as arrays instead of a DataProto.
 - TRL 1.16 ``GRPOTrainer._compute_loss``: not transcribed — ``trl_loss`` calls the installed method itself on a
   stub trainer whose forward returns the given log-probs.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 from collections import defaultdict
 from types import SimpleNamespace
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -202,6 +209,122 @@ def bapo_policy_loss(old_log_prob, log_prob, advantages, response_mask, *, ratio
     pg_losses = torch.where(advantages < 0, clip_pg_losses2, clip_pg_losses1)
     pg_loss = bapo_masked_mean(pg_losses, response_mask)  # agg_loss "token-mean"
     return pg_loss, (ratio_low_cur, ratio_high_cur, pos_neg_ratio.item())
+
+
+# ---- GiGPO (verl-agent, as shipped in ARL-Arena recipe/search_agent/ppo/core_algos.py) ------------------------
+def gigpo_step_discounted_returns(rewards, traj_uids, gamma):
+    rewards = np.asarray(rewards, dtype=np.float32)
+    returns_by_traj = {}
+    for uid in np.unique(traj_uids):
+        traj_indices = np.where(traj_uids == uid)[0]
+        traj_rewards = rewards[traj_indices]
+        traj_returns = np.zeros_like(traj_rewards)
+        running_return = 0
+        for t in reversed(range(len(traj_rewards))):
+            running_return = traj_rewards[t] + gamma * running_return
+            traj_returns[t] = running_return
+        returns_by_traj[uid] = traj_returns
+    all_returns = np.zeros_like(rewards)
+    for i, uid in enumerate(traj_uids):
+        traj_indices = np.where(traj_uids == uid)[0]
+        idx_in_traj = np.where(traj_indices == i)[0][0]
+        all_returns[i] = returns_by_traj[uid][idx_in_traj]
+    return torch.tensor(all_returns, dtype=torch.float32)
+
+
+def gigpo_episode_norm_reward(token_level_rewards, response_mask, index, traj_index, epsilon=1e-6, remove_std=True,
+                              compute_mean_std_cross_steps=True):
+    response_length = token_level_rewards.shape[-1]
+    scores = token_level_rewards.sum(dim=-1)
+    id2score = defaultdict(list)
+    id2mean = {}
+    id2std = {}
+    seen_pairs = set()
+    with torch.no_grad():
+        bsz = scores.shape[0]
+        for i in range(bsz):
+            if (index[i], traj_index[i]) in seen_pairs:
+                continue
+            id2score[index[i]].append(scores[i])
+            if not compute_mean_std_cross_steps:
+                seen_pairs.add((index[i], traj_index[i]))
+        for idx in id2score:
+            if len(id2score[idx]) == 1:
+                id2mean[idx] = torch.tensor(0.0)
+                id2std[idx] = torch.tensor(1.0)
+            elif len(id2score[idx]) > 1:
+                id2mean[idx] = torch.mean(torch.tensor(id2score[idx]))
+                id2std[idx] = torch.std(torch.tensor([id2score[idx]]))
+            else:
+                raise ValueError(f"no score in prompt index: {idx}")
+        for i in range(bsz):
+            if remove_std:
+                scores[i] = scores[i] - id2mean[index[i]]
+            else:
+                scores[i] = (scores[i] - id2mean[index[i]]) / (id2std[index[i]] + epsilon)
+        episode_advantages = scores.unsqueeze(-1).tile([1, response_length]) * response_mask
+    return episode_advantages
+
+
+def gigpo_build_step_group(anchor_obs, index):
+    step_group_uids = np.empty(len(anchor_obs), dtype=object)
+    counter = 0
+    for idx in np.unique(index):
+        indices = np.where(index == idx)[0]
+        obs_group = anchor_obs[indices]
+        clusters = defaultdict(list)
+        for i, obs in enumerate(obs_group):
+            clusters[obs].append(indices[i])
+        for _obs, original_indices in clusters.items():
+            uid = str(counter)  # uuid.uuid4() in the source
+            counter += 1
+            for original_idx in original_indices:
+                step_group_uids[original_idx] = uid
+    return step_group_uids
+
+
+def gigpo_step_norm_reward(step_rewards, response_mask, index, epsilon=1e-6, remove_std=True):
+    response_length = response_mask.shape[-1]
+    scores = step_rewards.clone()
+    id2score = defaultdict(list)
+    id2mean = {}
+    id2std = {}
+    with torch.no_grad():
+        bsz = scores.shape[0]
+        for i in range(bsz):
+            id2score[index[i]].append(scores[i])
+        for idx in id2score:
+            if len(id2score[idx]) == 1:
+                id2mean[idx] = torch.mean(torch.tensor(id2score[idx]))
+                id2std[idx] = torch.tensor(1.0)
+            elif len(id2score[idx]) > 1:
+                id2mean[idx] = torch.mean(torch.tensor(id2score[idx]))
+                id2std[idx] = torch.std(torch.tensor([id2score[idx]]))
+            else:
+                raise ValueError(f"no score in prompt index: {idx}")
+        for i in range(bsz):
+            if remove_std:
+                scores[i] = scores[i] - id2mean[index[i]]
+            else:
+                scores[i] = (scores[i] - id2mean[index[i]]) / (id2std[index[i]] + epsilon)
+        step_advantages = scores.unsqueeze(-1).tile([1, response_length]) * response_mask
+    return step_advantages
+
+
+def gigpo_outcome_advantage(token_level_rewards, step_rewards, response_mask, anchor_obs, index, traj_index,
+                            epsilon=1e-6, step_advantage_w=1.0, mode="mean_norm"):
+    if mode == "mean_std_norm":
+        remove_std = False
+    elif mode == "mean_norm":
+        remove_std = True
+    else:
+        raise ValueError(f"Unknown mode: {mode}")
+    episode_advantages = gigpo_episode_norm_reward(token_level_rewards, response_mask, index, traj_index, epsilon,
+                                                   remove_std)
+    step_group_uids = gigpo_build_step_group(anchor_obs, index)
+    step_advantages = gigpo_step_norm_reward(step_rewards, response_mask, step_group_uids, epsilon, remove_std)
+    scores = episode_advantages + step_advantage_w * step_advantages
+    return scores, scores
 
 
 # ---- TRL 1.16 GRPOTrainer._compute_loss, called for real --------------------------------------------------------

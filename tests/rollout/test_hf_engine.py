@@ -132,3 +132,29 @@ def test_rollout_restores_training_mode_and_rejects_bad_input(random_policy):
         HFRolloutEngine(model, tok).rollout(tasks[:1], make_env, 0)
     with pytest.raises(ValueError, match="temperature"):
         RolloutConfig(temperature=-1.0)
+
+
+def test_anchors_and_turn_rewards_replay_the_env(builtin):
+    """GiGPO's inputs: each turn's anchor is what the env showed before it (the question, then the observation
+    that answered the previous turn), and each turn's reward is the env's answer to it — checked by replaying
+    every row's model turns in a fresh env."""
+    model, tok, tasks, make_env = builtin
+    batch = HFRolloutEngine(model, tok).rollout(tasks[:4], make_env, group_size=4)
+    by_id = {t.id: t for t in tasks[:4]}
+    for b in range(batch.batch_size):
+        task, n = by_id[batch.task_ids[b]], int(batch.n_turns[b])
+        assert len(batch.anchors[b]) == len(batch.turn_rewards[b]) == n
+        env, seen = make_env(task), task.question
+        start = int(batch.response_start[b])
+        for k in range(n):
+            assert batch.anchors[b][k] == seen
+            ids = batch.input_ids[b][start:][batch.loss_mask[b][start:].bool() & (batch.turn_ids[b][start:] == k)]
+            if k == n - 1 and bool(batch.truncated[b]) and batch.turn_rewards[b][k] == 0.0:
+                break  # a turn cut at the token budget never reached the env
+            res = env.step(tok.decode(ids.tolist(), skip_special_tokens=False))
+            assert batch.turn_rewards[b][k] == res.reward
+            seen = res.observation
+        assert sum(batch.turn_rewards[b]) == batch.rewards[b].item()
+    # the anchors do repeat inside groups (all turn-0s share the question; searches that got the same passages)
+    pairs = [(int(batch.group_ids[b]), a) for b in range(batch.batch_size) for a in batch.anchors[b]]
+    assert len(set(pairs)) < len(pairs)

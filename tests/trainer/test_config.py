@@ -31,6 +31,9 @@ def test_toml_then_set_then_kwargs(tmp_path):
     ("temperature=0", "temperature: must be > 0"),
     ("max_grad_norm=nan", "max_grad_norm: must be > 0, got nan"),
     ("top_p=1.5", "top_p: must be in (0, 1], got 1.5"),
+    ("dynamic_sampling=-1", "dynamic_sampling: must be >= 0"),
+    ("advantages=gae", "advantages: unknown 'gae'; known: group_norm, group_mean, gigpo"),
+    ("advantage_params.gamma=0.9", "advantage_params: group_norm takes none"),
 ])
 def test_invalid_values_name_the_field(override, needle):
     with pytest.raises(ValueError) as e:
@@ -96,3 +99,12 @@ def test_cli_misuse_is_one_line(tmp_path, capsys):
         assert main(["--steps", "1", "--store", str(tmp_path / "s"), *args]) == 1
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_gigpo_settings_are_checked_and_parsed():
+    cfg = load_config(overrides=["advantages=gigpo", "advantage_params.gamma=0.9", "advantage_params.std_norm=false"])
+    assert cfg.advantage_params == {"gamma": 0.9, "std_norm": False}
+    with pytest.raises(ValueError, match=r"advantage_params: gigpo has no \['lam'\]"):
+        load_config(overrides=["advantages=gigpo", "advantage_params.lam=0.9"])
+    with pytest.raises(ValueError, match="advantage_params: GiGPO needs 0 <= gamma <= 1"):
+        load_config(overrides=["advantages=gigpo", "advantage_params.gamma=2"])

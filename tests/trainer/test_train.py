@@ -128,3 +128,36 @@ def test_dynamic_sampling_resamples_groups_without_signal(store):
     train(cfg)
     assert con.execute("SELECT resampled_groups, filtered_groups FROM steps WHERE run = 'plain'").fetchall() == [
         (None, None)]
+
+
+def test_gigpo_advantages_reach_the_tokens(store):
+    # advantages = gigpo (γ 0.9, std norm, ω 1): every turn 0 of a group starts from the same anchor (the
+    # question), so its step group is the whole group and its advantage can be recomputed from stored sequences:
+    # the env pays R only on the answer turn (the last), so turn 0's return is γ^(n−1)·R (n = model turns).
+    #   A_0 = (R − m_E)/(s_E + ε) + (x − m_S)/(s_S + ε),  x = γ^(n−1)·R
+    #   m_E, s_E: mean / unbiased std of R over the group's step rows (each response n times, verl-agent)
+    #   m_S, s_S: over x of the group's G responses
+    cfg = load_config(overrides=[*SMALL, "advantages=gigpo", "advantage_params.gamma=0.9"], steps=2,
+                      store=str(store), run="gigpo", progress=False)
+    train(cfg)
+    con = connect(store)  # steps 0 and 1 are the two mini-batches of one rollout: every sequence once
+    seqs = con.execute("SELECT seq_id, group_id, reward, n_turns FROM sequences ORDER BY seq_id").fetchall()
+    assert len(seqs) == 8
+    stored = dict(con.execute("SELECT seq_id, min(advantage) FROM tokens WHERE mask AND turn_id = 0 GROUP BY seq_id"
+                              ).fetchall())
+    per_turn = con.execute("SELECT count(DISTINCT advantage) FROM tokens WHERE mask GROUP BY seq_id, turn_id"
+                           ).fetchall()
+    assert all(n == 1 for (n,) in per_turn)  # one advantage per turn
+    for g in {s[1] for s in seqs}:
+        grp = [s for s in seqs if s[1] == g]
+        rows = [r for _, _, r, n in grp for _ in range(n)]
+        m_e = sum(rows) / len(rows)
+        s_e = (sum((r - m_e) ** 2 for r in rows) / (len(rows) - 1)) ** 0.5
+        xs = [0.9 ** (n - 1) * r for _, _, r, n in grp]
+        m_s = sum(xs) / len(xs)
+        s_s = (sum((x - m_s) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5
+        for (seq_id, _, r, _), x in zip(grp, xs, strict=True):
+            expected = (r - m_e) / (s_e + 1e-6) + (x - m_s) / (s_s + 1e-6)
+            if seq_id in stored:  # token rows are kept for every 10th step: step 0's 4 sequences
+                assert stored[seq_id] == pytest.approx(expected, abs=1e-4)
+    assert len(stored) == 4
