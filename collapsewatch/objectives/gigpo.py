@@ -37,8 +37,9 @@ ESTIMATORS = (*ADVANTAGE_MODES, "gigpo")
 
 @dataclass(frozen=True)
 class GigpoParams:
-    """GiGPO's settings; defaults from ARL-Arena's SAMPO / GiGPO scripts (``algorithm.gamma=0.95``,
-    ``algorithm.gigpo.step_advantage_w=1.0``, ``mode=mean_std_norm`` in ``examples/embody_agent_trainer``)."""
+    """GiGPO's settings; defaults from ARL-Arena's SAMPO script ``examples/embody_agent_trainer/Qwen3-4B/
+    train_sampo.sh`` (``algorithm.gamma=0.95``, ``gigpo.step_advantage_w=1.0``, ``gigpo.mode=mean_std_norm``);
+    its webshop SAMPO script and verl-agent's yaml default use ``mean_norm`` (``std_norm=False``)."""
 
     gamma: float = 0.95
     """γ of the per-turn discounted return R_i^k (Eq. 5)."""

@@ -12,13 +12,14 @@ from collapsewatch.objectives.registry import register_objective
 from collapsewatch.objectives.types import LossInputs, ObjectiveOutput
 from collapsewatch.policy_math import k3_kl
 
-RECIPE: dict[str, object] = {"objective": "sampo", "aggregation": "seq_mean_token_mean", "advantages": "group_norm",
+RECIPE: dict[str, object] = {"objective": "sampo", "aggregation": "seq_mean_token_mean", "advantages": "gigpo",
                              "dynamic_sampling": 3}
 """TrainConfig fields of the SAMPO preset: ``load_config(**RECIPE)``, or ``--objective sampo --set
-aggregation=seq_mean_token_mean --set dynamic_sampling=3`` on the command line. Dynamic sampling is ARL-Arena's
-``algorithm.filter_groups`` (``max_num_gen_batches=3``; ``rollout/dynamic.py``), without its cold start (no
-dynamic sampling in the first 15 / 5 steps). ARL-Arena's SAMPO also uses GiGPO's step-level advantage
-(``step_advantage_w=1.0``, γ = 0.95), not in this preset."""
+aggregation=seq_mean_token_mean --set advantages=gigpo --set dynamic_sampling=3`` on the command line.
+ARL-Arena maps ``adv_estimator=sampo`` to GiGPO's advantage with verl's ``gspo`` loss
+(``recipe/shop_agent/ppo/ray_trainer.py``); ``objectives.GigpoParams``' defaults are its SAMPO script's
+(γ 0.95, ω 1.0, mean/std norm). Dynamic sampling is its ``algorithm.filter_groups`` (``max_num_gen_batches=3``;
+``rollout/dynamic.py``), without the cold start (no dynamic sampling in the first 15 / 5 steps)."""
 
 
 @dataclass(frozen=True)

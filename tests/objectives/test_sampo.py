@@ -53,5 +53,8 @@ def test_kl_without_reference_is_a_clear_error():
 def test_preset_is_a_valid_trainer_config():
     cfg = load_config(**RECIPE)
     assert (cfg.objective, cfg.aggregation) == ("sampo", "seq_mean_token_mean")
+    # ARL-Arena's SAMPO: GiGPO advantages (its script's γ 0.95, ω 1, mean/std: GigpoParams' defaults) and dynamic
+    # sampling with at most 3 generation batches
+    assert (cfg.advantages, cfg.advantage_params, cfg.dynamic_sampling) == ("gigpo", {}, 3)
     with pytest.raises(ValueError, match="eps_low"):
         SampoParams(eps_low=1.5)

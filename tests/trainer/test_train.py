@@ -161,3 +161,16 @@ def test_gigpo_advantages_reach_the_tokens(store):
             if seq_id in stored:  # token rows are kept for every 10th step: step 0's 4 sequences
                 assert stored[seq_id] == pytest.approx(expected, abs=1e-4)
     assert len(stored) == 4
+
+
+def test_sampo_recipe_trains(store):
+    # the whole SAMPO preset: sampo loss (+ reference model), GiGPO advantages on batches that dynamic sampling
+    # may have stitched from up to 3 rollouts of the 2 questions (resampled = (tries − 1) × 2 ∈ {0, 2, 4})
+    from collapsewatch.objectives.sampo import RECIPE
+
+    cfg = load_config(overrides=SMALL, steps=2, store=str(store), run="sampo-recipe", progress=False, **RECIPE)
+    assert train(cfg).steps == 2
+    con = connect(store)
+    rows = con.execute("SELECT resampled_groups, n_seqs FROM steps ORDER BY step").fetchall()
+    assert rows[0] == rows[1] and rows[0][0] in (0.0, 2.0, 4.0) and rows[0][1] == 4
+    assert json.loads(con.execute("SELECT config FROM runs").fetchone()[0])["advantages"] == "gigpo"
