@@ -74,19 +74,20 @@ def check(store: StoreArg, quarantine: Annotated[bool, typer.Option(
     """List segment files that cannot be read as their table (empty, truncated, not Parquet, wrong columns);
     every command already skips them. Exit code 1 while bad files remain."""
     from .store import segments
-    from .store.views import store_root
+    from .store.views import open_location
 
-    root = store_root(store)
+    where = open_location(store)  # an object store's files are checked in its synced mirror, named by URL
+    root = where.local
     bad = segments.bad_files(root)
     if not bad:
         typer.echo("no bad files")
         return
     if quarantine:
-        moved = segments.quarantine(root, [p for p, _ in bad])
-        typer.echo(f"moved {len(moved)} file(s) to {root / segments.QUARANTINE}")
+        moved = segments.quarantine(root, [p for p, _ in bad], where)
+        typer.echo(f"moved {len(moved)} file(s) to {where.show(root / segments.QUARANTINE)}")
         return
     for path, reason in bad:
-        typer.echo(f"{path}: {reason}")
+        typer.echo(f"{where.show(path)}: {reason}")
     raise typer.Exit(1)
 
 

@@ -177,10 +177,12 @@ class Monitor:
         tokenizer or processor) works; a failure is logged and costs only the decoding."""
         if not self.enabled or self.rank != 0 or not hasattr(tokenizer, "save_pretrained"):
             return
-        target = self.store / self.run / "tokenizer"
+        target = self.writer.root / self.run / "tokenizer"  # an object store's: the spool, then uploaded
         try:
             if not (target / "tokenizer_config.json").is_file():
                 tokenizer.save_pretrained(target)
+                for f in sorted(p for p in target.rglob("*") if p.is_file()):
+                    self.writer.where.push(f)
         except Exception as exc:  # the run goes on: the token page then shows ids
             log.warning("collapsewatch: could not save the tokenizer into %s: %s", target, exc)
 
@@ -225,7 +227,7 @@ class Monitor:
                 from .store.compact import compact_run
 
                 try:
-                    compact_run(self.store, self.run, rank=self.rank)
+                    compact_run(self.writer.where, self.run, rank=self.rank)
                 except Exception:
                     log.exception("collapsewatch: compaction of run %s failed; segments are intact", self.run)
         finally:

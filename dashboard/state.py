@@ -14,10 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from collapsewatch.store.location import is_url
 from collapsewatch.store.queries import Store
 
 _lock = threading.Lock()
-_path: Path | None = None
+_path: str | Path | None = None  # a resolved folder, or an object-store URL (read through its mirror)
 _pool: list[Store] = []
 TOKENIZER_KEYS = ("tokenizer", "tokenizer_path", "tokenizer_dir", "model_path", "model_dir", "model", "path")
 
@@ -25,7 +26,7 @@ TOKENIZER_KEYS = ("tokenizer", "tokenizer_path", "tokenizer_dir", "model_path", 
 def configure(store: str | Path) -> Path:
     """Serve ``store`` (checked by opening it once; raises if it is not a store)."""
     global _path
-    path = Path(store).expanduser().resolve()
+    path = str(store) if is_url(store) else Path(store).expanduser().resolve()
     Store(path).close()
     with _lock:
         for s in _pool:
@@ -35,7 +36,7 @@ def configure(store: str | Path) -> Path:
     return path
 
 
-def store_path() -> Path:
+def store_path() -> str | Path:
     if _path is None:
         raise RuntimeError("the dashboard has no store: call create_app(store) first")
     return _path
@@ -47,13 +48,13 @@ def borrow() -> Iterator[Store]:
     path = store_path()
     with _lock:
         s = _pool.pop() if _pool else None
-    if s is None or s.root != path:
+    if s is None or s.path != path:
         s = Store(path)
     try:
         yield s
     finally:
         with _lock:
-            if s.root == _path and len(_pool) < 8:
+            if s.path == _path and len(_pool) < 8:
                 _pool.append(s)
             else:
                 s.close()

@@ -1,6 +1,7 @@
 """Compaction: merge a run's small segments (per rank, per table) and export the run to one .duckdb file.
 
-Merging writes the new segment first (atomically) and deletes the old ones after, so a reader sees each
+Merging writes the new segment first (atomically; on an object store one PUT of the merged segment, published by
+itself) and deletes the old ones after (their flush markers last), so a reader sees each
 row at least once and at most ... twice only inside that instant: the views deduplicate step rows by
 (run, rank, step), and the query layer retries a query whose file vanished under it.
 """
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import duckdb
 
+from . import location
+from .location import Location
 from .migrations import TABLES, migrate
 from .segments import table_files
 from .views import view_sql
@@ -23,10 +26,18 @@ from .writer import check_run_name, merge_segments
 SEGMENT = re.compile(r"^r(\d+)-.*\.parquet$")
 
 
-def compact_run(store: str | os.PathLike, run: str, rank: int | None = None, export: bool | None = None) -> int:
-    """Merge segments of ``run`` (one rank, or all); export ``<run>/<run>.duckdb``. Returns files merged."""
-    root = Path(store)
+def compact_run(store: str | os.PathLike | Location, run: str, rank: int | None = None,
+                export: bool | None = None) -> int:
+    """Merge segments of ``run`` (one rank, or all); export ``<run>/<run>.duckdb``. Returns files merged.
+
+    ``store`` is a folder, a URL (read through its mirror, synced here) or a ``Location``: a writer passes its
+    own, whose spool holds only its rank's segments of an object store, so it merges those and exports nothing
+    (``collapsewatch compact URL`` exports the whole run)."""
+    where = store if isinstance(store, Location) else location.reader(store)
+    root = where.local
     check_run_name(run)
+    if export is None:
+        export = rank in (None, 0) and (where.remote is None or where.mirror)
     merged = 0
     for table in TABLES:
         if table == "runs":
@@ -36,7 +47,7 @@ def compact_run(store: str | os.PathLike, run: str, rank: int | None = None, exp
         for path in replaced:  # inputs of a merge killed before its deletes: their rows are in the merged one
             m = SEGMENT.match(Path(path).name)
             if m and (rank is None or int(m.group(1)) == rank):
-                Path(path).unlink(missing_ok=True)
+                where.remove(path)
         for path, _ in good:
             f = Path(path)
             m = SEGMENT.match(f.name)
@@ -45,10 +56,13 @@ def compact_run(store: str | os.PathLike, run: str, rank: int | None = None, exp
         for r, files in by_rank.items():
             if len(files) < 2:
                 continue
-            merge_segments(table, files, r)
+            merge_segments(table, files, r, where)
             merged += len(files)
-    if export if export is not None else rank in (None, 0):
-        export_duckdb(root, run)
+    if where.remote is not None:  # markers of flushes whose segments are all merged now
+        for rel in location.unmarked_markers(where.remote.list(f"{run}/"), run, rank):
+            where.remote.delete(rel)
+    if export:
+        where.push(export_duckdb(root, run))
     return merged
 
 
@@ -92,13 +106,14 @@ def compact_store(store: str | os.PathLike) -> list[str]:
     and exports (segment ``.tmp`` files, ``.<run>.*.duckdb.tmp``). Returns the runs compacted."""
     from .views import connect
 
-    con = connect(store)
+    where = location.reader(store)
+    con = connect(where.local)
     runs = [r[0] for r in con.execute("SELECT run FROM runs WHERE status <> 'running' ORDER BY run").fetchall()]
     con.close()
     for run in runs:
         try:
-            compact_run(store, run)
-            _remove_stale_tmp(Path(store) / run)
+            compact_run(where, run)
+            _remove_stale_tmp(where.local / run)
         except (OSError, duckdb.IOException) as e:
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise StoreNotWritableError(f"cannot compact run {run!r}: the store {str(store)!r} is not writable "

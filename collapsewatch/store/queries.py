@@ -25,14 +25,15 @@ import numpy as np
 import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS
-from . import segments
+from . import location, segments
 from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError, run_user_sql
 from .segments import raced
-from .views import RETRIES, VIEW_ORDER, create_views, episodes_sql, runs_sql, store_root, view_sql
+from .views import RETRIES, VIEW_ORDER, create_views, episodes_sql, open_location, runs_sql, view_sql
 from .writer import check_run_name, valid_run_name
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
+SYNC_S = 1.0  # an object-store reader lists the bucket at most this often (each listing is one or more requests)
 
 # Token metrics of the heatmap: name -> (column averaged per bin, transform of the mean). The ratio heatmap
 # averages log_ratio and exponentiates (a geometric mean): an arithmetic mean of ratios is dominated by its
@@ -50,8 +51,10 @@ class Store:
     """A store opened for reading: a connection with the views, and the package's queries over it."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.root = store_root(path)
+        self.path = path if location.is_url(path) else Path(path)
+        self.where = open_location(path)
+        self.root = self.where.local
+        self._synced = time.monotonic()
         self.con = duckdb.connect(":memory:")
         self._dirty = self._views()
         allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in segments.readable_dirs(self.root))
@@ -67,11 +70,21 @@ class Store:
     def close(self) -> None:
         self.con.close()
 
+    def refresh(self) -> None:
+        """On an object-store URL: sync the mirror (at most every ``SYNC_S`` seconds), so reads see new flushes.
+        A folder store needs nothing (the views' globs are expanded at every query)."""
+        if self.where.remote is None or time.monotonic() - self._synced < SYNC_S:
+            return
+        location.refresh(self.where)
+        self._synced = time.monotonic()
+        self._dirty = True
+
     def query(self, sql: str, params: list | dict | None = None, retries: int = RETRIES) -> pd.DataFrame:
         """Run trusted SQL (the package's own, with parameters) and return a DataFrame.
 
         A segment compacted away or gone bad since the views were bound: the views are rebuilt (the file
         list re-expanded, bad files skipped) and the query runs again (``retries`` times in all)."""
+        self.refresh()
         for attempt in range(retries):
             try:
                 if self._dirty:
@@ -87,6 +100,7 @@ class Store:
     def sql(self, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
         """Run a person's query (``sandbox``: plain SELECTs only, on a throwaway connection, with a time
         and a size limit); returns the last statement's rows and whether they were cut at a limit."""
+        self.refresh()
         return run_user_sql(self.root, lambda sources: view_sql(self.root, sources=sources), VIEW_ORDER, sql, limits)
 
     def run_view(self, view: str, run: str) -> str:
@@ -142,6 +156,7 @@ def segment_files(store: Store, run: str, table: str) -> list[tuple[str, int]]:
     name no run can have (``../..``) has none."""
     if not valid_run_name(run):
         return []
+    store.refresh()
     return segments.table_files(store.root, table, run)[0]
 
 

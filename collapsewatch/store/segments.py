@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .location import Location
 from .migrations import LATEST_VERSION, TABLES
 from .writer import REPLACES_KEY, arrow_schemas, ensure_schema
 
@@ -233,13 +234,13 @@ def needs_list(root: Path) -> bool:
     return any(table_files(root, t)[1] or table_files(root, t)[2] for t in TABLES)
 
 
-def quarantine(root: Path, files: list[str]) -> list[Path]:
-    """Move each file to ``<root>/_quarantine/<run>/<table>/<name>``; returns the new paths."""
+def quarantine(root: Path, files: list[str], where: Location | None = None) -> list[Path]:
+    """Move each file to ``<root>/_quarantine/<run>/<table>/<name>`` (and its object, for an object store's
+    mirror ``where``); returns the new paths."""
     moved = []
     for f in files:
         rel = Path(f).resolve().relative_to(root.resolve())
         target = root / QUARANTINE / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(f, target)
+        (where or Location(root)).move(f, target)
         moved.append(target)
     return moved

@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
+from . import location
 from .migrations import TABLES
 from .segments import raced, readable_dirs, scan_sql
 
@@ -94,14 +95,21 @@ class StoreNotFoundError(FileNotFoundError):
     pass
 
 
-def store_root(store: str | Path) -> Path:
-    """The resolved folder of a store, or StoreNotFoundError saying why it is not one."""
-    root = Path(store).expanduser().resolve()
+def open_location(store: str | Path) -> location.Location:
+    """Where a reader reads the store: the resolved folder, or for a URL its local mirror synced now
+    (``location.reader``); StoreNotFoundError saying why it is not a store."""
+    where = location.reader(store)
+    root = where.local
     if not root.is_dir():
         raise StoreNotFoundError(f"store {str(store)!r} does not exist or is not a directory")
     if not (root / "_schema").is_dir():
         raise StoreNotFoundError(f"{str(store)!r} is not a collapsewatch store (no _schema folder)")
-    return root  # never written to: an older store's _schema is stood in for (segments.schema_file)
+    return where  # never written to: an older store's _schema is stood in for (segments.schema_file)
+
+
+def store_root(store: str | Path) -> Path:
+    """The local folder a reader reads (``open_location``)."""
+    return open_location(store).local
 
 
 def create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
@@ -120,7 +128,8 @@ def create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
 
 def connect(store: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the store's views. With ``read_only`` (default) file access is limited
-    to the store folder and configuration is locked."""
+    to the store folder and configuration is locked. On an object-store URL the views read the local mirror as
+    synced here (later flushes show after a new ``connect``; ``Store`` re-syncs by itself)."""
     root = store_root(store)
     con = duckdb.connect(":memory:")
     create_views(con, root)

@@ -31,6 +31,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import location
+from .location import FLUSH_SEGMENT, Location, marker_rel
 from .migrations import LATEST_VERSION, TABLES, schema_connection
 
 log = logging.getLogger("collapsewatch.store")
@@ -103,12 +105,18 @@ def write_merged(table: str, files: list[Path], rank: int) -> Path:
     return target
 
 
-def merge_segments(table: str, files: list[Path], rank: int) -> Path:
-    """``write_merged``, then delete the inputs; returns the new segment. Nothing is deleted if the write
-    fails; a kill before the deletes end leaves inputs that every reader already skips."""
+def merge_segments(table: str, files: list[Path], rank: int, where: Location | None = None) -> Path:
+    """``write_merged`` (uploaded, for an object store: one PUT, published by itself), then delete the inputs;
+    returns the new segment. Nothing is deleted if the write fails; a kill before the deletes end leaves inputs
+    that every reader already skips."""
     target = write_merged(table, files, rank)
+    if where is not None:
+        where.push(target)
     for f in files:
-        f.unlink(missing_ok=True)
+        if where is not None:
+            where.remove(f)
+        else:
+            f.unlink(missing_ok=True)
     return target
 
 
@@ -141,6 +149,23 @@ def init_store(root: Path) -> None:
     ensure_schema(root)
 
 
+def init_remote(where: Location) -> None:
+    """Upload ``_schema`` to an object store that lacks it at this version (``VERSION`` last: a reader that sees
+    it sees every table's file). Every rank may do this at once: the objects are identical."""
+    if where.remote is None:
+        return
+    try:
+        with where.remote.fs.open_input_file(where.remote.key("_schema/VERSION")) as f:
+            if f.read().decode().strip() == str(LATEST_VERSION):
+                return
+    except FileNotFoundError:
+        pass
+    ensure_schema(where.local)
+    for table in arrow_schemas():
+        where.push(where.local / "_schema" / table / "empty.parquet")
+    where.push(where.local / "_schema" / "VERSION")
+
+
 def to_arrow(table: str, columns: dict[str, Any]) -> pa.Table:
     """Columns (lists / numpy arrays) → an Arrow table of ``table``'s schema; absent columns are NULL."""
     schema = arrow_schemas()[table]
@@ -162,9 +187,13 @@ def replace_segment(root: str | os.PathLike, run: str, table: str, name: str, co
     does not start with ``r<rank>-``, so compaction leaves it alone and a re-run replaces it whole.
     """
     check_run_name(run)
-    path = Path(root) / run / table / f"{name}.parquet"
+    where = location.writer(root)
+    if where.remote is not None:
+        init_remote(where)
+    path = where.local / run / table / f"{name}.parquet"
     table_rows = to_arrow(table, columns) if columns else arrow_schemas()[table].empty_table()
     atomic_write_table(table_rows, path)
+    where.push(path)  # one PUT replaces the object whole: an object store needs no rename here
     return path
 
 
@@ -172,23 +201,29 @@ class StoreWriter:
     """Buffered, append-only writer of one run's rows for one rank."""
 
     def __init__(self, root: str | os.PathLike, run: str, rank: int = 0, world_size: int = 1,
-                 heartbeat_s: float = 5.0, compact_every: int = 64) -> None:
+                 heartbeat_s: float = 5.0, compact_every: int = 64, spool: str | os.PathLike | None = None) -> None:
         if compact_every < 0 or compact_every == 1:
             raise ValueError(f"compact_every must be 0 (never) or >= 2, got {compact_every}")
-        self.root = Path(root)
+        # a folder store is written in place; an object store through a local spool (location.writer)
+        self.where = location.writer(root, spool)
+        self.root = self.where.local
         self.run = check_run_name(run)
         self.rank, self.world_size, self.heartbeat_s = rank, world_size, heartbeat_s
         try:
             init_store(self.root)
             (self.root / run).mkdir(exist_ok=True)
+            init_remote(self.where)
         except OSError as e:
-            raise ValueError(f"store {str(self.root)!r} is not writable: {e}") from e
+            raise ValueError(f"store {str(root)!r} is not writable: {str(e).splitlines()[0]}") from e
         self._pending: dict[str, list[pa.Table]] = defaultdict(list)
-        self._segment = 0
+        self._flush_n = 0
         self._uid = uuid.uuid4().hex[:8]
         self.compact_every = compact_every
         self._small: dict[str, list[Path]] = defaultdict(list)   # segments this writer flushed, not yet merged
         self._merged: dict[str, list[Path]] = defaultdict(list)  # its compact segments, not yet merged again
+        # flushes written to the spool and not yet published: [(segments, segments uploaded so far)]
+        self._outbox: list[tuple[list[tuple[str, Path]], set[Path]]] = []
+        self._unmerged: dict[str, int] = {}  # flush marker -> its segments not yet merged (object stores)
         self.write_errors = 0
         self.dropped_rows = 0
         self.dropped_batches = 0
@@ -222,15 +257,16 @@ class StoreWriter:
             self.dropped_rows += dropped.num_rows
 
     def flush(self, status: str | None = None) -> bool:
-        """Write every pending table as one segment each, then the heartbeat row. True on success."""
+        """Write every pending table as one segment each (one flush), publish it, then the heartbeat row.
+        True on success."""
         ok = True
-        for table in list(self._pending):
-            batches = self._pending[table]
-            if not batches:
-                continue
-            data = pa.concat_tables(batches)
-            self._segment += 1
-            path = self.root / self.run / table / f"r{self.rank}-{self._segment:06d}-{self._uid}.parquet"
+        staged: list[tuple[str, Path]] = []
+        tables = [t for t in self._pending if self._pending[t]]
+        if tables:
+            self._flush_n += 1
+        for table in tables:
+            data = pa.concat_tables(self._pending[table])
+            path = self.root / self.run / table / f"r{self.rank}-{self._flush_n:06d}-{self._uid}.parquet"
             try:
                 atomic_write_table(data, path)
                 self._pending[table] = []
@@ -238,8 +274,10 @@ class StoreWriter:
                 ok = False
                 self._failed(e)
                 continue
-            self._small[table].append(path)
-            self._compact(table)
+            staged.append((table, path))
+        if staged:
+            self._outbox.append((staged, set()))
+        ok = self._publish() and ok
         if status is not None:
             self.run_info["status"] = status
             if status in ("finished", "crashed"):
@@ -249,10 +287,33 @@ class StoreWriter:
             try:
                 self._write_run_row()
                 self._last_beat = time.monotonic()
-            except OSError as e:
+            except (OSError, pa.ArrowException) as e:
                 ok = False
-                self._failed(e)
+                self._failed(e if isinstance(e, OSError) else OSError(str(e)))
         return ok
+
+    def _publish(self) -> bool:
+        """Upload the outbox's segments, flush by flush in order, and write each flush's marker once all of its
+        segments are up (location.py: the publish rule); a folder store publishes at the rename. A failed
+        upload stops here and is tried again at the next flush, the spooled files kept."""
+        while self._outbox:
+            staged, done = self._outbox[0]
+            try:
+                for _, path in staged:
+                    if path not in done:
+                        self.where.push(path)
+                        done.add(path)
+                self.where.publish(self.run, [p.name for _, p in staged])
+            except (OSError, pa.ArrowException) as e:
+                self._failed(e if isinstance(e, OSError) else OSError(str(e)))
+                return False
+            self._outbox.pop(0)
+            if self.where.remote is not None:
+                self._unmerged[marker_rel(self.run, staged[0][1].name)] = len(staged)
+            for table, path in staged:
+                self._small[table].append(path)
+                self._compact(table)
+        return True
 
     def _compact(self, table: str) -> None:
         """Live compaction (module docstring): merge this writer's small segments, then its compact ones."""
@@ -262,19 +323,37 @@ class StoreWriter:
             if len(level[table]) < self.compact_every:
                 return
             try:
-                merged = merge_segments(table, level[table], self.rank)
+                merged = merge_segments(table, level[table], self.rank, self.where)
             except (OSError, pa.ArrowException) as e:  # the small segments stay: nothing is lost
                 self._failed(e if isinstance(e, OSError) else OSError(str(e)))
                 return
+            self._retire(level[table])
             level[table] = []
             (nxt if nxt is not None else self._merged)[table].append(merged)
+
+    def _retire(self, merged: list[Path]) -> None:
+        """Delete the marker of each flush whose segments are all merged now (object stores: markers do not pile
+        up; a marker left by a kill here is swept by ``compact``)."""
+        for f in merged:
+            key = marker_rel(self.run, f.name) if FLUSH_SEGMENT.match(f.name) else None
+            if key not in self._unmerged:
+                continue
+            self._unmerged[key] -= 1
+            if self._unmerged[key] == 0:
+                del self._unmerged[key]
+                try:
+                    self.where.retire(self.run, f.name)
+                except OSError as e:
+                    self._failed(e)
 
     def _write_run_row(self) -> None:
         row = dict(self.run_info, updated_at=datetime.now(timezone.utc), heartbeat_s=self.heartbeat_s,
                    dropped_batches=self.dropped_batches, dropped_rows=self.dropped_rows,
                    write_errors=self.write_errors, probe_errors=self.probe_errors)
         table = to_arrow("runs", {k: [v] for k, v in row.items()})
-        atomic_write_table(table, self.root / self.run / "runs" / f"r{self.rank}.parquet")
+        path = self.root / self.run / "runs" / f"r{self.rank}.parquet"
+        atomic_write_table(table, path)
+        self.where.push(path)  # an object store replaces it by one PUT, never by a rename
 
     def _failed(self, e: OSError) -> None:
         self.write_errors += 1

@@ -134,7 +134,8 @@ def render(seq: str | None, metric: str, step: int | None, run: str):
         info = queries.run_info(s, run) or {"config": {}}
         files = history.token_index(s, run).files_for(s, step)["tokens"]
         toks = queries.sequence_tokens(s, run, step, seq_id, rank, files=files)
-    decode = state.decoder_for(info["config"], state.store_path() / run)
+        run_dir = s.root / run  # an object store's run folder in its local mirror
+    decode = state.decoder_for(info["config"], run_dir)
     cells = token_view.token_cells(toks, metric, token_view.token_texts(toks["token_id"], decode))
     kind = "tok" if decode else "tok id"  # ids get a gap between them; decoded text carries its own spaces
     spans = [html.Span(c["text"], className=f"{kind} obs" if c["observation"] else kind,
