@@ -37,7 +37,8 @@ import pyarrow.fs as pafs
 URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/+(.*)$")  # pathlib turns "s3://b" into "s3:/b": both are URLs
 FLUSH_SEGMENT = re.compile(r"^r(\d+)-(\d{6,})-([0-9a-f]{8})\.parquet$")
 PUBLISHED = "_published"
-NOT_MIRRORED = ("_quarantine/", PUBLISHED)  # prefixes of a run or the store that readers never need
+QUARANTINE = "_quarantine"  # where ``collapsewatch check --quarantine`` moves bad files, out of every read
+NOT_MIRRORED = (QUARANTINE, PUBLISHED)  # folders of the store or of a run that readers never need
 MIRROR_SKIPS = (".duckdb",)  # a run's export: the mirror's segments hold the same rows
 SYNC_WORKERS = 8
 
@@ -261,8 +262,12 @@ def sync(remote: Remote, mirror: Path) -> None:
 def _fetch(remote: Remote, mirror: Path, rel: str, size: int, mtime: int) -> None:
     try:
         remote.get(rel, mirror / rel)
-    except FileNotFoundError:  # listed, then compacted away: the merged segment is in the listing
-        return
+    except OSError:
+        # listed, then deleted (compaction: the merged segment is in the listing; S3 says RESOURCE_NOT_FOUND,
+        # not FileNotFoundError): skipped; any other failure is the endpoint's and is raised
+        if remote.fs.get_file_info(remote.key(rel)).type == pafs.FileType.NotFound:
+            return
+        raise
     os.utime(mirror / rel, ns=(time.time_ns(), mtime))  # the object's mtime: a re-PUT object is fetched again
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .location import Location
+from .location import QUARANTINE, Location
 from .migrations import LATEST_VERSION, TABLES
 from .writer import REPLACES_KEY, arrow_schemas, ensure_schema
 
@@ -44,7 +44,6 @@ def raced(e: BaseException) -> bool:
     return isinstance(e, duckdb.Error) and any(m in str(e) for m in _RACE_MESSAGES)
 
 
-QUARANTINE = "_quarantine"
 KEYS = ("run", "rank", "step")  # each table's key columns among these must be present
 
 _lock = threading.Lock()

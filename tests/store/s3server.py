@@ -1,0 +1,41 @@
+"""A real S3-compatible server on 127.0.0.1 for the object-store tests and the multi-writer bench (moto's
+ThreadedMotoServer, from PyPI: it serves the S3 REST API over HTTP, in a thread of this process)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import pyarrow.fs as pafs
+
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
+
+
+@dataclass
+class S3Server:
+    server: object
+    endpoint: str
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What a process needs to reach the server (credentials are moto's dummies)."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, **CREDENTIALS}
+
+    def create_bucket(self, bucket: str) -> None:
+        host = self.endpoint.removeprefix("http://")
+        fs = pafs.S3FileSystem(endpoint_override=host, scheme="http", access_key="testing", secret_key="testing",
+                               region="us-east-1", allow_bucket_creation=True)
+        fs.create_dir(bucket)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def start() -> S3Server:
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    return S3Server(server, f"http://{host}:{port}")

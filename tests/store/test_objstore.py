@@ -1,0 +1,214 @@
+"""A store at an object-store URL (``s3://bucket/prefix``) against a real S3 server on 127.0.0.1 (moto): the publish
+rule, every command on the URL, and two writer "machines" (separate spools) with a reader and a SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from collapsewatch import Monitor
+from collapsewatch.store import Store, StoreWriter, connect
+from collapsewatch.store.location import Location, is_url, parse_url, published
+from tests.conftest import random_batch
+from tests.store import s3server
+
+ROOT = Path(__file__).resolve().parents[2]
+BUCKET = "cw-test"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    server = s3server.start()
+    server.create_bucket(BUCKET)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def url(s3, tmp_path, monkeypatch):
+    """A fresh prefix of the test bucket; this process reaches it through the environment, and caches (mirror,
+    spool) under tmp_path."""
+    for k, v in s3.env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))
+    return f"s3://{BUCKET}/{uuid.uuid4().hex[:8]}"
+
+
+def test_publish_rule_on_a_hand_listing():
+    info = (1, 1)
+    listing = {
+        "_schema/VERSION": info,
+        "a/step_metrics/r0-000001-0123abcd.parquet": info,   # flush 1 of rank 0: marker below -> seen
+        "a/sequences/r0-000001-0123abcd.parquet": info,
+        "a/_published/r0-000001-0123abcd": info,             # the marker itself is never mirrored
+        "a/step_metrics/r0-000002-0123abcd.parquet": info,   # flush 2: no marker yet (half a flush) -> hidden
+        "a/step_metrics/r1-000002-0123abcd.parquet": info,   # same flush number, rank 1: its own marker (absent)
+        "a/step_metrics/r0-compact-feedbeef.parquet": info,  # one PUT: published by itself
+        "a/runs/r0.parquet": info,
+        "a/a.duckdb": info,                                  # an export: readers read the segments
+        "_quarantine/a/step_metrics/x.parquet": info,
+    }
+    assert sorted(published(listing)) == ["_schema/VERSION", "a/runs/r0.parquet",
+                                          "a/sequences/r0-000001-0123abcd.parquet",
+                                          "a/step_metrics/r0-000001-0123abcd.parquet",
+                                          "a/step_metrics/r0-compact-feedbeef.parquet"]
+
+
+def test_store_urls_are_parsed_and_credentials_refused(s3, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    assert is_url("s3://b/p") and is_url("s3:/b/p") and not is_url("/tmp/store") and not is_url("store")
+    r = parse_url("s3:/bucket/a/b/")  # what pathlib makes of s3://bucket/a/b/
+    assert (r.bucket, r.prefix, r.url) == ("bucket", "a/b", "s3://bucket/a/b")
+    for bad, needle in (("s3://key:secret@bucket/p", "never from the store path"),
+                        ("s3://bucket/p?endpoint_override=x", "never from the store path"),
+                        ("gs://bucket/p", "not supported"), ("s3://", "names no bucket")):
+        with pytest.raises(ValueError, match=needle):
+            parse_url(bad)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "localhost:9000")
+    with pytest.raises(ValueError, match="AWS_ENDPOINT_URL"):
+        parse_url("s3://bucket/p")
+
+
+def test_a_flush_is_seen_only_once_published(url, monkeypatch):
+    w = StoreWriter(url, "half", compact_every=0)
+    w.append("scalars", {"run": ["half"], "rank": [0], "step": [0], "key": ["lr"], "value": [1.0]})
+    assert w.flush("running")
+    # flush 2: its segments are uploaded, then the marker fails (as if the process died before writing it)
+    w.append("scalars", {"run": ["half"], "rank": [0], "step": [1], "key": ["lr"], "value": [2.0]})
+    w.append("step_metrics", {"run": ["half"], "rank": [0], "step": [1]})
+
+    def no_marker(self, run, names):
+        raise OSError("injected: marker not written")
+
+    publish = Location.publish
+    monkeypatch.setattr(Location, "publish", no_marker)
+    assert not w.flush()
+    keys = sorted(parse_url(url).list())
+    assert "half/scalars/r0-000002-" + w._uid + ".parquet" in keys  # uploaded under its final name ...
+    s = Store(url)
+    # ... yet unseen: flush 1's one scalar row only, and no step row at all
+    assert s.query("SELECT count(*) AS n, max(value) AS v FROM scalars").values.tolist() == [[1, 1.0]]
+    assert s.query("SELECT count(*) AS n FROM step_metrics")["n"][0] == 0
+    monkeypatch.setattr(Location, "publish", publish)
+    assert w.flush("finished")  # the retry publishes flush 2 whole
+    assert connect(url).execute("SELECT count(*), max(value) FROM scalars").fetchone() == (2, 2.0)
+    assert w.write_errors == 1
+
+
+def _cli(*args: str):
+    """The real CLI, in this process (each subprocess would spend seconds importing torch)."""
+    from typer.testing import CliRunner
+
+    from collapsewatch.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    result.returncode = result.exit_code
+    return result
+
+
+def test_every_command_works_on_a_url(url):
+    with Monitor(url, run="u", detectors=False, flush_steps=1, compact_every=4) as mon:
+        for step in range(6):
+            mon.observe(random_batch(B=4, T=8, seed=step), step=step)
+            mon.log(step, {"grad_norm": float(step)})
+    remote = parse_url(url)
+    # 6 steps, compact_every=4: each table's first 4 flush segments were merged live and their markers retired;
+    # Monitor.close merged the rest, so no marker is left and every table is one compact segment
+    keys = remote.list()
+    assert not [k for k in keys if "/_published/" in k]
+    assert sorted(k.split("/")[1] for k in keys if k.startswith("u/") and "compact" in k) == [
+        "scalars", "sequences", "step_metrics", "tokens"]
+    p = _cli("runs", url, "--json")
+    assert p.returncode == 0, p.stderr
+    assert '"run":"u"' in p.stdout and '"status":"finished"' in p.stdout and '"n_steps":6' in p.stdout
+    p = _cli("sql", url, "select count(*) AS n, sum(grad_norm) AS g from steps", "--json")
+    assert p.returncode == 0 and p.stdout.strip() == '[{"n":6,"g":15.0}]', p.stderr  # 0+1+...+5 = 15
+    p = _cli("detect", url, "--run", "u")
+    assert p.returncode == 0, p.stderr
+    assert _cli("compact", url).stdout.strip() == "compacted 1 run(s): u"
+    assert "u/u.duckdb" in remote.list()  # the export is uploaded; readers never mirror it
+    p = _cli("check", url)
+    assert p.returncode == 0 and p.stdout.strip() == "no bad files"
+    # a corrupt object costs that object: named by its URL, then moved aside in the bucket
+    remote.put_bytes("u/step_metrics/r0-compact-0000dead.parquet", b"not parquet")
+    p = _cli("check", url)
+    assert p.returncode == 1 and p.stdout.startswith(f"{url}/u/step_metrics/r0-compact-0000dead.parquet: not a")
+    assert _cli("sql", url, "select count(*) AS n from steps", "--json").stdout.strip() == '[{"n":6}]'
+    assert _cli("check", url, "--quarantine").returncode == 0
+    assert "_quarantine/u/step_metrics/r0-compact-0000dead.parquet" in remote.list()
+    assert _cli("check", url).stdout.strip() == "no bad files"
+
+
+READER = """
+import os, sys
+from collapsewatch.store import Store
+errors = reads = half = 0
+seen = []
+while not os.path.exists(sys.argv[2]):
+    try:
+        s = Store(sys.argv[1])
+        n = int(s.sql("select count(*) n from steps")[0]["n"][0])
+        # half a flush would show a step row whose sequence rows (written in the same or an earlier flush) are not
+        half += int(s.sql('''select count(*) n from step_metrics m where not exists (select 1 from sequences q
+                             where q.rank = m.rank and q.step = m.step)''')[0]["n"][0])
+        s.close()
+        seen.append(n); reads += 1
+    except Exception as e:
+        errors += 1; print(repr(e), file=sys.stderr)
+print(errors, reads, half, int(all(a <= b for a, b in zip(seen, seen[1:]))))
+"""
+
+
+def _env(s3, cache: Path) -> dict[str, str]:
+    """A process on its own "machine": its own spool / mirror folder."""
+    return {**os.environ, **s3.env, "COLLAPSEWATCH_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+
+
+@pytest.mark.slow  # about 45 s on the shared 2-core machine: three processes importing torch, a live S3 server
+def test_two_writer_machines_a_reader_and_a_sigkill(s3, url, tmp_path):
+    StoreWriter(url, "bootstrap").flush("finished")  # the store exists before the reader starts
+    writers = [subprocess.Popen([sys.executable, str(ROOT / "tests/store/writer_proc.py"), url, "ddp", str(r), "2",
+                                 "40", "0.05", "4"], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                                env=_env(s3, tmp_path / f"machine{r}")) for r in range(2)]
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen([sys.executable, "-c", READER, url, str(stop)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, env=_env(s3, tmp_path / "reader"))
+    flushed = -1
+    for line in writers[1].stdout:  # kill rank 1 once it has flushed step 14 (mid-run, compacting live)
+        if line.startswith("flushed"):
+            flushed = int(line.split()[1])
+            if flushed >= 14:
+                writers[1].send_signal(signal.SIGKILL)
+                break
+    assert writers[0].wait(timeout=120) == 0 and writers[1].wait(timeout=60) == -signal.SIGKILL
+    stop.touch()
+    out, err = reader.communicate(timeout=120)
+    errors, reads, half, monotone = map(int, out.split())
+    assert errors == 0, err
+    assert reads > 3 and half == 0 and monotone == 1  # never half a flush; never a step counted then lost
+    con = connect(url)
+    steps = dict(con.execute("SELECT rank, list(DISTINCT step ORDER BY step) FROM step_metrics WHERE run = 'ddp' "
+                             "GROUP BY rank").fetchall())
+    assert steps[0] == list(range(40))
+    # rank 1 had flushed step 14 (Monitor.flush returns once the flush is published): 0..14 are all there,
+    # and nothing it published after is half there (contiguous from 0)
+    assert steps[1][:15] == list(range(15)) and steps[1] == list(range(len(steps[1])))
+    n_seq = con.execute("SELECT rank, count(*) FROM sequences WHERE run = 'ddp' GROUP BY rank ORDER BY rank").fetchall()
+    assert n_seq[0] == (0, 40 * 4) and n_seq[1] == (1, len(steps[1]) * 4)  # B = 4 sequences per step
+
+
+def test_mirror_reads_run_rows_replaced_in_place(url):
+    w = StoreWriter(url, "hb", heartbeat_s=0.0)
+    w.flush("running")
+    assert Store(url).query("SELECT status FROM run_ranks")["status"].tolist() == ["running"]
+    w.flush("finished")  # the run row is PUT again under the same key: no rename on an object store
+    s = Store(url)
+    assert s.query("SELECT status FROM run_ranks")["status"].tolist() == ["finished"]
+    assert pq.read_table(s.root / "hb" / "runs" / "r0.parquet").num_rows == 1
