@@ -41,6 +41,20 @@ def migrations() -> list[tuple[int, str, str]]:
 LATEST_VERSION = max(v for v, _, _ in migrations())
 
 
+def _stamp() -> str:
+    import hashlib
+
+    digest = hashlib.sha1("\n".join(sql for _, _, sql in migrations()).encode()).hexdigest()[:12]
+    return f"{LATEST_VERSION} {digest}"
+
+
+SCHEMA_STAMP = _stamp()
+"""What a store's ``_schema/VERSION`` holds when its typed empty files are this schema: the version and a digest
+of the migrations' SQL as applied. The catalogue's metric columns are spliced into migration 0001, so a new
+metric changes the schema without a new version number; the digest makes such a ``_schema`` stale too (readers
+stand in the current one, writers rewrite it), so new columns are never cut off by an older empty file."""
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
     """Apply every pending migration to ``con``; return the schema version reached."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name VARCHAR, "

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .location import QUARANTINE, Location
-from .migrations import LATEST_VERSION, TABLES
+from .migrations import SCHEMA_STAMP, TABLES
 from .writer import REPLACES_KEY, arrow_schemas, ensure_schema
 
 log = logging.getLogger("collapsewatch.store")
@@ -178,7 +178,7 @@ _current: Path | None = None
 
 def _schema_is_current(root: Path) -> bool:
     try:
-        return (root / "_schema" / "VERSION").read_text().strip() == str(LATEST_VERSION)
+        return (root / "_schema" / "VERSION").read_text().strip() == SCHEMA_STAMP
     except OSError:
         return False
 

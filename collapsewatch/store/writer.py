@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from . import location
 from .location import FLUSH_SEGMENT, Location, marker_rel
-from .migrations import LATEST_VERSION, TABLES, schema_connection
+from .migrations import SCHEMA_STAMP, TABLES, schema_connection
 
 log = logging.getLogger("collapsewatch.store")
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -123,12 +123,12 @@ def merge_segments(table: str, files: list[Path], rank: int, where: Location | N
 def ensure_schema(root: Path) -> None:
     """Create (or upgrade) ``root/_schema``: one typed, empty Parquet file per table."""
     marker = root / "_schema" / "VERSION"
-    if marker.exists() and marker.read_text().strip() == str(LATEST_VERSION):
+    if marker.exists() and marker.read_text().strip() == SCHEMA_STAMP:
         return
     for table, schema in arrow_schemas().items():
         atomic_write_table(schema.empty_table(), root / "_schema" / table / "empty.parquet")
     tmp = marker.parent / f".VERSION.{uuid.uuid4().hex[:8]}"
-    tmp.write_text(str(LATEST_VERSION))
+    tmp.write_text(SCHEMA_STAMP)
     os.replace(tmp, marker)
 
 
@@ -156,7 +156,7 @@ def init_remote(where: Location) -> None:
         return
     try:
         with where.remote.fs.open_input_file(where.remote.key("_schema/VERSION")) as f:
-            if f.read().decode().strip() == str(LATEST_VERSION):
+            if f.read().decode().strip() == SCHEMA_STAMP:
                 return
     except FileNotFoundError:
         pass
