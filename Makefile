@@ -3,8 +3,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
+# verl pins transformers<5.11, older than the main environment's: its tests run in their own venv (docs/verl.md)
+VERL_VENV ?= .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed
+VERL_TESTS := tests/integrations/test_verl*.py
 
-.PHONY: install browser test test-fast demo lint bench sample-runs clean
+.PHONY: install verl-env browser test test-fast demo lint bench sample-runs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -17,14 +21,25 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+$(VERL_STAMP): pyproject.toml
+	test -x $(VERL_VENV)/bin/python || python3 -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VERL_VENV)/bin/python -c "import torch" 2>/dev/null || $(VERL_VENV)/bin/python -m pip install -q "torch==2.13.0" \
+	  || $(VERL_VENV)/bin/python -m pip install -q torch
+	$(VERL_VENV)/bin/python -m pip install -q -e ".[verl]" pytest
+	touch $(VERL_STAMP)
+
+verl-env: $(VERL_STAMP)
+
 # Headless Chromium for the dashboard's real-browser tests (Debian packages; never downloaded by a test tool).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
-test: install browser
+test: install browser verl-env
 	$(PY) -m pytest -q
+	$(VERL_VENV)/bin/python -m pytest -q $(VERL_TESTS)
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not browser"
@@ -43,4 +58,4 @@ sample-runs: install
 	$(PY) sample_runs/make_sample_runs.py
 
 clean:
-	rm -rf $(VENV) demo_runs .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) demo_runs .pytest_cache

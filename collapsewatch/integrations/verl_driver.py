@@ -1,0 +1,115 @@
+"""verl, driver side: per-sequence fields added to the batch verl sends to its actor workers, so each worker's
+per-token rows carry the sequence id, group, reward, truncation and zero-std flag the built-in trainer records.
+
+verl computes rewards, ``uid`` groups and advantages on the driver (``RayPPOTrainer.fit``); the workers' loss
+function sees none of them. :func:`annotate` adds them to the ``DataProto`` as (B,) tensors (``collapsewatch_*``,
+so they follow verl's own dispatch, shuffle and micro-batch split) plus the step as meta info; the worker tap
+(:mod:`.verl`) reads them back from the micro-batch. Installed around ``RayPPOTrainer._update_actor`` by
+:func:`install` (the ``verl.plugins`` entry point does it when ``COLLAPSEWATCH_STORE`` is set).
+
+Definitions (verl 0.9.1's own, ``trainer/ppo/metric_utils.py``): reward = Σ_t ``token_level_scores`` (the
+``critic/score`` of the sequence, before any KL-in-reward); truncated = the response filled
+``responses.shape[-1]`` tokens (verl's ``response_length/clip_ratio`` rule); group = the prompt's ``uid``.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import logging
+import sys
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..batch import group_zero_std
+from .verl import KEY
+
+log = logging.getLogger("collapsewatch")
+TRAINER_MODULE = "verl.trainer.ppo.ray_trainer"
+ROW_BITS = 32  # seq_id = step · 2³² + row: unique over the run, stable across the mini-batches / epochs of a step
+
+
+def annotate(batch: Any, step: int, *, bypass: bool = False) -> None:
+    """Add the collapsewatch fields of one training step to verl's ``batch`` (a ``DataProto``), in place."""
+    t = batch.batch
+    if "token_level_scores" not in t.keys() or "responses" not in t.keys():
+        raise ValueError("annotate: verl batch lacks 'token_level_scores' or 'responses' (call it after the "
+                         "reward and advantage computation, as RayPPOTrainer._update_actor is)")
+    B, T = t["responses"].shape  # (B, T) response tokens
+    device = t["responses"].device
+    rows = torch.arange(B, dtype=torch.int64, device=device)  # (B,)
+    reward = t["token_level_scores"].sum(-1).float()  # (B,)
+    uid = batch.non_tensor_batch.get("uid")
+    if uid is not None:
+        _, inverse = np.unique(np.asarray(uid, dtype=object).astype(str), return_inverse=True)
+        group = torch.as_tensor(inverse, dtype=torch.int64, device=device)  # (B,) index of the prompt's uid
+    else:  # no uid (not a grouped estimator): each sequence is its own group
+        group = rows
+    base = int(step) << ROW_BITS
+    t[KEY + "seq_id"] = base + rows
+    t[KEY + "group_id"] = base + group
+    t[KEY + "reward"] = reward
+    t[KEY + "group_zero_std"] = group_zero_std(group, reward)
+    response_len = t["attention_mask"][:, -T:].sum(-1) if "attention_mask" in t.keys() else None
+    if response_len is not None:
+        t[KEY + "truncated"] = response_len >= T
+    batch.meta_info[KEY + "step"] = int(step)
+    batch.meta_info[KEY + "bypass"] = bool(bypass)
+
+
+def _bypass_mode(trainer: Any) -> bool:
+    """verl's bypass mode (old_log_probs = rollout log-probs, never recomputed): no mini-batch is on-policy."""
+    rc = trainer.config.algorithm.get("rollout_correction", None)
+    return bool(rc and rc.get("bypass_mode", False))
+
+
+def install(trainer_cls: Any = None) -> None:
+    """Wrap ``RayPPOTrainer._update_actor`` (or ``trainer_cls``'s) to annotate each batch first; idempotent."""
+    if trainer_cls is None:
+        from verl.trainer.ppo.ray_trainer import RayPPOTrainer as trainer_cls
+    orig = trainer_cls._update_actor
+    if getattr(orig, "_collapsewatch", False):
+        return
+    failures = [0]
+
+    def _update_actor(self: Any, batch: Any) -> Any:
+        try:
+            annotate(batch, self.global_steps, bypass=_bypass_mode(self))
+        except Exception:  # the run goes on without per-sequence fields
+            failures[0] += 1
+            if failures[0] == 1:
+                log.exception("collapsewatch: could not annotate verl's batch; per-sequence fields are NULL")
+        return orig(self, batch)
+
+    _update_actor._collapsewatch = True  # type: ignore[attr-defined]
+    trainer_cls._update_actor = _update_actor
+
+
+class _InstallAfterImport(importlib.abc.MetaPathFinder):
+    """Runs :func:`install` right after verl's trainer module is imported (the driver imports it inside a Ray
+    actor, whose process loads the plugin at ``import verl`` before the trainer module exists)."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != TRAINER_MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_install(module: Any) -> None:
+            exec_module(module)
+            install(module.RayPPOTrainer)
+
+        spec.loader.exec_module = exec_then_install  # type: ignore[method-assign]
+        return spec
+
+
+def install_on_import() -> None:
+    """Install the driver hook now if verl's trainer is imported already, else right after it is."""
+    if TRAINER_MODULE in sys.modules:
+        install(sys.modules[TRAINER_MODULE].RayPPOTrainer)
+    elif not any(isinstance(f, _InstallAfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _InstallAfterImport())
