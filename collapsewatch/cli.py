@@ -6,6 +6,7 @@ code 1; tracebacks are for bugs only.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -154,14 +155,32 @@ def train(ctx: typer.Context) -> None:
 
 @app.command()
 @friendly
-def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="trainer_state.json (HF Trainer / TRL) "
-                                                                  "or a JSONL file of {step, key: value} rows.")],
-           run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")]) -> None:
+def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="trainer_state.json (HF Trainer / TRL), a "
+                                                                  "JSONL file of {step, key: value} rows, or verl's "
+                                                                  "file-logger JSONL ({step, data: {...}}).")],
+           run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")],
+           follow: Annotated[bool, typer.Option("--follow", help="Keep reading lines appended to FILE (a live "
+                                                             "verl log) until Ctrl+C.")] = False,
+           interval: Annotated[float, typer.Option(help="Seconds between reads with --follow.")] = 2.0) -> None:
     """Import logged step scalars of a run made without the monitor (HF/TRL trainer_state.json or JSONL)."""
-    from .ingest import ingest_file
+    from .ingest import Tail, ingest_file
 
-    n = ingest_file(store, file, run)
-    typer.echo(f"ingested {n} step(s) into run {run!r}")
+    if not follow:
+        n = ingest_file(store, file, run)
+        typer.echo(f"ingested {n} step(s) into run {run!r}")
+        return
+    if interval <= 0:
+        raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
+    tail = Tail(store, file, run)
+    try:
+        while True:
+            tail.poll()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        tail.close()
+    typer.echo(f"ingested {len(tail.steps)} step(s) into run {run!r}")
 
 
 @app.command()

@@ -1,0 +1,65 @@
+"""verl's file-logger JSONL, written by verl's own ``Tracking(default_backend="file")``, ingested and tailed live.
+Runs in .venv-verl (``make test``)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("verl", reason="real-verl tests run in .venv-verl (make verl-env; make test runs them)")
+
+from verl.utils.tracking import Tracking  # noqa: E402
+
+from collapsewatch import connect  # noqa: E402
+from collapsewatch.ingest import Tail, ingest_file  # noqa: E402
+
+
+def verl_logger(tmp_path, monkeypatch) -> tuple[Tracking, object]:
+    log = tmp_path / "verl.jsonl"
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(log))
+    return Tracking(project_name="p", experiment_name="e", default_backend="file"), log
+
+
+STEP1 = {"actor/pg_clipfrac": 0.125, "actor/ppo_kl": -0.002, "actor/entropy": 2.5, "actor/grad_norm": 1.5,
+         "critic/score/mean": 0.25, "response_length/mean": 37.0, "response_length/clip_ratio": 0.0625,
+         "rollout_corr/chi2_token": 0.01, "rollout_corr/rollout_is_eff_sample_size": 0.9, "timing_s/step": 12.0}
+
+
+def test_verl_file_logger_lines_keep_their_keys_and_map_onto_the_catalogue(tmp_path, monkeypatch, store):
+    tracker, log = verl_logger(tmp_path, monkeypatch)
+    tracker.log(data=STEP1, step=1)
+    tracker.log(data={"actor/grad_norm": 2.0, "actor/lr": 1e-6}, step=2)
+    tracker.logger["file"].finish()
+    assert ingest_file(store, log, "verl-run") == 2
+    con = connect(store)
+    scal = dict(con.execute("SELECT key, value FROM scalars WHERE step = 1").fetchall())
+    # verl's own keys are kept ...
+    assert scal["actor/pg_clipfrac"] == 0.125 and scal["rollout_corr/rollout_is_eff_sample_size"] == 0.9
+    # ... and where the definition is the catalogue's, a row under the catalogue's name too
+    assert (scal["clip_region_frac"], scal["ppo_kl"], scal["entropy_mean"], scal["reward_mean"]) == (
+        0.125, -0.002, 2.5, 0.25)
+    assert (scal["response_length_mean"], scal["truncated_frac"], scal["is_chi2"], scal["step_time"]) == (
+        37.0, 0.0625, 0.01, 12.0)
+    assert "is_ess" not in scal  # verl's ESS is over truncated weights: not the catalogue's is_ess, not mapped
+    assert con.execute("SELECT step, grad_norm, lr FROM steps ORDER BY step").fetchall() == [
+        (1, 1.5, None), (2, 2.0, 1e-6)]
+
+
+def test_tail_follows_a_growing_verl_log(tmp_path, monkeypatch, store):
+    tracker, log = verl_logger(tmp_path, monkeypatch)
+    tracker.log(data={"actor/grad_norm": 1.0}, step=1)
+    tail = Tail(store, log, "live")
+    assert tail.poll() == 1
+    con = connect(store)
+    assert con.execute("SELECT status FROM runs").fetchall() == [("running",)]
+    assert tail.poll() == 0  # nothing new
+    fp = tracker.logger["file"].fp  # the logger's own unbuffered file, caught mid-line: the part waits
+    fp.write(b'{"step": 2, "data": {"actor/grad_norm": 2.0')
+    assert tail.poll() == 0
+    fp.write(b'}}\n')
+    tracker.log(data={"actor/grad_norm": 3.0}, step=3)
+    assert tail.poll() == 2
+    tail.close()
+    con = connect(store)
+    assert con.execute("SELECT step, grad_norm FROM steps ORDER BY step").fetchall() == [(1, 1.0), (2, 2.0),
+                                                                                       (3, 3.0)]
+    assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
