@@ -142,7 +142,7 @@ class Monitor:
         self._lock = RunLock.claim(self.writer.root, run, self.rank)
         try:
             if not resume:
-                refuse_reuse(self.writer.root, run, self.rank)
+                refuse_reuse(self.writer.root, run, self.rank, self.writer.where.show(self.writer.root))
             self.writer.set_run_info(objective=objective, config=config or {}, versions=_versions())
             self.writer.flush()  # the run is listed (status running) before the first step
             self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,

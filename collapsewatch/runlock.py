@@ -106,12 +106,13 @@ def rank_has_rows(root: Path, run: str, rank: int) -> bool:
     return (folder / "runs" / f"r{rank}.parquet").exists() or any(folder.glob(f"*/r{rank}-*.parquet"))
 
 
-def refuse_reuse(root: Path, run: str, rank: int) -> None:
-    """Raise RunExistsError when ``run`` already holds rows of ``rank`` (a new run must not merge into it)."""
+def refuse_reuse(root: Path, run: str, rank: int, store: str | None = None) -> None:
+    """Raise RunExistsError when ``run`` already holds rows of ``rank`` (a new run must not merge into it).
+    ``store`` names the store in the message when ``root`` is an object store's local spool."""
     if not rank_has_rows(root, run, rank):
         return
     n = 2
     while (root / f"{run}-{n}").exists():
         n += 1
-    raise RunExistsError(f"run {run!r} already exists in store {str(root)!r}: to continue it pass --resume "
+    raise RunExistsError(f"run {run!r} already exists in store {store or str(root)!r}: to continue it pass --resume "
                          f"(Monitor(..., resume=True)); to start a new run choose a fresh name, e.g. {run}-{n}")

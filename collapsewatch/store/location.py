@@ -173,7 +173,10 @@ class Location:
 
     def show(self, path: str | os.PathLike) -> str:
         """How to name a file of the store to a person: its URL for an object store."""
-        return f"{self.remote.url}/{self.rel(path)}" if self.remote else str(path)
+        if self.remote is None:
+            return str(path)
+        rel = self.rel(path)
+        return self.remote.url if rel == "." else f"{self.remote.url}/{rel}"
 
     def push(self, path: str | os.PathLike) -> None:
         """Upload a local file of the store (no-op for a folder store: it is already in place)."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import location
@@ -213,6 +214,7 @@ class StoreWriter:
             init_store(self.root)
             (self.root / run).mkdir(exist_ok=True)
             init_remote(self.where)
+            self._hydrate()
         except OSError as e:
             raise ValueError(f"store {str(root)!r} is not writable: {str(e).splitlines()[0]}") from e
         self._pending: dict[str, list[pa.Table]] = defaultdict(list)
@@ -235,6 +237,20 @@ class StoreWriter:
             "started_at": datetime.now(timezone.utc), "ended_at": None, "host": socket.gethostname(),
             "pid": os.getpid(), "objective": None, "config": None, "versions": None,
         }
+
+    def _hydrate(self) -> None:
+        """Object stores: copy this rank's run row of this run into the spool when the bucket has one, so that a
+        new writer on another machine sees that the rank already wrote the run (``runlock.refuse_reuse``)."""
+        if self.where.remote is None:
+            return
+        rel = f"{self.run}/runs/r{self.rank}.parquet"
+        try:
+            self.where.remote.get(rel, self.root / rel)
+        except FileNotFoundError:
+            pass
+        except OSError:  # S3 reports a missing key as a plain OSError: the run is new here
+            if self.where.remote.fs.get_file_info(self.where.remote.key(rel)).type != pafs.FileType.NotFound:
+                raise
 
     def set_run_info(self, *, objective: str | None = None, config: dict | None = None,
                      versions: dict | None = None) -> None:

@@ -212,3 +212,38 @@ def test_mirror_reads_run_rows_replaced_in_place(url):
     s = Store(url)
     assert s.query("SELECT status FROM run_ranks")["status"].tolist() == ["finished"]
     assert pq.read_table(s.root / "hb" / "runs" / "r0.parquet").num_rows == 1
+
+
+def test_a_run_name_is_not_reused_from_another_machine(url, tmp_path, monkeypatch):
+    from collapsewatch.runlock import RunExistsError
+
+    with Monitor(url, run="taken", detectors=False) as mon:
+        mon.observe(random_batch(B=2, T=4), step=0)
+    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "other-machine"))  # an empty spool
+    with pytest.raises(RunExistsError, match=f"already exists in store '{url}'"):
+        Monitor(url, run="taken", detectors=False)
+    with Monitor(url, run="taken", detectors=False, resume=True) as mon:  # asked to resume: it goes on
+        mon.observe(random_batch(B=2, T=4), step=1)
+    assert connect(url).execute("SELECT list(step ORDER BY step) FROM steps").fetchone()[0] == [0, 1]
+
+
+def test_the_dashboard_serves_a_url(url):
+    """Each page's layout (Dash Pages' routing callback, as the browser calls it) renders from the mirror."""
+    from collapsewatch.dashboard import create_app
+
+    with Monitor(url, run="d", detectors=False) as mon:
+        for step in range(3):
+            mon.observe(random_batch(B=4, T=8, seed=step), step=step)
+    app = create_app(url)
+    client = app.server.test_client()
+    assert client.get("/").status_code == 200
+    pages = next(k for k in app.callback_map if "_pages_content.children" in k)
+    for path in ("/", "/run/d", "/tokens/d", "/compare", "/sql"):
+        body = {"output": pages, "outputs": [{"id": "_pages_content", "property": "children"},
+                                             {"id": "_pages_store", "property": "data"}],
+                "inputs": [{"id": "_pages_location", "property": "pathname", "value": path},
+                           {"id": "_pages_location", "property": "search", "value": ""}],
+                "changedPropIds": ["_pages_location.pathname"], "state": []}
+        r = client.post("/_dash-update-component", json=body)
+        assert r.status_code == 200, (path, r.data[:300])
+        assert b"No run named" not in r.data, path
