@@ -35,18 +35,44 @@ TOKEN_COLUMNS = ("logp", "logp_old", "logp_rollout", "log_ratio", "ratio", "entr
 
 @dataclass(frozen=True)
 class Sampling:
-    """Which sequences keep per-token rows (sequence and step rows are always kept)."""
+    """Which sequences keep per-token rows (sequence and step rows are always kept). The share rules pick the
+    candidates; ``token_seqs_per_step`` caps them, so a cluster-scale batch does not multiply the store's size
+    (docs/store.md, *Volume*: 2,560 sequences per step at the LLDS settings)."""
 
     token_every: int = 10
-    """Every N-th step (step % N == 0) keeps token rows for all of its sequences."""
+    """Every N-th step (step % N == 0) keeps token rows for all of its sequences (up to the cap)."""
     token_fraction: float = 0.05
     """Other steps keep token rows for this share of sequences, chosen by a hash of (step, seq_id)."""
+    token_seqs_per_step: int = 64
+    """At most this many sequences of a step keep token rows, over all ranks: each rank keeps at most
+    ⌈N / world_size⌉, the candidates with the lowest hash first. 0: no cap."""
+
+    def __post_init__(self) -> None:
+        if self.token_seqs_per_step < 0 or not 0.0 <= self.token_fraction <= 1.0:
+            raise ValueError(f"token_seqs_per_step must be >= 0 and token_fraction in [0, 1], got "
+                             f"{self.token_seqs_per_step} and {self.token_fraction}")
+
+    @staticmethod
+    def hash(step: int, seq_ids: np.ndarray) -> np.ndarray:
+        """A value in [0, 1) per sequence, fixed by (step, seq_id)."""
+        h = (seq_ids.astype(np.uint64) * np.uint64(2654435761) + np.uint64(step * 40503 + 1)) % np.uint64(2**32)
+        return h.astype(np.float64) / 2**32
 
     def keep(self, step: int, seq_ids: np.ndarray) -> np.ndarray:
+        """The candidates (before the cap)."""
         if self.token_every > 0 and step % self.token_every == 0:
             return np.ones(len(seq_ids), dtype=bool)
-        h = (seq_ids.astype(np.uint64) * np.uint64(2654435761) + np.uint64(step * 40503 + 1)) % np.uint64(2**32)
-        return (h.astype(np.float64) / 2**32) < self.token_fraction
+        return self.hash(step, seq_ids) < self.token_fraction
+
+    def expected_seqs(self, n_seqs: int) -> float:
+        """Mean number of a step's ``n_seqs`` sequences (all ranks) that keep token rows, over a long run."""
+        every = 1 / self.token_every if self.token_every > 0 else 0.0
+        cap = self.token_seqs_per_step or float("inf")
+        return every * min(n_seqs, cap) + (1 - every) * min(n_seqs * self.token_fraction, cap)
+
+    def rank_cap(self, world_size: int) -> int | None:
+        """Sequences one rank may keep per step (None: no cap)."""
+        return -(-self.token_seqs_per_step // max(1, world_size)) if self.token_seqs_per_step else None
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -118,6 +144,7 @@ class Recorder(threading.Thread):
         self._step: int | None = None
         self._parts: list[ObservedPart] = []
         self._observed_seqs = 0  # sequences of the open step, empty batches included
+        self._token_seqs = 0
         self._scalars: dict[str, float | None] = {}
         self._seen_step: int | None = None
         self._seen_steps = 0
@@ -196,6 +223,8 @@ class Recorder(threading.Thread):
             self._seen_step, self._seen_steps = step, self._seen_steps + 1
         if self._step is not None and step != self._step:
             self._safe(self._finalize)
+        if step != self._step:
+            self._token_seqs = 0  # sequences of this step that kept token rows (Sampling.token_seqs_per_step)
         self._step = step
 
     def _observe(self, msg: Observe) -> None:
@@ -227,9 +256,23 @@ class Recorder(threading.Thread):
             cols["group_id"] = _np(b.group_ids)
         self.writer.append("sequences", cols)
 
+    def _capped(self, step: int, seq_ids: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """``keep`` within what is left of the step's cap (``Sampling.token_seqs_per_step``), lowest hash first."""
+        cap = self.sampling.rank_cap(self.writer.world_size)
+        if cap is None:
+            return keep
+        room = max(0, cap - self._token_seqs)
+        if keep.sum() > room:
+            idx = np.flatnonzero(keep)
+            chosen = idx[np.argsort(Sampling.hash(step, seq_ids[idx]), kind="stable")[:room]]
+            keep = np.zeros_like(keep)
+            keep[chosen] = True
+        self._token_seqs += int(keep.sum())
+        return keep
+
     def _write_tokens(self, step: int, b: TokenBatch, part: ObservedPart) -> None:
         seq_ids = _np(part.seq_ids)
-        keep_seq = self.sampling.keep(step, seq_ids)  # (B,)
+        keep_seq = self._capped(step, seq_ids, self.sampling.keep(step, seq_ids))  # (B,)
         if not keep_seq.any():
             return
         raw = _np(part.tok["raw_mask"])  # (B, T)

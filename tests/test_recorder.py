@@ -83,3 +83,43 @@ def test_rows_dropped_while_writes_fail_are_written_in_the_run_row(store, monkey
     assert con.execute("SELECT dropped_rows FROM run_ranks").fetchone() == (30,)
     assert con.execute("SELECT dropped_rows FROM runs").fetchone() == (30,)  # the run's sum over its ranks
     assert con.execute("SELECT count(*), min(step) FROM scalars").fetchone() == (20, 3)
+
+
+def test_token_rows_are_capped_per_step_over_ranks(store):
+    """A cluster-scale batch must not multiply the token rows (docs/store.md, Volume); sequence rows stay whole.
+
+    token_seqs_per_step=5 over world_size 2 → ⌈5/2⌉ = 3 sequences per rank and step; token_every=1 makes every
+    sequence a candidate. Two micro-batches of 8 per step: seq_ids 0..7, then 8..15. Hash h(i) = (i·2654435761 +
+    40503·step + 1) mod 2³², at step 0: h(0)=1, h(5)=387276918, h(2)=1013904227, h(7)=1401181144, h(4)=2027808453,
+    h(1)=2654435762, h(6)=3041712679, h(3)=3668339988 — the three lowest are 0, 5, 2; the second micro-batch finds
+    no room. Step 1 adds 40503 to every h (no wrap-around), same order, and the count starts again."""
+    from collapsewatch import Monitor
+
+    sampling = Sampling(token_every=1, token_seqs_per_step=5)
+    with Monitor(store, run="cap", rank=0, world_size=2, sampling=sampling, detectors=False) as mon:
+        for step in range(2):
+            for half in range(2):
+                mon.observe(random_batch(B=8, T=4, seed=2 * step + half), step=step)
+    con = connect(store)
+    assert con.execute("SELECT step, list(DISTINCT seq_id ORDER BY seq_id) FROM tokens GROUP BY step ORDER BY step"
+                       ).fetchall() == [(0, [0, 2, 5]), (1, [0, 2, 5])]
+    assert con.execute("SELECT count(*) FROM sequences").fetchone() == (32,)  # 2 steps × 16: all kept
+    with pytest.raises(ValueError, match="token_seqs_per_step"):
+        Sampling(token_seqs_per_step=-1)
+
+
+def test_the_default_cap_keeps_every_sequence_of_a_small_step(store):
+    """Default: a step that keeps all (step % 10 == 0) of 16 sequences keeps all 16 (16 ≤ 64)."""
+    from collapsewatch import Monitor
+
+    with Monitor(store, run="small", detectors=False) as mon:
+        mon.observe(random_batch(B=16, T=4), step=0)
+    assert connect(store).execute("SELECT count(DISTINCT seq_id) FROM tokens").fetchone() == (16,)
+
+
+def test_expected_token_sequences_per_step():
+    # LLDS settings, 2,560 sequences per step: 0.1 · min(2560, 64) + 0.9 · min(0.05 · 2560 = 128, 64) = 6.4 + 57.6
+    assert Sampling().expected_seqs(2560) == pytest.approx(64.0)
+    # a built-in run of 32 per step is under the cap: 0.1 · 32 + 0.9 · 1.6 = 3.2 + 1.44
+    assert Sampling().expected_seqs(32) == pytest.approx(4.64)
+    assert Sampling(token_seqs_per_step=0).expected_seqs(2560) == pytest.approx(256 + 0.9 * 128)  # 371.2
