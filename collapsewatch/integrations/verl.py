@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY, get_policy_loss_fn, register_policy_loss
 from verl.utils import tensordict_utils as tu
 
@@ -124,7 +125,7 @@ class WorkerTap:
             return None
         from ..monitor import Monitor
 
-        self._hook = torch.optim.optimizer.register_optimizer_step_post_hook(self._count_update)
+        self._hook = register_optimizer_step_post_hook(self._count_update)
         # each worker process is one rank of the run (its torch.distributed rank); a restarted job sets $..._RESUME=1
         self.monitor = Monitor(store, run, objective=f"verl:{mode}", clip=clip_spec(config, mode),
                                resume=os.environ.get(ENV_RESUME, "0") == "1")

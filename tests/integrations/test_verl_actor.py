@@ -1,0 +1,99 @@
+"""verl's actor update on CPU with ``loss_mode=collapsewatch`` and the driver hook: the per-token rows a verl worker
+writes carry the driver's rewards, groups and sequence ids (see verl_cpu.py for what is verl's own code here).
+Runs in .venv-verl (``make test``)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("verl", reason="real-verl tests run in .venv-verl (make verl-env; make test runs them)")
+
+import torch  # noqa: E402
+import verl_cpu  # noqa: E402  (tests/integrations/verl_cpu.py; verl ships its own top-level `tests` package)
+from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
+
+from collapsewatch import connect  # noqa: E402
+from collapsewatch.integrations import verl as cw_verl  # noqa: E402
+from collapsewatch.integrations import verl_driver  # noqa: E402
+
+REWARDS = [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0]  # 4 prompts × n = 2: groups mixed, all-1, all-0, mixed
+
+
+@pytest.fixture
+def tap(monkeypatch, store):
+    verl_cpu.cpu_world()
+    verl_cpu.patch_cpu_device(monkeypatch)
+    monkeypatch.setenv(cw_verl.ENV_STORE, str(store))
+    monkeypatch.setenv(cw_verl.ENV_RUN, "verl-cpu")
+    fresh = cw_verl.WorkerTap()
+    monkeypatch.setattr(cw_verl, "TAP", fresh)
+    monkeypatch.setattr(RayPPOTrainer, "_update_actor", RayPPOTrainer._update_actor)  # undone after the test
+    verl_driver.install(RayPPOTrainer)
+    yield fresh
+    if fresh._hook is not None:
+        fresh._hook.remove()
+
+
+def test_actor_update_records_rows_joined_to_the_driver_batch(tap, store):
+    torch.manual_seed(0)
+    model = verl_cpu.tiny_model()
+    cfg = verl_cpu.actor_config(ppo_mini_batch_size=2, micro=2, n=2)  # 8 sequences: 2 mini-batches × 2 micro
+    trainer = verl_cpu.driver(verl_cpu.training_worker(model, cfg), n=2, mini=2)
+    before = [p.detach().clone() for p in model.parameters()]
+    batch = verl_cpu.rollout_batch(model, REWARDS, n=2)
+    out = trainer._update_actor(batch)  # verl's own driver method, wrapped by collapsewatch's hook
+    metrics = out.meta_info["metrics"]
+    assert len(metrics["actor/pg_loss"]) == 2  # two mini-batches → two optimizer steps
+    assert any((a != b).any() for a, b in zip(before, model.parameters(), strict=True))  # the update happened
+    assert tap.errors == 0 and tap.monitor is not None
+    tap.monitor.close()
+    con = connect(store)
+    # driver fields reached the worker's rows: seq_id = step·2³² + row, reward = Σ token_level_scores
+    seqs = con.execute("SELECT seq_id, reward, correct, group_id FROM sequences ORDER BY seq_id").fetchall()
+    assert [s[0] - (1 << 32) for s in seqs] == list(range(8))
+    assert [s[1] for s in seqs] == REWARDS
+    assert [s[2] for s in seqs] == [r >= 1.0 for r in REWARDS]
+    assert [s[3] - (1 << 32) for s in seqs] == [0, 0, 1, 1, 2, 2, 3, 3]  # np.unique order of prompt-0..3
+    step = con.execute("SELECT step, n_seqs, reward_mean, correct_frac, zero_std_group_frac, on_policy "
+                       "FROM steps").fetchall()
+    # one step (global_steps = 1) of 8 sequences; 4 of 8 rewards are 1; groups all-1 and all-0 → 4/8 zero-std
+    assert step == [(1, 8, 0.5, 0.5, 0.5, False)]
+    # tokens: every response token of the 8 sequences (step 1 is not a multiple of token_every = 10, so sampled
+    # rows only); per-sequence n_model_tokens = the response lengths 6, 5, 4, 6, 5, 4, 6, 5
+    assert [r[0] for r in con.execute("SELECT n_model_tokens FROM sequences ORDER BY seq_id").fetchall()] == [
+        6, 5, 4, 6, 5, 4, 6, 5]
+    # the correct / incorrect split of the likelihood (LLD's input) exists, from verl's old_log_probs; the entropy is
+    # the one verl computed for its loss (calculate_entropy), a random-init model's: near ln 64 = 4.16 nats
+    lc, li, ent, p50 = con.execute("SELECT logp_old_mean_correct, logp_old_mean_incorrect, entropy_mean, "
+                                   "ratio_p50_pos FROM steps").fetchone()
+    assert lc < 0 and li < 0 and 3.0 < ent <= 4.16
+    assert p50 is not None  # two mini-batches: the second trains after an update, so ratios exist (off-policy)
+
+
+def test_one_mini_batch_per_rollout_is_on_policy(tap, store):
+    # ppo_mini_batch_size = 4 prompts × n = 2 = the whole batch: one optimizer step, π_θ = π_old throughout → the
+    # step is told on-policy and every ratio metric is NULL (DESIGN §3), the likelihood signals still exist
+    model = verl_cpu.tiny_model()
+    trainer = verl_cpu.driver(verl_cpu.training_worker(model, verl_cpu.actor_config(4, 2, 2)), n=2, mini=4)
+    trainer._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2))
+    tap.monitor.close()
+    on_policy, p50, ppo_kl, lc = connect(store).execute(
+        "SELECT on_policy, ratio_p50_pos, ppo_kl, logp_old_mean_correct FROM steps").fetchone()
+    assert (on_policy, p50, ppo_kl) == (True, None, None) and lc < 0
+
+
+def test_the_update_is_bit_identical_to_verls_own_loss(tap, store):
+    # the same model, batch and config through verl's update with loss_mode=vanilla and loss_mode=collapsewatch:
+    # identical parameters afterwards (max abs diff 0.0) and identical logged losses
+    results = []
+    for mode in ("vanilla", "collapsewatch"):
+        model = verl_cpu.tiny_model(seed=3)
+        cfg = verl_cpu.actor_config(2, 2, 2, loss_mode=mode)
+        trainer = verl_cpu.driver(verl_cpu.training_worker(model, cfg), n=2, mini=2)
+        out = trainer._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2, seed=5))
+        results.append(([p.detach().clone() for p in model.parameters()], out.meta_info["metrics"]["actor/pg_loss"]))
+    (p_ref, loss_ref), (p_cw, loss_cw) = results
+    assert max((a - b).abs().max().item() for a, b in zip(p_ref, p_cw, strict=True)) == 0.0
+    assert loss_cw == loss_ref
+    assert tap.monitor is not None and tap.errors == 0  # the collapsewatch run did record
+    tap.monitor.close()
