@@ -160,7 +160,11 @@ class StarvationConfig(Timing):
     warn_frac: float = 0.8
     """Warning when the zero_std_group_frac level reaches this."""
     critical_frac: float = 0.95
-    """Critical when it reaches this."""
+    """Critical when the mean of the last ``critical_window`` points reaches this …"""
+    critical_window: int = 20
+    """… points of zero_std_group_frac (not the 5-point level: with few groups per step, e.g. 4 groups of 4, a
+    few all-equal steps in a row are ordinary; the lab's corpus raised a false critical on a healthy run
+    that way)."""
 
 
 @dataclass(frozen=True)

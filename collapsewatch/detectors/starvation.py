@@ -1,6 +1,8 @@
 """Signal starvation, phase ``starvation``: groups whose rewards are all equal have zero GRPO advantage.
 
-level(zero_std_group_frac) ≥ warn_frac → warning, ≥ critical_frac → critical. The evidence tells an
+level(zero_std_group_frac) ≥ warn_frac → warning; critical when, in addition, the mean over the last
+critical_window points is ≥ critical_frac (sustained: a few all-equal steps in a row are ordinary for small
+batches of groups, so a 5-point level alone must not make it critical). The evidence tells an
 all-correct batch (task too easy) from an all-wrong one (policy lost) by the correct_frac / reward level.
 """
 
@@ -30,9 +32,13 @@ class Starvation:
         reward = h.series("reward_mean", k)
         correct_level = correct.level(k) if len(correct) else None
         kind = "unknown" if correct_level is None else ("all-correct" if correct_level >= 0.5 else "all-wrong")
+        sustained = h.series("zero_std_group_frac", c.critical_window)
+        mean = float(sustained.values.mean())
         ev = {"zero_std_group_frac_level": level, "correct_frac_level": correct_level,
-              "reward_level": reward.level(k) if len(reward) else None, "groups": kind}
-        severity = "critical" if level >= c.critical_frac else "warning"
+              "reward_level": reward.level(k) if len(reward) else None, "groups": kind,
+              "zero_std_group_frac_mean": mean, "mean_points": len(sustained)}
+        critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
+        severity = "critical" if critical else "warning"
         return {"starvation": Finding(
             severity, "zero_std_group_frac", level, c.warn_frac, k,
             f"signal starvation: {level:.0%} of groups have zero reward std (mostly {kind})", ev)}

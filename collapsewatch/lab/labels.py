@@ -5,8 +5,8 @@
   ``SMOOTH`` points; best = running max of the level. The collapse step is the first step where
   best ≥ ``MIN_BEST``, level ≤ ``COLLAPSE_FRAC`` × best, and the level never again exceeds
   ``RECOVER_FRAC`` × that best later in the run (a dip the run recovers from is not a collapse).
-* **Near best**: a step whose level is ≥ ``NEAR_BEST_FRAC`` × best — a ``critical`` flag there breaks the
-  severity promise (DESIGN.md §6).
+* **Near best**: the severity gate's rule (``detectors.severity.near_best_points``) — a ``critical`` flag
+  there breaks the severity promise (DESIGN.md §6); one definition for the gate and the lab.
 * **User labels**: a CSV with columns ``run, kind, onset, collapse`` (empty cells = none) overrides the
   derived labels of the runs it names — for TRL / verl / ingested histories whose config has no drill.
 """
@@ -25,11 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..detectors.config import DetectorConfig
+from ..detectors.severity import near_best_points
+
 SMOOTH = 10
 MIN_BEST = 0.2
 COLLAPSE_FRAC = 0.5
 RECOVER_FRAC = 0.75
-NEAR_BEST_FRAC = 0.9
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,14 @@ def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH)
     return None
 
 
-def near_best_steps(steps: np.ndarray, reward: np.ndarray) -> set[int]:
-    """Steps whose reward level is at or near its running best (≥ NEAR_BEST_FRAC × best, best > 0)."""
-    level, best = reward_level(steps, reward)
-    ok = (best > 0) & (level >= NEAR_BEST_FRAC * best)
-    return {int(s) for s, k in zip(steps, ok, strict=True) if k}
+def near_best_steps(steps: np.ndarray, reward: np.ndarray, cfg: DetectorConfig | None = None) -> set[int]:
+    """Steps where the reward is at or near its running best by the severity gate's own rule
+    (:func:`collapsewatch.detectors.severity.near_best_points`, one home): a ``critical`` flag there breaks
+    the promise the gate makes."""
+    steps, reward = np.asarray(steps), np.asarray(reward, dtype="float64")
+    keep = ~np.isnan(reward)
+    ok = near_best_points(reward[keep], cfg)
+    return {int(s) for s, k in zip(steps[keep], ok, strict=True) if k}
 
 
 def drill_of(config: Mapping[str, Any] | str | None) -> tuple[str, int | None]:

@@ -57,3 +57,25 @@ def test_without_reward_the_gate_cannot_tell_and_nonfinite_is_exempt():
     assert spans(suite.episodes(), "nonfinite") == [("nonfinite", 50, 59, "critical")]
     not_exempt = DetectorConfig(enabled=("nonfinite",), severity=SeverityConfig(exempt=()))
     assert spans(feed(data, not_exempt)[1].episodes(), "nonfinite") == [("nonfinite", 50, 59, "warning")]
+
+
+def test_near_best_points_is_the_gates_rule_at_every_point():
+    # Defaults: level = median of 5 points, the gate needs 2·5 = 10 points, margin max(0.02, 0.1·best).
+    # reward 0.5 × 10 then 0.3 × 5. Points 0–8: cannot tell → False. 9: levels all 0.5 → near. 10: last five
+    # [.5 .5 .5 .5 .3] → 0.5, near; 11: [.5 .5 .5 .3 .3] → 0.5, near; 12–14: median 0.3, best − now = 0.2 ≥ 0.05.
+    from collapsewatch.detectors.history import History, Row
+    from collapsewatch.detectors.severity import near_best_points, reward_near_best
+
+    reward = [0.5] * 10 + [0.3] * 5
+    assert near_best_points(reward).tolist() == [False] * 9 + [True] * 3 + [False] * 3
+    # and it is the online gate's answer at each point, with a shorter peak window too (window 12: at point 14
+    # the gate sees points 3–14, whose levels still hold a 0.5)
+    cfg = DetectorConfig()
+    short = replace(cfg, signals=replace(cfg.signals, reward_peak_window=12))
+    for c in (cfg, short):
+        h, online = History(200), []
+        for step, r in enumerate(reward):
+            h.push(Row(step, {"reward_mean": r}))
+            near = reward_near_best(h, c)
+            online.append(bool(near and near[0]))
+        assert near_best_points(reward, c).tolist() == online

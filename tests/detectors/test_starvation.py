@@ -10,15 +10,17 @@ ONLY = DetectorConfig(enabled=("starvation",))
 
 
 def test_warning_then_critical_and_the_kind_of_groups():
-    # 0.3 until 50, 0.9 until 80, then 1.0; all wrong. Level ≥ 0.8 from 52 → opens at 54 (warning);
-    # level ≥ 0.95 from 82 → the episode becomes critical. The reward fell from 0.5 to 0 at 50, far from its
+    # 0.3 until 50, 0.85 until 80, then 1.0; all wrong. Level ≥ 0.8 from 52 → opens at 54 (warning).
+    # Critical needs the mean of the last 20 points ≥ 0.95: with n points of 1.0 after 80 (step 79 + n) the
+    # mean is 0.85 + 0.15 n / 20 — 0.9475 at n = 13 (step 92), 0.955 at n = 14 (step 93): critical from 93,
+    # although the 5-point level reached 1.0 at 82. The reward fell from 0.5 to 0 at 50, far from its
     # best, so the severity gate lets critical through (a reward at 0 all along would be "at its best").
-    frac = lambda s: 0.3 if s < 50 else (0.9 if s < 80 else 1.0)  # noqa: E731
+    frac = lambda s: 0.3 if s < 50 else (0.85 if s < 80 else 1.0)  # noqa: E731
     stream, suite = feed(rows(100, zero_std_group_frac=frac, correct_frac=0.0,
                               reward_mean=lambda s: 0.5 if s < 50 else 0.0), ONLY)
     assert spans(suite.episodes(), "starvation") == [("starvation", 54, 99, "critical")]
     sev = {e.step_end: e.severity for e in stream}
-    assert sev[81] == "warning" and sev[82] == "critical"
+    assert sev[82] == sev[92] == "warning" and sev[93] == "critical"
     assert suite.episodes()[0].evidence["groups"] == "all-wrong"
 
 
@@ -27,3 +29,12 @@ def test_all_correct_groups_are_named_and_healthy_levels_do_not_flag():
     assert suite.episodes()[0].evidence["groups"] == "all-correct"
     _, suite = feed(rows(100, zero_std_group_frac=lambda s: 0.95 if s % 10 == 0 else 0.4), ONLY)
     assert suite.episodes() == []
+
+
+def test_a_short_run_of_starved_steps_is_a_warning_not_critical():
+    # The corpus's false critical: 4 groups per step, so a few steps in a row with every group all-equal are
+    # ordinary. 0.5 everywhere but steps 40–46 at 1.0: the 5-point level is 1.0 at 44–46 (≥ 0.8: opens at 46
+    # after 3 confirming steps, warning); the 20-point mean never exceeds (7 · 1.0 + 13 · 0.5) / 20 = 0.675.
+    _, suite = feed(rows(80, zero_std_group_frac=lambda s: 1.0 if 40 <= s <= 46 else 0.5, correct_frac=0.0,
+                         reward_mean=lambda s: 0.5 if s < 40 else 0.0), ONLY)
+    assert [(p, sev) for p, _, _, sev in spans(suite.episodes(), "starvation")] == [("starvation", "warning")]
