@@ -8,6 +8,6 @@ Drills themselves live with the trainer (``collapsewatch.trainer.drills``); docs
 """
 
 from .labels import RunLabel, reward_collapse
-from .score import OWN_DETECTOR, score
+from .score import OWN_DETECTORS, score
 
-__all__ = ["OWN_DETECTOR", "RunLabel", "reward_collapse", "score"]
+__all__ = ["OWN_DETECTORS", "RunLabel", "reward_collapse", "score"]

@@ -28,9 +28,13 @@ from .labels import RunLabel
 
 SEVERITIES = ("info", "warning", "critical")
 ANY_PHASE = "*"
-# The detector each drill is meant to trip (its "own" detector): the lab's targets are stated on these.
-OWN_DETECTOR = {"lld": "lld", "isdd": "isdd", "blowup": "grad", "mismatch": "mismatch",
-                "starvation": "starvation", "nonfinite": "nonfinite"}
+# The detectors each drill is meant to trip (its "own" detectors): the lab's targets are stated on these. A
+# learning-rate blow-up has two textbook signatures: a grad-norm explosion and an entropy blow-up (Adam's
+# step is bounded by lr whatever the gradient, so on the built-in model the pre-clip grad norm does not spike
+# while the sampling distribution flattens — docs/detectors.md); both are scored.
+OWN_DETECTORS: dict[str, tuple[str, ...]] = {
+    "lld": ("lld",), "isdd": ("isdd",), "blowup": ("grad", "entropy"), "mismatch": ("mismatch",),
+    "starvation": ("starvation",), "nonfinite": ("nonfinite",)}
 FLAG_COLUMNS = ["run", "detector", "phase", "severity", "step_start"]
 SCORE_COLUMNS = ["detector", "phase", "severity", "drill", "drilled_runs", "flagged_share", "delay_median",
                  "lead_median", "false_pre_onset_per_1k", "false_healthy_per_1k", "critical_near_best"]
@@ -91,12 +95,12 @@ def score(flags: pd.DataFrame, labels: Iterable[RunLabel], near_best: Mapping[st
     flags = flags[FLAG_COLUMNS] if len(flags) else pd.DataFrame(columns=FLAG_COLUMNS)
     rank = flags["severity"].map(SEVERITY_RANK)
     kinds = sorted({lab.kind for lab in labels if lab.kind})
-    detectors = sorted(set(flags["detector"]) | {d for k, d in OWN_DETECTOR.items() if k in kinds})
+    detectors = sorted(set(flags["detector"]) | {d for k, ds in OWN_DETECTORS.items() if k in kinds for d in ds})
     rows = []
     for det in detectors:
         of_det = flags[flags["detector"] == det]
         phases = [ANY_PHASE, *sorted(set(of_det["phase"]))]
-        targets = kinds if all_kinds else [k for k in kinds if OWN_DETECTOR.get(k) == det] or [""]
+        targets = kinds if all_kinds else [k for k in kinds if det in OWN_DETECTORS.get(k, ())] or [""]
         for phase in phases:
             for sev in SEVERITIES:
                 sel = flags[(flags["detector"] == det) & (rank >= SEVERITY_RANK[sev])

@@ -63,6 +63,18 @@ def test_score_single_phase_and_other_kinds():
     assert vs_isdd.iloc[0]["flagged_share"] == 0.0 and pd.isna(vs_isdd.iloc[0]["delay_median"])
 
 
+def test_a_drill_with_two_own_detectors_scores_both():
+    # blowup's own detectors are grad and entropy: one blowup run (onset 10) flagged by entropy at 16 only.
+    # grad row: drilled 1, flagged 0; entropy row: flagged 1/1, delay 6. lld flags nothing of it.
+    labels = [RunLabel("x", "blowup", 10, None, 0, 39)]
+    flags = pd.DataFrame([("x", "entropy", "blowup", "critical", 16)], columns=FLAGS.columns)
+    table = score(flags, labels)
+    own = table[(table["phase"] == "*") & (table["severity"] == "warning")].set_index("detector")
+    assert set(own.index) == {"grad", "entropy"} and set(own["drill"]) == {"blowup"}
+    assert (own.loc["grad", "drilled_runs"], own.loc["grad", "flagged_share"]) == (1, 0.0)
+    assert (own.loc["entropy", "flagged_share"], own.loc["entropy", "delay_median"]) == (1.0, 6.0)
+
+
 def test_a_collapse_before_onset_gives_no_lead():
     labels = [RunLabel("a", "lld", 10, 4, 0, 49)]  # the reward collapsed at 4, before the drill began
     flags = pd.DataFrame([("a", "lld", "steady_decay", "warning", 12)], columns=FLAGS.columns)
