@@ -90,3 +90,22 @@ def calibrate_cmd(store: StoreArg,
         return
     typer.echo(f"held-out score ({len(held)} runs) with {out}:")
     print_frame(table)
+
+
+@app.command("hold")
+@friendly
+def hold_cmd(store: StoreArg, labels: LabelsOpt = None,
+             runs: Annotated[bool, typer.Option("--runs", help="One row per drilled run instead of per "
+                                                "objective and drill.")] = False,
+             as_json: JsonOpt = False) -> None:
+    """Per objective and drill: did the reward, L and the A>0 ratios hold after the onset? (the seeds' claim)"""
+    from .corpus import load_corpus
+    from .hold import L_DROP, RATIO_FRAC, WINDOW, hold_table
+
+    corpus = load_corpus(store, labels)
+    per_run, table = hold_table(corpus.labels.values(), corpus.frames, corpus.objectives)
+    print_frame(per_run if runs else table, as_json=as_json)
+    if not as_json:
+        typer.echo(f"before = the {WINDOW} steps before the onset, after = the last {WINDOW} steps; reward held = no "
+                   f"reward collapse after the onset; L held = L after ≥ L before − {L_DROP}; ratios held = A>0 "
+                   f"p05 after ≥ {RATIO_FRAC} × before (docs/detectors.md)")

@@ -14,6 +14,7 @@ import pandas as pd
 from ..detectors import DetectorConfig, detect_frame
 from ..offline import run_steps
 from ..store.queries import Store, run_names
+from .hold import objective_of
 from .labels import RunLabel, label_run, near_best_steps, read_label_file
 from .score import FLAG_COLUMNS
 
@@ -27,11 +28,14 @@ class Corpus:
     near_best: dict[str, set[int]] = field(default_factory=dict)
     online: dict[str, pd.DataFrame] = field(default_factory=dict)
     """The online detector episodes the store holds per run (source = online)."""
+    objectives: dict[str, str] = field(default_factory=dict)
+    """The objective each run's config names ("?" for runs without one)."""
 
     def subset(self, runs: list[str]) -> Corpus:
         return Corpus({r: self.frames[r] for r in runs}, {r: self.labels[r] for r in runs},
-                      {r: self.near_best.get(r, set()) for r in runs}, {r: self.online[r] for r in runs
-                                                                          if r in self.online})
+                      {r: self.near_best.get(r, set()) for r in runs},
+                      {r: self.online[r] for r in runs if r in self.online},
+                      {r: self.objectives.get(r, "?") for r in runs})
 
 
 def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | None = None) -> Corpus:
@@ -59,7 +63,7 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
     if unknown:
         raise ValueError(f"labels name run(s) not in the store: {', '.join(unknown[:5])}")
     online = {r: g.reset_index(drop=True) for r, g in events.groupby("run")}
-    return Corpus(frames, labels, near, online)
+    return Corpus(frames, labels, near, online, {r: objective_of(configs.get(r)) for r in frames})
 
 
 def flags(corpus: Corpus, config: DetectorConfig | None = None) -> pd.DataFrame:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -50,3 +52,8 @@ def test_lab_run_trains_then_resumes(tmp_path):
     assert "blowup-grpo-s0: finished, 2 steps" in first.output
     second = runner.invoke(app, ["lab", "run", str(grid), "--store", str(store)])
     assert "1 already done, 0 to train" in second.output and "blowup-grpo-s0:" not in second.output
+    # `lab hold` reads the same store: one blowup run of objective grpo (its config says so)
+    held = runner.invoke(app, ["lab", "hold", str(store), "--runs", "--json"])
+    assert held.exit_code == 0, held.output
+    rows = json.loads(held.output)  # records
+    assert [(r["run"], r["objective"], r["drill"]) for r in rows] == [("blowup-grpo-s0", "grpo", "blowup")]
