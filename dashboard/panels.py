@@ -43,7 +43,9 @@ PANELS: tuple[Panel, ...] = (
     Panel("entropy", "entropy (nats)", (Series("entropy_p05", "p05", "lower"),
                                         Series("entropy_p95", "p05–p95", "upper"),
                                         Series("entropy_mean", "mean"))),
-    Panel("ratio_pos", "ratio r, A>0 tokens", _fan("pos"), ratio_metric=True, log_y=True, ref_y=1.0),
+    Panel("ratio_pos", "ratio r, A>0 tokens (dotted: per turn, w_k)",
+          (*_fan("pos"), Series("turn_ratio_p05_pos", "turn p05", dash="dot"),
+           Series("turn_ratio_p50_pos", "turn median", dash="dot")), ratio_metric=True, log_y=True, ref_y=1.0),
     Panel("ratio_neg", "ratio r, A<0 tokens", _fan("neg"), ratio_metric=True, log_y=True, ref_y=1.0),
     Panel("clip", "clip & low-ratio fractions", (
         Series("clip_low_frac", "clip low (A<0)"), Series("clip_high_frac", "clip high (A>0)"),

@@ -28,6 +28,7 @@ METRIC_COLOURS: dict[str, str] = {
     "entropy_p95": "#ffca28",
     "ratio_p50_pos": POS, "ratio_p05_pos": POS, "ratio_p95_pos": POS, "ratio_mean_pos": POS,
     "ratio_p50_neg": NEG, "ratio_p05_neg": NEG, "ratio_p95_neg": NEG, "ratio_mean_neg": NEG,
+    "turn_ratio_p05_pos": "#90caf9", "turn_ratio_p50_pos": "#bbdefb",
     "clip_high_frac": POS,
     "clip_low_frac": NEG,
     "clip_low_frac_pos": "#80deea",

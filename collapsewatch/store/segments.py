@@ -168,8 +168,9 @@ def _q(path: str | Path) -> str:
 
 
 def files_scan(paths: list[str], empty: Path) -> str:
-    """A Parquet scan of exactly ``paths``, or of the table's typed ``empty`` file when there are none."""
-    quoted = ", ".join(f"'{_q(p)}'" for p in (paths or [str(empty)]))
+    """A Parquet scan of exactly ``paths`` plus the table's typed ``empty`` file (no rows), so that a column the
+    catalogue gained after those segments were written reads as NULL instead of failing to bind."""
+    quoted = ", ".join(f"'{_q(p)}'" for p in dict.fromkeys([*paths, str(empty)]))
     return f"read_parquet([{quoted}], union_by_name = true)"
 
 

@@ -24,3 +24,16 @@ def test_runs_written_before_a_migration_still_open(tmp_path):
     got = live.load("grpo-collapse")
     assert got is not None and got["state"]["last"] == 199 and len(got["events"]) > 0
     history.clear()
+
+
+def test_listed_segments_read_metrics_added_after_them(tmp_path):
+    # the live overview reads only the segments it has not drawn yet (step_rows(files=...)); the sample runs'
+    # segments predate the per-turn ratio metrics, which must read as NULL there, not fail to bind
+    from collapsewatch.store.queries import step_rows
+
+    root = tmp_path / "store"
+    shutil.copytree(SAMPLES, root)
+    files = {t: sorted(str(p) for p in (root / "grpo-collapse" / t).glob("*.parquet"))
+             for t in ("step_metrics", "scalars")}
+    rows = step_rows(Store(root), "grpo-collapse", ["ratio_p05_pos", "turn_ratio_p05_pos"], after=-1, files=files)
+    assert len(rows) == 200 and rows["turn_ratio_p05_pos"].isna().all() and rows["ratio_p05_pos"].notna().any()
