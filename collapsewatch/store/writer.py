@@ -376,4 +376,4 @@ class StoreWriter:
         if not self._reported:
             self._reported = True
             log.error("collapsewatch: cannot write to store %s (%s); training continues, rows are kept for "
-                      "retry and failures are counted in runs.write_errors", self.root, e)
+                      "retry and failures are counted in runs.write_errors", self.where.show(self.root), e)

@@ -247,3 +247,32 @@ def test_the_dashboard_serves_a_url(url):
         r = client.post("/_dash-update-component", json=body)
         assert r.status_code == 200, (path, r.data[:300])
         assert b"No run named" not in r.data, path
+
+
+def test_an_endpoint_outage_costs_nothing_once_it_is_back(tmp_path, monkeypatch, caplog):
+    """The server stops mid-run: the flush fails (counted, reported once by URL), its segment stays in the spool;
+    once a server answers on the same address again, the next flush publishes it and the rows are all there."""
+    from moto.server import ThreadedMotoServer
+
+    server = s3server.start()  # its own server: this test stops it
+    server.create_bucket("outage")
+    for k, v in server.env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))
+    w = StoreWriter("s3://outage/run", "o", compact_every=0)
+    rows = lambda step: {"run": ["o"], "rank": [0], "step": [step], "key": ["lr"], "value": [float(step)]}  # noqa: E731
+    w.append("scalars", rows(0))
+    assert w.flush()
+    server.stop()
+    w.append("scalars", rows(1))
+    assert not w.flush() and w.write_errors == 2  # the segment's upload, then the run row's
+    assert "cannot write to store s3://outage/run (" in caplog.text
+    again = ThreadedMotoServer(ip_address="127.0.0.1", port=int(server.endpoint.rsplit(":", 1)[1]), verbose=False)
+    again.start()  # moto keeps its buckets in this process: the same store is back
+    try:
+        w.append("scalars", rows(2))
+        assert w.flush("finished") and w.write_errors == 2
+        assert connect("s3://outage/run").execute("SELECT list(step ORDER BY step) FROM scalars").fetchone() == (
+            [0, 1, 2],)
+    finally:
+        again.stop()
