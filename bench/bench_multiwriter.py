@@ -2,8 +2,8 @@
 and into an S3 server on 127.0.0.1 (moto, in this process), through the real ``StoreWriter``.
 
 Each writer is one process (a rank), with its own spool for the S3 store (its own "machine"). It appends real token
-rows (the ``tokens`` table of a sample run of the built-in trainer, re-stamped with its run, rank and step) plus that
-step's ``sequences`` rows, ``ROWS`` token rows per flush, and flushes ``FLUSHES`` times; rows/s counts token and
+rows (the ``tokens`` table of a sample run of the built-in trainer, re-stamped with its rank and step) plus sequence
+rows of the same run (one per 10 token rows), ``--rows`` token rows per flush, and flushes ``FLUSHES`` times; rows/s counts token and
 sequence rows over the writer's flush loop (imports and start-up excluded; all writers start together).
 
     python -m bench.bench_multiwriter [--flushes 10] [--writers 1,2,4,8]
@@ -59,7 +59,7 @@ def _inputs(tmp: Path, rows: int) -> tuple[Path, Path]:
     import pyarrow as pa
 
     tok = pa.concat_tables([tok] * reps).slice(0, rows)
-    n_seq = max(1, round(rows / (tok.num_rows / max(1, seq.num_rows)) / 10))
+    n_seq = max(1, rows // 10)  # one sequence row per 10 token rows
     seq = pa.concat_tables([seq] * (-(-n_seq // seq.num_rows))).slice(0, n_seq)
     tp, sp = tmp / "tokens.parquet", tmp / "sequences.parquet"
     pq.write_table(conform(tok, arrow_schemas()["tokens"]), tp)

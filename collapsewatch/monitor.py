@@ -228,6 +228,7 @@ class Monitor:
 
                 try:
                     compact_run(self.writer.where, self.run, rank=self.rank)
+                    self.writer.drop_spool()  # an object store's: every segment is in the bucket now
                 except Exception:
                     log.exception("collapsewatch: compaction of run %s failed; segments are intact", self.run)
         finally:

@@ -7,6 +7,9 @@ Layout of a store directory::
     STORE/<run>/<table>/r<rank>-<n>-<uid>.parquet   one immutable segment per flush, renamed into place
     STORE/<run>/runs/r<rank>.parquet        the rank's run row, atomically replaced at every heartbeat
     STORE/<run>/<run>.duckdb                 the run as one DuckDB database file, written at compaction
+    STORE/<run>/_published/r<rank>-<n>-<uid> object stores only: the marker that publishes flush n (location.py)
+
+STORE is a folder (local or a shared filesystem) or ``s3://bucket/prefix`` (``location.py``).
 
 Why: DuckDB lets one process hold a database file read-write and locks others out, yet readers (the
 dashboard, ``collapsewatch sql``) must read while several ranks write. Immutable segments renamed into

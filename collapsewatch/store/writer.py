@@ -2,7 +2,10 @@
 
 Every segment is written to a hidden temporary name and ``os.replace``d into place, so readers see a
 segment whole or not at all. A failed flush (full disk, permissions) keeps the rows for the next try,
-counts the failure and reports it once; it never raises into the training loop.
+counts the failure and reports it once; it never raises into the training loop. The segments of one flush share
+its number (``r<rank>-<flush>-<uid>``). On an object store (``location.py``) they are written to a local spool,
+uploaded under their final names, and the flush is published by its marker, written last; an upload that fails
+leaves the spooled files to the next flush.
 
 Live compaction: a long run would leave thousands of small segments (one per table every flush), and every
 query and cold dashboard load reads every file's footer. So once ``compact_every`` segments of a table have been
@@ -346,6 +349,16 @@ class StoreWriter:
             self._retire(level[table])
             level[table] = []
             (nxt if nxt is not None else self._merged)[table].append(merged)
+
+    def drop_spool(self) -> None:
+        """Object stores: delete this rank's spooled segments of the run once every flush is published (the
+        bucket holds them; the spool would otherwise keep a copy of everything the rank wrote). No-op otherwise."""
+        if self.where.remote is None or self._outbox:
+            return
+        for f in (self.root / self.run).glob(f"*/r{self.rank}-*.parquet"):
+            f.unlink(missing_ok=True)
+        self._small.clear()
+        self._merged.clear()
 
     def _retire(self, merged: list[Path]) -> None:
         """Delete the marker of each flush whose segments are all merged now (object stores: markers do not pile
