@@ -174,3 +174,15 @@ def test_sampo_recipe_trains(store):
     rows = con.execute("SELECT resampled_groups, n_seqs FROM steps ORDER BY step").fetchall()
     assert rows[0] == rows[1] and rows[0][0] in (0.0, 2.0, 4.0) and rows[0][1] == 4
     assert json.loads(con.execute("SELECT config FROM runs").fetchone()[0])["advantages"] == "gigpo"
+
+
+def test_gigpo_returns_follow_a_drills_rewards(store):
+    # a starvation drill of strength 1 sets every reward of the rollout to 0; GiGPO's per-turn returns must follow
+    # (the last turn's reward moves by the same amount), so every advantage is 0: A^E = 0 (equal rewards) and every
+    # step group's returns are all 0. (The same seed's undrilled rollout has right answers: test above.)
+    cfg = load_config(overrides=[*SMALL, "advantages=gigpo"], steps=1, store=str(store), run="gigpo-starved",
+                      progress=False, drill={"kind": "starvation", "at_step": 0, "strength": 1.0})
+    train(cfg)
+    con = connect(store)
+    assert con.execute("SELECT max(reward) FROM sequences").fetchone() == (0.0,)
+    assert con.execute("SELECT max(abs(advantage)) FROM tokens WHERE mask").fetchone() == (0.0,)
