@@ -37,6 +37,7 @@ from verl.utils import tensordict_utils as tu
 
 from ..batch import TokenBatch
 from ..probe import ClipSpec
+from ._trl_tap import REPLAY_STRIDE
 
 log = logging.getLogger("collapsewatch")
 
@@ -148,8 +149,13 @@ class WorkerTap:
             self._step, self._updates = int(step), 0
         bypass = bool(_non_tensor(td, KEY + "bypass")) if td is not None else False
         on_policy = (self._updates == 0 and not bypass) if told else None
-        monitor.observe(self.token_batch(old_log_prob, log_prob, advantages, response_mask, td, entropy, on_policy),
-                        self._step)
+        # ppo_epochs > 1 trains each sequence once per epoch within one step: its e-th pass is seq_id + e·2⁴⁰ (the
+        # TRL tap's replay rule), so sequence rows stay unique and seq_id mod 2⁴⁰ follows the sequence
+        epoch = self._updates // (_non_tensor(td, KEY + "mini_batches") or 1) if told else 0
+        batch = self.token_batch(old_log_prob, log_prob, advantages, response_mask, td, entropy, on_policy)
+        if epoch and batch.seq_ids is not None:
+            batch.seq_ids = batch.seq_ids + epoch * REPLAY_STRIDE
+        monitor.observe(batch, self._step)
 
     @staticmethod
     def token_batch(old_log_prob: Tensor, log_prob: Tensor, advantages: Tensor, response_mask: Tensor, td: Any,

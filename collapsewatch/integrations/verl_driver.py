@@ -31,8 +31,9 @@ TRAINER_MODULE = "verl.trainer.ppo.ray_trainer"
 ROW_BITS = 32  # seq_id = step · 2³² + row: unique over the run, stable across the mini-batches / epochs of a step
 
 
-def annotate(batch: Any, step: int, *, bypass: bool = False) -> None:
-    """Add the collapsewatch fields of one training step to verl's ``batch`` (a ``DataProto``), in place."""
+def annotate(batch: Any, step: int, *, bypass: bool = False, mini_batches: int = 1) -> None:
+    """Add the collapsewatch fields of one training step to verl's ``batch`` (a ``DataProto``), in place.
+    ``mini_batches``: optimizer steps per epoch (B / (ppo_mini_batch_size · n)), so the worker knows the epoch."""
     t = batch.batch
     if "token_level_scores" not in t.keys() or "responses" not in t.keys():
         raise ValueError("annotate: verl batch lacks 'token_level_scores' or 'responses' (call it after the "
@@ -57,6 +58,13 @@ def annotate(batch: Any, step: int, *, bypass: bool = False) -> None:
         t[KEY + "truncated"] = response_len >= T
     batch.meta_info[KEY + "step"] = int(step)
     batch.meta_info[KEY + "bypass"] = bool(bypass)
+    batch.meta_info[KEY + "mini_batches"] = max(int(mini_batches), 1)
+
+
+def _mini_batches(trainer: Any, batch_size: int) -> int:
+    """verl's optimizer steps per epoch: the batch over ppo_mini_batch_size · rollout.n (``_update_actor``'s rule)."""
+    arr = trainer.config.actor_rollout_ref
+    return batch_size // (arr.actor.ppo_mini_batch_size * arr.rollout.n)
 
 
 def _bypass_mode(trainer: Any) -> bool:
@@ -76,7 +84,8 @@ def install(trainer_cls: Any = None) -> None:
 
     def _update_actor(self: Any, batch: Any) -> Any:
         try:
-            annotate(batch, self.global_steps, bypass=_bypass_mode(self))
+            annotate(batch, self.global_steps, bypass=_bypass_mode(self),
+                     mini_batches=_mini_batches(self, len(batch)))
         except Exception:  # the run goes on without per-sequence fields
             failures[0] += 1
             if failures[0] == 1:

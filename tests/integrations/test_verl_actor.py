@@ -97,3 +97,16 @@ def test_the_update_is_bit_identical_to_verls_own_loss(tap, store):
     assert loss_cw == loss_ref
     assert tap.monitor is not None and tap.errors == 0  # the collapsewatch run did record
     tap.monitor.close()
+
+
+def test_two_epochs_keep_sequence_rows_unique(tap, store):
+    # ppo_epochs = 2, 2 mini-batches per epoch: each sequence is trained twice in step 1; the second pass (after 2
+    # optimizer steps) is recorded as seq_id + 2⁴⁰, so 16 sequence rows, 8 per pass, rewards repeated
+    model = verl_cpu.tiny_model()
+    trainer = verl_cpu.driver(verl_cpu.training_worker(model, verl_cpu.actor_config(2, 2, 2)), n=2, mini=2, epochs=2)
+    trainer._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2))
+    tap.monitor.close()
+    rows = connect(store).execute("SELECT seq_id, reward FROM sequences ORDER BY seq_id").fetchall()
+    base = 1 << 32
+    assert [r[0] for r in rows] == [base + i for i in range(8)] + [(1 << 40) + base + i for i in range(8)]
+    assert [r[1] for r in rows] == REWARDS + REWARDS

@@ -4,6 +4,9 @@ exactly the wrapped loss, metrics and gradients; and the TokenBatch it records. 
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -89,3 +92,18 @@ def test_clip_spec_follows_verls_clip_settings():
     spec = cw_verl.clip_spec(cfg, "vanilla")
     assert (spec.eps_low, spec.eps_high, spec.dual_clip) == (0.2, 0.28, 3.0)
     assert cw_verl.clip_spec(cfg, "gspo").eps_low is None  # gspo clips the sequence ratio: token flags NULL
+
+
+def test_import_verl_alone_loads_the_plugin(tmp_path):
+    # a fresh interpreter, as in a Ray worker: `import verl` loads collapsewatch's verl.plugins entry point, which
+    # registers the loss modes; with COLLAPSEWATCH_STORE set, importing verl's trainer gets the driver hook
+    # (without it, verl_plugin installs nothing: one line, read there)
+    code = ("import verl\n"
+            "from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY as R\n"
+            "from verl.trainer.ppo.ray_trainer import RayPPOTrainer\n"
+            "print('collapsewatch' in R, 'collapsewatch.gspo' in R,"
+            " getattr(RayPPOTrainer._update_actor, '_collapsewatch', False))\n")
+    env = {**os.environ, cw_verl.ENV_STORE: str(tmp_path / "store")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "True True True"
