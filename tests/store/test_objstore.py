@@ -135,6 +135,8 @@ def test_every_command_works_on_a_url(url):
     p = _cli("detect", url, "--run", "u", "--write")
     assert p.returncode == 0, p.stderr
     assert "u/events/offline-r0.parquet" in remote.list()  # one PUT of the events segment
+    p = _cli("watch", url, "--once")
+    assert p.returncode == 0, p.stderr
     assert _cli("compact", url).stdout.strip() == "compacted 1 run(s): u"
     assert "u/u.duckdb" in remote.list()  # the export is uploaded; readers never mirror it
     p = _cli("check", url)
