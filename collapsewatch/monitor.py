@@ -227,8 +227,12 @@ class Monitor:
                 from .store.compact import compact_run
 
                 try:
-                    compact_run(self.writer.where, self.run, rank=self.rank)
-                    self.writer.drop_spool()  # an object store's: every segment is in the bucket now
+                    if self.writer.unpublished():  # an object store that did not answer: leave the spool as it is
+                        log.error("collapsewatch: %d flush(es) of run %s could not be uploaded; they stay in %s",
+                                  self.writer.unpublished(), self.run, self.writer.root)
+                    else:
+                        compact_run(self.writer.where, self.run, rank=self.rank)
+                        self.writer.drop_spool()  # an object store's: every segment is in the bucket now
                 except Exception:
                     log.exception("collapsewatch: compaction of run %s failed; segments are intact", self.run)
         finally:

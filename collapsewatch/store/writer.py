@@ -350,6 +350,10 @@ class StoreWriter:
             level[table] = []
             (nxt if nxt is not None else self._merged)[table].append(merged)
 
+    def unpublished(self) -> int:
+        """Flushes written but not yet published (object stores whose uploads failed; always 0 for a folder)."""
+        return len(self._outbox)
+
     def drop_spool(self) -> None:
         """Object stores: delete this rank's spooled segments of the run once every flush is published (the
         bucket holds them; the spool would otherwise keep a copy of everything the rank wrote). No-op otherwise."""

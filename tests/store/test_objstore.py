@@ -280,5 +280,10 @@ def test_an_endpoint_outage_costs_nothing_once_it_is_back(tmp_path, monkeypatch,
         assert w.flush("finished") and w.write_errors == 2
         assert connect("s3://outage/run").execute("SELECT list(step ORDER BY step) FROM scalars").fetchone() == (
             [0, 1, 2],)
+        mon = Monitor("s3://outage/run", run="late", detectors=False, compact_every=0)
+        mon.observe(random_batch(B=2, T=4), step=0)
     finally:
         again.stop()
+    mon.close()  # the endpoint is gone at the end of the run: no exception, the spool keeps the flush
+    assert "1 flush(es) of run late could not be uploaded" in caplog.text
+    assert len(list((tmp_path / "cache" / "spool").rglob("late/step_metrics/r0-*.parquet"))) == 1
