@@ -167,7 +167,7 @@ class WorkerTap:
             if KEY + name in td.keys()}
         return TokenBatch(
             logp=log_prob.detach(), mask=response_mask, logp_old=old_log_prob,
-            logp_rollout=_padded(td, "rollout_log_probs", shape),
+            logp_rollout=_padded(td, "rollout_log_probs", shape), turn_ids=_padded(td, KEY + "turn_ids", shape),
             entropy=entropy.detach() if entropy is not None and entropy.shape == shape else None,
             advantages=advantages, seq_ids=per_seq.get("seq_id"), group_ids=per_seq.get("group_id"),
             rewards=per_seq.get("reward"), truncated=per_seq.get("truncated"),

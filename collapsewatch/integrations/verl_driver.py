@@ -9,7 +9,9 @@ so they follow verl's own dispatch, shuffle and micro-batch split) plus the step
 
 Definitions (verl 0.9.1's own, ``trainer/ppo/metric_utils.py``): reward = Σ_t ``token_level_scores`` (the
 ``critic/score`` of the sequence, before any KL-in-reward); truncated = the response filled
-``responses.shape[-1]`` tokens (verl's ``response_length/clip_ratio`` rule); group = the prompt's ``uid``.
+``responses.shape[-1]`` tokens (verl's ``response_length/clip_ratio`` rule); group = the prompt's ``uid``; turns
+(multi-turn agent runs, where ``response_mask`` is 0 on tool observations) = maximal runs of model tokens, by the
+TRL tap's ``turn_ids_from_tool_mask`` (sent only when a batch has tool tokens: a (B, T) tensor is not free).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 import torch
 
 from ..batch import group_zero_std
+from ._trl_tap import turn_ids_from_tool_mask
 from .verl import KEY
 
 log = logging.getLogger("collapsewatch")
@@ -53,9 +56,12 @@ def annotate(batch: Any, step: int, *, bypass: bool = False, mini_batches: int =
     t[KEY + "group_id"] = base + group
     t[KEY + "reward"] = reward
     t[KEY + "group_zero_std"] = group_zero_std(group, reward)
-    response_len = t["attention_mask"][:, -T:].sum(-1) if "attention_mask" in t.keys() else None
-    if response_len is not None:
-        t[KEY + "truncated"] = response_len >= T
+    if "attention_mask" in t.keys():
+        in_response = t["attention_mask"][:, -T:]  # (B, T) 1 on response tokens, tool observations included
+        t[KEY + "truncated"] = in_response.sum(-1) >= T
+        model = t["response_mask"] if "response_mask" in t.keys() else None  # (B, T) 0 on tool tokens (multi-turn)
+        if model is not None and bool((in_response.bool() & ~model.bool()).any()):  # tool tokens: turns exist
+            t[KEY + "turn_ids"] = turn_ids_from_tool_mask(in_response, model).to(torch.int32)  # (B, T)
     batch.meta_info[KEY + "step"] = int(step)
     batch.meta_info[KEY + "bypass"] = bool(bypass)
     batch.meta_info[KEY + "mini_batches"] = max(int(mini_batches), 1)

@@ -110,3 +110,25 @@ def test_two_epochs_keep_sequence_rows_unique(tap, store):
     base = 1 << 32
     assert [r[0] for r in rows] == [base + i for i in range(8)] + [(1 << 40) + base + i for i in range(8)]
     assert [r[1] for r in rows] == REWARDS + REWARDS
+
+
+def test_multi_turn_masks_and_rollout_log_probs_with_dynamic_batches(tap, store):
+    # verl's dynamic batch size (micro-batches packed to ≤ 24 tokens, re-ordered by verl) must keep each row with its
+    # driver fields. Responses 0 and 3 hold a tool observation at position 2 → 2 turns, 1 model token fewer
+    # (lengths 6 − 1 = 5 and 6 − 1 = 5). rollout_log_probs = π_old − 0.1 on model tokens → is_log_ratio = 0.1 on
+    # every token: w = e^0.1 constant, so ESS = 1/mean((w/mean w)²) = 1 and χ² = mean(w²) − 1 = e^0.2 − 1 = 0.22140
+    model = verl_cpu.tiny_model()
+    cfg = verl_cpu.actor_config(2, 2, 2, max_tokens=24)
+    trainer = verl_cpu.driver(verl_cpu.training_worker(model, cfg), n=2, mini=2)
+    trainer._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2, tool_rows=(0, 3), rollout_shift=0.1))
+    assert tap.errors == 0
+    tap.monitor.close()
+    con = connect(store)
+    rows = con.execute("SELECT seq_id, reward, n_turns, n_model_tokens FROM sequences "
+                       "ORDER BY seq_id").fetchall()
+    assert [r[1] for r in rows] == REWARDS
+    assert [r[2] for r in rows] == [2, 1, 1, 2, 1, 1, 1, 1]
+    assert [r[3] for r in rows] == [5, 5, 4, 5, 5, 4, 6, 5]
+    ess, chi2, abs_mean = con.execute("SELECT is_ess, is_chi2, is_log_ratio_abs_mean FROM steps").fetchone()
+    assert ess == pytest.approx(1.0, abs=1e-5) and chi2 == pytest.approx(0.22140, abs=1e-4)
+    assert abs_mean == pytest.approx(0.1, abs=1e-6)

@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 from verl import DataProto
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
-from verl.utils import flops_counter
+from verl.utils import flops_counter, seqlen_balancing
 from verl.utils.flops_counter import FlopsCounter
 from verl.utils.profiler import DistProfiler
 from verl.workers import engine_workers
@@ -59,6 +59,7 @@ class _CpuMemory:
 def patch_cpu_device(monkeypatch: Any) -> None:
     monkeypatch.setattr(transformer_impl, "get_device_id", lambda: "cpu")
     monkeypatch.setattr(transformer_impl, "get_device_name", lambda: "cpu")
+    monkeypatch.setattr(seqlen_balancing, "get_device_name", lambda: "cpu")  # dynamic batch size's all-reduce
     monkeypatch.setattr(engine_workers, "get_torch_device", lambda: _CpuMemory)
     monkeypatch.setattr(flops_counter, "get_torch_device", lambda: torch.cpu)  # verl's own CPU branch: flops = inf
 
@@ -94,16 +95,20 @@ class CpuLMEngine(transformer_impl.FSDPEngineWithLMHead):
         yield
 
 
-def actor_config(ppo_mini_batch_size: int, micro: int, n: int, loss_mode: str = "collapsewatch") -> FSDPActorConfig:
+def actor_config(ppo_mini_batch_size: int, micro: int, n: int, loss_mode: str = "collapsewatch",
+                 max_tokens: int | None = None) -> FSDPActorConfig:
+    """``max_tokens``: verl's dynamic batch size (``use_dynamic_bsz``, micro-batches packed up to this many tokens)."""
     return FSDPActorConfig(strategy="fsdp", ppo_mini_batch_size=ppo_mini_batch_size, rollout_n=n,
-                           ppo_micro_batch_size_per_gpu=micro, use_dynamic_bsz=False, clip_ratio=0.2,
+                           ppo_micro_batch_size_per_gpu=micro, use_dynamic_bsz=max_tokens is not None,
+                           ppo_max_token_len_per_gpu=max_tokens or 16384, clip_ratio=0.2,
                            policy_loss=PolicyLossConfig(loss_mode=loss_mode), entropy_coeff=0.0)
 
 
 def training_worker(model: torch.nn.Module, cfg: FSDPActorConfig) -> engine_workers.TrainingWorker:
     """verl's TrainingWorker (its real train_mini_batch / train_batch) on a CpuLMEngine, built without Ray."""
     w = object.__new__(engine_workers.TrainingWorker)
-    engine_config = FSDPEngineConfig(strategy="fsdp", use_dynamic_bsz=False,
+    engine_config = FSDPEngineConfig(strategy="fsdp", use_dynamic_bsz=cfg.use_dynamic_bsz,
+                                     max_token_len_per_gpu=cfg.ppo_max_token_len_per_gpu,
                                      micro_batch_size_per_gpu=cfg.ppo_micro_batch_size_per_gpu)
     w.engine = CpuLMEngine(model, engine_config, FSDPOptimizerConfig(lr=1e-2, clip_grad=1.0))
     w.engine_config, w.model_config = engine_config, OmegaConf.create({"use_remove_padding": False})
@@ -140,9 +145,11 @@ def tiny_model(seed: int = 0) -> torch.nn.Module:
 
 @torch.no_grad()
 def rollout_batch(model: torch.nn.Module, rewards: list[float], n: int, prompt_len: int = 4, resp_len: int = 6,
-                  seed: int = 0) -> DataProto:
+                  seed: int = 0, tool_rows: tuple[int, ...] = (), rollout_shift: float | None = None) -> DataProto:
     """A verl training batch as the driver holds it after rollout, reward and advantage: left-padded prompts,
-    right-padded responses, π_old recomputed by the same model, GRPO advantages by verl's own estimator."""
+    right-padded responses, π_old recomputed by the same model, GRPO advantages by verl's own estimator.
+    ``tool_rows``: these responses hold a tool observation at position 2 (response_mask 0 there, as verl's agent
+    loop marks it: two model turns). ``rollout_shift``: add ``rollout_log_probs`` = π_old − shift on model tokens."""
     g = torch.Generator().manual_seed(seed)
     B = len(rewards)
     prompts = torch.randint(2, VOCAB, (B, prompt_len), generator=g)
@@ -158,12 +165,16 @@ def rollout_batch(model: torch.nn.Module, rewards: list[float], n: int, prompt_l
     pos = (attn.cumsum(1) - 1).clamp(min=0)
     logits = model(input_ids=input_ids, attention_mask=attn, position_ids=pos).logits[:, prompt_len - 1:-1]
     old = torch.log_softmax(logits.float(), -1).gather(-1, responses.unsqueeze(-1)).squeeze(-1) * r_mask
+    model_mask = r_mask.clone()  # (B, T) response_mask: 0 on padding and on tool observations
+    model_mask[list(tool_rows), 2] = 0
+    old = old * model_mask
     scores = torch.zeros(B, resp_len)
     scores[torch.arange(B), r_len - 1] = torch.tensor(rewards)  # verl puts the reward on the last response token
     uid = np.array([f"prompt-{i // n}" for i in range(B)], dtype=object)
-    adv, _ = compute_grpo_outcome_advantage(scores, r_mask.float(), uid)
-    return DataProto.from_dict(
-        tensors={"prompts": prompts, "responses": responses, "input_ids": input_ids, "attention_mask": attn,
-                 "position_ids": pos, "response_mask": r_mask, "old_log_probs": old, "advantages": adv,
-                 "token_level_scores": scores, "token_level_rewards": scores},
-        non_tensors={"uid": uid})
+    adv, _ = compute_grpo_outcome_advantage(scores, model_mask.float(), uid)
+    tensors = {"prompts": prompts, "responses": responses, "input_ids": input_ids, "attention_mask": attn,
+               "position_ids": pos, "response_mask": model_mask, "old_log_probs": old, "advantages": adv,
+               "token_level_scores": scores, "token_level_rewards": scores}
+    if rollout_shift is not None:
+        tensors["rollout_log_probs"] = (old - rollout_shift) * model_mask
+    return DataProto.from_dict(tensors=tensors, non_tensors={"uid": uid})
