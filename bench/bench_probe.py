@@ -4,7 +4,10 @@ Prints the time of (a) forward+backward of a small Qwen2 on a B×T batch, (b) `M
 training thread (validate + detached copy + enqueue), (c) the probe's full computation (token, sequence and
 step metrics) that runs on the recorder thread. Vocabulary-sized entropy is excluded (trainers compute it).
 
-    python bench/bench_probe.py [--B 64] [--T 512] [--repeats 5]
+    python bench/bench_probe.py [--B 64] [--T 512] [--repeats 5] [--no-turn-ids]
+
+``--no-turn-ids`` drops the batch's turn ids: the per-turn ratio metrics are then NULL and not computed (the
+difference of the two runs is their cost; the LLDS gate then groups maximal mask runs instead).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def main() -> None:
     ap.add_argument("--B", type=int, default=64)
     ap.add_argument("--T", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-turn-ids", action="store_true", help="batch without turn ids (no per-turn metrics)")
     args = ap.parse_args()
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(vocab_size=1024, hidden_size=128, intermediate_size=384,
@@ -59,6 +63,8 @@ def main() -> None:
                                          tie_word_embeddings=True))
     ids = torch.randint(0, 1024, (args.B, args.T))
     b = batch(args.B, args.T)
+    if args.no_turn_ids:
+        b.turn_ids = None
 
     def fwd_bwd() -> None:
         logits = model(ids).logits
@@ -72,8 +78,8 @@ def main() -> None:
         t_obs = timeit(lambda: mon.observe(b, step=next(step)), args.repeats)
         t_probe = timeit(lambda: probe_compute(b), args.repeats)
         mon.close(compact=False)
-    print(f"batch {args.B}×{args.T}, Qwen2 L2/d128/V1024, {torch.get_num_threads()} threads, median of "
-          f"{args.repeats}")
+    print(f"batch {args.B}×{args.T}{'' if b.turn_ids is not None else ' (no turn ids)'}, Qwen2 L2/d128/V1024, "
+          f"{torch.get_num_threads()} threads, median of {args.repeats}")
     print(f"{'what':<44}{'seconds':>10}{'× fwd+bwd':>12}")
     for name, t in (("forward+backward (training step work)", t_fb),
                     ("Monitor.observe on the training thread", t_obs),
