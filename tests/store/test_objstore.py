@@ -287,3 +287,33 @@ def test_an_endpoint_outage_costs_nothing_once_it_is_back(tmp_path, monkeypatch,
     mon.close()  # the endpoint is gone at the end of the run: no exception, the spool keeps the flush
     assert "1 flush(es) of run late could not be uploaded" in caplog.text
     assert len(list((tmp_path / "cache" / "spool").rglob("late/step_metrics/r0-*.parquet"))) == 1
+
+
+@pytest.mark.slow  # about 30-60 s here: a dashboard server and a writer process against the S3 server
+def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3, url, tmp_path):
+    """tests/store/test_dashboard_live.py on an object store: the real dashboard server (its own mirror) polled on
+    16 URLs while a writer on another "machine" publishes and compacts every 2 flushes, then once more at the end."""
+    from datetime import datetime, timezone
+
+    from collapsewatch.demo import start_dashboard
+    from tests.store.test_dashboard_live import URLS, _free_port, _page
+
+    quiet = StoreWriter(url, "quiet", heartbeat_s=3600)  # step rows, no token rows
+    quiet.append("step_metrics", {"run": ["quiet"], "rank": [0], "step": [0], "n_seqs": [4],
+                                  "ts": [datetime.now(timezone.utc)]})
+    quiet.flush(status="finished")
+    writer = subprocess.Popen([sys.executable, str(ROOT / "tests/store/writer_proc.py"), url, "live", "0", "1", "40",
+                               "0.02", "2"], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                              env=_env(s3, tmp_path / "machine0"))
+    port = _free_port()
+    server = start_dashboard(url, port)  # inherits this process's environment: the endpoint, its own cache
+    try:
+        statuses: list[tuple[str, int]] = []
+        while writer.poll() is None:
+            statuses += [(u, _page(port, u)) for u in URLS]
+        statuses += [(u, _page(port, u)) for u in URLS]
+        assert writer.returncode == 0
+        assert [(u, s) for u, s in statuses if s != 200] == [] and len(statuses) >= 2 * len(URLS)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
