@@ -119,11 +119,16 @@ def test_multi_turn_masks_and_rollout_log_probs_with_dynamic_batches(tap, store)
     # every token: w = e^0.1 constant, so ESS = 1/mean((w/mean w)²) = 1 and χ² = mean(w²) − 1 = e^0.2 − 1 = 0.22140
     model = verl_cpu.tiny_model()
     cfg = verl_cpu.actor_config(2, 2, 2, max_tokens=24)
-    trainer = verl_cpu.driver(verl_cpu.training_worker(model, cfg), n=2, mini=2)
+    trainer = verl_cpu.driver(verl_cpu.training_worker(model, cfg), n=2, mini=2, step=10)  # 10: all token rows
     trainer._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2, tool_rows=(0, 3), rollout_shift=0.1))
     assert tap.errors == 0
     tap.monitor.close()
     con = connect(store)
+    # per token (step 10 keeps every sequence's tokens): one row per model token, 5+5+4+5+5+4+6+5 = 39 (tool
+    # observations and padding have mask 0), each with is_log_ratio = 0.1
+    n_tok, lo, hi = con.execute("SELECT count(*), min(is_log_ratio), max(is_log_ratio) FROM tokens "
+                                "WHERE mask").fetchone()
+    assert n_tok == 39 and lo == pytest.approx(0.1, abs=1e-6) and hi == pytest.approx(0.1, abs=1e-6)
     rows = con.execute("SELECT seq_id, reward, n_turns, n_model_tokens FROM sequences "
                        "ORDER BY seq_id").fetchall()
     assert [r[1] for r in rows] == REWARDS
