@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .runlock import rank_has_rows
 from .store.writer import StoreWriter
 
 KEY_MAP = {
@@ -94,9 +95,9 @@ def _columns(rows: list[dict[str, Any]], run: str) -> dict[str, list]:
 def _new_run(store: str | os.PathLike, path: Path, run: str) -> StoreWriter:
     if not path.is_file():
         raise ValueError(f"file {str(path)!r} does not exist")
-    if (Path(store) / run / "runs").is_dir():
-        raise ValueError(f"run {run!r} already exists in {str(store)!r}")
     writer = StoreWriter(store, run)
+    if rank_has_rows(writer.root, run, 0):  # writer.root: the folder, or an object store's local spool (its run rows)
+        raise ValueError(f"run {run!r} already exists in {str(store)!r}")
     writer.set_run_info(config={"ingested_from": str(path.resolve())})
     return writer
 

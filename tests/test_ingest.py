@@ -36,3 +36,28 @@ def test_bad_files(tmp_path, store):
     ingest_file(store, lines, "r")
     with pytest.raises(ValueError, match="already exists"):
         ingest_file(store, lines, "r")
+
+
+def test_verl_log_into_an_object_store_and_a_run_name_not_reused(tmp_path, monkeypatch):
+    # verl's {"step", "data"} lines into an s3:// store on a real S3-compatible server (moto, 127.0.0.1); a second
+    # ingest under the same name is refused, also from "another machine" (an empty local spool)
+    from tests.store import s3server
+
+    server = s3server.start()
+    try:
+        server.create_bucket("cw-ingest")
+        for k, v in server.env.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))
+        url = "s3://cw-ingest/p"
+        log = tmp_path / "verl.jsonl"
+        log.write_text('{"step": 1, "data": {"actor/ppo_kl": 0.01, "actor/grad_norm": 2.0}}\n')
+        assert ingest_file(url, log, "v") == 1
+        con = connect(url)
+        assert con.execute("SELECT key, value FROM scalars ORDER BY key").fetchall() == [
+            ("actor/grad_norm", 2.0), ("actor/ppo_kl", 0.01), ("grad_norm", 2.0), ("ppo_kl", 0.01)]
+        monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "other-machine"))
+        with pytest.raises(ValueError, match="already exists"):
+            ingest_file(url, log, "v")
+    finally:
+        server.stop()
