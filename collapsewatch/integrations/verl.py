@@ -15,7 +15,8 @@ What the loss function is not given, and where it comes from (none of it costs a
   non-tensor values the driver hook (:mod:`.verl_driver`) adds to verl's batch; they travel with it into the
   micro-batch ``TensorDict``, which is found by walking up the Python stack (a few frames; no copy);
 * the entropy verl computed for its entropy bonus is ``ppo_loss``'s local ``entropy`` (when present);
-* rollout log-probs are the micro-batch's ``rollout_log_probs`` field, padded as ``ppo_loss`` pads its own fields.
+* rollout log-probs and the response token ids are the micro-batch's ``rollout_log_probs`` / ``responses`` fields,
+  padded as ``ppo_loss`` pads its own fields; the tokenizer (for the dashboard) is verl's ``config.model_config``'s.
 
 The worker's Monitor (one per process, rank = the torch.distributed rank) opens on the first call when
 ``COLLAPSEWATCH_STORE`` and ``COLLAPSEWATCH_RUN`` are set; otherwise the loss only passes through. A failure inside
@@ -130,6 +131,8 @@ class WorkerTap:
         # each worker process is one rank of the run (its torch.distributed rank); a restarted job sets $..._RESUME=1
         self.monitor = Monitor(store, run, objective=f"verl:{mode}", clip=clip_spec(config, mode),
                                resume=os.environ.get(ENV_RESUME, "0") == "1")
+        # the dashboard decodes token rows with the run's tokenizer: verl's model config loaded it (rank 0 saves it)
+        self.monitor.keep_tokenizer(getattr(getattr(config, "model_config", None), "tokenizer", None))
         return self.monitor
 
     def _count_update(self, *_: Any) -> None:
@@ -168,6 +171,7 @@ class WorkerTap:
         return TokenBatch(
             logp=log_prob.detach(), mask=response_mask, logp_old=old_log_prob,
             logp_rollout=_padded(td, "rollout_log_probs", shape), turn_ids=_padded(td, KEY + "turn_ids", shape),
+            token_ids=_padded(td, "responses", shape),
             entropy=entropy.detach() if entropy is not None and entropy.shape == shape else None,
             advantages=advantages, seq_ids=per_seq.get("seq_id"), group_ids=per_seq.get("group_id"),
             rewards=per_seq.get("reward"), truncated=per_seq.get("truncated"),

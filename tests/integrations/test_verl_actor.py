@@ -112,15 +112,16 @@ def test_two_epochs_keep_sequence_rows_unique(tap, store):
     assert [r[1] for r in rows] == REWARDS + REWARDS
 
 
-def test_multi_turn_masks_and_rollout_log_probs_with_dynamic_batches(tap, store):
+def test_multi_turn_masks_and_rollout_log_probs_with_dynamic_batches(tap, store, tmp_path):
     # verl's dynamic batch size (micro-batches packed to ≤ 24 tokens, re-ordered by verl) must keep each row with its
     # driver fields. Responses 0 and 3 hold a tool observation at position 2 → 2 turns, 1 model token fewer
     # (lengths 6 − 1 = 5 and 6 − 1 = 5). rollout_log_probs = π_old − 0.1 on model tokens → is_log_ratio = 0.1 on
     # every token: w = e^0.1 constant, so ESS = 1/mean((w/mean w)²) = 1 and χ² = mean(w²) − 1 = e^0.2 − 1 = 0.22140
     model = verl_cpu.tiny_model()
-    cfg = verl_cpu.actor_config(2, 2, 2, max_tokens=24)
+    cfg = verl_cpu.actor_config(2, 2, 2, max_tokens=24, model_dir=verl_cpu.save_model_dir(model, str(tmp_path / "m")))
     trainer = verl_cpu.driver(verl_cpu.training_worker(model, cfg), n=2, mini=2, step=10)  # 10: all token rows
-    trainer._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2, tool_rows=(0, 3), rollout_shift=0.1))
+    batch = verl_cpu.rollout_batch(model, REWARDS, n=2, tool_rows=(0, 3), rollout_shift=0.1)
+    trainer._update_actor(batch)
     assert tap.errors == 0
     tap.monitor.close()
     con = connect(store)
@@ -129,6 +130,11 @@ def test_multi_turn_masks_and_rollout_log_probs_with_dynamic_batches(tap, store)
     n_tok, lo, hi = con.execute("SELECT count(*), min(is_log_ratio), max(is_log_ratio) FROM tokens "
                                 "WHERE mask").fetchone()
     assert n_tok == 39 and lo == pytest.approx(0.1, abs=1e-6) and hi == pytest.approx(0.1, abs=1e-6)
+    # token ids are verl's `responses`, so the dashboard can decode them with the tokenizer the worker saved
+    ids = con.execute("SELECT list(token_id ORDER BY pos) FROM tokens WHERE seq_id = ? AND mask",
+                      [(10 << 32) + 6]).fetchone()[0]  # seq_id = step · 2³² + row
+    assert ids == batch.batch["responses"][6].tolist()  # response 6: 6 model tokens, no tool observation
+    assert (store / "verl-cpu" / "tokenizer" / "tokenizer_config.json").is_file()
     rows = con.execute("SELECT seq_id, reward, n_turns, n_model_tokens FROM sequences "
                        "ORDER BY seq_id").fetchall()
     assert [r[1] for r in rows] == REWARDS

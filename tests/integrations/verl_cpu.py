@@ -31,11 +31,18 @@ from verl.utils import flops_counter, seqlen_balancing
 from verl.utils.flops_counter import FlopsCounter
 from verl.utils.profiler import DistProfiler
 from verl.workers import engine_workers
-from verl.workers.config import FSDPActorConfig, FSDPEngineConfig, FSDPOptimizerConfig, PolicyLossConfig
+from verl.workers.config import (
+    FSDPActorConfig,
+    FSDPEngineConfig,
+    FSDPOptimizerConfig,
+    HFModelConfig,
+    PolicyLossConfig,
+)
 from verl.workers.engine.fsdp import transformer_impl
 from verl.workers.utils.losses import ppo_loss
 
 from collapsewatch.models.tiny import ModelPreset, build_model
+from collapsewatch.models.tokenizer import train_tokenizer
 
 VOCAB, PAD, EOS = 64, 0, 1
 
@@ -96,9 +103,11 @@ class CpuLMEngine(transformer_impl.FSDPEngineWithLMHead):
 
 
 def actor_config(ppo_mini_batch_size: int, micro: int, n: int, loss_mode: str = "collapsewatch",
-                 max_tokens: int | None = None) -> FSDPActorConfig:
-    """``max_tokens``: verl's dynamic batch size (``use_dynamic_bsz``, micro-batches packed up to this many tokens)."""
-    return FSDPActorConfig(strategy="fsdp", ppo_mini_batch_size=ppo_mini_batch_size, rollout_n=n,
+                 max_tokens: int | None = None, model_dir: str | None = None) -> FSDPActorConfig:
+    """``max_tokens``: verl's dynamic batch size (``use_dynamic_bsz``, micro-batches packed up to this many tokens);
+    ``model_dir``: a saved model + tokenizer, loaded by verl's ``HFModelConfig`` (as verl's workers do)."""
+    extra = {"model_config": HFModelConfig(path=model_dir)} if model_dir else {}
+    return FSDPActorConfig(strategy="fsdp", ppo_mini_batch_size=ppo_mini_batch_size, rollout_n=n, **extra,
                            ppo_micro_batch_size_per_gpu=micro, use_dynamic_bsz=max_tokens is not None,
                            ppo_max_token_len_per_gpu=max_tokens or 16384, clip_ratio=0.2,
                            policy_loss=PolicyLossConfig(loss_mode=loss_mode), entropy_coeff=0.0)
@@ -141,6 +150,13 @@ def driver(worker: engine_workers.TrainingWorker, n: int, mini: int, epochs: int
 
 def tiny_model(seed: int = 0) -> torch.nn.Module:
     return build_model(ModelPreset(n_layers=1, d_model=32, n_heads=2), VOCAB, PAD, EOS, seed=seed).float()
+
+
+def save_model_dir(model: torch.nn.Module, path: str) -> str:
+    """The model and a byte-level BPE tokenizer trained here (no download), saved as verl's model path expects."""
+    model.save_pretrained(path)
+    train_tokenizer(["search the knowledge base", "answer: paris"] * 20, vocab_size=300).save_pretrained(path)
+    return path
 
 
 @torch.no_grad()
