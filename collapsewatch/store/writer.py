@@ -4,8 +4,8 @@ Every segment is written to a hidden temporary name and ``os.replace``d into pla
 segment whole or not at all. A failed flush (full disk, permissions) keeps the rows for the next try,
 counts the failure and reports it once; it never raises into the training loop. The segments of one flush share
 its number (``r<rank>-<flush>-<uid>``). On an object store (``location.py``) they are written to a local spool,
-uploaded under their final names, and the flush is published by its marker, written last; an upload that fails
-leaves the spooled files to the next flush.
+uploaded under their final names, and the flush is published by its marker, written last (``publisher.py``); an
+upload that fails leaves the spooled files to a later flush.
 
 Live compaction: a long run would leave thousands of small segments (one per table every flush), and every
 query and cold dashboard load reads every file's footer. So once ``compact_every`` segments of a table have been
@@ -36,8 +36,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import location
-from .location import FLUSH_SEGMENT, Location, marker_rel
+from .location import Location
 from .migrations import SCHEMA_STAMP, TABLES, schema_connection
+from .publisher import Publisher
 
 log = logging.getLogger("collapsewatch.store")
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -205,7 +206,8 @@ class StoreWriter:
     """Buffered, append-only writer of one run's rows for one rank."""
 
     def __init__(self, root: str | os.PathLike, run: str, rank: int = 0, world_size: int = 1,
-                 heartbeat_s: float = 5.0, compact_every: int = 64, spool: str | os.PathLike | None = None) -> None:
+                 heartbeat_s: float = 5.0, compact_every: int = 64, spool: str | os.PathLike | None = None,
+                 upload_retry_s: float = 30.0) -> None:
         if compact_every < 0 or compact_every == 1:
             raise ValueError(f"compact_every must be 0 (never) or >= 2, got {compact_every}")
         # a folder store is written in place; an object store through a local spool (location.writer)
@@ -226,9 +228,7 @@ class StoreWriter:
         self.compact_every = compact_every
         self._small: dict[str, list[Path]] = defaultdict(list)   # segments this writer flushed, not yet merged
         self._merged: dict[str, list[Path]] = defaultdict(list)  # its compact segments, not yet merged again
-        # flushes written to the spool and not yet published: [(segments, segments uploaded so far)]
-        self._outbox: list[tuple[list[tuple[str, Path]], set[Path]]] = []
-        self._unmerged: dict[str, int] = {}  # flush marker -> its segments not yet merged (object stores)
+        self.publisher = Publisher(self.where, run, upload_retry_s)  # object stores: uploads and markers
         self.write_errors = 0
         self.dropped_rows = 0
         self.dropped_batches = 0
@@ -277,7 +277,7 @@ class StoreWriter:
 
     def flush(self, status: str | None = None) -> bool:
         """Write every pending table as one segment each (one flush), publish it, then the heartbeat row.
-        True on success."""
+        True when everything is written and published (an object store in its pause after a failure: False)."""
         ok = True
         staged: list[tuple[str, Path]] = []
         tables = [t for t in self._pending if self._pending[t]]
@@ -294,9 +294,13 @@ class StoreWriter:
                 self._failed(e)
                 continue
             staged.append((table, path))
-        if staged:
-            self._outbox.append((staged, set()))
-        ok = self._publish() and ok
+        published, error = self.publisher.publish(staged, force=status is not None)
+        if error is not None:
+            ok = False
+            self._failed(error)
+        for table, path in published:
+            self._small[table].append(path)
+            self._compact(table)
         if status is not None:
             self.run_info["status"] = status
             if status in ("finished", "crashed"):
@@ -304,35 +308,12 @@ class StoreWriter:
         # the heartbeat row is rewritten at most twice per heartbeat interval, and at every status change
         if status is not None or not ok or time.monotonic() - self._last_beat > self.heartbeat_s / 2:
             try:
-                self._write_run_row()
+                self._write_run_row(force=status is not None)
                 self._last_beat = time.monotonic()
             except (OSError, pa.ArrowException) as e:
                 ok = False
                 self._failed(e if isinstance(e, OSError) else OSError(str(e)))
-        return ok
-
-    def _publish(self) -> bool:
-        """Upload the outbox's segments, flush by flush in order, and write each flush's marker once all of its
-        segments are up (location.py: the publish rule); a folder store publishes at the rename. A failed
-        upload stops here and is tried again at the next flush, the spooled files kept."""
-        while self._outbox:
-            staged, done = self._outbox[0]
-            try:
-                for _, path in staged:
-                    if path not in done:
-                        self.where.push(path)
-                        done.add(path)
-                self.where.publish(self.run, [p.name for _, p in staged])
-            except (OSError, pa.ArrowException) as e:
-                self._failed(e if isinstance(e, OSError) else OSError(str(e)))
-                return False
-            self._outbox.pop(0)
-            if self.where.remote is not None:
-                self._unmerged[marker_rel(self.run, staged[0][1].name)] = len(staged)
-            for table, path in staged:
-                self._small[table].append(path)
-                self._compact(table)
-        return True
+        return ok and not self.unpublished()
 
     def _compact(self, table: str) -> None:
         """Live compaction (module docstring): merge this writer's small segments, then its compact ones."""
@@ -346,47 +327,35 @@ class StoreWriter:
             except (OSError, pa.ArrowException) as e:  # the small segments stay: nothing is lost
                 self._failed(e if isinstance(e, OSError) else OSError(str(e)))
                 return
-            self._retire(level[table])
+            try:
+                self.publisher.retire(level[table])
+            except OSError as e:
+                self._failed(e)
             level[table] = []
             (nxt if nxt is not None else self._merged)[table].append(merged)
 
     def unpublished(self) -> int:
         """Flushes written but not yet published (object stores whose uploads failed; always 0 for a folder)."""
-        return len(self._outbox)
+        return self.publisher.unpublished()
 
     def drop_spool(self) -> None:
         """Object stores: delete this rank's spooled segments of the run once every flush is published (the
         bucket holds them; the spool would otherwise keep a copy of everything the rank wrote). No-op otherwise."""
-        if self.where.remote is None or self._outbox:
+        if self.where.remote is None or self.unpublished():
             return
         for f in (self.root / self.run).glob(f"*/r{self.rank}-*.parquet"):
             f.unlink(missing_ok=True)
         self._small.clear()
         self._merged.clear()
 
-    def _retire(self, merged: list[Path]) -> None:
-        """Delete the marker of each flush whose segments are all merged now (object stores: markers do not pile
-        up; a marker left by a kill here is swept by ``compact``)."""
-        for f in merged:
-            key = marker_rel(self.run, f.name) if FLUSH_SEGMENT.match(f.name) else None
-            if key not in self._unmerged:
-                continue
-            self._unmerged[key] -= 1
-            if self._unmerged[key] == 0:
-                del self._unmerged[key]
-                try:
-                    self.where.retire(self.run, f.name)
-                except OSError as e:
-                    self._failed(e)
-
-    def _write_run_row(self) -> None:
+    def _write_run_row(self, force: bool = False) -> None:
         row = dict(self.run_info, updated_at=datetime.now(timezone.utc), heartbeat_s=self.heartbeat_s,
                    dropped_batches=self.dropped_batches, dropped_rows=self.dropped_rows,
                    write_errors=self.write_errors, probe_errors=self.probe_errors)
         table = to_arrow("runs", {k: [v] for k, v in row.items()})
         path = self.root / self.run / "runs" / f"r{self.rank}.parquet"
         atomic_write_table(table, path)
-        self.where.push(path)  # an object store replaces it by one PUT, never by a rename
+        self.publisher.push(path, force)  # an object store replaces it by one PUT, never by a rename
 
     def _failed(self, e: OSError) -> None:
         self.write_errors += 1

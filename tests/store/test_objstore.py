@@ -256,8 +256,9 @@ def test_the_dashboard_serves_a_url(url):
 
 
 def test_an_endpoint_outage_costs_nothing_once_it_is_back(tmp_path, monkeypatch, caplog):
-    """The server stops mid-run: the flush fails (counted, reported once by URL), its segment stays in the spool;
-    once a server answers on the same address again, the next flush publishes it and the rows are all there."""
+    """The server stops mid-run: the flush fails (counted, reported once by URL), its segment stays in the spool,
+    and the next flushes only spool (the endpoint's pause, ``upload_retry_s``: a dead endpoint must not cost every
+    flush its timeouts); once a server answers on the same address again, the final flush publishes them all."""
     from moto.server import ThreadedMotoServer
 
     server = s3server.start()  # its own server: this test stops it
@@ -271,15 +272,17 @@ def test_an_endpoint_outage_costs_nothing_once_it_is_back(tmp_path, monkeypatch,
     assert w.flush()
     server.stop()
     w.append("scalars", rows(1))
-    assert not w.flush() and w.write_errors == 2  # the segment's upload, then the run row's
+    assert not w.flush() and w.write_errors == 1  # the segment's upload; the run row waits out the pause
     assert "cannot write to store s3://outage/run (" in caplog.text
+    w.append("scalars", rows(2))
+    assert not w.flush() and w.write_errors == 1 and w.unpublished() == 2  # in the pause: spooled, not tried
     again = ThreadedMotoServer(ip_address="127.0.0.1", port=int(server.endpoint.rsplit(":", 1)[1]), verbose=False)
     again.start()  # moto keeps its buckets in this process: the same store is back
     try:
-        w.append("scalars", rows(2))
-        assert w.flush("finished") and w.write_errors == 2
+        w.append("scalars", rows(3))
+        assert w.flush("finished") and w.write_errors == 1  # a final flush always tries: all four published
         assert connect("s3://outage/run").execute("SELECT list(step ORDER BY step) FROM scalars").fetchone() == (
-            [0, 1, 2],)
+            [0, 1, 2, 3],)
         mon = Monitor("s3://outage/run", run="late", detectors=False, compact_every=0)
         mon.observe(random_batch(B=2, T=4), step=0)
     finally:
