@@ -32,8 +32,10 @@ KEY_MAP = {
     "actor/pg_clipfrac_lower": "dual_clip_frac",  # A < 0 ∧ −A·r > −A·c  ⇔  r > c (verl's dual clip, c = 3)
     "actor/ppo_kl": "ppo_kl",                     # masked mean of −clamp(logp − logp_old, ±20)
     "actor/entropy": "entropy_mean",              # agg_loss(entropy, loss_agg_mode): the token mean in token-mean
-    "critic/score/mean": "reward_mean",           # mean over sequences of Σ token_level_scores
-    "response_length/mean": "response_length_mean",
+    "critic/score/mean": "reward_mean",           # mean over sequences of Σ token_level_scores (verl leaves aborted,
+    #                                               empty responses out when any other exists)
+    "response_length/mean": "response_length_mean",  # Σ attention over the response: equal without tool tokens (verl
+    #                                                  counts multi-turn tool observations, the catalogue does not)
     "response_length/clip_ratio": "truncated_frac",  # share of responses that filled the length budget
     "rollout_corr/chi2_token": "is_chi2",         # mean over mask of ρ² − 1, ρ = π_old / π_rollout per token
     "timing_s/step": "step_time", "timing_s/gen": "rollout_time",

@@ -10,9 +10,11 @@ pytest.importorskip("verl", reason="real-verl tests run in .venv-verl (make verl
 
 import torch  # noqa: E402
 import verl_cpu  # noqa: E402  (tests/integrations/verl_cpu.py; verl ships its own top-level `tests` package)
+from verl.trainer.ppo.metric_utils import compute_data_metrics  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 
 from collapsewatch import connect  # noqa: E402
+from collapsewatch.ingest import KEY_MAP  # noqa: E402
 from collapsewatch.integrations import verl as cw_verl  # noqa: E402
 from collapsewatch.integrations import verl_driver  # noqa: E402
 
@@ -68,6 +70,16 @@ def test_actor_update_records_rows_joined_to_the_driver_batch(tap, store):
                                    "ratio_p50_pos FROM steps").fetchone()
     assert lc < 0 and li < 0 and 3.0 < ent <= 4.16
     assert p50 is not None  # two mini-batches: the second trains after an update, so ratios exist (off-policy)
+    # the step scalars verl itself logs for this batch (metric_utils.compute_data_metrics, the driver's code) equal the
+    # catalogue metrics ingest maps them onto (single-turn: verl's response length counts no tool tokens here)
+    ours = dict(zip(("reward_mean", "response_length_mean", "truncated_frac"), con.execute(
+        "SELECT reward_mean, response_length_mean, truncated_frac FROM steps").fetchone(), strict=True))
+    theirs = compute_data_metrics(batch, use_critic=False)
+    pairs = [(verl_key, name) for verl_key, name in KEY_MAP.items() if name in ours]
+    assert len(pairs) == 3
+    for verl_key, name in pairs:
+        assert ours[name] == pytest.approx(float(theirs[verl_key]), abs=1e-6), verl_key
+    assert ours["truncated_frac"] == 3 / 8  # rows 0, 3, 6 filled the 6-token budget
 
 
 def test_one_mini_batch_per_rollout_is_on_policy(tap, store):

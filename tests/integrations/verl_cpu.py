@@ -187,9 +187,9 @@ def rollout_batch(model: torch.nn.Module, rewards: list[float], n: int, prompt_l
     scores = torch.zeros(B, resp_len)
     scores[torch.arange(B), r_len - 1] = torch.tensor(rewards)  # verl puts the reward on the last response token
     uid = np.array([f"prompt-{i // n}" for i in range(B)], dtype=object)
-    adv, _ = compute_grpo_outcome_advantage(scores, model_mask.float(), uid)
+    adv, returns = compute_grpo_outcome_advantage(scores, model_mask.float(), uid)
     tensors = {"prompts": prompts, "responses": responses, "input_ids": input_ids, "attention_mask": attn,
-               "position_ids": pos, "response_mask": model_mask, "old_log_probs": old, "advantages": adv,
+               "position_ids": pos, "response_mask": model_mask, "old_log_probs": old, "advantages": adv, "returns": returns,
                "token_level_scores": scores, "token_level_rewards": scores}
     if rollout_shift is not None:
         tensors["rollout_log_probs"] = (old - rollout_shift) * model_mask
