@@ -107,3 +107,27 @@ def test_import_verl_alone_loads_the_plugin(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "True True True"
+
+
+def test_verls_clip_metrics_are_the_catalogues_clip_flags(monkeypatch):
+    # The ingest mapping (collapsewatch.ingest.KEY_MAP) says actor/pg_clipfrac = clip_region_frac, actor/pg_clipfrac_lower
+    # = dual_clip_frac, actor/ppo_kl = ppo_kl. By hand: verl's clipped branch −A·clip(r) beats −A·r exactly when
+    # A > 0 ∧ r > 1+ε_h or A < 0 ∧ r < 1−ε_l (TRL's clip_high / clip_low); its dual-clip count, −A·max(r, 1−ε_l) > −A·c
+    # with A < 0, is r > c. Checked on 64 × 16 tokens with r = e^{±2} so every case occurs.
+    from collapsewatch.policy_math import clamped_log_ratio, clip_flags
+
+    monkeypatch.delenv(cw_verl.ENV_STORE, raising=False)
+    g = torch.Generator().manual_seed(0)
+    old = -torch.rand(64, 16, generator=g) * 3
+    logp = old + 2 * (2 * torch.rand(64, 16, generator=g) - 1)  # log r uniform in [−2, 2]
+    adv = torch.randn(64, 16, generator=g).round()  # −2 … 2, zeros included
+    mask = torch.rand(64, 16, generator=g) > 0.2
+    cfg = actor_config("vanilla", clip_ratio=0.2, clip_ratio_high=0.28)
+    _, verl_m = get_policy_loss_fn("vanilla")(old, logp, adv, mask, "token-mean", cfg)
+    log_r, _ = clamped_log_ratio(logp, old)
+    flags = clip_flags(torch.exp(log_r), adv, mask, 0.2, 0.28, dual_clip=3.0)
+    n = mask.sum()
+    assert flags["clip_region"].sum() > 0 and flags["dual_clip"].sum() > 0  # the cases exist
+    assert verl_m["actor/pg_clipfrac"] == pytest.approx((flags["clip_region"].sum() / n).item(), abs=1e-6)
+    assert verl_m["actor/pg_clipfrac_lower"] == pytest.approx((flags["dual_clip"].sum() / n).item(), abs=1e-6)
+    assert verl_m["actor/ppo_kl"] == pytest.approx((-(log_r * mask).sum() / n).item(), abs=1e-6)
