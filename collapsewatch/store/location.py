@@ -236,10 +236,11 @@ def unmarked_markers(listing: dict[str, tuple[int, int]], run: str, rank: int | 
     return sorted(rel for rel in listing if rel.startswith(prefix) and rel not in live)
 
 
-def sync(remote: Remote, mirror: Path) -> None:
+def sync(remote: Remote, mirror: Path) -> bool:
     """Make ``mirror`` hold exactly the published objects of ``remote`` (downloading new or changed ones, removing
-    the ones gone). One sync at a time per mirror folder (a file lock), so processes sharing it never undo each
-    other; readers of the folder take no lock (a file removed under a read is read again by the query layer)."""
+    the ones gone); True when a file changed. One sync at a time per mirror folder (a file lock), so processes
+    sharing it never undo each other; readers of the folder take no lock (a file removed under a read is read
+    again by the query layer)."""
     mirror.mkdir(parents=True, exist_ok=True)
     with open(mirror / ".sync.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -257,7 +258,7 @@ def sync(remote: Remote, mirror: Path) -> None:
                 todo.append((rel, size, mtime))
             with ThreadPoolExecutor(SYNC_WORKERS) as pool:
                 list(pool.map(lambda item: _fetch(remote, mirror, *item), todo))
-            _drop_gone(mirror, visible)
+            return _drop_gone(mirror, visible) or bool(todo)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -274,7 +275,8 @@ def _fetch(remote: Remote, mirror: Path, rel: str, size: int, mtime: int) -> Non
     os.utime(mirror / rel, ns=(time.time_ns(), mtime))  # the object's mtime: a re-PUT object is fetched again
 
 
-def _drop_gone(mirror: Path, visible: dict[str, tuple[int, int]]) -> None:
+def _drop_gone(mirror: Path, visible: dict[str, tuple[int, int]]) -> bool:
+    dropped = False
     for dirpath, _, files in os.walk(mirror):
         for name in files:
             if name.startswith("."):
@@ -283,6 +285,8 @@ def _drop_gone(mirror: Path, visible: dict[str, tuple[int, int]]) -> None:
             rel = path.relative_to(mirror).as_posix()
             if rel not in visible:
                 path.unlink(missing_ok=True)
+                dropped = True
+    return dropped
 
 
 def mirror_dir(remote: Remote) -> Path:
@@ -304,14 +308,25 @@ def reader(store: str | os.PathLike) -> Location:
     return loc
 
 
-def refresh(loc: Location) -> None:
-    """Sync a reader's mirror (no-op for a folder store); an unreachable endpoint or bucket is one clear error."""
+_synced: dict[Path, tuple[float, int]] = {}  # mirror -> (when this process last synced it, generation)
+
+
+def refresh(loc: Location, max_age: float = 0.0) -> int:
+    """Sync a reader's mirror unless this process synced it less than ``max_age`` seconds ago (every ``Store`` of a
+    dashboard shares one sync a second); returns the mirror's generation, which changes when its files do. No-op
+    (0) for a folder store; an unreachable endpoint or bucket is one clear error."""
     if loc.remote is None:
-        return
+        return 0
+    when, generation = _synced.get(loc.local, (float("-inf"), 0))
+    if time.monotonic() - when < max_age:
+        return generation
     try:
-        sync(loc.remote, loc.local)
+        changed = sync(loc.remote, loc.local)
     except OSError as e:
         raise FileNotFoundError(f"store {loc.remote.url!r} cannot be read: {str(e).splitlines()[0]}") from e
+    generation += changed
+    _synced[loc.local] = (time.monotonic(), generation)
+    return generation
 
 
 def writer(store: str | os.PathLike, spool: str | os.PathLike | None = None) -> Location:

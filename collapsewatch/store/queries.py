@@ -54,7 +54,7 @@ class Store:
         self.path = path if location.is_url(path) else Path(path)
         self.where = open_location(path)
         self.root = self.where.local
-        self._synced = time.monotonic()
+        self._generation = location.refresh(self.where, SYNC_S)  # synced just now, by open_location
         self.con = duckdb.connect(":memory:")
         self._dirty = self._views()
         allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in segments.readable_dirs(self.root))
@@ -71,13 +71,14 @@ class Store:
         self.con.close()
 
     def refresh(self) -> None:
-        """On an object-store URL: sync the mirror (at most every ``SYNC_S`` seconds), so reads see new flushes.
-        A folder store needs nothing (the views' globs are expanded at every query)."""
-        if self.where.remote is None or time.monotonic() - self._synced < SYNC_S:
+        """On an object-store URL: sync the mirror (at most every ``SYNC_S`` seconds per process), so reads see new
+        flushes; the views are rebuilt when its files changed. A folder store needs nothing (the views' globs are
+        expanded at every query)."""
+        if self.where.remote is None:
             return
-        location.refresh(self.where)
-        self._synced = time.monotonic()
-        self._dirty = True
+        generation = location.refresh(self.where, SYNC_S)
+        if generation != self._generation:
+            self._generation, self._dirty = generation, True
 
     def query(self, sql: str, params: list | dict | None = None, retries: int = RETRIES) -> pd.DataFrame:
         """Run trusted SQL (the package's own, with parameters) and return a DataFrame.
