@@ -108,7 +108,9 @@ def _non_tensor(td: Any, key: str) -> Any:
 
 class WorkerTap:
     """The per-process state of the tap: the Monitor, the step clock and the optimizer-step count since the step
-    began (on-policy = no optimizer step yet since this step's rollout, π_θ = π_old; told, never inferred)."""
+    began (on-policy = no optimizer step yet since this step's rollout, π_θ = π_old; told, never inferred). On the
+    run's last step (told by the driver) the Monitor is closed as ``finished`` after that step's last optimizer step:
+    Ray ends its workers without running their exit handlers."""
 
     def __init__(self) -> None:
         self.monitor: Any = None
@@ -116,6 +118,8 @@ class WorkerTap:
         self._opened = False
         self._step: int | None = None
         self._updates = 0  # optimizer steps since self._step began
+        self._total = 0  # optimizer steps since the tap opened (the step clock without the driver hook)
+        self._close_after: int | None = None  # on the last step: its number of optimizer steps
         self._hook: Any = None
 
     def _open(self, config: Any, mode: str) -> Any:
@@ -137,6 +141,14 @@ class WorkerTap:
 
     def _count_update(self, *_: Any) -> None:
         self._updates += 1
+        self._total += 1
+        if self._close_after is not None and self._updates >= self._close_after and self.monitor is not None:
+            monitor, self.monitor = self.monitor, None
+            self._hook.remove()
+            try:
+                monitor.close("finished")
+            except Exception:
+                self.failed()
 
     def observe(self, mode: str, old_log_prob: Tensor, log_prob: Tensor, advantages: Tensor, response_mask: Tensor,
                 config: Any, frame: Any) -> None:
@@ -147,14 +159,17 @@ class WorkerTap:
         step = _non_tensor(td, KEY + "step") if td is not None else None
         told = step is not None
         if not told:  # no driver hook: each optimizer step is a step, on-policy unknown (docs/verl.md)
-            step = self._updates
+            step = self._total
         if step != self._step:
             self._step, self._updates = int(step), 0
-        bypass = bool(_non_tensor(td, KEY + "bypass")) if td is not None else False
+        bypass = bool(_non_tensor(td, KEY + "bypass")) if told else False
         on_policy = (self._updates == 0 and not bypass) if told else None
         # ppo_epochs > 1 trains each sequence once per epoch within one step: its e-th pass is seq_id + e·2⁴⁰ (the
         # TRL tap's replay rule), so sequence rows stay unique and seq_id mod 2⁴⁰ follows the sequence
-        epoch = self._updates // (_non_tensor(td, KEY + "mini_batches") or 1) if told else 0
+        mini_batches = (_non_tensor(td, KEY + "mini_batches") or 1) if told else 1
+        epoch = self._updates // mini_batches
+        if told and _non_tensor(td, KEY + "last"):
+            self._close_after = mini_batches * (_non_tensor(td, KEY + "epochs") or 1)
         batch = self.token_batch(old_log_prob, log_prob, advantages, response_mask, td, entropy, on_policy)
         if epoch and batch.seq_ids is not None:
             batch.seq_ids = batch.seq_ids + epoch * REPLAY_STRIDE

@@ -34,9 +34,11 @@ TRAINER_MODULE = "verl.trainer.ppo.ray_trainer"
 ROW_BITS = 32  # seq_id = step · 2³² + row: unique over the run, stable across the mini-batches / epochs of a step
 
 
-def annotate(batch: Any, step: int, *, bypass: bool = False, mini_batches: int = 1) -> None:
+def annotate(batch: Any, step: int, *, bypass: bool = False, mini_batches: int = 1, epochs: int = 1,
+             last: bool = False) -> None:
     """Add the collapsewatch fields of one training step to verl's ``batch`` (a ``DataProto``), in place.
-    ``mini_batches``: optimizer steps per epoch (B / (ppo_mini_batch_size · n)), so the worker knows the epoch."""
+    ``mini_batches``: optimizer steps per epoch (B / (ppo_mini_batch_size · n)), so the worker knows the epoch;
+    ``epochs``: verl's ppo_epochs; ``last``: the run's last step (the workers close their Monitors after it)."""
     t = batch.batch
     if "token_level_scores" not in t.keys() or "responses" not in t.keys():
         raise ValueError("annotate: verl batch lacks 'token_level_scores' or 'responses' (call it after the "
@@ -65,6 +67,8 @@ def annotate(batch: Any, step: int, *, bypass: bool = False, mini_batches: int =
     batch.meta_info[KEY + "step"] = int(step)
     batch.meta_info[KEY + "bypass"] = bool(bypass)
     batch.meta_info[KEY + "mini_batches"] = max(int(mini_batches), 1)
+    batch.meta_info[KEY + "epochs"] = max(int(epochs), 1)
+    batch.meta_info[KEY + "last"] = bool(last)
 
 
 def _mini_batches(trainer: Any, batch_size: int) -> int:
@@ -90,8 +94,9 @@ def install(trainer_cls: Any = None) -> None:
 
     def _update_actor(self: Any, batch: Any) -> Any:
         try:
-            annotate(batch, self.global_steps, bypass=_bypass_mode(self),
-                     mini_batches=_mini_batches(self, len(batch)))
+            annotate(batch, self.global_steps, bypass=_bypass_mode(self), mini_batches=_mini_batches(self, len(batch)),
+                     epochs=self.config.actor_rollout_ref.actor.ppo_epochs,
+                     last=self.global_steps >= getattr(self, "total_training_steps", float("inf")))
         except Exception:  # the run goes on without per-sequence fields
             failures[0] += 1
             if failures[0] == 1:

@@ -155,3 +155,38 @@ def test_multi_turn_masks_and_rollout_log_probs_with_dynamic_batches(tap, store,
     ess, chi2, abs_mean = con.execute("SELECT is_ess, is_chi2, is_log_ratio_abs_mean FROM steps").fetchone()
     assert ess == pytest.approx(1.0, abs=1e-5) and chi2 == pytest.approx(0.22140, abs=1e-4)
     assert abs_mean == pytest.approx(0.1, abs=1e-6)
+
+
+def test_the_last_step_closes_the_worker_monitor_finished(tap, store):
+    # global_steps = total_training_steps: after that step's last optimizer step (2 mini-batches × 2 epochs = 4) the
+    # worker closes its Monitor itself, status finished (Ray kills workers without exit handlers)
+    model = verl_cpu.tiny_model()
+    trainer = verl_cpu.driver(verl_cpu.training_worker(model, verl_cpu.actor_config(2, 2, 2)), n=2, mini=2, epochs=2,
+                              step=5, total_steps=5)
+    trainer._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2))
+    assert tap.monitor is None and tap.errors == 0
+    con = connect(store)
+    assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+    assert con.execute("SELECT count(*) FROM sequences").fetchone() == (16,)  # 8 sequences × 2 epochs, all flushed
+
+
+def test_without_the_driver_hook_each_optimizer_step_is_a_step(monkeypatch, store):
+    # a custom trainer that does not go through RayPPOTrainer._update_actor: no driver fields; the worker's own clock
+    # numbers its optimizer steps 0, 1 (2 mini-batches); on-policy is not told, so the catalogue's rule gives False
+    # (a step with logp_old has ratios); the per-sequence fields are NULL (reward_mean NULL)
+    verl_cpu.cpu_world()
+    verl_cpu.patch_cpu_device(monkeypatch)
+    monkeypatch.setenv(cw_verl.ENV_STORE, str(store))
+    monkeypatch.setenv(cw_verl.ENV_RUN, "no-hook")
+    fresh = cw_verl.WorkerTap()
+    monkeypatch.setattr(cw_verl, "TAP", fresh)
+    model = verl_cpu.tiny_model()
+    worker = verl_cpu.training_worker(model, verl_cpu.actor_config(2, 2, 2))
+    try:
+        verl_cpu.driver(worker, n=2, mini=2)._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2))
+        fresh.monitor.close()
+    finally:
+        fresh._hook.remove()
+    con = connect(store)
+    assert con.execute("SELECT step, n_seqs, on_policy, reward_mean FROM steps ORDER BY step").fetchall() == [
+        (0, 4, False, None), (1, 4, False, None)]

@@ -136,7 +136,8 @@ class _WorkerGroup:
         return self.worker.train_mini_batch(data)
 
 
-def driver(worker: engine_workers.TrainingWorker, n: int, mini: int, epochs: int = 1, step: int = 1) -> RayPPOTrainer:
+def driver(worker: engine_workers.TrainingWorker, n: int, mini: int, epochs: int = 1, step: int = 1,
+           total_steps: int = 100) -> RayPPOTrainer:
     """A RayPPOTrainer holding only what ``_update_actor`` reads (config, global_steps, the worker group)."""
     t = object.__new__(RayPPOTrainer)
     t.config = OmegaConf.create({
@@ -144,7 +145,7 @@ def driver(worker: engine_workers.TrainingWorker, n: int, mini: int, epochs: int
                               "actor": {"calculate_entropy": True, "entropy_coeff": 0.0, "ppo_mini_batch_size": mini,
                                         "ppo_epochs": epochs, "data_loader_seed": 0, "shuffle": False}},
         "algorithm": {"rollout_correction": None}})
-    t.actor_rollout_wg, t.global_steps = _WorkerGroup(worker), step
+    t.actor_rollout_wg, t.global_steps, t.total_training_steps = _WorkerGroup(worker), step, total_steps
     return t
 
 
