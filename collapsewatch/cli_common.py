@@ -14,7 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-StoreArg = Annotated[Path, typer.Argument(help="Store folder (one per project; runs live inside it).")]
+StoreArg = Annotated[Path, typer.Argument(help="Store folder (one per project; runs live inside it), or "
+                                          "s3://bucket/prefix (endpoint and keys from AWS_ENDPOINT_URL, AWS_*).")]
 RunOpt = Annotated[str | None, typer.Option("--run", "-r", help="Run name.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON records instead of a table.")]
