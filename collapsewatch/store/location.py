@@ -73,14 +73,24 @@ class Remote:
         with self.fs.open_output_stream(self.key(rel)) as out:
             out.write(data)
 
-    def get(self, rel: str, local: Path) -> None:
-        """Copy one object to ``local`` (a hidden temporary name renamed into place: local readers see it whole)."""
-        with self.fs.open_input_file(self.key(rel)) as f:
-            data = f.read()  # one ranged GET of the whole object: one version of it
+    def get(self, rel: str, local: Path, size: int | None = None) -> bool:
+        """Copy one object to ``local`` (a hidden temporary name renamed into place: local readers see it whole).
+        False, and nothing written, when it is not ``size`` bytes (the size listed): re-PUT since (a run row), it is
+        fetched at the next sync, never installed cut short."""
+        data = self._read(rel)
+        if size is not None and len(data) != size:
+            return False
+        if rel.endswith(".parquet") and not _parquet_tail(data) and self._read(rel) != data:
+            return False  # cut short by a re-PUT between the size lookup and the read (a corrupt object reads alike)
         local.parent.mkdir(parents=True, exist_ok=True)
         tmp = local.parent / f".{local.name}.{uuid.uuid4().hex[:8]}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, local)
+        return True
+
+    def _read(self, rel: str) -> bytes:
+        with self.fs.open_input_file(self.key(rel)) as f:
+            return f.read()  # one ranged GET of the whole object as sized a moment before: one version of it
 
     def delete(self, rel: str) -> None:
         try:
@@ -102,6 +112,11 @@ class Remote:
                 mtime = info.mtime_ns if info.mtime_ns is not None else 0
                 out[info.path[len(self.base) + 1:]] = (info.size or 0, mtime)
         return out
+
+
+def _parquet_tail(data: bytes) -> bool:
+    """Whether ``data`` ends like a whole Parquet file: footer length, then the magic ``PAR1``."""
+    return len(data) >= 12 and data[-4:] == b"PAR1" and int.from_bytes(data[-8:-4], "little") + 12 <= len(data)
 
 
 def _env_endpoint() -> dict[str, str]:
@@ -265,7 +280,8 @@ def sync(remote: Remote, mirror: Path) -> bool:
 
 def _fetch(remote: Remote, mirror: Path, rel: str, size: int, mtime: int) -> None:
     try:
-        remote.get(rel, mirror / rel)
+        if not remote.get(rel, mirror / rel, size):
+            return
     except OSError:
         # listed, then deleted (compaction: the merged segment is in the listing; S3 says RESOURCE_NOT_FOUND,
         # not FileNotFoundError): skipped; any other failure is the endpoint's and is raised
