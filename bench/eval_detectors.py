@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collapsewatch.detectors import DETECTORS, DetectorSuite, Event, detect_each
+from collapsewatch.detectors import DETECTORS, DetectorConfig, DetectorSuite, Event, detect_each
 from collapsewatch.detectors.synthetic import SCENARIOS, Label, make_run
 
 TOLERANCE = 10
@@ -132,7 +132,7 @@ def healthy_summary(runs: list[tuple[Label, list[Event]]], on_policy_isdd: list[
             f"on-policy runs where ISDD reports not_applicable: {na}/{len(on_policy_isdd)}")
 
 
-def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool) -> None:
+def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool, config: DetectorConfig | None = None) -> None:
     runs: list[tuple[Label, list[Event]]] = []
     on_policy_isdd: list[str] = []
     noise_of: list[float] = []
@@ -141,7 +141,7 @@ def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool) -> None:
         for noise in noises:
             for seed in range(seeds):
                 run = make_run(scenario, seed=seed, noise=noise, n_steps=steps, gaps=gaps)
-                suite = DetectorSuite()
+                suite = DetectorSuite(config)
                 t0 = time.process_time()
                 for record in run.frame.to_dict("records"):
                     suite.update(record)
@@ -192,8 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--no-gaps", action="store_true")
     ap.add_argument("--sample-runs", type=Path, default=Path(__file__).resolve().parents[1] / "sample_runs")
+    ap.add_argument("--detectors", type=Path, default=None,
+                    help="detector settings TOML (e.g. from `collapsewatch lab calibrate`); default: built-in")
+    ap.add_argument("--no-sample-runs", action="store_true", help="synthetic runs only")
     args = ap.parse_args(argv)
-    synthetic(args.seeds, args.noise, args.steps, not args.no_gaps)
+    config = DetectorConfig.from_file(args.detectors) if args.detectors else None
+    synthetic(args.seeds, args.noise, args.steps, not args.no_gaps, config)
+    if args.no_sample_runs:
+        return 0
     sample_runs(args.sample_runs)
     return 0
 

@@ -3,7 +3,11 @@
 level(zero_std_group_frac) ≥ warn_frac → warning; critical when, in addition, the mean over the last
 critical_window points is ≥ critical_frac (sustained: a few all-equal steps in a row are ordinary for small
 batches of groups, so a 5-point level alone must not make it critical). The evidence tells an
-all-correct batch (task too easy) from an all-wrong one (policy lost) by the correct_frac / reward level.
+all-correct batch (task too easy) from an all-wrong one (policy lost) by the correct_frac level (≥ 0.5:
+all-correct), and so does the severity: starvation of mostly all-correct groups is ``info`` — the policy
+solves those prompts, there is no signal but nothing is collapsing (the remedy is harder prompts or dynamic
+sampling) — while all-wrong (or unknown) starvation is warning / critical. The lab's corpus had one healthy
+run at temperature 0.8 warned this way (correct_frac level 0.5, reward at its best).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ class Starvation:
               "reward_level": reward.level(k) if len(reward) else None, "groups": kind,
               "zero_std_group_frac_mean": mean, "mean_points": len(sustained)}
         critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
-        severity = "critical" if critical else "warning"
+        severity = "info" if kind == "all-correct" else "critical" if critical else "warning"
         return {"starvation": Finding(
             severity, "zero_std_group_frac", level, c.warn_frac, k,
             f"signal starvation: {level:.0%} of groups have zero reward std (mostly {kind})", ev)}

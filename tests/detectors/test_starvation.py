@@ -25,8 +25,15 @@ def test_warning_then_critical_and_the_kind_of_groups():
 
 
 def test_all_correct_groups_are_named_and_healthy_levels_do_not_flag():
+    # 97 % of groups all-equal with 99 % of responses correct: the task is solved, not the policy lost → an
+    # info episode (it would be critical by the level alone: the 20-point mean 0.97 ≥ 0.95). The level holds
+    # from step 0 (a level of the points so far), 3 confirming steps → opens at 2.
     _, suite = feed(rows(40, zero_std_group_frac=0.97, correct_frac=0.99), ONLY)
     assert suite.episodes()[0].evidence["groups"] == "all-correct"
+    assert spans(suite.episodes(), "starvation") == [("starvation", 2, 39, "info")]
+    # the same level with no correct response is the policy lost: warning, then critical at 20 points (step 19)
+    _, suite = feed(rows(40, zero_std_group_frac=0.97, correct_frac=0.0), ONLY)
+    assert spans(suite.episodes(), "starvation") == [("starvation", 2, 39, "critical")]
     _, suite = feed(rows(100, zero_std_group_frac=lambda s: 0.95 if s % 10 == 0 else 0.4), ONLY)
     assert suite.episodes() == []
 
