@@ -88,11 +88,17 @@ def hold_table(labels: Iterable[RunLabel], frames: dict[str, pd.DataFrame],
 
 
 def objective_of(config: Any) -> str:
-    """The objective a run's stored config names ("?" when unknown: an ingested or TRL run)."""
+    """The objective a run's stored config names, with the trainer settings that make a recipe of it
+    (advantages other than group_norm, dynamic sampling) — ``sampo (gigpo, dynamic_sampling 3)`` — so a recipe
+    and its bare loss are told apart; "?" when unknown (an ingested or TRL run)."""
     if isinstance(config, str):
         try:
             config = json.loads(config)
         except json.JSONDecodeError:
             return "?"
-    return str((config or {}).get("objective") or "?")
-
+    config = config or {}
+    name = str(config.get("objective") or "?")
+    extra = [str(config["advantages"])] if config.get("advantages", "group_norm") != "group_norm" else []
+    if config.get("dynamic_sampling"):
+        extra.append(f"dynamic_sampling {config['dynamic_sampling']}")
+    return f"{name} ({', '.join(extra)})" if extra else name

@@ -58,3 +58,7 @@ def test_table_per_objective_and_drill():
 def test_objective_of_a_stored_config():
     assert objective_of('{"objective": "llds"}') == "llds"
     assert objective_of("not json") == objective_of(None) == objective_of({}) == "?"
+    # a recipe is told from its bare loss: non-default advantages and dynamic sampling are named
+    assert objective_of({"objective": "sampo", "advantages": "gigpo", "dynamic_sampling": 3}) == (
+        "sampo (gigpo, dynamic_sampling 3)")
+    assert objective_of({"objective": "sampo", "advantages": "group_norm", "dynamic_sampling": 0}) == "sampo"
