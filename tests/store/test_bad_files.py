@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from collapsewatch.cli import app as cli_app
 from collapsewatch.store import Store, StoreWriter, queries
 from collapsewatch.store.segments import QUARANTINE
+from tests.store.dash_pages import assert_pages_render
 
 
 def _steps(w: StoreWriter, steps: list[int]) -> None:
@@ -96,17 +97,7 @@ def test_dashboard_serves_with_a_bad_file(store):
     root, _ = store
     app = create_app(root)
     client = app.server.test_client()
-    assert client.get("/").status_code == 200
-    pages = next(k for k in app.callback_map if "_pages_content.children" in k)
-    for path in ("/", "/run/b", "/tokens/b", "/run/a", "/compare", "/sql"):
-        body = {"output": pages, "outputs": [{"id": "_pages_content", "property": "children"},
-                                             {"id": "_pages_store", "property": "data"}],
-                "inputs": [{"id": "_pages_location", "property": "pathname", "value": path},
-                           {"id": "_pages_location", "property": "search", "value": ""}],
-                "changedPropIds": ["_pages_location.pathname"], "state": []}
-        r = client.post("/_dash-update-component", json=body)
-        assert r.status_code == 200, (path, r.data[:300])
-        assert b"No run named" not in r.data, path  # the runs with a bad file are still found
+    assert_pages_render(client, ("/", "/run/b", "/tokens/b", "/run/a", "/compare", "/sql"))
 
 
 def test_check_lists_and_quarantines(store):

@@ -16,9 +16,9 @@ import pytest
 
 from collapsewatch.demo import start_dashboard
 from collapsewatch.store import StoreWriter
+from tests.store.dash_pages import page_request
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ".._pages_content.children..._pages_store.data.."  # Dash Pages' routing callback: URL → layout()
 URLS = ["/", "/run/live", "/tokens/live", "/tokens/live?step=3", "/compare?runs=live,quiet", "/run/quiet",
         "/tokens/quiet", "/tokens/quiet?step=abc", "/run/bad name!", "/run/..", "/tokens/../..", "/run/-x",
         "/tokens/" + "a" * 300, "/compare?runs=live,bad name", "/sql", "/run/nope"]
@@ -31,12 +31,7 @@ def _free_port() -> int:
 
 
 def _page(port: int, url: str) -> int:
-    path, _, search = url.partition("?")
-    body = {"output": PAGES, "outputs": [{"id": "_pages_content", "property": "children"},
-                                         {"id": "_pages_store", "property": "data"}],
-            "inputs": [{"id": "_pages_location", "property": "pathname", "value": path},
-                       {"id": "_pages_location", "property": "search", "value": f"?{search}" if search else ""}],
-            "changedPropIds": ["_pages_location.pathname"], "state": []}
+    body = page_request(url)
     req = urllib.request.Request(f"http://127.0.0.1:{port}/_dash-update-component", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     try:

@@ -18,6 +18,7 @@ from collapsewatch.store import Store, StoreWriter, connect
 from collapsewatch.store.location import Location, is_url, parse_url, published
 from tests.conftest import random_batch
 from tests.store import s3server
+from tests.store.dash_pages import assert_pages_render
 
 ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "cw-test"
@@ -242,17 +243,7 @@ def test_the_dashboard_serves_a_url(url):
             mon.observe(random_batch(B=4, T=8, seed=step), step=step)
     app = create_app(url)
     client = app.server.test_client()
-    assert client.get("/").status_code == 200
-    pages = next(k for k in app.callback_map if "_pages_content.children" in k)
-    for path in ("/", "/run/d", "/tokens/d", "/compare", "/sql"):
-        body = {"output": pages, "outputs": [{"id": "_pages_content", "property": "children"},
-                                             {"id": "_pages_store", "property": "data"}],
-                "inputs": [{"id": "_pages_location", "property": "pathname", "value": path},
-                           {"id": "_pages_location", "property": "search", "value": ""}],
-                "changedPropIds": ["_pages_location.pathname"], "state": []}
-        r = client.post("/_dash-update-component", json=body)
-        assert r.status_code == 200, (path, r.data[:300])
-        assert b"No run named" not in r.data, path
+    assert_pages_render(client, ("/", "/run/d", "/tokens/d", "/compare", "/sql"))
 
 
 def test_an_endpoint_outage_costs_nothing_once_it_is_back(tmp_path, monkeypatch, caplog):
