@@ -43,12 +43,22 @@ COLLAPSE_PRONE = {
     "max_grad_norm": 1.0,
 }
 
+# One drill set of the lab's corpus (lab/grid.toml, issue 11 §4): its base settings, seed 0, and the lld drill
+# (A<0 advantages × 10 from step 24) — the seeds' claim, GRPO vs SAPO-search vs LLDS, on one known onset.
+LAB_DRILL = {
+    "prompts_per_rollout": 4, "group_size": 4, "max_response_tokens": 120, "mini_batches": 2, "ppo_epochs": 1,
+    "lr": 3e-4, "drill.kind": "lld", "drill.at_step": 24, "drill.strength": 10.0,
+}
+
 RUNS: list[tuple[str, str, int, dict]] = [
     # name, objective, steps, overrides
     ("grpo-healthy", "grpo", 200, {"mini_batches": 2, "ppo_epochs": 1, "lr": 1e-4, "max_grad_norm": 1.0}),
     ("grpo-collapse", "grpo", 200, COLLAPSE_PRONE),
     ("sapo_search", "sapo_search", 200, COLLAPSE_PRONE),
     ("llds", "llds", 200, COLLAPSE_PRONE),
+    ("drill-lld-grpo", "grpo", 72, LAB_DRILL),
+    ("drill-lld-sapo_search", "sapo_search", 72, LAB_DRILL),
+    ("drill-lld-llds", "llds", 72, LAB_DRILL),
 ]
 
 SMOOTH = 16
