@@ -23,12 +23,17 @@ from .events import Finding, Verdict
 from .history import History
 
 RATIO_COLUMNS = ("ratio_p50_pos", "ratio_p05_pos", "ratio_lt_0_1_frac_pos")
+TURN_COLUMNS = ("turn_ratio_p50_pos", "turn_ratio_p05_pos")
+"""Per-turn ratios of A>0 turns (the probe's turn-level geometric means): recorded in the evidence so a drift can
+be read per turn (is it every turn, or the tool-heavy late ones?); no rule reads them yet — no drill of the lab
+produced a turn-level drift to calibrate one on."""
 
 
 class Isdd:
     name = "isdd"
     phases = ("drift",)
-    inputs = (*RATIO_COLUMNS, "on_policy", "clip_low_frac_pos", "clip_low_frac", "entropy_mean", "reward_mean")
+    inputs = (*RATIO_COLUMNS, *TURN_COLUMNS, "on_policy", "clip_low_frac_pos", "clip_low_frac", "entropy_mean",
+              "reward_mean")
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg
@@ -85,6 +90,9 @@ class Isdd:
             clip_low_frac=clip_low, clip_low_frac_pos=clip_pos,
             clip_note="PPO clip does not bound r < 1-eps when A > 0: clip_low_frac (A<0 only) misses this drift",
         )
+        for col in TURN_COLUMNS:  # levels over the same off-policy window, NULL-free points only
+            turn = h.series(col, self.cfg.isdd.trend_window, off_policy=True)
+            ev[f"{col}_level"] = turn.level(self.cfg.smooth_steps) if len(turn) else None
         peak = self._peak(h)
         if peak is not None:  # where the median ratio fell from: its highest level over the history
             ev.update(ratio_p50_pos_peak=peak[0], ratio_p50_pos_peak_step=peak[1])

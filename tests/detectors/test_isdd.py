@@ -132,3 +132,17 @@ def test_on_policy_steps_interleaved_are_left_out_of_the_windows():
     (ep,) = suite.episodes()
     assert (ep.step_start, ep.step_end) == (127, 199)  # 199 % 3 ≠ 0: off-policy
     assert suite.applicability()["isdd"].status == "applicable"
+
+
+def test_per_turn_ratio_levels_are_in_the_evidence():
+    # The lower-tail drift above, with the probe's per-turn A>0 ratios: turn p05 0.9 until 50 then 0.2, turn p50
+    # 1.0. At the last step (79) the last 5 off-policy points are all after 50: levels 0.2 and 1.0. Without turn
+    # columns (a run without turn ids) the evidence holds None. No rule reads them: the episode is the same.
+    data = rows(80, ratio_p50_pos=1.0, ratio_p05_pos=lambda s: 0.85 if s < 50 else 0.05,
+                turn_ratio_p05_pos=lambda s: 0.9 if s < 50 else 0.2, turn_ratio_p50_pos=1.0)
+    _, suite = feed(data, ISDD_ONLY)
+    ep = suite.episodes()[0]
+    assert (ep.step_start, ep.step_end) == (54, 79)
+    assert ep.evidence["turn_ratio_p05_pos_level"] == 0.2 and ep.evidence["turn_ratio_p50_pos_level"] == 1.0
+    _, plain = feed(rows(80, ratio_p50_pos=1.0, ratio_p05_pos=lambda s: 0.85 if s < 50 else 0.05), ISDD_ONLY)
+    assert plain.episodes()[0].evidence["turn_ratio_p05_pos_level"] is None
