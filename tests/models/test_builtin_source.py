@@ -62,3 +62,20 @@ def test_config_accepts_the_option_and_load_policy_parses_it():
     # load_policy goes through the same parser: the bad value fails before any build starts
     with pytest.raises(ValueError, match="target_nll must be a finite number"):
         load_policy("builtin:tiny?target_nll=-1")
+
+
+def test_shipped_natural_grid_validates_with_the_option():
+    # lab/natural.toml is the grid behind docs/detectors.md's "A lighter warm start" table: every run is checked as
+    # a TrainConfig (so its model option is parsed) and the names are those the table reports
+    from pathlib import Path
+
+    from collapsewatch.lab.grid import load_grid
+
+    runs = load_grid(Path(__file__).parents[2] / "lab" / "natural.toml")
+    names = {r.name for r in runs}
+    # 0.6: 4 seeds × (undrilled, isdd, lld) = 12; 0.4: 2 × 3 = 6; 0.2 undrilled: 2; 0.6 at 8 × 8: 2 × 3 = 6
+    # -> 26
+    assert len(runs) == 26
+    assert {"isdd-grpo-nll06-s3", "lld-grpo-nll04-s1", "healthy-grpo-nll02-s0", "lld-grpo-nll06-8x8-s1"} <= names
+    models = {r.fields.get("model", "builtin:tiny") for r in runs}
+    assert models == {"builtin:tiny", "builtin:tiny?target_nll=0.4", "builtin:tiny?target_nll=0.6"}
