@@ -73,9 +73,9 @@ def test_shipped_natural_grid_validates_with_the_option():
 
     runs = load_grid(Path(__file__).parents[2] / "lab" / "natural.toml")
     names = {r.name for r in runs}
-    # 0.6: 4 seeds × (undrilled, isdd, lld) = 12; 0.4: 2 × 3 = 6; 0.2 undrilled: 2; 0.6 and 0.4 at 8 × 8:
-    # 2 × 3 each = 12 -> 32
-    assert len(runs) == 32
+    # 0.6: 4 seeds × (undrilled, isdd, lld) = 12; 0.4: 2 × 3 = 6; 0.2 undrilled: 2; 0.6 and 0.4 at 8 × 8, 0.4 at 8 × 8
+    # and τ 1.3: 2 × 3 each = 18 -> 38
+    assert len(runs) == 38
     assert {"isdd-grpo-nll06-s3", "lld-grpo-nll04-s1", "healthy-grpo-nll02-s0", "lld-grpo-nll06-8x8-s1", "lld-grpo-nll04-8x8-s0"} <= names
     models = {r.fields.get("model", "builtin:tiny") for r in runs}
     assert models == {"builtin:tiny", "builtin:tiny?target_nll=0.4", "builtin:tiny?target_nll=0.6"}
