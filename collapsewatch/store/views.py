@@ -37,7 +37,8 @@ EPISODE_ORDER = (("step_end", False), ("written_at", False), ("rank", True), ("s
 
 
 def episodes_sql(source: str) -> str:
-    """One row per episode (``EPISODE_KEY``) of the event rows ``source``, the first by ``EPISODE_ORDER``."""
+    """One row per episode (``EPISODE_KEY``) of the event rows ``source`` (a SELECT, never a bare name: duckdb
+    2.0.1 refuses ``FROM (name)``), the first by ``EPISODE_ORDER``."""
     order = ", ".join(f"{c} {'ASC' if asc else 'DESC'}" for c, asc in EPISODE_ORDER)
     return f"""
 SELECT * FROM ({source})
@@ -45,7 +46,8 @@ QUALIFY row_number() OVER (PARTITION BY {", ".join(EPISODE_KEY)} ORDER BY {order
 
 
 def runs_sql(run_ranks: str) -> str:
-    """One summary row per run from rank rows (the ``run_ranks`` view, or one run's slice of it)."""
+    """One summary row per run from rank rows ``run_ranks``: a SELECT (of the ``run_ranks`` view, or of one
+    run's slice of it), never a bare name (duckdb 2.0.1 refuses ``FROM (name)``)."""
     return f"""
 SELECT run, {RUN_STATUS} AS status,
        min(started_at) AS started_at, max(updated_at) AS updated_at, max(ended_at) AS ended_at,
@@ -85,7 +87,7 @@ FROM ({step_metrics}) m FULL OUTER JOIN sc USING (run, rank, step)""",
         "sequences": f"SELECT * FROM {s['sequences']}",
         "tokens": f"SELECT * FROM {s['tokens']}",
         "events": episodes_sql(f"SELECT * FROM {s['events']}"),
-        "runs": runs_sql("run_ranks"),
+        "runs": runs_sql("SELECT * FROM run_ranks"),
     }
 
 VIEW_ORDER = ("run_ranks", "scalars", "step_metrics", "steps", "sequences", "tokens", "events", "runs")
