@@ -1,32 +1,50 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+#
+# Environments are locked (DESIGN.md §7): `make` installs the exact versions in requirements/<venv>.txt, so an
+# upstream release changes nothing here until someone runs `make lock` and the suite passes; pyproject.toml keeps
+# ranges for library users; `make test-latest` tries the newest versions those ranges allow, on purpose.
+#
+# Lock tool: uv's `uv pip compile` (pinned below). Why: a Python team's tool today, it resolves in seconds, and
+# it writes pip-tools-format requirements that plain pip installs (uv itself is a locked dev dependency). pip, not uv, installs them: pip's config on
+# these machines points at the local CPU build of torch (/opt/wheels), which uv does not read. torch itself is
+# left out of the locks (a CPU host takes the local build, a GPU host the normal wheel, both 2.13.0), but the
+# locks are resolved against the CPU build, so torch's own dependencies are pinned without CUDA packages.
+# (uv.lock was not chosen: it is a universal lock and cannot say "torch from a local file on this machine".)
+# The locks are for this project's machines: CPython 3.11 on Linux x86_64.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
+TORCH := torch==2.13.0
+PIP_VERSION := 26.3
+LOCK_FLAGS := --quiet --python-version 3.11 --find-links /opt/wheels -c requirements/torch-cpu.txt --no-emit-package torch
 # verl pins transformers<5.11, older than the main environment's: its tests run in their own venv (docs/verl.md)
 VERL_VENV ?= .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 VERL_TESTS := tests/integrations/test_verl*.py
+LATEST_VENV ?= .venv-latest
 
-.PHONY: install verl-env browser test test-fast demo lint bench sample-runs clean
+# $(call locked_venv,VENV,LOCK): a venv holding exactly LOCK, torch and collapsewatch (editable, no resolution).
+# torch first, constrained by the lock so that its dependencies are the locked ones; the project is built with
+# the venv's own (locked) setuptools, not a newest one fetched into an isolated build environment.
+define locked_venv
+	test -x $(1)/bin/python || python3 -m venv $(1)
+	$(1)/bin/python -m pip install -q "pip==$(PIP_VERSION)"
+	$(1)/bin/python -c "import torch" 2>/dev/null || $(1)/bin/python -m pip install -q "$(TORCH)" -c $(2)
+	$(1)/bin/python -m pip install -q -r $(2)
+	PYTHONWARNINGS=ignore $(1)/bin/python -m pip install -q --no-deps --no-build-isolation -e .  # no setuptools notices
+endef
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	# torch first: where a local CPU build is on disk (torch==2.13.0) it is taken instead of a multi-GB CUDA
-	# wheel; elsewhere (GPU hosts) the normal torch is installed.
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==2.13.0" || $(PIP) install -q torch
-	$(PIP) install -q -e ".[dev]"
+.PHONY: install verl-env browser test test-fast test-latest lock demo lint bench sample-runs clean
+
+$(STAMP): pyproject.toml requirements/main.txt
+	$(call locked_venv,$(VENV),requirements/main.txt)
 	touch $(STAMP)
 
 install: $(STAMP)
 
-$(VERL_STAMP): pyproject.toml
-	test -x $(VERL_VENV)/bin/python || python3 -m venv $(VERL_VENV)
-	$(VERL_VENV)/bin/python -m pip install -q --upgrade pip
-	$(VERL_VENV)/bin/python -c "import torch" 2>/dev/null || $(VERL_VENV)/bin/python -m pip install -q "torch==2.13.0" \
-	  || $(VERL_VENV)/bin/python -m pip install -q torch
-	$(VERL_VENV)/bin/python -m pip install -q -e ".[verl]" pytest
+$(VERL_STAMP): pyproject.toml requirements/verl.txt
+	$(call locked_venv,$(VERL_VENV),requirements/verl.txt)
 	touch $(VERL_STAMP)
 
 verl-env: $(VERL_STAMP)
@@ -44,6 +62,21 @@ test: install browser verl-env
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not browser"
 
+# The newest versions pyproject allows, in a throwaway venv: what a `pip install collapsewatch` user may meet
+# tomorrow. Prints what differs from the lock, then runs the fast suite. Never part of `make test` or CI.
+test-latest:
+	rm -rf $(LATEST_VENV) && python3 -m venv $(LATEST_VENV)
+	$(LATEST_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LATEST_VENV)/bin/python -m pip install -q "$(TORCH)"
+	$(LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[dev]"
+	$(LATEST_VENV)/bin/python -m pip freeze | python3 requirements/drift.py requirements/main.txt
+	$(LATEST_VENV)/bin/python -m pytest -q -m "not slow and not browser" -p no:cacheprovider
+
+# Re-resolve every lock to the newest versions pyproject allows (then run `make test` before committing).
+lock: install
+	$(VENV)/bin/uv pip compile $(LOCK_FLAGS) pyproject.toml --extra dev -o requirements/main.txt
+	$(VENV)/bin/uv pip compile $(LOCK_FLAGS) pyproject.toml requirements/verl.in --extra verl -o requirements/verl.txt
+
 demo: install
 	$(VENV)/bin/collapsewatch demo
 
@@ -58,4 +91,4 @@ sample-runs: install
 	$(PY) sample_runs/make_sample_runs.py
 
 clean:
-	rm -rf $(VENV) $(VERL_VENV) demo_runs .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) $(LATEST_VENV) demo_runs .pytest_cache
