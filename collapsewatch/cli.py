@@ -71,25 +71,20 @@ def compact(store: StoreArg) -> None:
 @app.command()
 @friendly
 def check(store: StoreArg, quarantine: Annotated[bool, typer.Option(
-        "--quarantine", help="Move the bad files to <store>/_quarantine/<run>/<table>/.")] = False) -> None:
-    """List segment files that cannot be read as their table (empty, truncated, not Parquet, wrong columns);
-    every command already skips them. Exit code 1 while bad files remain."""
-    from .store import segments
-    from .store.views import open_location
+        "--quarantine", help="Move the bad files to <store>/_quarantine/<run>/<table>/.")] = False,
+        repair: Annotated[bool, typer.Option(
+            "--repair", help="Rewrite missing or corrupt _schema files from this package's migrations.")] = False
+        ) -> None:
+    """List segment files that cannot be read as their table (empty, truncated, not Parquet, wrong columns),
+    missing or corrupt _schema files and published flushes missing a segment; every command already reads around
+    them. Exit code 1 while any remain."""
+    from .store.health import check_store
 
-    where = open_location(store)  # an object store's files are checked in its synced mirror, named by URL
-    root = where.local
-    bad = segments.bad_files(root)
-    if not bad:
-        typer.echo("no bad files")
-        return
-    if quarantine:
-        moved = segments.quarantine(root, [p for p, _ in bad], where)
-        typer.echo(f"moved {len(moved)} file(s) to {where.show(root / segments.QUARANTINE)}")
-        return
-    for path, reason in bad:
-        typer.echo(f"{where.show(path)}: {reason}")
-    raise typer.Exit(1)
+    lines, ok = check_store(store, quarantine=quarantine, repair=repair)
+    for line in lines:
+        typer.echo(line)
+    if not ok:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -351,3 +351,17 @@ def writer(store: str | os.PathLike, spool: str | os.PathLike | None = None) -> 
         return Location(Path(store))
     remote = parse_url(store)
     return Location(Path(spool) if spool is not None else spool_dir(remote), remote)
+
+
+BROKEN = ".broken-flushes.json"  # in a mirror: the published flushes its last sync found missing a segment
+
+
+def broken_flushes(mirror: Path) -> list[tuple[str, str]]:
+    """(marker rel path, what is missing) of each published flush the mirror's last sync left out because one of
+    its segments is not in the bucket (all of a flush or none)."""
+    import json
+
+    try:
+        return [tuple(x) for x in json.loads((mirror / BROKEN).read_text())]  # type: ignore[misc]
+    except (OSError, ValueError):
+        return []

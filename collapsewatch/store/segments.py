@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .location import QUARANTINE, Location
-from .migrations import SCHEMA_STAMP, TABLES
+from .migrations import TABLES
 from .writer import REPLACES_KEY, arrow_schemas, ensure_schema
 
 log = logging.getLogger("collapsewatch.store")
@@ -44,6 +44,7 @@ def raced(e: BaseException) -> bool:
     return isinstance(e, duckdb.Error) and any(m in str(e) for m in _RACE_MESSAGES)
 
 
+SCHEMA = "_schema"  # the store's typed empty tables (writer.ensure_schema); not a run
 KEYS = ("run", "rank", "step")  # each table's key columns among these must be present
 
 _lock = threading.Lock()
@@ -77,13 +78,8 @@ def schema_problem(schema: pa.Schema, table: str) -> str | None:
     return None
 
 
-def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | None = None
-               ) -> tuple[str | None, tuple[str, ...]]:
-    """(why ``path`` is not a readable segment of ``table`` or None, the file names it replaces when it is
-    a merged segment); cached per (path, size, mtime)."""
-    if size is None or mtime_ns is None:
-        st = os.stat(path)
-        size, mtime_ns = st.st_size, st.st_mtime_ns
+def _verdict(path: str, table: str, size: int, mtime_ns: int) -> tuple[str | None, tuple[str, ...]]:
+    """``check_file`` without the report: (why the file is not a segment of ``table`` or None, what it replaces)."""
     key = (path, size, mtime_ns)
     with _lock:
         if key in _verdicts:
@@ -106,7 +102,19 @@ def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | N
         problem = f"not a readable Parquet file ({str(e).splitlines()[0][:120]})"
     with _lock:
         _verdicts[key] = (problem, replaces)
-        report = problem is not None and path not in _reported
+    return problem, replaces
+
+
+def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | None = None
+               ) -> tuple[str | None, tuple[str, ...]]:
+    """(why ``path`` is not a readable segment of ``table`` or None, the file names it replaces when it is
+    a merged segment); cached per (path, size, mtime); a bad file is reported once, in one line."""
+    if size is None or mtime_ns is None:
+        st = os.stat(path)
+        size, mtime_ns = st.st_size, st.st_mtime_ns
+    problem, replaces = _verdict(path, table, size, mtime_ns)
+    with _lock:
+        report = problem not in (None, "gone") and path not in _reported
         _reported.add(path)
     if report:
         log.warning("collapsewatch: skipping bad segment %s: %s (collapsewatch check STORE --quarantine moves "
@@ -118,7 +126,7 @@ def _folders(root: Path, table: str, run: str | None) -> list[Path]:
     if run is not None:
         return [root / run / table]
     try:
-        return [Path(e.path) / table for e in os.scandir(root) if e.is_dir() and e.name != QUARANTINE]
+        return [Path(e.path) / table for e in os.scandir(root) if e.is_dir() and e.name not in (QUARANTINE, SCHEMA)]
     except FileNotFoundError:
         return []
 
@@ -128,8 +136,8 @@ Listing = tuple[list[tuple[str, int]], list[tuple[str, str]], list[str]]
 
 def table_files(root: Path, table: str, run: str | None = None) -> Listing:
     """((path, size) of each good segment, (path, reason) of each bad one, paths of the segments a merged
-    segment beside them replaces) of ``table`` in one run's folder or in every folder of the store
-    (``_schema`` included), sorted by path. Replaced segments are not among the good ones."""
+    segment beside them replaces) of ``table`` in one run's folder or in every run folder of the store
+    (``_schema`` is not a run: ``schema_problems``), sorted by path. Replaced segments are not among the good ones."""
     good: list[tuple[str, int]] = []
     bad: list[tuple[str, str]] = []
     replaced: list[str] = []
@@ -177,15 +185,9 @@ def files_scan(paths: list[str], empty: Path) -> str:
 _current: Path | None = None
 
 
-def _schema_is_current(root: Path) -> bool:
-    try:
-        return (root / "_schema" / "VERSION").read_text().strip() == SCHEMA_STAMP
-    except OSError:
-        return False
-
-
 def _current_schema_root() -> Path:
-    """A per-process folder holding ``_schema`` at the current version (written once, on first need)."""
+    """A per-process folder outside the store holding ``_schema`` as this package's migrations define it (written
+    once, on first need): what every read uses as each table's typed empty file."""
     global _current
     with _lock:
         if _current is None:
@@ -195,17 +197,49 @@ def _current_schema_root() -> Path:
 
 
 def schema_file(root: Path, table: str) -> Path:
-    """The typed empty file of ``table`` at the current schema: the store's own when its ``_schema`` is current,
-    else a per-process copy, so that reading a store written by an older version never writes into it."""
-    if _schema_is_current(root):
-        return root / "_schema" / table / "empty.parquet"
-    return _current_schema_root() / "_schema" / table / "empty.parquet"
+    """The typed empty file of ``table`` a read of the store at ``root`` uses: always the package's own (rebuilt from
+    the migrations in a per-process folder), never the store's, so a store whose ``_schema`` file is missing,
+    corrupt or older than the package reads the same, and reading never writes into the store."""
+    return _current_schema_root() / SCHEMA / table / "empty.parquet"
 
 
 def readable_dirs(root: Path) -> list[str]:
-    """The folders a read connection of the store may open: the store, and the current schema when the store's
-    is older."""
-    return [str(root)] + ([] if _schema_is_current(root) else [str(_current_schema_root())])
+    """The folders a read connection of the store may open: the store and the package's schema folder."""
+    return [str(root), str(_current_schema_root())]
+
+
+def schema_problems(root: Path) -> list[tuple[str, str]]:
+    """(path, reason) of each file of the store's ``_schema`` that is missing or not a readable empty table of its
+    name (``VERSION`` included). Readers do not need them (``schema_file``); ``collapsewatch check`` reports them and
+    ``check --repair`` or the next writer rewrites them (``writer.ensure_schema``). An older but readable
+    ``_schema`` is no problem."""
+    out: list[tuple[str, str]] = []
+    for table in TABLES:
+        path = root / SCHEMA / table / "empty.parquet"
+        try:
+            st = path.stat()
+        except OSError:
+            out.append((str(path), "missing"))
+            continue
+        problem, _ = _verdict(str(path), table, st.st_size, st.st_mtime_ns)
+        if problem not in (None, "gone"):
+            out.append((str(path), problem))
+    try:
+        (root / SCHEMA / "VERSION").read_text()
+    except (OSError, UnicodeDecodeError):
+        out.append((str(root / SCHEMA / "VERSION"), "missing"))
+    return out
+
+
+def _template_ok(root: Path, table: str) -> bool:
+    """Whether the store's own ``_schema`` file of ``table``, which a glob over every folder also matches, reads
+    as an empty table of its name (cached per size and mtime; not reported: ``schema_problems``)."""
+    path = root / SCHEMA / table / "empty.parquet"
+    try:
+        st = path.stat()
+    except OSError:
+        return True  # a glob matches nothing there
+    return _verdict(str(path), table, st.st_size, st.st_mtime_ns)[0] is None
 
 
 def scan_sql(root: Path, table: str, run: str | None = None) -> tuple[str, bool]:
@@ -215,6 +249,8 @@ def scan_sql(root: Path, table: str, run: str | None = None) -> tuple[str, bool]
     empty = schema_file(root, table)
     if bad or replaced:
         return files_scan([p for p, _ in good] + [str(empty)], empty), True
+    if run is None and not _template_ok(root, table):  # the glob would match a corrupt _schema file
+        return files_scan([p for p, _ in good], empty), True
     if run is not None and not good:
         return files_scan([], empty), False
     pattern = root / run / table / "*.parquet" if run is not None else root / "*" / table / "*.parquet"
@@ -230,8 +266,9 @@ def bad_files(root: Path) -> list[tuple[str, str]]:
 
 
 def needs_list(root: Path) -> bool:
-    """Whether some table of the store has a bad or a replaced segment (views then list files)."""
-    return any(table_files(root, t)[1] or table_files(root, t)[2] for t in TABLES)
+    """Whether some table of the store has a bad or a replaced segment or a corrupt ``_schema`` file (views then
+    list files)."""
+    return any(table_files(root, t)[1] or table_files(root, t)[2] or not _template_ok(root, t) for t in TABLES)
 
 
 def quarantine(root: Path, files: list[str], where: Location | None = None) -> list[Path]:

@@ -125,16 +125,37 @@ def merge_segments(table: str, files: list[Path], rank: int, where: Location | N
     return target
 
 
-def ensure_schema(root: Path) -> None:
-    """Create (or upgrade) ``root/_schema``: one typed, empty Parquet file per table."""
+def _is_template(path: Path, schema: pa.Schema) -> bool:
+    """Whether ``path`` is the typed empty table of ``schema`` (readable, no rows, exactly these columns)."""
+    try:
+        meta = pq.read_metadata(path)
+        return meta.num_rows == 0 and meta.schema.to_arrow_schema().remove_metadata().equals(schema.remove_metadata())
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+
+
+def ensure_schema(root: Path) -> list[Path]:
+    """Create, upgrade or repair ``root/_schema``: one typed, empty Parquet file per table, each rewritten atomically
+    when it is missing, corrupt or of another schema, then ``VERSION``. Returns the files written (none when all
+    were right). Writers call it; readers never do (they read the package's own, ``segments.schema_file``)."""
     marker = root / "_schema" / "VERSION"
-    if marker.exists() and marker.read_text().strip() == SCHEMA_STAMP:
-        return
+    try:
+        current = marker.read_text().strip() == SCHEMA_STAMP
+    except (OSError, UnicodeDecodeError):
+        current = False
+    written = []
     for table, schema in arrow_schemas().items():
-        atomic_write_table(schema.empty_table(), root / "_schema" / table / "empty.parquet")
-    tmp = marker.parent / f".VERSION.{uuid.uuid4().hex[:8]}"
-    tmp.write_text(SCHEMA_STAMP)
-    os.replace(tmp, marker)
+        path = root / "_schema" / table / "empty.parquet"
+        if current and _is_template(path, schema):
+            continue
+        atomic_write_table(schema.empty_table(), path)
+        written.append(path)
+    if written or not current:
+        tmp = marker.parent / f".VERSION.{uuid.uuid4().hex[:8]}"
+        tmp.write_text(SCHEMA_STAMP)
+        os.replace(tmp, marker)
+        written.append(marker)
+    return written
 
 
 def init_store(root: Path) -> None:
@@ -155,19 +176,26 @@ def init_store(root: Path) -> None:
 
 
 def init_remote(where: Location) -> None:
-    """Upload ``_schema`` to an object store that lacks it at this version (``VERSION`` last: a reader that sees
-    it sees every table's file). Every rank may do this at once: the objects are identical."""
+    """Upload ``_schema`` to an object store that lacks it at this version or lacks one of its files, or holds one
+    of another size (corrupt); ``VERSION`` last: a reader that sees it sees every table's file. Every rank may do
+    this at once: the objects are identical."""
     if where.remote is None:
         return
+    ensure_schema(where.local)
+    files = [where.local / "_schema" / table / "empty.parquet" for table in arrow_schemas()]
+    listed = where.remote.list("_schema")
+    stale = [f for f in files if listed.get(where.rel(f), (-1, 0))[0] != f.stat().st_size]
     try:
         with where.remote.fs.open_input_file(where.remote.key("_schema/VERSION")) as f:
-            if f.read().decode().strip() == SCHEMA_STAMP:
+            if f.read().decode(errors="replace").strip() == SCHEMA_STAMP and not stale:
                 return
     except FileNotFoundError:
         pass
-    ensure_schema(where.local)
-    for table in arrow_schemas():
-        where.push(where.local / "_schema" / table / "empty.parquet")
+    except OSError:  # S3 reports a missing key as a plain OSError
+        if where.remote.fs.get_file_info(where.remote.key("_schema/VERSION")).type != pafs.FileType.NotFound:
+            raise
+    for f in stale:
+        where.push(f)
     where.push(where.local / "_schema" / "VERSION")
 
 
