@@ -29,7 +29,7 @@ from . import location, segments
 from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError, run_user_sql
 from .segments import raced
-from .views import RETRIES, VIEW_ORDER, create_views, episodes_sql, open_location, runs_sql, view_sql
+from .views import RETRIES, create_views, episodes_sql, open_location, runs_sql, view_sql
 from .writer import check_run_name, valid_run_name
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
@@ -102,7 +102,7 @@ class Store:
         """Run a person's query (``sandbox``: plain SELECTs only, on a throwaway connection, with a time
         and a size limit); returns the last statement's rows and whether they were cut at a limit."""
         self.refresh()
-        return run_user_sql(self.root, lambda sources: view_sql(self.root, sources=sources), VIEW_ORDER, sql, limits)
+        return run_user_sql(self.root, sql, limits)
 
     def run_view(self, view: str, run: str) -> str:
         """SQL for one run's rows of a view, scanning only that run's folder (fast for live dashboards)."""

@@ -26,8 +26,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,12 +51,14 @@ UNSAFE_FUNCTIONS = frozenset({
     "json_execute_serialized_sql", "copy_database", "write_log", "nextval", "setval", "currval", "setseed",
     "force_checkpoint", "enable_checkpoint_on_shutdown", "disable_checkpoint_on_shutdown", "enable_profile",
     "disable_profile", "getenv", "query", "query_table", "sleep_ms", "pg_sleep",
+    # the settings hold the server's paths (home, secret, extension and temp directories)
+    "current_setting", "which_secret",
 })
+HIDDEN_TABLES = frozenset({"pg_settings"})  # pg_catalog's view of every setting: server paths
 SAFE_SCHEMAS = frozenset({"", "main", "information_schema", "pg_catalog"})
 SHOW_SPECIAL = frozenset({"", '"tables"', '"databases"', "__show_tables_expanded"})  # SHOW TABLES, DESCRIBE (…)
 SAFE_CATALOGS = frozenset({"", "memory", "system", "temp"})
 PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RETRIES = 20  # a query racing live compaction: each try lists the files afresh (backoff up to 0.2 s)
 KEYWORDS = re.compile(r"^\s*([A-Za-z]+(?:\s+[A-Za-z]+)?)")
 
 
@@ -74,33 +74,60 @@ class Limits:
     """Wall-clock seconds before the query is interrupted."""
     memory: str = "1GB"
     """DuckDB memory limit of the throwaway connection (nothing spills to disk)."""
+    process_bytes: int = 3 * 2**30
+    """Address space of the process the query runs in (``sqlproc``: ``RLIMIT_AS``), DuckDB's buffers, what they do
+    not track (list and string builders, the result) and the interpreter's own reservations together."""
 
 
-def _walk(node: Any, found: list[tuple[str, str, str]]) -> None:
-    """Collect (kind, schema, name) of every table reference and function call in a serialised tree."""
-    if isinstance(node, dict):
-        kind = node.get("type")
-        if kind == "TABLE_FUNCTION":
-            fn = node.get("function") or {}
-            found.append(("table_function", fn.get("schema", ""), fn.get("function_name", "")))
-        elif kind == "BASE_TABLE":
-            catalog = (node.get("catalog_name") or "").lower()
-            schema = node.get("schema_name", "") if catalog in SAFE_CATALOGS else "<catalog>"
-            found.append(("table", schema, node.get("table_name", "")))
-        elif kind == "SHOW_REF" and node.get("table_name") not in SHOW_SPECIAL:  # SHOW 'file.csv' scans a file
-            found.append(("table", node.get("schema_name", ""), node.get("table_name", "")))
-        elif node.get("class") == "FUNCTION":
-            found.append(("function", node.get("schema", ""), node.get("function_name", "")))
-        for v in node.values():
-            _walk(v, found)
-    elif isinstance(node, list):
-        for v in node:
-            _walk(v, found)
+def _walk(tree: Any, found: list[tuple[str, str, str]]) -> None:
+    """Collect (kind, schema, name) of every table reference and function call in a serialised tree (iteratively:
+    a tree as deep as DuckDB parses never reaches Python's recursion limit)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            kind = node.get("type")
+            if kind == "TABLE_FUNCTION":
+                fn = node.get("function") or {}
+                found.append(("table_function", fn.get("schema", ""), fn.get("function_name", "")))
+            elif kind == "BASE_TABLE":
+                catalog = (node.get("catalog_name") or "").lower()
+                schema = node.get("schema_name", "") if catalog in SAFE_CATALOGS else "<catalog>"
+                found.append(("table", schema, node.get("table_name", "")))
+            elif kind == "SHOW_REF" and node.get("table_name") not in SHOW_SPECIAL:  # SHOW 'file.csv' scans a file
+                found.append(("table", node.get("schema_name", ""), node.get("table_name", "")))
+            elif node.get("class") == "FUNCTION":
+                found.append(("function", node.get("schema", ""), node.get("function_name", "")))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+MAX_DEPTH = 200  # nesting levels of parentheses a query may have (a person's query has a handful)
+
+
+def _depth(sql: str) -> int:
+    """The deepest nesting of parentheses outside string literals and quoted names."""
+    depth = deepest = 0
+    quote = ""
+    for ch in sql:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    return deepest
 
 
 def check_select_only(sql: str) -> list[str]:
     """The statements of ``sql`` once each is known to be a plain SELECT over tables and safe functions;
     raises ReadOnlyQueryError (what is refused and why) or ValueError (empty or malformed SQL)."""
+    if _depth(sql) > MAX_DEPTH:  # before DuckDB parses it: its parser and the tree check both recurse
+        raise ReadOnlyQueryError(f"refused: the query nests more than {MAX_DEPTH} levels of parentheses")
     con = duckdb.connect(":memory:")
     try:
         try:
@@ -110,7 +137,10 @@ def check_select_only(sql: str) -> list[str]:
         if not statements:
             raise ValueError("empty SQL query")
         for st in statements:
-            tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [st]).fetchone()[0])
+            try:
+                tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [st]).fetchone()[0])
+            except RecursionError:  # a parse tree deeper than json can read, whatever made it
+                raise ReadOnlyQueryError("refused: the query nests too deeply") from None
             if tree.get("error"):
                 head = KEYWORDS.match(st)
                 raise ReadOnlyQueryError(f"refused: the store is read-only here; only plain SELECT queries run "
@@ -131,6 +161,8 @@ def _check_reference(kind: str, schema: str, name: str) -> None:
                                  f"(query the views; allowed: {', '.join(sorted(SAFE_TABLE_FUNCTIONS))})")
     if kind == "function" and (low in UNSAFE_FUNCTIONS or low.startswith("__internal")):
         raise ReadOnlyQueryError(f"refused: function {name}() is not allowed in read-only SQL")
+    if kind == "table" and low in HIDDEN_TABLES:
+        raise ReadOnlyQueryError(f"refused: {name} is not readable here (settings hold the server's paths)")
     if kind == "table" and (schema not in SAFE_SCHEMAS or not PLAIN_NAME.match(name)):
         raise ReadOnlyQueryError(f"refused: {name!r} is not a view name; read-only SQL reads the store's views, "
                                  "not files or other databases")
@@ -139,7 +171,7 @@ def _check_reference(kind: str, schema: str, name: str) -> None:
 def _lock_down(con: duckdb.DuckDBPyConnection, limits: Limits) -> None:
     """Settings of the throwaway connection, applied after its views exist and then locked: no file access at
     all (the views read Arrow datasets this process registered, not files)."""
-    for stmt in ("SET temp_directory = ''", f"SET memory_limit = '{limits.memory}'",
+    for stmt in ("SET temp_directory = ''", f"SET memory_limit = '{limits.memory}'", "SET threads = 2",
                  "SET python_enable_replacements = false", "SET autoinstall_known_extensions = false",
                  "SET autoload_known_extensions = false", "SET allow_community_extensions = false",
                  "SET enable_external_access = false", "SET lock_configuration = true"):
@@ -157,37 +189,35 @@ def _sources(root: Path) -> dict[str, pads.Dataset]:
     return out
 
 
-def run_user_sql(root: Path, views: Callable[[dict[str, str]], dict[str, str]], order: tuple[str, ...], sql: str,
-                 limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
-    """Run a person's query over the views ``views(sources)`` (name → SELECT over the relations named in
-    ``sources``, one per table; created in ``order``) of the store at ``root``. Each try lists the segments
-    afresh, so a query racing live compaction reads the files that exist now.
+def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
+    """Run a person's query over the store's views at ``root`` in a child process with a hard memory and time
+    limit (``sqlproc``). Each try lists the segments afresh, so a query racing live compaction reads the files that
+    exist now.
 
     Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
     plain SELECTs, ValueError for a failed, interrupted or oversized query."""
+    from . import sqlproc
+
     statements = check_select_only(sql)
-    for attempt in range(RETRIES):  # a segment compacted away between listing and read: run it again
-        try:
-            return _run_once(root, views, order, statements[-1], limits)
-        except FileNotFoundError as e:
-            if attempt == RETRIES - 1:
-                raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
-            time.sleep(min(0.2, 0.02 * 2**attempt))  # on a loaded machine a slow query races merge after merge
-    raise AssertionError("unreachable")
+    table, cut = sqlproc.run(root, statements[-1], limits)
+    return table.to_pandas(), cut
 
 
-def _run_once(root: Path, views: Callable[[dict[str, str]], dict[str, str]], order: tuple[str, ...],
-              statement: str, limits: Limits) -> tuple[pd.DataFrame, bool]:
+def run_checked(root: Path, statement: str, limits: Limits, timeout_s: float) -> tuple[pa.Table, bool]:
+    """One try of a checked statement on a locked throwaway connection over the store's views, interrupted after
+    ``timeout_s``; FileNotFoundError when a segment vanished under it (list again)."""
+    from .views import VIEW_ORDER, view_sql
+
     con = duckdb.connect(":memory:")
-    timer = threading.Timer(limits.timeout_s, con.interrupt)
+    timer = threading.Timer(timeout_s, con.interrupt)
     try:
         names = {}
         for table, dataset in _sources(root).items():
             names[table] = f"_segments_{table}"
             con.register(names[table], dataset)
-        sql = views(names)
-        for name in order:
+        sql = view_sql(root, sources=names)
+        for name in VIEW_ORDER:
             con.execute(f"CREATE VIEW {name} AS {sql[name]}")
         _lock_down(con, limits)
         timer.start()
@@ -205,7 +235,7 @@ def _run_once(root: Path, views: Callable[[dict[str, str]], dict[str, str]], ord
         con.close()
 
 
-def _fetch(con: duckdb.DuckDBPyConnection, statement: str, limits: Limits) -> tuple[pd.DataFrame, bool]:
+def _fetch(con: duckdb.DuckDBPyConnection, statement: str, limits: Limits) -> tuple[pa.Table, bool]:
     reader = con.sql(statement).to_arrow_reader(1024)
     batches: list[pa.RecordBatch] = []
     rows = size = 0
@@ -222,8 +252,7 @@ def _fetch(con: duckdb.DuckDBPyConnection, statement: str, limits: Limits) -> tu
         rows, size = rows + batch.num_rows, size + batch.nbytes
         if cut:
             break
-    table = pa.Table.from_batches(batches, schema=reader.schema)
-    return table.to_pandas(), cut
+    return pa.Table.from_batches(batches, schema=reader.schema), cut
 
 
 def _fit(batch: pa.RecordBatch, budget: int) -> pa.RecordBatch:
