@@ -7,7 +7,7 @@ Three kinds of fault are reported, one line each, named by path (or URL for an o
 * a missing or corrupt **``_schema`` file** (``segments.schema_problems``) — reads use the package's own schema
   (``segments.schema_file``) and never write it; ``--repair`` rewrites it atomically from the migrations (and the
   next writer does too, ``writer.ensure_schema``);
-* on an object store, a **published flush missing a segment** (``location.broken_flushes``) — its other segments
+* on an object store, a **published flush missing a segment** (``mirror.broken_flushes``) — its other segments
   are not read (all of a flush or none); nothing can bring the lost segment back, so it is reported only.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import location, segments
+from . import mirror, segments
 from .views import open_location
 from .writer import ensure_schema
 
@@ -28,7 +28,7 @@ def check_store(store: str | os.PathLike, quarantine: bool = False, repair: bool
     root = where.local
     bad = segments.bad_files(root)
     schema = segments.schema_problems(root)
-    broken = location.broken_flushes(root) if where.mirror else []
+    broken = mirror.broken_flushes(root) if where.mirror else []
     lines: list[str] = []
     if quarantine and bad:
         moved = segments.quarantine(root, [p for p, _ in bad], where)

@@ -21,13 +21,11 @@ the AWS SDK's own profile files when the keys are unset), never from the store p
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -210,10 +208,11 @@ class Location:
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, target)
 
-    def publish(self, run: str, segment_names: list[str]) -> None:
-        """Write the marker of the flush whose segments (``r<rank>-<flush>-<uid>.parquet`` names) are all uploaded."""
-        if self.remote is not None and segment_names:
-            self.remote.put_bytes(marker_rel(run, segment_names[0]), "\n".join(segment_names).encode())
+    def publish(self, run: str, segments: list[str]) -> None:
+        """Write the marker of the flush whose segments (``<table>/r<rank>-<flush>-<uid>.parquet``, relative to the
+        run) are all uploaded; it lists them, so that a reader can tell a flush missing one (``mirror.sync``)."""
+        if self.remote is not None and segments:
+            self.remote.put_bytes(marker_rel(run, segments[0].rsplit("/", 1)[-1]), "\n".join(segments).encode())
 
     def retire(self, run: str, segment_name: str) -> None:
         """Delete the marker of a flush none of whose segments is left (all merged into compact segments)."""
@@ -251,60 +250,6 @@ def unmarked_markers(listing: dict[str, tuple[int, int]], run: str, rank: int | 
     return sorted(rel for rel in listing if rel.startswith(prefix) and rel not in live)
 
 
-def sync(remote: Remote, mirror: Path) -> bool:
-    """Make ``mirror`` hold exactly the published objects of ``remote`` (downloading new or changed ones, removing
-    the ones gone); True when a file changed. One sync at a time per mirror folder (a file lock), so processes
-    sharing it never undo each other; readers of the folder take no lock (a file removed under a read is read
-    again by the query layer)."""
-    mirror.mkdir(parents=True, exist_ok=True)
-    with open(mirror / ".sync.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            visible = published(remote.list())
-            todo = []
-            for rel, (size, mtime) in visible.items():
-                local = mirror / rel
-                try:
-                    st = local.stat()
-                    if st.st_size == size and st.st_mtime_ns == mtime:
-                        continue
-                except FileNotFoundError:
-                    pass
-                todo.append((rel, size, mtime))
-            with ThreadPoolExecutor(SYNC_WORKERS) as pool:
-                list(pool.map(lambda item: _fetch(remote, mirror, *item), todo))
-            return _drop_gone(mirror, visible) or bool(todo)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _fetch(remote: Remote, mirror: Path, rel: str, size: int, mtime: int) -> None:
-    try:
-        if not remote.get(rel, mirror / rel, size):
-            return
-    except OSError:
-        # listed, then deleted (compaction: the merged segment is in the listing; S3 says RESOURCE_NOT_FOUND,
-        # not FileNotFoundError): skipped; any other failure is the endpoint's and is raised
-        if remote.fs.get_file_info(remote.key(rel)).type == pafs.FileType.NotFound:
-            return
-        raise
-    os.utime(mirror / rel, ns=(time.time_ns(), mtime))  # the object's mtime: a re-PUT object is fetched again
-
-
-def _drop_gone(mirror: Path, visible: dict[str, tuple[int, int]]) -> bool:
-    dropped = False
-    for dirpath, _, files in os.walk(mirror):
-        for name in files:
-            if name.startswith("."):
-                continue
-            path = Path(dirpath) / name
-            rel = path.relative_to(mirror).as_posix()
-            if rel not in visible:
-                path.unlink(missing_ok=True)
-                dropped = True
-    return dropped
-
-
 def mirror_dir(remote: Remote) -> Path:
     return cache_dir() / "mirror" / _slot(remote)
 
@@ -336,6 +281,8 @@ def refresh(loc: Location, max_age: float = 0.0) -> int:
     when, generation = _synced.get(loc.local, (float("-inf"), 0))
     if time.monotonic() - when < max_age:
         return generation
+    from .mirror import sync
+
     try:
         changed = sync(loc.remote, loc.local)
     except OSError as e:
@@ -352,16 +299,3 @@ def writer(store: str | os.PathLike, spool: str | os.PathLike | None = None) -> 
     remote = parse_url(store)
     return Location(Path(spool) if spool is not None else spool_dir(remote), remote)
 
-
-BROKEN = ".broken-flushes.json"  # in a mirror: the published flushes its last sync found missing a segment
-
-
-def broken_flushes(mirror: Path) -> list[tuple[str, str]]:
-    """(marker rel path, what is missing) of each published flush the mirror's last sync left out because one of
-    its segments is not in the bucket (all of a flush or none)."""
-    import json
-
-    try:
-        return [tuple(x) for x in json.loads((mirror / BROKEN).read_text())]  # type: ignore[misc]
-    except (OSError, ValueError):
-        return []

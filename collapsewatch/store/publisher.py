@@ -54,7 +54,7 @@ class Publisher:
                     if path not in done:
                         self.where.push(path)
                         done.add(path)
-                self.where.publish(self.run, [p.name for _, p in segs])
+                self.where.publish(self.run, [f"{table}/{p.name}" for table, p in segs])
             except (OSError, pa.ArrowException) as e:
                 return out, self._failed(e)
             self._outbox.pop(0)

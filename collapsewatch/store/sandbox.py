@@ -37,6 +37,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from .migrations import TABLES
+from .mirror import install_lock
 from .segments import raced, schema_file, table_files
 
 
@@ -182,9 +183,10 @@ def _sources(root: Path) -> dict[str, pads.Dataset]:
     """Each table's good, unreplaced segments (``segments.table_files``) as one Arrow dataset at the current
     schema: a column an older segment lacks reads as NULL, as ``union_by_name`` does for the views."""
     out = {}
-    for table in TABLES:
+    with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
+        listed = {table: [p for p, _ in table_files(root, table)[0]] for table in TABLES}
+    for table, good in listed.items():
         empty = schema_file(root, table)
-        good = [p for p, _ in table_files(root, table)[0]]
         out[table] = pads.dataset(good or [str(empty)], format="parquet", schema=pq.read_schema(empty))
     return out
 

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from .location import QUARANTINE, Location
 from .migrations import TABLES
+from .mirror import is_mirror
 from .writer import REPLACES_KEY, arrow_schemas, ensure_schema
 
 log = logging.getLogger("collapsewatch.store")
@@ -247,7 +248,7 @@ def scan_sql(root: Path, table: str, run: str | None = None) -> tuple[str, bool]
     the list of good files while one is bad or replaced by a merged segment."""
     good, bad, replaced = table_files(root, table, run)
     empty = schema_file(root, table)
-    if bad or replaced:
+    if bad or replaced or is_mirror(root):  # a mirror is read as a listed snapshot (mirror.py)
         return files_scan([p for p, _ in good] + [str(empty)], empty), True
     if run is None and not _template_ok(root, table):  # the glob would match a corrupt _schema file
         return files_scan([p for p, _ in good], empty), True
@@ -267,8 +268,9 @@ def bad_files(root: Path) -> list[tuple[str, str]]:
 
 def needs_list(root: Path) -> bool:
     """Whether some table of the store has a bad or a replaced segment or a corrupt ``_schema`` file (views then
-    list files)."""
-    return any(table_files(root, t)[1] or table_files(root, t)[2] or not _template_ok(root, t) for t in TABLES)
+    list files; an object store's mirror always: ``mirror.sync`` installs a flush's files one by one)."""
+    return is_mirror(root) or any(table_files(root, t)[1] or table_files(root, t)[2] or not _template_ok(root, t)
+                                  for t in TABLES)
 
 
 def quarantine(root: Path, files: list[str], where: Location | None = None) -> list[Path]:

@@ -19,6 +19,7 @@ import duckdb
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
 from . import location
 from .migrations import TABLES
+from .mirror import install_lock
 from .segments import raced, readable_dirs, scan_sql
 
 RETRIES = 3  # a segment compacted away between glob expansion and read: retry the query
@@ -69,7 +70,10 @@ def _scalar_pivot() -> str:
 def view_sql(root: Path, run: str | None = None, sources: dict[str, str] | None = None) -> dict[str, str]:
     """The SELECT behind each view; ``run`` restricts the scans to that run's folder (fast path);
     ``sources`` replaces the Parquet scans with other relations (e.g. the tables of an exported file)."""
-    s = sources or {t: scan_sql(root, t, run)[0] for t in TABLES}
+    if sources is None:
+        with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
+            sources = {t: scan_sql(root, t, run)[0] for t in TABLES}
+    s = sources
     step_metrics = f"""
 SELECT * FROM {s['step_metrics']}
 QUALIFY row_number() OVER (PARTITION BY run, rank, step ORDER BY ts DESC) = 1"""

@@ -104,7 +104,10 @@ def write_merged(table: str, files: list[Path], rank: int) -> Path:
     next to them that names them in its metadata (``REPLACES_KEY``); the inputs are left in place."""
     schema = arrow_schemas()[table]
     data = pa.concat_tables([conform(pq.read_table(f), schema) for f in files])
-    data = data.replace_schema_metadata({REPLACES_KEY: json.dumps(sorted(f.name for f in files))})
+    # the inputs and what they replaced in turn: a reader can still tell that a flush merged twice is accounted for
+    names = {f.name for f in files}.union(*(json.loads((pq.read_schema(f).metadata or {}).get(REPLACES_KEY, b"[]"))
+                                            for f in files))
+    data = data.replace_schema_metadata({REPLACES_KEY: json.dumps(sorted(names))})
     target = files[0].parent / f"r{rank}-compact-{uuid.uuid4().hex[:8]}.parquet"
     atomic_write_table(data, target)
     return target

@@ -39,3 +39,12 @@ def start() -> S3Server:
     server.start()
     host, port = server.get_host_and_port()
     return S3Server(server, f"http://{host}:{port}")
+
+
+if __name__ == "__main__":  # a server in a process of its own (the outage test pauses it): prints its endpoint
+    import time
+
+    s = start()
+    print(s.endpoint, flush=True)
+    while True:
+        time.sleep(3600)

@@ -314,14 +314,14 @@ def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3,
 
 
 def test_an_object_re_put_after_listing_is_fetched_whole_at_the_next_sync(url, tmp_path):
-    from collapsewatch.store import location
+    from collapsewatch.store import mirror as mirrors
 
     remote = parse_url(url)
     remote.put_bytes("r/runs/r0.parquet", b"x" * 100)
     ((size, mtime),) = remote.list("r/").values()
     remote.put_bytes("r/runs/r0.parquet", b"y" * 150)  # re-PUT between the listing and the read
     mirror = tmp_path / "mirror"
-    location._fetch(remote, mirror, "r/runs/r0.parquet", size, mtime)  # 150 bytes read, 100 listed: not installed
+    assert mirrors._stage(remote, mirror, "r/runs/r0.parquet", size, mtime) is None  # 150 bytes read, 100 listed
     assert not (mirror / "r" / "runs" / "r0.parquet").exists()
-    location.sync(remote, mirror)  # the next listing has the new size: fetched whole (a bad file, kept to be named)
+    mirrors.sync(remote, mirror)  # the next listing has the new size: fetched whole (a bad file, kept to be named)
     assert (mirror / "r" / "runs" / "r0.parquet").read_bytes() == b"y" * 150

@@ -1,0 +1,231 @@
+"""A reader's mirror of an object store: every published flush whole or not at all, however the bucket changes.
+
+``sync`` copies the published objects of one listing into the local mirror folder. The bucket keeps changing while
+it does (a writer publishes, compacts, retires markers), so it
+
+1. **lists, then downloads** what is new to hidden temporary names; an object **gone** by its GET (merged into a
+   compact segment that was uploaded after the listing) means the listing is stale: it **lists again** and downloads
+   what is new in that listing, until one listing's objects all arrive (``SYNC_ROUNDS`` tries; if the bucket never
+   holds still that long, the mirror stays as it was and the next sync tries again). Before, such an object was
+   skipped: after an endpoint outage a writer publishes and compacts a burst of flushes, and a reader's sync lost the
+   rows of every flush merged between its listing and its GETs (the issue's 192 of 784 sequence rows);
+2. **checks every published flush** against its marker, which lists the flush's segments (``<table>/<name>``): a
+   segment neither listed nor named by a listed merged segment (``collapsewatch.replaces``) is missing, so none of
+   that flush's segments is installed (all or nothing), a warning names the marker once per process, and
+   ``collapsewatch check`` reports it (``broken_flushes``);
+3. **installs** the downloads by rename, then removes what the listing no longer holds, under an exclusive lock
+   (``INSTALL_LOCK``) that readers take shared while they list the mirror (``segments.snapshot``): a reader's file
+   list is one listing's whole state, never a flush half installed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow.fs as pafs
+
+from .location import FLUSH_SEGMENT, PUBLISHED, Remote, _parquet_tail, published
+
+log = logging.getLogger("collapsewatch.store")
+SYNC_WORKERS = 8
+SYNC_ROUNDS = 10
+INSTALL_LOCK = ".install.lock"  # in a mirror's root: held exclusively while a sync renames and removes files
+BROKEN = ".broken-flushes.json"  # in a mirror's root: the published flushes its last sync found missing a segment
+GONE = "gone"
+_markers: dict[tuple[str, str], list[str]] = {}  # (bucket url, marker rel) -> its lines: markers never change
+_warned: set[str] = set()
+
+
+@contextmanager
+def install_lock(mirror: Path, exclusive: bool) -> Iterator[None]:
+    """Held exclusively by a sync while it installs, shared by a reader while it lists (no-op on a folder store)."""
+    path = mirror / INSTALL_LOCK
+    if not exclusive and not path.exists():
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def is_mirror(root: Path) -> bool:
+    return (root / INSTALL_LOCK).exists()
+
+
+def sync(remote: Remote, mirror: Path) -> bool:
+    """Make ``mirror`` hold exactly the published, complete flushes and other objects of one listing of ``remote``
+    (module docstring); True when a file changed. One sync at a time per mirror folder (a file lock)."""
+    mirror.mkdir(parents=True, exist_ok=True)
+    (mirror / INSTALL_LOCK).touch()
+    with open(mirror / ".sync.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        staged: dict[str, tuple[Path, int, int]] = {}  # rel -> (downloaded temporary, size, mtime listed)
+        try:
+            for _ in range(SYNC_ROUNDS):
+                listing = remote.list()
+                visible = published(listing)
+                if _download(remote, mirror, visible, staged):
+                    continue  # an object of this listing is gone: list again
+                broken = _broken(remote, mirror, listing, staged)
+                for marker in broken:
+                    stem = marker.rsplit("/", 1)[-1]
+                    run = marker.split("/", 1)[0]
+                    for rel in [r for r in visible if r.startswith(f"{run}/") and r.endswith(f"/{stem}.parquet")]:
+                        del visible[rel]
+                return _install(mirror, visible, staged, broken)
+            log.warning("collapsewatch: %s changed under %d listings in a row; the mirror keeps its last state",
+                        remote.url, SYNC_ROUNDS)
+            return False
+        finally:
+            for tmp, _, _ in staged.values():
+                tmp.unlink(missing_ok=True)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _download(remote: Remote, mirror: Path, visible: dict[str, tuple[int, int]],
+              staged: dict[str, tuple[Path, int, int]]) -> bool:
+    """Download every visible object the mirror and ``staged`` lack at its listed size and mtime into ``staged``;
+    True when one was gone by its GET."""
+    todo = []
+    for rel, (size, mtime) in visible.items():
+        if rel in staged and staged[rel][1:] == (size, mtime):
+            continue
+        try:
+            st = (mirror / rel).stat()
+            if st.st_size == size and st.st_mtime_ns == mtime:
+                continue
+        except FileNotFoundError:
+            pass
+        todo.append((rel, size, mtime))
+    with ThreadPoolExecutor(SYNC_WORKERS) as pool:
+        results = list(pool.map(lambda item: _stage(remote, mirror, *item), todo))
+    gone = False
+    for (rel, size, mtime), got in zip(todo, results, strict=True):
+        if got == GONE:
+            gone = True
+        elif isinstance(got, Path):
+            old = staged.pop(rel, None)
+            if old is not None:
+                old[0].unlink(missing_ok=True)
+            staged[rel] = (got, size, mtime)
+    return gone
+
+
+def _stage(remote: Remote, mirror: Path, rel: str, size: int, mtime: int) -> Path | str | None:
+    """Download one object to a hidden temporary beside its place in the mirror: the temporary's path, ``GONE``
+    when the object no longer exists, None when it is not the listed ``size`` (re-PUT since: a run row; the next
+    sync fetches it, the mirror keeps the old one meanwhile)."""
+    try:
+        data = remote._read(rel)
+    except OSError:
+        # S3 says RESOURCE_NOT_FOUND, not FileNotFoundError; any other failure is the endpoint's and is raised
+        if remote.fs.get_file_info(remote.key(rel)).type == pafs.FileType.NotFound:
+            return GONE
+        raise
+    if len(data) != size:
+        return None
+    if rel.endswith(".parquet") and not _parquet_tail(data) and remote._read(rel) != data:
+        return None  # cut short by a re-PUT between the size lookup and the read (a corrupt object reads alike)
+    target = mirror / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.tmp"
+    tmp.write_bytes(data)
+    os.utime(tmp, ns=(time.time_ns(), mtime))  # the object's mtime: a re-PUT object is fetched again
+    return tmp
+
+
+def _replaced(local: Path) -> set[str]:
+    """The file names a merged segment replaces (its ``collapsewatch.replaces`` metadata); none if unreadable."""
+    import pyarrow.parquet as pq
+
+    from .writer import REPLACES_KEY
+
+    try:
+        return set(json.loads((pq.read_schema(local).metadata or {}).get(REPLACES_KEY, b"[]")))
+    except (OSError, ValueError, TypeError):
+        return set()
+
+
+def _broken(remote: Remote, mirror: Path, listing: dict[str, tuple[int, int]],
+            staged: dict[str, tuple[Path, int, int]]) -> dict[str, str]:
+    """Marker rel -> what is missing, for each listed marker naming a segment that is neither listed nor replaced by
+    a listed merged segment of its folder. Markers of older writers (bare names, no table) are not checked."""
+    markers = [rel for rel in listing if rel.split("/")[1:2] == [PUBLISHED]]
+    unknown = [rel for rel in markers if (remote.url, rel) not in _markers]
+    with ThreadPoolExecutor(SYNC_WORKERS) as pool:
+        for rel, lines in zip(unknown, pool.map(_marker_lines(remote), unknown), strict=True):
+            if lines is not None:
+                _markers[(remote.url, rel)] = lines
+    folders: dict[str, set[str]] = {}
+    out: dict[str, str] = {}
+    for marker in markers:
+        run = marker.split("/", 1)[0]
+        for line in _markers.get((remote.url, marker), []):
+            if "/" not in line or f"{run}/{line}" in listing:
+                continue
+            folder, name = f"{run}/{line.rsplit('/', 1)[0]}", line.rsplit("/", 1)[1]
+            if folder not in folders:
+                folders[folder] = set()
+                for rel in listing:
+                    if rel.startswith(f"{folder}/") and rel.endswith(".parquet") and \
+                            not FLUSH_SEGMENT.match(rel.rsplit("/", 1)[1]):
+                        local = staged[rel][0] if rel in staged else mirror / rel
+                        folders[folder] |= _replaced(local)
+            if name not in folders[folder]:
+                out[marker] = f"published flush is missing {line}"
+                break
+    for marker, why in out.items():
+        if marker not in _warned:
+            _warned.add(marker)
+            log.warning("collapsewatch: %s/%s: %s; the flush's other segments are not read (all of a flush or "
+                        "none); collapsewatch check STORE reports it", remote.url, marker, why)
+    return out
+
+
+def _marker_lines(remote: Remote):
+    def read(rel: str) -> list[str] | None:
+        try:
+            return remote._read(rel).decode(errors="replace").split("\n")
+        except OSError:  # retired meanwhile: its flush is merged, nothing to check
+            return None
+    return read
+
+
+def _install(mirror: Path, visible: dict[str, tuple[int, int]], staged: dict[str, tuple[Path, int, int]],
+             broken: dict[str, str]) -> bool:
+    changed = False
+    with install_lock(mirror, exclusive=True):
+        for rel in [r for r in staged if r in visible]:
+            tmp, _, _ = staged.pop(rel)
+            os.replace(tmp, mirror / rel)
+            changed = True
+        for dirpath, _, files in os.walk(mirror):
+            for name in files:
+                path = Path(dirpath) / name
+                if not name.startswith(".") and path.relative_to(mirror).as_posix() not in visible:
+                    path.unlink(missing_ok=True)
+                    changed = True
+        tmp = mirror / f".{BROKEN}.{uuid.uuid4().hex[:8]}"
+        tmp.write_text(json.dumps(sorted(broken.items())))
+        os.replace(tmp, mirror / BROKEN)
+    return changed
+
+
+def broken_flushes(mirror: Path) -> list[tuple[str, str]]:
+    """(marker rel path, what is missing) of each published flush the mirror's last sync left out."""
+    try:
+        return [(m, why) for m, why in json.loads((mirror / BROKEN).read_text())]
+    except (OSError, ValueError):
+        return []
