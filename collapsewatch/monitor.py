@@ -51,6 +51,21 @@ def _versions() -> dict[str, str]:
 
 
 _WIDEN = (torch.float16, torch.bfloat16)
+MAX_STEP = 2**63 - 1  # steps are BIGINT in the store
+
+
+def check_step(step: object, call: str) -> int:
+    """``step`` as an int once it is one: a Python or numpy integer, or a one-element integer tensor. A bool, a
+    float (even 3.0), a string or a step beyond BIGINT raises TypeError / ValueError here, at the call — the recorder
+    thread used to truncate 2.5 to 2 or lose the step in the background."""
+    if isinstance(step, torch.Tensor) and step.numel() == 1 and not step.is_floating_point() \
+            and not step.is_complex() and step.dtype != torch.bool:
+        step = step.item()
+    if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)):
+        raise TypeError(f"{call}: step must be an integer, got {type(step).__name__} {step!r}")
+    if not 0 <= int(step) <= MAX_STEP:
+        raise ValueError(f"{call}: step must be between 0 and 2**63 - 1, got {int(step)}")
+    return int(step)
 
 
 def snapshot(batch: TokenBatch) -> TokenBatch:
@@ -74,6 +89,8 @@ def snapshot(batch: TokenBatch) -> TokenBatch:
         if not isinstance(v, torch.Tensor):
             out[f.name] = v
             continue
+        if v.is_complex():  # the probe would read its real part only
+            raise TypeError(f"observe: TokenBatch.{f.name} is a complex tensor ({v.dtype}); pass real values")
         v = v.detach()
         # a cast or a cross-device move copies already; only a tensor `to` returns unchanged needs a clone
         w = v.to(device, torch.float32 if v.dtype in _WIDEN else v.dtype, non_blocking=device.type != "cpu")
@@ -160,6 +177,7 @@ class Monitor:
         """Record one (micro-)batch of ``step``. Shape errors raise ValueError here; values never raise."""
         if not isinstance(batch, TokenBatch):
             raise TypeError(f"observe expects a TokenBatch, got {type(batch).__name__}")
+        step = check_step(step, "observe")
         self._check_open()
         if not self.enabled:
             return
@@ -168,7 +186,7 @@ class Monitor:
             clip = ClipSpec(eps_low if eps_low is not None else clip.eps_low,
                             eps_high if eps_high is not None else clip.eps_high,
                             dual_clip if dual_clip is not None else clip.dual_clip, clip.success_threshold)
-        self._recorder.put(Observe(int(step), snapshot(batch), clip))
+        self._recorder.put(Observe(step, snapshot(batch), clip))
         self._deliver()
 
     def keep_tokenizer(self, tokenizer: Any) -> None:
@@ -189,6 +207,7 @@ class Monitor:
     def log(self, step: int, scalars: dict[str, float | int | torch.Tensor | None]) -> None:
         """Record step scalars (grad_norm, lr, loss terms ... under any key): numbers, one-element tensors or numpy
         values, None for NULL. Anything else raises a TypeError naming the key (it used to be stored as NULL)."""
+        step = check_step(step, "log")
         self._check_open()
         if not self.enabled:
             return
@@ -198,12 +217,16 @@ class Monitor:
                 v = v.detach()
             elif isinstance(v, np.ndarray) and v.size == 1:
                 v = v.reshape(())
+            if isinstance(v, (complex, np.complexfloating)) or (isinstance(v, (torch.Tensor, np.ndarray))
+                                                                and (v.dtype.is_complex if isinstance(v, torch.Tensor)
+                                                                     else np.iscomplexobj(v))):
+                raise TypeError(f"log: scalar {k!r} is complex ({v!r}); pass a real number")
             try:
                 clean[str(k)] = None if v is None else float(v)
             except (TypeError, ValueError, RuntimeError) as e:  # e.g. a vector, a string, a list
                 raise TypeError(f"log: scalar {k!r} must be a number (or a one-element tensor), got "
                                 f"{type(v).__name__}{tuple(getattr(v, 'shape', ()))}") from e
-        self._recorder.put(Log(int(step), clean))
+        self._recorder.put(Log(step, clean))
         self._deliver()
 
     def flush(self) -> None:

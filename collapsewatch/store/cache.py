@@ -22,16 +22,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import duckdb
 import pandas as pd
 
-from . import queries
+from . import queries, segments
 from .queries import Store
-from .segments import raced
 from .views import EPISODE_KEY, EPISODE_ORDER
 
 T = TypeVar("T")
-RETRIES = 10  # listings race live compaction (a merge every few flushes): each try lists afresh
 
 
 def complete_rows(df: pd.DataFrame, running: bool) -> pd.DataFrame:
@@ -46,16 +43,11 @@ def complete_rows(df: pd.DataFrame, running: bool) -> pd.DataFrame:
     return df[df["step"] <= last]
 
 
-def _relisting(read: Callable[[], T]) -> T:
+def _relisting(store: Store, read: Callable[[], T]) -> T:
     """``read()`` (which lists the folder first); when a file it listed vanished under it (compaction), run it
-    again: a fresh listing, never the stale list twice."""
-    for attempt in range(RETRIES):
-        try:
-            return read()
-        except duckdb.Error as e:
-            if not raced(e) or attempt == RETRIES - 1:
-                raise
-    raise AssertionError("unreachable")
+    again: a fresh listing, never the stale list twice, for as long as the store keeps changing
+    (``segments.read_until_stable``)."""
+    return segments.read_until_stable(store.root, read)
 
 
 Key = tuple[str, int]  # (segment path, size)
@@ -76,7 +68,7 @@ class SegmentIndex:
         unknown = [k for k in sorted(current) if k not in self.ranges]
         if unknown:
             sizes = dict(unknown)
-            found = queries.segment_steps(store, [p for p, _ in unknown], retries=1)
+            found = queries.segment_steps(store, [p for p, _ in unknown], relist=False)
             for r in found.itertuples():
                 self.ranges[(r.file, sizes[r.file])] = (int(r.min_step), int(r.max_step))
             for k in unknown:  # a segment without rows has no statistics: never holds a step
@@ -110,7 +102,7 @@ class StepHistory:
     def rows_for(self, store: Store, running: bool) -> pd.DataFrame:
         """All complete rows of the run now (see ``complete_rows``)."""
         with self.lock:
-            return _relisting(lambda: self._refresh(store, running))
+            return _relisting(store, lambda: self._refresh(store, running))
 
     def _refresh(self, store: Store, running: bool) -> pd.DataFrame:
         if any([ix.update(store) for ix in self.index.values()]):
@@ -169,7 +161,7 @@ class TokenIndex:
             return self.step_parts.get(self.tokens.keys(), lambda f: queries.token_steps(store, self.run, files=f))
 
         with self.lock:
-            parts = _relisting(read)
+            parts = _relisting(store, read)
         df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         if df.empty:  # a run without token rows (yet)
             return pd.DataFrame({"step": [], "n_seqs": [], "max_pos": []})
@@ -182,7 +174,7 @@ class TokenIndex:
             return {"tokens": self.tokens.holding(step), "sequences": self.sequences.holding(step)}
 
         with self.lock:
-            return _relisting(read)
+            return _relisting(store, read)
 
     def heatmap(self, store: Store, metric: str, step_bin: int, pos_bin: int, base_pos_bin: int) -> pd.DataFrame:
         """Step × position grid: per-step sums at ``base_pos_bin`` positions, cached per batch, re-binned."""
@@ -193,7 +185,7 @@ class TokenIndex:
                 store, self.run, metric, step_bin=1, pos_bin=base_pos_bin, files=f))
 
         with self.lock:
-            parts = _relisting(read)
+            parts = _relisting(store, read)
         df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         if df.empty:  # a run without token rows (yet)
             return pd.DataFrame({"step": [], "pos": [], "value": [], "n": []})
@@ -218,7 +210,7 @@ class EventLog:
 
     def events(self, store: Store) -> pd.DataFrame:
         with self.lock:
-            return _relisting(lambda: self._refresh(store))
+            return _relisting(store, lambda: self._refresh(store))
 
     def _refresh(self, store: Store) -> pd.DataFrame:
         keys = set(queries.segment_files(store, self.run, "events"))

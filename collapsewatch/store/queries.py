@@ -15,7 +15,6 @@ before they reach a statement.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from . import location, segments
 from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError, run_user_sql
 from .segments import raced
-from .views import RETRIES, create_views, episodes_sql, open_location, runs_sql, view_sql
+from .views import create_views, episodes_sql, open_location, runs_sql, view_sql
 from .writer import check_run_name, valid_run_name
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
@@ -80,23 +79,28 @@ class Store:
         if generation != self._generation:
             self._generation, self._dirty = generation, True
 
-    def query(self, sql: str, params: list | dict | None = None, retries: int = RETRIES) -> pd.DataFrame:
+    def query(self, sql: str, params: list | dict | None = None, relist: bool = True) -> pd.DataFrame:
         """Run trusted SQL (the package's own, with parameters) and return a DataFrame.
 
         A segment compacted away or gone bad since the views were bound: the views are rebuilt (the file
-        list re-expanded, bad files skipped) and the query runs again (``retries`` times in all)."""
+        list re-expanded, bad files skipped) and the query runs again while the store's files keep changing
+        (``segments.read_until_stable``); ``relist=False``: once (SQL over a fixed file list: the same list again
+        would fail again)."""
         self.refresh()
-        for attempt in range(retries):
+
+        def read() -> pd.DataFrame:
+            if self._dirty:
+                self._dirty = self._views()
             try:
-                if self._dirty:
-                    self._dirty = self._views()
                 return self.con.execute(sql, params or []).df()
             except duckdb.Error as e:
-                if not (raced(e) or isinstance(e, duckdb.InvalidInputException)) or attempt == retries - 1:
-                    raise
-                time.sleep(0.05)
-                self._dirty = self._views()
-        raise AssertionError("unreachable")
+                if raced(e) or isinstance(e, duckdb.InvalidInputException):
+                    self._dirty = True  # list afresh before the next try
+                raise
+
+        if not relist:
+            return read()
+        return segments.read_until_stable(self.root, read, also=(duckdb.InvalidInputException,))
 
     def sql(self, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
         """Run a person's query (``sandbox``: plain SELECTs only, on a throwaway connection, with a time
@@ -144,7 +148,7 @@ def _listed_or_whole(store: Store, sql: Callable[[Any], str], params: list, file
     if files is None:
         return store.query(sql(None), params)
     try:
-        return store.query(sql(files), params, retries=1)  # the same stale list again would fail again
+        return store.query(sql(files), params, relist=False)  # the same stale list again would fail again
     except duckdb.Error as e:
         if not raced(e):
             raise
@@ -161,7 +165,7 @@ def segment_files(store: Store, run: str, table: str) -> list[tuple[str, int]]:
     return segments.table_files(store.root, table, run)[0]
 
 
-def segment_steps(store: Store, files: Files, retries: int = RETRIES) -> pd.DataFrame:
+def segment_steps(store: Store, files: Files, relist: bool = True) -> pd.DataFrame:
     """``file``, ``min_step``, ``max_step``, ``n_rows`` of each segment, from the Parquet footers only."""
     if not files:
         return pd.DataFrame({"file": [], "min_step": [], "max_step": [], "n_rows": []})
@@ -169,7 +173,7 @@ def segment_steps(store: Store, files: Files, retries: int = RETRIES) -> pd.Data
 SELECT file_name AS file, min(stats_min_value::BIGINT) AS min_step, max(stats_max_value::BIGINT) AS max_step,
        sum(row_group_num_rows) AS n_rows
 FROM parquet_metadata(?) WHERE path_in_schema = 'step' GROUP BY file_name ORDER BY file_name""",
-                       [[str(f) for f in files]], retries=retries)
+                       [[str(f) for f in files]], relist=relist)
 
 
 def run_rows(store: Store) -> pd.DataFrame:

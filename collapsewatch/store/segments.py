@@ -16,7 +16,10 @@ import logging
 import os
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,7 +49,38 @@ def raced(e: BaseException) -> bool:
 
 
 SCHEMA = "_schema"  # the store's typed empty tables (writer.ensure_schema); not a run
-KEYS = ("run", "rank", "step")  # each table's key columns among these must be present
+KEYS = ("run", "rank", "step")
+T = TypeVar("T")
+STABLE_TRIES = 3  # races against one unchanged listing before a failed read is taken for a lasting fault
+RACE_DEADLINE_S = 300.0  # and however the store changes, a read stops retrying after this long
+
+
+def read_until_stable(root: Path, read: Callable[[], T], also: tuple[type[BaseException], ...] = ()) -> T:
+    """``read()`` (a read that lists the store afresh each time), run again while it fails on a race with a writer
+    or a compaction (``raced``, or one of ``also``) and the store's files changed since the failure before: under
+    any load a read ends once the store holds still for one try, never after a fixed number of tries that a fast
+    compaction can use up. Raised: a race against one unchanged listing ``STABLE_TRIES`` times in a row (a lasting
+    fault), or after ``RACE_DEADLINE_S``."""
+    deadline = time.monotonic() + RACE_DEADLINE_S
+    last: tuple | None = None
+    same = 0
+    while True:
+        try:
+            return read()
+        except Exception as e:
+            if not (raced(e) or isinstance(e, also)):
+                raise
+            now = _signature(root)  # only on a failure: a read that succeeds lists nothing more
+            same = same + 1 if now == last else 0
+            if same >= STABLE_TRIES - 1 or time.monotonic() > deadline:
+                raise
+            last = now
+            time.sleep(0.01 * (1 + same))
+
+
+def _signature(root: Path) -> tuple:
+    """The store's files as reads see them: every table's good and replaced segments."""
+    return tuple((t, *table_files(root, t)[0::2]) for t in TABLES)  # each table's key columns among these must be present
 
 _lock = threading.Lock()
 _verdicts: dict[tuple[str, int, int], tuple[str | None, tuple[str, ...]]] = {}
@@ -278,7 +312,8 @@ def quarantine(root: Path, files: list[str], where: Location | None = None) -> l
     mirror ``where``); returns the new paths."""
     moved = []
     for f in files:
-        rel = Path(f).resolve().relative_to(root.resolve())
+        # the folder resolved, not the file: a symlinked bad file is moved as the link, never followed out of the store
+        rel = (Path(f).parent.resolve() / Path(f).name).relative_to(root.resolve())
         target = root / QUARANTINE / rel
         (where or Location(root)).move(f, target)
         moved.append(target)

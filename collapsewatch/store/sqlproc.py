@@ -36,7 +36,6 @@ from .sandbox import Limits
 
 MAX_CONCURRENT = 2
 GRACE_S = 1.5  # after the deadline, the parent kills a child whose query did not end at its interrupt
-RETRIES = 20  # a query racing live compaction: each try lists the files afresh (backoff up to 0.2 s)
 CUT_KEY = b"collapsewatch.cut"
 _slots = threading.BoundedSemaphore(MAX_CONCURRENT)
 
@@ -108,18 +107,16 @@ def _answer(code: int, out: bytes, err: bytes, limits: Limits) -> tuple[pa.Table
 
 def _child(request: dict) -> tuple[pa.Table, bool]:
     from .sandbox import run_checked
+    from .segments import read_until_stable
 
     limits = Limits(**request["limits"])
     deadline = time.monotonic() + request["deadline_s"]
     root = Path(request["root"])
-    for attempt in range(RETRIES):  # a segment compacted away between listing and read: run it again
-        try:
-            return run_checked(root, request["sql"], limits, max(0.0, deadline - time.monotonic()))
-        except FileNotFoundError as e:
-            if attempt == RETRIES - 1:
-                raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
-            time.sleep(min(0.2, 0.02 * 2**attempt))  # on a loaded machine a slow query races merge after merge
-    raise AssertionError("unreachable")
+    try:  # a segment compacted away between listing and read: run it again while the store keeps changing
+        return read_until_stable(root, lambda: run_checked(root, request["sql"], limits,
+                                                           max(0.0, deadline - time.monotonic())))
+    except FileNotFoundError as e:
+        raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ Three rules live here once, for the views, the query layer, the CLI and the dash
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import duckdb
@@ -20,9 +19,7 @@ from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
 from . import location
 from .migrations import TABLES
 from .mirror import install_lock
-from .segments import raced, readable_dirs, scan_sql
-
-RETRIES = 3  # a segment compacted away between glob expansion and read: retry the query
+from .segments import read_until_stable, readable_dirs, scan_sql
 
 RANK_STATUS = """CASE WHEN status = 'running' AND epoch(now() - updated_at) > 3 * heartbeat_s + 10
             THEN 'crashed' ELSE status END"""
@@ -120,16 +117,12 @@ def store_root(store: str | Path) -> Path:
 
 def create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
     """(Re)create every view on ``con``; binding reads segment footers, and compaction may remove one under us."""
-    for attempt in range(RETRIES):
+    def create() -> None:
         sql = view_sql(root)
-        try:
-            for name in VIEW_ORDER:
-                con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql[name]}")
-            return
-        except duckdb.Error as e:
-            if not raced(e) or attempt == RETRIES - 1:
-                raise
-            time.sleep(0.05)
+        for name in VIEW_ORDER:
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql[name]}")
+
+    read_until_stable(root, create)
 
 
 def connect(store: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:

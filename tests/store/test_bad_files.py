@@ -129,3 +129,23 @@ def test_a_read_racing_a_writer_is_told_from_a_lasting_fault():
     assert raced(FileNotFoundError("gone"))
     assert not raced(duckdb.BinderException('Referenced column "nope" not found'))
     assert not raced(ValueError("Invalid data"))  # not a read of the store
+
+
+def test_quarantine_moves_a_symlinked_bad_file_as_the_link(tmp_path):
+    # the code before resolved the link to its target outside the store and failed ("is not in the subpath")
+    root = tmp_path / "store"
+    w = StoreWriter(root, "s", heartbeat_s=3600)
+    _steps(w, [0, 1])
+    w.flush(status="finished")
+    outside = tmp_path / "elsewhere.parquet"
+    outside.write_text("not parquet")
+    link = root / "s" / "step_metrics" / "linked.parquet"
+    link.symlink_to(outside)
+    out = _cli("check", str(root))
+    assert out.exit_code == 1 and str(link) in out.stdout, out.output
+    out = _cli("check", str(root), "--quarantine")
+    assert out.exit_code == 0 and "moved 1 file(s)" in out.stdout, out.output
+    moved = root / QUARANTINE / "s" / "step_metrics" / "linked.parquet"
+    assert moved.is_symlink() and not link.exists() and outside.read_text() == "not parquet"  # the link, not its target
+    assert _cli("check", str(root)).exit_code == 0
+    assert Store(root).query("SELECT count(*) AS n FROM steps")["n"].tolist() == [2]
