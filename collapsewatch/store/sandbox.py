@@ -172,7 +172,7 @@ def _check_reference(kind: str, schema: str, name: str) -> None:
 def _lock_down(con: duckdb.DuckDBPyConnection, limits: Limits) -> None:
     """Settings of the throwaway connection, applied after its views exist and then locked: no file access at
     all (the views read Arrow datasets this process registered, not files)."""
-    for stmt in ("SET temp_directory = ''", f"SET memory_limit = '{limits.memory}'", "SET threads = 2",
+    for stmt in ("SET temp_directory = ''", f"SET memory_limit = '{limits.memory}'", "SET threads = 2", "SET enable_progress_bar = false",
                  "SET python_enable_replacements = false", "SET autoinstall_known_extensions = false",
                  "SET autoload_known_extensions = false", "SET allow_community_extensions = false",
                  "SET enable_external_access = false", "SET lock_configuration = true"):

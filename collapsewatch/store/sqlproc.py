@@ -1,16 +1,18 @@
-"""Where a person's SQL runs: a child process with a hard memory and time limit, a few at a time.
+"""Where a person's SQL runs: a worker process with a hard memory and time limit, a few at a time.
 
 DuckDB's ``memory_limit`` bounds what its buffer manager tracks; list and string builders and a materialised result
 are not tracked (``SELECT list(range(100000000))`` grew a process to 7 GB under a 1 GB limit, and its interrupt came
 only when the list was built). So each user query (``sandbox.run_user_sql``: the CLI's ``sql`` and the dashboard's
-SQL page) runs in a fresh child process (``python -m collapsewatch.store.sqlproc``) that
+SQL page) runs in a worker process (``python -m collapsewatch.store.sqlproc``, kept for the next query while it
+holds less than ``IDLE_RSS``, so a query does not pay its second of imports) that
 
 * caps its own address space (``RLIMIT_AS`` = ``Limits.process_bytes``) before it opens DuckDB: an allocation
   beyond it fails inside DuckDB or Arrow, and the query ends with one line, however the memory was asked for;
 * runs DuckDB with ``threads`` = 2 and glibc's ``MALLOC_ARENA_MAX`` = 2, so the interpreter's own reservations stay
   a fixed part of that address space on any machine;
 * interrupts its query at the deadline (``con.interrupt()`` from a timer) and is killed by the parent
-  ``GRACE_S`` seconds after it, if it has not ended by then (a builder that never checks for the interrupt);
+  ``GRACE_S`` seconds after it, if it has not answered by then (a builder that never checks for the interrupt);
+* exits after a query that ran out of memory or left it holding more than ``IDLE_RSS``;
 * sends back at most ``max_rows`` rows and ``max_bytes`` bytes as an Arrow IPC stream, cut in the child.
 
 The parent runs at most ``MAX_CONCURRENT`` children at once (a process-wide semaphore; a query that waits past its
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -37,11 +40,14 @@ from .sandbox import Limits
 MAX_CONCURRENT = 2
 GRACE_S = 1.5  # after the deadline, the parent kills a child whose query did not end at its interrupt
 CUT_KEY = b"collapsewatch.cut"
+IDLE_RSS = 512 * 2**20  # a worker that holds more than this after a query exits (it answered first)
 _slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+_idle: list[tuple[int, subprocess.Popen]] = []  # (its address-space cap, a worker waiting for a query)
+_idle_lock = threading.Lock()
 
 
 def run(root: Path, statement: str, limits: Limits) -> tuple[pa.Table, bool]:
-    """Run one checked SELECT (``sandbox.check_select_only``) over the store at ``root`` in a child process; returns
+    """Run one checked SELECT (``sandbox.check_select_only``) over the store at ``root`` in a worker process; returns
     (rows, whether they were cut at a limit). ValueError with one line for a failed, interrupted or oversized
     query."""
     deadline = time.monotonic() + limits.timeout_s
@@ -49,57 +55,95 @@ def run(root: Path, statement: str, limits: Limits) -> tuple[pa.Table, bool]:
         raise ValueError(f"query refused: {MAX_CONCURRENT} queries were running for the whole {limits.timeout_s:g} s "
                          "limit; try again")
     try:
+        proc = _take(limits.process_bytes)
         request = {"root": str(root), "sql": statement, "limits": limits.__dict__,
                    "deadline_s": deadline - time.monotonic()}
-        proc = _take()
         try:
-            out, err = proc.communicate(json.dumps(request).encode(), timeout=max(0.0, deadline - time.monotonic())
-                                        + GRACE_S)
-        except subprocess.TimeoutExpired:
+            _write_frame(proc, json.dumps(request).encode())
+            answer = _read_frame(proc, deadline + GRACE_S)
+        except TimeoutError:
             proc.kill()
-            proc.communicate()
+            proc.wait()
             raise ValueError(_interrupted(limits)) from None
+        except OSError:  # the worker died (killed at its memory cap) before or while answering
+            answer = b""
+        keep, answer = answer[-1:] == b"\x01", answer[:-1]  # the worker says whether it waits for another query
+        if keep:
+            with _idle_lock:
+                _idle.append((limits.process_bytes, proc))
+        else:
+            proc.stdin.close()
+            proc.wait()
     finally:
         _slots.release()
-    return _answer(proc.returncode, out, err, limits)
-
-
-_spare: subprocess.Popen | None = None
-_spare_lock = threading.Lock()
+    return _answer(proc.returncode, answer, limits)
 
 
 def _spawn() -> subprocess.Popen:
     env = dict(os.environ, MALLOC_ARENA_MAX="2", PYTHONUNBUFFERED="1")
     return subprocess.Popen([sys.executable, "-m", "collapsewatch.store.sqlproc"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
 
 
-def _take() -> subprocess.Popen:
-    """A child for this query: the spare one started after the previous query (its imports done meanwhile, about a
-    second and a half here), and a new spare for the next. A spare left when this process exits reads end-of-file
-    and exits."""
-    global _spare
-    with _spare_lock:
-        proc = _spare if _spare is not None and _spare.poll() is None else _spawn()
-        _spare = _spawn()
+def _take(cap: int) -> subprocess.Popen:
+    """An idle worker with this address-space cap, or a new one (its start-up, about a second here, counts in the
+    query's time). A worker left idle when this process exits reads end-of-file and exits."""
+    with _idle_lock:
+        while _idle:
+            worker_cap, proc = _idle.pop()
+            if worker_cap == cap and proc.poll() is None:
+                return proc
+            proc.stdin.close()  # another cap: let it exit
+    proc = _spawn()
+    _write_frame(proc, str(cap).encode())
     return proc
+
+
+def _write_frame(proc: subprocess.Popen, data: bytes) -> None:
+    proc.stdin.write(len(data).to_bytes(8, "little") + data)
+    proc.stdin.flush()
+
+
+def _read_frame(proc: subprocess.Popen, deadline: float) -> bytes:
+    """One length-prefixed answer from the worker; TimeoutError past ``deadline``, OSError if it died."""
+    fd = proc.stdout.fileno()
+    buf = bytearray()
+    need = 8
+    while len(buf) < need:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError
+        chunk = os.read(fd, max(need - len(buf), 1 << 16))
+        if not chunk:
+            raise OSError("the query's process ended")
+        buf += chunk
+        if need == 8 and len(buf) >= 8:
+            need = 8 + int.from_bytes(buf[:8], "little")
+    return bytes(buf[8:])
+
+
+def close_idle() -> None:
+    """End the idle workers (they exit at end-of-file) and wait for them."""
+    with _idle_lock:
+        idle, _idle[:] = list(_idle), []
+    for _, proc in idle:
+        proc.stdin.close()
+        proc.wait()
 
 
 def _interrupted(limits: Limits) -> str:
     return f"query interrupted: it ran longer than the {limits.timeout_s:g} s limit"
 
 
-def _answer(code: int, out: bytes, err: bytes, limits: Limits) -> tuple[pa.Table, bool]:
-    if code == 0 and out[:1] == b"R":
+def _answer(code: int | None, out: bytes, limits: Limits) -> tuple[pa.Table, bool]:
+    if out[:1] == b"R":
         table = pa.ipc.open_stream(out[1:]).read_all()
         return table.replace_schema_metadata(None), (table.schema.metadata or {}).get(CUT_KEY) == b"1"
     if out[:1] == b"E":
         raise ValueError(json.loads(out[1:].decode())["message"])
-    tail = err.decode(errors="replace").strip().splitlines()
-    if code < 0 or any("MemoryError" in line or "bad_alloc" in line for line in tail[-3:]):
-        raise ValueError(f"query failed: it needed more than the {limits.process_bytes / 2**30:g} GiB a query may "
-                         "use" + (f" (its process ended with signal {-code})" if code < 0 else ""))
-    raise ValueError(f"query failed: {tail[-1][:200] if tail else f'its process exited with code {code}'}")
+    # no answer: the process ended, by far most often at its address-space cap (std::bad_alloc aborts it)
+    raise ValueError(f"query failed: it needed more than the {limits.process_bytes / 2**30:g} GiB a query may use "
+                     f"(its process ended with {f'signal {-code}' if code is not None and code < 0 else f'code {code}'})")
 
 
 # ---- the child --------------------------------------------------------------------------------------------------
@@ -119,19 +163,14 @@ def _child(request: dict) -> tuple[pa.Table, bool]:
         raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
 
 
-def main() -> None:
-    """The child: cap the address space, answer one request from stdin on stdout (``R`` + Arrow IPC, or ``E`` +
-    a JSON message)."""
-    import resource
+def _read(stream) -> bytes | None:
+    head = stream.read(8)
+    if len(head) < 8:
+        return None  # the parent is gone or closed this worker
+    return stream.read(int.from_bytes(head, "little"))
 
-    from . import sandbox, views  # noqa: F401  (imported while waiting for the request: the spare is warm)
 
-    data = sys.stdin.buffer.read()
-    if not data:  # the parent exited without using this spare
-        return
-    request = json.loads(data.decode())
-    cap = int(request["limits"]["process_bytes"])
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+def _answer_one(request: dict, cap: int) -> bytes:
     try:
         table, cut = _child(request)
     except (ValueError, MemoryError) as e:
@@ -139,13 +178,43 @@ def main() -> None:
         if "Out of Memory" in message or isinstance(e, MemoryError):
             message = (f"query failed: it needed more than the {cap / 2**30:g} GiB a query may use "
                        f"(DuckDB's memory limit {request['limits']['memory']})")
-        sys.stdout.buffer.write(b"E" + json.dumps({"message": message.splitlines()[0]}).encode())
-        return
+        return b"E" + json.dumps({"message": message.splitlines()[0]}).encode()
     table = table.replace_schema_metadata({CUT_KEY: b"1" if cut else b"0"})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table)
-    sys.stdout.buffer.write(b"R" + sink.getvalue().to_pybytes())
+    return b"R" + sink.getvalue().to_pybytes()
+
+
+def main() -> None:
+    """A worker: import what a query needs, cap the address space at the first frame's value, then answer
+    length-prefixed requests (``R`` + Arrow IPC, or ``E`` + a JSON message) until end-of-file, or exit after an
+    answer that left it holding more than ``IDLE_RSS`` (or that ran out of memory)."""
+    import resource
+
+    from . import sandbox, views  # noqa: F401  (imported before the first request: start-up is not query time)
+
+    stdin = sys.stdin.buffer
+    # frames go to a private copy of the stdout pipe; anything else a library prints (DuckDB's progress bar) goes
+    # to /dev/null instead of into a frame
+    stdout = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    first = _read(stdin)
+    if first is None:
+        return
+    cap = int(first)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    while (data := _read(stdin)) is not None:
+        answer = _answer_one(json.loads(data.decode()), cap)
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        done = rss > IDLE_RSS or b"needed more than" in answer[:300]
+        answer += b"\x00" if done else b"\x01"
+        stdout.write(len(answer).to_bytes(8, "little") + answer)
+        stdout.flush()
+        if done:
+            return
 
 
 if __name__ == "__main__":

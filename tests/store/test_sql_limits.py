@@ -31,6 +31,8 @@ PROBE = textwrap.dedent("""
     except ValueError as e:
         out = {"error": str(e)}
     out["s"] = time.monotonic() - t
+    from collapsewatch.store import sqlproc
+    sqlproc.close_idle()  # waited for: its peak is in RUSAGE_CHILDREN
     # VmHWM: this process's peak since its exec (ru_maxrss would carry the forking parent's over the exec)
     out["self_kb"] = int(next(x for x in open("/proc/self/status") if x.startswith("VmHWM")).split()[1])
     out["child_kb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
