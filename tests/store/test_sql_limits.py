@@ -58,9 +58,10 @@ def empty_store(tmp_path_factory) -> Path:
                                  "SELECT repeat('x', 1000000) AS s FROM range(1024)"])  # 1 GiB of strings
 def test_the_resource_queries_stay_inside_their_process_limit(empty_store, sql):
     got = _probe(empty_store, sql, 20.0)
-    # either a one-line error or a result cut at 32 MiB (≤ 33 one-MB rows: 32 × 1,000,000 + offsets ≤ 32 MiB)
+    # either a one-line error or a result cut at 32 MiB = 33,554,432 bytes: n rows of 1,000,000 bytes take
+    # 1,000,000 n + 4 (n + 1) bytes of Arrow buffers, 33,000,136 for n = 33 and 34,000,140 for n = 34: 33 rows
     assert ("error" in got and "\n" not in got["error"] and got["error"].startswith("query")) or \
-        (got.get("cut") is True and got["rows"] <= 33), got
+        (got.get("cut") is True and got["rows"] == 33), got
     assert got["child_kb"] * 1024 <= Limits().process_bytes, got  # the query's process: under its address-space cap
     assert got["self_kb"] * 1024 < 0.5 * GIB, got  # the caller (a dashboard server) only ever holds the ≤ 32 MiB result
     print(sql, got)  # the numbers docs/store.md quotes (pytest -s)
