@@ -2,7 +2,8 @@
 
 * **Drill onset**: ``drill.at_step`` from the run's config in the store (the built-in trainer records it).
 * **Reward collapse** (the documented rule, one home): level = median of ``reward_mean`` over the last
-  ``SMOOTH`` points; best = running max of the level. The collapse step is the first step where
+  ``SMOOTH`` logged (non-NULL) points, undefined until ``SMOOTH`` points exist (warm-up: one lucky early rollout
+  must not set the best); best = running max of the level. The collapse step is the first step where
   best ≥ ``MIN_BEST``, level ≤ ``COLLAPSE_FRAC`` × best, and the level never again exceeds
   ``RECOVER_FRAC`` × that best later in the run (a dip the run recovers from is not a collapse).
 * **Near best**: the severity gate's rule (``detectors.severity.near_best_points``) — a ``critical`` flag
@@ -56,8 +57,12 @@ class RunLabel:
 
 
 def reward_level(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tuple[np.ndarray, np.ndarray]:
-    """(level, running best) per row: trailing median over ``smooth`` non-NaN points, its running max."""
-    level = pd.Series(reward, dtype="float64").rolling(smooth, min_periods=1).median().to_numpy()
+    """(level, running best) per row: trailing median over the last ``smooth`` non-NaN points, NaN until
+    ``smooth`` of them exist (the warm-up), and its running max (-inf before the first level)."""
+    reward = np.asarray(reward, dtype="float64")
+    logged = ~np.isnan(reward)
+    level = np.full(len(reward), np.nan)
+    level[logged] = pd.Series(reward[logged]).rolling(smooth, min_periods=smooth).median().to_numpy()
     best = np.fmax.accumulate(np.where(np.isnan(level), -np.inf, level))
     return level, best
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collapsewatch.lab.labels import RunLabel, label_run, read_label_file, reward_collapse
+from collapsewatch.lab.labels import RunLabel, label_run, read_label_file, reward_collapse, reward_level
 from collapsewatch.lab.score import score
 
 # a, b: lld drills (onset 10, 50 steps; a collapses at 30); c: isdd drill (onset 20, 40 steps);
@@ -84,7 +84,8 @@ def test_a_collapse_before_onset_gives_no_lead():
 
 def test_reward_collapse_rule():
     r = np.array([.1, .3, .5, .5, .5, .5, .5] + [.1] * 8)
-    # the rule with a 5-point window (the default, 10, needs longer series); trailing medians of 5: .1 .2 .3 .4 .5 .5 .5 .5 .5 then .1 from step 9 (three of the last five are .1);
+    # the rule with a 5-point window (the default, 10, needs longer series); trailing medians of 5: undefined for
+    # steps 0-3 (warm-up), .5 .5 .5 .5 .5 for steps 4-8, then .1 from step 9 (three of the last five are .1);
     # best .5 ≥ 0.2 and .1 ≤ 0.5 × .5 with no later level above .375 → collapse at step 9
     assert reward_collapse(np.arange(15), r, smooth=5) == 9
     recovered = np.concatenate([r, [.5] * 10])  # the level returns to .5 > .375: a dip, not a collapse
@@ -92,6 +93,41 @@ def test_reward_collapse_rule():
     assert reward_collapse(np.arange(15), r * 0.3, smooth=5) is None  # best .15 < MIN_BEST 0.2: never learned
     # default window 10 on the same series: the level (median of 10) first reaches .1 at step 12 (six .1 of ten)
     assert reward_collapse(np.arange(15), r) == 12
+
+
+def test_the_first_points_alone_never_set_the_best():
+    # one lucky first rollout (.9), then .4: with min_periods=1 the level at step 0 was .9, the best .9, and
+    # steps 1-9 (levels .65, .4, .4 …, all ≤ .45 = .5 × .9, never again > .675) read as a collapse at step 2.
+    # With the warm-up the first level (step 4, median of .9 .4 .4 .4 .4) is .4: the best is .4, never halved.
+    r = np.array([.9] + [.4] * 14)
+    assert reward_collapse(np.arange(15), r, smooth=5) is None
+    level, best = reward_level(np.arange(15), r, smooth=5)
+    assert np.isnan(level[:4]).all() and level[4] == .4 and best[3] == -np.inf and best[-1] == .4
+    # NULL rewards are not points: the window counts logged values (steps 0-5 NaN, then .4 ×5 → first level at 9)
+    gaps = np.array([np.nan] * 5 + [.4] * 5)
+    assert np.isnan(reward_level(np.arange(10), gaps, smooth=5)[0][:9]).all()
+
+
+def test_the_shipped_drill_runs_do_not_collapse_before_their_onset():
+    """The three lld drill sample runs: step 0 earns .875 from one 4 × 4 rollout, then about .4 (issue 25 §2).
+    The old rule (a level from one point) labelled them 'collapse at step 3', 21 steps before the drill."""
+    from pathlib import Path
+
+    from collapsewatch.lab.labels import drill_of
+    from collapsewatch.store import Store
+    from collapsewatch.offline import run_steps
+    from collapsewatch.store.queries import run_info
+
+    store = Store(Path(__file__).resolve().parents[2] / "sample_runs" / "store")
+    try:
+        for run in ("drill-lld-grpo", "drill-lld-sapo_search", "drill-lld-llds"):
+            kind, onset = drill_of(run_info(store, run)["config"])
+            df = run_steps(store, run)
+            assert (kind, onset) == ("lld", 24) and df["reward_mean"].iloc[0] == 0.875
+            collapse = reward_collapse(df["step"].to_numpy(), df["reward_mean"].to_numpy())
+            assert collapse is None or collapse > onset, (run, collapse)
+    finally:
+        store.close()
 
 
 def test_labels_from_config_and_user_file(tmp_path):
