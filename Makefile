@@ -35,7 +35,7 @@ define locked_venv
 	PYTHONWARNINGS=ignore $(1)/bin/python -m pip install -q --no-deps --no-build-isolation -e .  # no setuptools notices
 endef
 
-.PHONY: install verl-env browser test test-fast test-latest lock demo lint bench sample-runs clean
+.PHONY: install verl-env browser test test-fast test-latest lock demo lint bench sample-runs sample-events clean
 
 $(STAMP): pyproject.toml requirements/main.txt
 	$(call locked_venv,$(VENV),requirements/main.txt)
@@ -89,6 +89,10 @@ bench: install
 
 sample-runs: install
 	$(PY) sample_runs/make_sample_runs.py
+
+# after a detector rule or default changed: the shipped runs' episodes re-recorded with today's rules (seconds)
+sample-events: install
+	$(PY) sample_runs/make_sample_runs.py --events
 
 clean:
 	rm -rf $(VENV) $(VERL_VENV) $(LATEST_VENV) demo_runs .pytest_cache

@@ -21,8 +21,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-EVENT_FIELDS = ("run", "rank", "source", "detector", "phase", "step_start", "step_end", "severity", "metric",
-                "value", "threshold", "window_steps", "message")
+EVENT_FIELDS = ("run", "rank", "source", "rules", "detector", "phase", "step_start", "step_end", "severity",
+                "metric", "value", "threshold", "window_steps", "message")
 
 
 class NotifyError(OSError):
@@ -218,9 +218,11 @@ def _jsonable(v: Any) -> Any:
 
 
 def event_payload(event: Any) -> dict[str, Any]:
-    """The event as a JSON-safe dict: its events-row fields, ``evidence`` as an object, and ``text``."""
+    """The event as a JSON-safe dict: ``"type": "event"``, its events-row fields, ``evidence`` as an object, and
+    ``text`` (``watch --json`` lines, ``detect --json`` items and notify POSTs alike)."""
     row = _row(event)
-    out = {k: _jsonable(row.get(k)) for k in EVENT_FIELDS if k in row}
+    out: dict[str, Any] = {"type": "event"}
+    out.update({k: _jsonable(row.get(k)) for k in EVENT_FIELDS if k in row})
     out["evidence"] = _jsonable(row["evidence"])
     if row.get("written_at") is not None:
         out["written_at"] = _jsonable(row["written_at"])

@@ -28,11 +28,13 @@ def _open_store(store: Path):
 @app.command()
 @friendly
 def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
-    """List the runs of a store with status, steps, last reward and event count."""
-    from .store.queries import runs_summary
+    """List the runs of a store with status, steps and verdict (every summary column with --csv / --json)."""
+    from .report import COMPUTED_FOOTNOTE, runs_table
 
-    df = runs_summary(_open_store(store))
-    print_frame(df, csv, as_json)
+    compact, full = runs_table(_open_store(store))
+    print_frame(full if csv or as_json else compact, csv, as_json)
+    if not (csv or as_json) and compact["verdict"].str.endswith("*").any():
+        typer.echo(COMPUTED_FOOTNOTE)
 
 
 @app.command()
@@ -89,23 +91,24 @@ def check(store: StoreArg, quarantine: Annotated[bool, typer.Option(
 
 @app.command()
 @friendly
-def detect(store: StoreArg, run: RunOpt = None, rank: Annotated[int, typer.Option(help="Rank to read.")] = 0,
+def detect(store: StoreArg, run: RunOpt = None,
+           rank: Annotated[int | None, typer.Option(help="Rank to read (default: the run's lowest).")] = None,
            write: Annotated[bool, typer.Option("--write", help="Also store the events (as the run's "
                                                "offline-r<rank> event segment); off by default: reading a "
                                                "store never changes it.")] = False,
            detectors: Annotated[Path | None, typer.Option(help="Detector settings TOML (e.g. from `lab "
                                                           "calibrate`); default: built-in.")] = None,
+           evidence: Annotated[bool, typer.Option("--evidence", help="Add each episode's evidence.")] = False,
+           recorded: Annotated[bool, typer.Option("--recorded", help="List the stored episodes, whatever rules "
+                                                  "found them.")] = False,
            csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
-    """Run every detector over stored runs and print the phase timeline (stored as events with --write)."""
+    """Each run's verdict and its episodes under the detector rules (stored ones when these rules found them,
+    else computed now; with --write they are stored)."""
+    from .cli_detect import detect_cmd
     from .detectors import DetectorConfig
-    from .offline import detect_runs
 
     config = DetectorConfig.from_file(detectors) if detectors is not None else None
-    df = detect_runs(store, run=run, rank=rank, write=write, config=config)
-    if df.empty:
-        typer.echo("no events: no detector fired")
-        return
-    print_frame(df, csv, as_json)
+    detect_cmd(store, run, rank, write, config, evidence, recorded, csv, as_json)
 
 
 @app.command()

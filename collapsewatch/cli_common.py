@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any
 
+import pandas as pd
 import typer
 
 StoreArg = Annotated[Path, typer.Argument(help="Store folder (one per project; runs live inside it), or "
@@ -63,8 +65,11 @@ def print_frame(df, csv: bool = False, as_json: bool = False) -> None:
 
 
 def _fmt(v: Any) -> str:
-    if v is None or (isinstance(v, float) and v != v):
+    if v is None or (isinstance(v, float) and v != v) or v is pd.NaT:
         return "NULL"
     if isinstance(v, float):
         return f"{v:.6g}"
+    if isinstance(v, (pd.Timestamp, datetime)):  # one line in a table: UTC to the second
+        ts = pd.Timestamp(v)
+        return (ts.tz_convert("UTC") if ts.tzinfo is not None else ts).strftime("%Y-%m-%d %H:%M:%S")
     return str(v)

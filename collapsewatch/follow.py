@@ -1,11 +1,13 @@
 """Follow a store's detector events as runs write them: the engine of ``collapsewatch watch``.
 
-Each poll reads every selected run's episodes through the store's one episode rule
-(:func:`collapsewatch.store.queries.run_events`: one row per episode, whichever ranks or sources wrote it)
-and returns the episodes not reported yet whose severity reaches the threshold. An episode is reported once
+Each poll reads every selected run's episodes under the reader's detector rules (:func:`collapsewatch.judge.judge`:
+the stored ones when these rules found them, else computed on read — the same episodes as the run page and
+``detect``) and returns the episodes not reported yet whose severity reaches the threshold. An episode is reported once
 when it first reaches the threshold, and once more each time its severity rises (a warning that becomes
 critical is news); a longer ``step_end`` alone is not. Whether a critical was reported is kept for the exit
-code. Following ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C).
+code. Following ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C); then each
+run's verdict is printed (a ``{"type": "verdict"}`` object with ``--json``). With ``--once`` a run name the store
+does not have is an error naming the known runs; without it, watch waits for that run to start.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .alerts import NotifyError, event_headline, event_payload, post_event
+from .alerts import NotifyError, event_headline, post_event
 from .detectors.events import SEVERITY_RANK
+from .judge import judge, unknown_run_message
+from .report import event_object, verdict_object
 from .store import Store
-from .store.queries import run_events, run_rows
+from .store.queries import run_rows
 from .store.views import StoreNotFoundError
 
 EXIT_CRITICAL = 2
@@ -30,11 +34,20 @@ EXIT_CRITICAL = 2
 class EventFollower:
     """Polls a store for new episodes of one run (or every run) at or above ``severity``."""
 
-    def __init__(self, store: str | Path, run: str | None = None, severity: str = "warning") -> None:
+    def __init__(self, store: str | Path, run: str | None = None, severity: str = "warning",
+                 must_exist: bool = False) -> None:
         if severity not in SEVERITY_RANK:
             raise ValueError(f"--severity must be one of {', '.join(SEVERITY_RANK)}, got {severity!r}")
         self.path, self.run, self.min_rank = Path(store), run, SEVERITY_RANK[severity]
-        Store(self.path).close()  # a bad path fails here, with the store's one-line message
+        s = Store(self.path)  # a bad path fails here, with the store's one-line message
+        try:
+            self.missing = run is not None and not s.has_run(run)
+            if self.missing and must_exist:
+                raise ValueError(unknown_run_message(s, run))  # type: ignore[arg-type]
+        finally:
+            s.close()
+        self.verdicts: dict[str, dict[str, Any]] = {}
+        """Each watched run's verdict object at the last poll."""
         self._seen: dict[tuple[str, str, str, int], int] = {}
         self.critical = False
         self.ended = False
@@ -50,7 +63,9 @@ class EventFollower:
             out = []
             for run in runs:
                 if run in status:
-                    out += self._new(run, run_events(store, run).to_dict("records"))
+                    j = judge(store, run)
+                    self.verdicts[run] = verdict_object(j)
+                    out += self._new(run, j.events.to_dict("records"))
         finally:
             store.close()
         self.ended = bool(statuses) and all(s in ("finished", "crashed") for s in statuses)
@@ -80,13 +95,15 @@ def follow(store: str | Path, *, run: str | None = None, severity: str = "warnin
         raise ValueError(f"--notify must be an http:// or https:// URL, got {notify!r}")
     warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
     try:
-        follower = EventFollower(store, run, severity)
+        follower = EventFollower(store, run, severity, must_exist=once)
     except StoreNotFoundError as e:
         raise ValueError(str(e)) from e
+    if follower.missing:
+        warn(f"run {run!r} is not in the store yet: waiting for it to start")
     try:
         while True:
             for row in follower.poll():
-                emit(json.dumps(event_payload(row), allow_nan=False) if as_json else event_headline(row))
+                emit(json.dumps(event_object(row, row["run"]), allow_nan=False) if as_json else event_headline(row))
                 if notify is not None:
                     try:
                         post_event(notify, row, timeout=5.0)
@@ -94,6 +111,8 @@ def follow(store: str | Path, *, run: str | None = None, severity: str = "warnin
                         warn(f"warning: {e}")
             sys.stdout.flush()
             if once or follower.ended:
+                for v in follower.verdicts.values():
+                    emit(json.dumps(v, allow_nan=False) if as_json else f"{v['run']}: {v['sentence']}")
                 break
             time.sleep(interval)
     except KeyboardInterrupt:

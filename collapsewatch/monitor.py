@@ -160,11 +160,12 @@ class Monitor:
         try:
             if not resume:
                 refuse_reuse(self.writer.root, run, self.rank, self.writer.where.show(self.writer.root))
-            self.writer.set_run_info(objective=objective, config=config or {}, versions=_versions())
+            suite = _default_detectors(detectors)
+            versions = _versions() if suite is None else dict(_versions(), detector_rules=suite.rules)
+            self.writer.set_run_info(objective=objective, config=config or {}, versions=versions)
             self.writer.flush()  # the run is listed (status running) before the first step
             self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,
-                                      flush_steps=flush_steps, flush_seconds=flush_seconds,
-                                      detectors=_default_detectors(detectors))
+                                      flush_steps=flush_steps, flush_seconds=flush_seconds, detectors=suite)
             self._recorder.start()
         except BaseException:  # a Monitor that failed to start holds nothing
             self._lock.release()

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .catalogue import ALL_STEP_COLUMNS
 from .detectors import DetectorConfig, Event, detect_frame
+from .detectors.rules import rules_digest
 from .store.queries import Store, run_names
 from .store.writer import replace_segment
 
@@ -29,12 +30,13 @@ def run_steps(store: Store, run: str, rank: int = 0) -> pd.DataFrame:
                        [rank])
 
 
-def events_frame(run: str, rank: int, events: list[Event], source: str) -> dict[str, list[Any]]:
-    """Events as columns of the ``events`` table (evidence as strict JSON, written now)."""
+def events_frame(run: str, rank: int, events: list[Event], source: str, rules: str) -> dict[str, list[Any]]:
+    """Events as columns of the ``events`` table (evidence as strict JSON, written now), each carrying the
+    digest of the ``rules`` that found it (:func:`collapsewatch.detectors.rules.rules_digest`)."""
     now = datetime.now(timezone.utc)
     cols: dict[str, list[Any]] = {}
     for ev in events:
-        for k, v in dict(ev.as_row(), run=run, rank=rank, source=source, written_at=now).items():
+        for k, v in dict(ev.as_row(), run=run, rank=rank, source=source, written_at=now, rules=rules).items():
             cols.setdefault(k, []).append(v)
     return cols
 
@@ -49,7 +51,7 @@ def detect_runs(store_path: str | os.PathLike, run: str | None = None, rank: int
     rows = []
     for r in runs:
         events = detect_frame(run_steps(store, r, rank), config)
-        cols = events_frame(r, rank, events, "offline")
+        cols = events_frame(r, rank, events, "offline", rules_digest(config))
         if write:
             replace_segment(store_path, r, "events", f"offline-r{rank}", cols)
         rows.append(pd.DataFrame(cols))

@@ -316,7 +316,8 @@ class Recorder(threading.Thread):
 
         events = self.detectors.update(row)
         if events:
-            self.writer.append("events", events_frame(self.writer.run, self.writer.rank, events, "online"))
+            self.writer.append("events", events_frame(self.writer.run, self.writer.rank, events, "online",
+                                                         self.detectors.rules))
             for ev in events:
                 self.events_out.put(ev)
 

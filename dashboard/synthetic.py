@@ -84,12 +84,13 @@ class SyntheticRun:
         agent traces); positions where ``present`` is False are not written (shorter sequences).
         ``detectors``: the configuration of the suite whose events are written (default config)."""
         self.writer = StoreWriter(store, run, heartbeat_s=heartbeat_s)
-        self.writer.set_run_info(objective=objective, config=config or {"synthetic": True})
+        self.suite = DetectorSuite(detectors)
+        self.writer.set_run_info(objective=objective, config=config or {"synthetic": True},
+                                 versions={"detector_rules": self.suite.rules})  # as the Monitor records it
         self.run, self.n_steps, self.shape, self.on_policy = run, n_steps, shape, on_policy
         self.collapse, self.flush_every, self.vocab, self.templates = collapse, flush_every, vocab, templates
         self.rng = np.random.default_rng(seed)
         self.curves = _curves(np.arange(n_steps), n_steps, collapse, self.rng)
-        self.suite = DetectorSuite(detectors)
         self.next_step = 0
         self.writer.flush()
 
@@ -103,7 +104,7 @@ class SyntheticRun:
             self._chunk(steps)
             found = self._detect(steps)
             if events and found:
-                self.writer.append("events", events_frame(self.run, 0, found, "online"))
+                self.writer.append("events", events_frame(self.run, 0, found, "online", self.suite.rules))
             self.next_step = hi
             self.writer.flush()
 

@@ -4,9 +4,10 @@
 
 Deletes and rewrites ``sample_runs/store``, trains each run below one after the other (one process at a time),
 then strips what a shipped store does not need (each run's ``checkpoint/`` and ``*.duckdb`` export; the
-Monitor already compacted the Parquet segments when it closed the run) and prints a summary per run: reward
-trajectory, first flag of each detector / phase, reward-collapse step. ``--only NAME`` regenerates one run
-(the others are kept); ``--summary`` only prints the summary of the existing store.
+Monitor already compacted the Parquet segments when it closed the run) and prints a summary per run: its verdict
+and episodes as every reader shows them (``collapsewatch.judge``). ``--only NAME`` regenerates one run (the others
+are kept); ``--summary`` only prints the summary of the existing store; ``--events`` keeps the steps and
+re-records only the episodes with today's detector rules (``make sample-events``: after a rule changed).
 
 The settings and what was measured with them are in ``docs/sample_runs.md``. The first call builds the tiny
 model into the cache (about 2 minutes, once); each run then takes a few minutes on a 2-core CPU.
@@ -61,12 +62,6 @@ RUNS: list[tuple[str, str, int, dict]] = [
     ("drill-lld-llds", "llds", 72, LAB_DRILL),
 ]
 
-SMOOTH = 16
-"""Steps of the trailing mean the summary uses for the reward (one step = one mini-batch, a few sequences)."""
-COLLAPSE_FRAC = 0.5
-"""Reward collapse = the first step where the smoothed reward is ≤ this × its running maximum."""
-
-
 def train_one(name: str, objective: str, steps: int, overrides: dict) -> float:
     settings = {**COMMON, **overrides}
     cmd = [sys.executable, "-m", "collapsewatch", "train", "--steps", str(steps), "--store", str(STORE),
@@ -85,46 +80,65 @@ def strip(run_dir: Path) -> None:
         f.unlink()
 
 
+def rerecord_events(name: str) -> int:
+    """Replace a run's stored episodes with those of today's detector rules over its stored steps — what its
+    Monitor would have recorded with today's code (online == offline: tests/test_offline.py) — and record the
+    rules' digest in its run row, as the Monitor does. Seconds, where re-training takes minutes."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from collapsewatch.detectors import detect_frame
+    from collapsewatch.detectors.rules import rules_digest
+    from collapsewatch.offline import events_frame, run_steps
+    from collapsewatch.store import Store
+    from collapsewatch.store.writer import atomic_write_table, replace_segment
+
+    store = Store(STORE)
+    try:
+        events = detect_frame(run_steps(store, name, 0))
+    finally:
+        store.close()
+    for f in (STORE / name / "events").glob("*.parquet"):
+        f.unlink()
+    replace_segment(STORE, name, "events", "offline-r0", events_frame(name, 0, events, "offline", rules_digest()))
+    for f in (STORE / name / "runs").glob("*.parquet"):
+        table = pq.read_table(f)
+        versions = [dict(json.loads(v or "{}"), detector_rules=rules_digest()) for v in table["versions"].to_pylist()]
+        i = table.schema.get_field_index("versions")
+        atomic_write_table(table.set_column(i, "versions", [[json.dumps(v, sort_keys=True) for v in versions]]), f)
+    return len(events)
+
+
 def summary(names: list[str]) -> None:
+    """Per run: its verdict and its episodes as every reader shows them (collapsewatch.judge: one rule)."""
+    from collapsewatch.judge import judge
+    from collapsewatch.report import episode_table
+    from collapsewatch.store import Store
 
-    from collapsewatch import connect
-
-    con = connect(STORE)
-    for name in names:
-        df = con.execute("SELECT step, reward_mean FROM steps WHERE run = ? ORDER BY step", [name]).df()
-        if df.empty:
-            print(f"\n{name}: no steps")
-            continue
-        r = df.set_index("step")["reward_mean"].rolling(SMOOTH, min_periods=SMOOTH).mean().dropna()
-        peak = r.cummax()
-        collapsed = r[(r <= COLLAPSE_FRAC * peak) & (peak > 0)]
-        c_step = int(collapsed.index[0]) if len(collapsed) else None
-        ev = con.execute(
-            "SELECT detector, phase, min(step_start) AS first, max(step_end) AS last, count(*) AS episodes, "
-            "max(CASE severity WHEN 'critical' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END) AS sev "
-            "FROM events WHERE run = ? GROUP BY 1, 2 ORDER BY 3", [name]).df()
-        sev = {0: "info", 1: "warning", 2: "critical"}
-        print(f"\n{name}: {len(df)} steps; reward ({SMOOTH}-step trailing mean) first {r.iloc[0]:.3f} "
-              f"(step {int(r.index[0])}), max {r.max():.3f} (step {int(r.idxmax())}), final {r.iloc[-1]:.3f}; "
-              f"reward collapse (≤ {COLLAPSE_FRAC:g} × running max): "
-              f"{'step ' + str(c_step) if c_step is not None else 'none'}")
-        marks = r.iloc[:: max(1, len(r) // 12)]
-        print("  reward: " + ", ".join(f"{int(s)}:{v:.2f}" for s, v in marks.items()))
-        for row in ev.itertuples():
-            lead = f", {c_step - row.first:+d} steps before the collapse" if c_step is not None else ""
-            print(f"  {row.detector}/{row.phase}: first step {row.first}, last {row.last}, {row.episodes} "
-                  f"episode(s), worst {sev[int(row.sev)]}{lead}")
-        if ev.empty:
-            print("  no detector episodes")
+    store = Store(STORE)
+    try:
+        for name in names:
+            j = judge(store, name)
+            print(f"\n{name}: {j.verdict.sentence}" + (f"\n  note: {j.note}" if j.note else ""))
+            for row in episode_table(j.events).itertuples(index=False):
+                print(f"  {row[0]:>8} {row[1]:<8} {row[2]}: {row[3]}")
+    finally:
+        store.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", action="append", help="regenerate only this run (repeatable)")
     ap.add_argument("--summary", action="store_true", help="print the summary of the existing store only")
+    ap.add_argument("--events", action="store_true", help="keep the steps; re-record only the stored episodes "
+                    "with today's detector rules (after a rule or setting changed; seconds)")
     args = ap.parse_args(argv)
     names = [r[0] for r in RUNS]
-    if not args.summary:
+    if args.events:
+        for name in names:
+            print(f"   {name}: {rerecord_events(name)} episode(s) re-recorded", flush=True)
+    elif not args.summary:
         todo = [r for r in RUNS if not args.only or r[0] in args.only]
         if args.only:
             unknown = set(args.only) - set(names)

@@ -12,8 +12,8 @@ import pytest
 from collapsewatch import Monitor
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.follow import EXIT_CRITICAL, EventFollower
+from collapsewatch.judge import judge
 from collapsewatch.store import Store
-from collapsewatch.store.queries import run_events
 
 SMALL = Shape(seqs=8, token_seqs=2, seq_len=24)
 RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -36,29 +36,52 @@ def synth(tmp_path_factory):
 
 
 def _stored(root, run: str, least: str) -> set[tuple]:
+    """The episodes every reader shows (stored ones when today's rules found them: collapsewatch.judge)."""
     store = Store(root)
-    ev = run_events(store, run)
+    ev = judge(store, run).events
     store.close()
     return {(r.detector, r.phase, r.step_start, r.severity) for r in ev.itertuples() if RANK[r.severity] >= RANK[least]}
+
+
+def _verdict(root, run: str):
+    store = Store(root)
+    try:
+        return judge(store, run).verdict
+    finally:
+        store.close()
 
 
 def test_once_reports_each_stored_event_and_exits_2_on_critical(synth, receiver):
     p = _cli(str(synth), "--once", "--json", "--notify", receiver.url + "/hook")
     assert p.returncode == EXIT_CRITICAL, p.stderr
-    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    out = [json.loads(line) for line in p.stdout.splitlines()]
+    lines = [e for e in out if e["type"] == "event"]
     got = {(e["detector"], e["phase"], e["step_start"], e["severity"]) for e in lines}
     assert got == _stored(synth, "collapse", "warning") and len(lines) == len(got)  # once each, healthy: none
-    assert all(e["run"] == "collapse" and e["text"] for e in lines)
+    assert all(e["run"] == "collapse" and e["text"] and isinstance(e["evidence"], dict) for e in lines)
     assert [body for _, _, body in receiver.got] == lines  # the same payloads, POSTed in order
+    # then one verdict per run (not POSTed): the run page's and detect's (collapsewatch.judge)
+    verdicts = {v["run"]: v for v in out[len(lines):]}
+    assert out[:len(lines)] == lines and set(verdicts) == {"collapse", "healthy"}
+    assert verdicts["collapse"]["sentence"] == _verdict(synth, "collapse").sentence
+    assert verdicts["healthy"]["status"] == "healthy" and not verdicts["healthy"]["events_computed"]
 
 
 def test_severity_filter_and_a_healthy_run_exit_0(synth):
     p = _cli(str(synth), "--run", "collapse", "--once", "--severity", "critical")
     assert p.returncode == EXIT_CRITICAL
-    assert len(p.stdout.splitlines()) == len(_stored(synth, "collapse", "critical")) > 0
-    assert all(" [critical] " in line for line in p.stdout.splitlines())
+    *events, verdict_line = p.stdout.splitlines()
+    assert len(events) == len(_stored(synth, "collapse", "critical")) > 0
+    assert all(" [critical] " in line for line in events)
+    assert verdict_line == f"collapse: {_verdict(synth, 'collapse').sentence}"
     p = _cli(str(synth), "--run", "healthy", "--once")
-    assert (p.returncode, p.stdout) == (0, "")
+    assert (p.returncode, p.stdout) == (0, f"healthy: {_verdict(synth, 'healthy').sentence}\n")
+
+
+def test_an_unknown_run_with_once_is_an_error_naming_the_known_runs(synth):
+    p = _cli(str(synth), "--run", "colapse", "--once", "--json")
+    assert p.returncode == 1 and p.stdout == "" and "Traceback" not in p.stderr
+    assert "run 'colapse' not found" in p.stderr and "known runs: collapse, healthy" in p.stderr
 
 
 @pytest.mark.parametrize("args,message", [(["--severity", "bad"], "--severity must be one of"),
@@ -104,7 +127,8 @@ def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
     live.close()
     out, err = proc.communicate(timeout=180)  # it ends by itself once the run is finished
     assert proc.returncode == EXIT_CRITICAL, err
-    lines = [json.loads(line) for line in out.splitlines()]
+    *lines, verdict = [json.loads(line) for line in out.splitlines()]
+    assert verdict["type"] == "verdict" and verdict["status"] == "collapsed"
     keys = [(e["detector"], e["phase"], e["step_start"], e["severity"]) for e in lines]
     assert len(keys) == len(set(keys))  # nothing reported twice
     final = {(d, p, s): sev for d, p, s, sev in _stored(tmp_path, "live", "warning")}
@@ -125,7 +149,7 @@ def test_the_shipped_sample_store(tmp_path):
     root = tmp_path / "store"
     shutil.copytree(Path(__file__).parents[1] / "sample_runs" / "store", root)
     p = _cli(str(root), "--run", "grpo-healthy", "--once")
-    assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+    assert (p.returncode, p.stdout, p.stderr) == (0, f"grpo-healthy: {_verdict(root, 'grpo-healthy').sentence}\n", "")
     p = _cli(str(root), "--run", "grpo-collapse", "--once", "--severity", "critical")
     assert p.returncode == EXIT_CRITICAL and p.stdout.count("[critical]") == len(_stored(root, "grpo-collapse",
                                                                                           "critical"))

@@ -37,6 +37,7 @@ from .length import Length
 from .lld import Lld
 from .mismatch import Mismatch
 from .nonfinite import Nonfinite
+from .rules import rules_digest
 from .severity import gate
 from .starvation import Starvation
 
@@ -102,6 +103,8 @@ class DetectorSuite:
         """Episodes that started on a branch a restart discarded (latest version of each)."""
         self.restarts = 0
         self.cold_restarts = 0
+        self.rules = rules_digest(self.config)
+        """Digest of the rules this suite runs (settings + rule code): stored with each episode it finds."""
 
     @property
     def last_step(self) -> int | None:

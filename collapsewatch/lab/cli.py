@@ -42,6 +42,8 @@ def _detector_config(path: Path | None):
 def score_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsOpt = None,
               all_kinds: Annotated[bool, typer.Option("--all-kinds", help="Score every detector against "
                                                       "every drill kind, not only its own.")] = False,
+              show_all: Annotated[bool, typer.Option("--all", help="Also the rows with no drilled run and no "
+                                                     "flag (hidden by default).")] = False,
               as_json: JsonOpt = False) -> None:
     """Per detector, phase and severity: share of drilled runs flagged, delay, lead, false flags."""
     from .corpus import flags, load_corpus, online_matches_offline
@@ -50,10 +52,13 @@ def score_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsOpt
     corpus = load_corpus(store, labels)
     found = flags(corpus, _detector_config(detectors))
     table = score(found, corpus.labels.values(), corpus.near_best, all_kinds=all_kinds)
+    shown = table if show_all else nonempty_rows(table)
     if as_json:
-        print_frame(table, as_json=True)
+        print_frame(shown, as_json=True)
         return
-    print_frame(table)
+    print_frame(shown)
+    if len(shown) < len(table):
+        typer.echo(f"{len(table) - len(shown)} row(s) with no drilled run and no flag hidden (--all shows them)")
     kinds: dict[str, int] = {}
     for lab in corpus.labels.values():
         kinds[lab.kind or "undrilled"] = kinds.get(lab.kind or "undrilled", 0) + 1
@@ -64,6 +69,12 @@ def score_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsOpt
         same = online_matches_offline(corpus, found)
         typer.echo(f"online == offline episodes: {sum(same.values())}/{len(same)} runs"
                    + ("" if all(same.values()) else f" (differ: {', '.join(r for r, ok in same.items() if not ok)})"))
+
+
+def nonempty_rows(table):
+    """Rows that say something: a drilled run to score, or a flag counted (false flags, critical near the best)."""
+    counts = table[["false_pre_onset_per_1k", "false_healthy_per_1k", "critical_near_best"]].fillna(0)
+    return table[(table["drilled_runs"].fillna(0) > 0) | (counts != 0).any(axis=1)].reset_index(drop=True)
 
 
 @app.command("calibrate")

@@ -204,21 +204,23 @@ def run_names(store: Store) -> list[str]:
 
 
 def run_info(store: Store, run: str) -> dict[str, Any] | None:
-    """Status, objective, config (parsed), ranks and world size of one run; None when the run is unknown."""
+    """Status, objective, config and versions (parsed), ranks and world size of one run; None when the run is
+    unknown."""
     if not store.has_run(run):
         return None
     df = store.query(f"""
-SELECT status, objective, config, rank, world_size, ranks_seen, started_at, updated_at
+SELECT status, objective, config, versions, rank, world_size, ranks_seen, started_at, updated_at
 FROM ({runs_sql(store.run_view("run_ranks", run))})""")
     if df.empty:
         return None
     row = df.iloc[0].to_dict()
     if pd.isna(row["rank"]):
         return None
-    try:
-        row["config"] = json.loads(row["config"]) if row["config"] else {}
-    except ValueError:
-        row["config"] = {}
+    for k in ("config", "versions"):
+        try:
+            row[k] = json.loads(row[k]) if row[k] else {}
+        except ValueError:
+            row[k] = {}
     row["rank"] = int(row["rank"])
     return row
 
@@ -248,7 +250,7 @@ def run_events(store: Store, run: str, files: Files | None = None) -> pd.DataFra
     """Detector episodes of one run (or of the given event segments), one row each, in order of start."""
     return _listed_or_whole(store, lambda f: f"""
 SELECT detector, phase, step_start, step_end, severity, metric, value, threshold, window_steps,
-       message, evidence, source
+       message, evidence, source, rules
 FROM ({episodes_sql(_source(store, run, "events", f))})
 ORDER BY step_start, detector, phase""", [], files)
 

@@ -114,8 +114,8 @@ def test_the_shipped_drill_runs_do_not_collapse_before_their_onset():
     from pathlib import Path
 
     from collapsewatch.lab.labels import drill_of
-    from collapsewatch.store import Store
     from collapsewatch.offline import run_steps
+    from collapsewatch.store import Store
     from collapsewatch.store.queries import run_info
 
     store = Store(Path(__file__).resolve().parents[2] / "sample_runs" / "store")

@@ -1,0 +1,54 @@
+"""``collapsewatch detect``: each run's verdict line, then its episodes — a compact table for a person, the same JSON
+objects as ``watch --json`` for a script (one array, ``[]`` when there is nothing), CSV rows for a spreadsheet."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import typer
+
+from .cli_common import print_frame
+from .detectors import DetectorConfig
+from .report import RECORDED_HINT, episode_table, event_object, events_of, judge_all, verdict_object
+from .store import Store
+
+
+def detect_cmd(store: Path, run: str | None, rank: int | None, write: bool, config: DetectorConfig | None,
+               evidence: bool, recorded: bool, csv: bool, as_json: bool) -> None:
+    if write:
+        from .offline import detect_runs
+
+        detect_runs(store, run=run, rank=rank or 0, write=True, config=config)
+    s = Store(store)
+    try:
+        judged = judge_all(s, run, config, rank)
+    finally:
+        s.close()
+    if as_json:
+        out = []
+        for j in judged:
+            out += [event_object(r, j.run) for r in events_of(j, recorded).to_dict("records")]
+            out.append(verdict_object(j))
+        sys.stdout.write(json.dumps(out, allow_nan=False) + "\n")
+        return
+    if csv:
+        parts = [events_of(j, recorded).assign(run=j.run) for j in judged]
+        frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        cols = ["run", "detector", "phase", "step_start", "step_end", "severity", "metric", "value", "threshold",
+                "message", "evidence", "source", "rules"]
+        print_frame(frame.reindex(columns=cols), csv=True)
+        return
+    for j in judged:
+        typer.echo(f"{j.run}: {j.verdict.sentence}")
+        if j.note:
+            typer.echo(f"  note: {j.note}" + ("" if recorded else f" ({RECORDED_HINT})"))
+        ev = events_of(j, recorded)
+        if recorded:
+            typer.echo(f"  stored episodes ({len(ev)}), as recorded:")
+        if ev.empty:
+            typer.echo("  no episodes")
+        else:
+            print_frame(episode_table(ev, evidence))

@@ -1,0 +1,47 @@
+"""The rules digest: which detector rules produced an episode, as one short string stored with it.
+
+    rules_digest(config) = sha1( JSON of the DetectorConfig (every setting, sorted keys)
+                                 ‖ the source text of every rule module of this package )[:12]
+
+Two readers that get the same digest run the same code with the same settings, so they find the same
+episodes (online == offline). A stored episode whose digest differs from the reader's was found by other
+rules (older code, other settings): readers then show the current rules' episodes, computed on read
+(:mod:`collapsewatch.judge`), and say so. The code part is the detectors' own source text, not the package
+version: a rule changed between two releases (or on a branch) changes the digest, a docstring edit too (the
+price of never missing a real change).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from functools import lru_cache
+from importlib import resources
+
+from .config import DetectorConfig
+
+NOT_RULES = ("synthetic.py",)
+"""Modules of this package that hold no rule (labelled test series): not part of the digest."""
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha1 of the rule modules' source, in file-name order."""
+    h = hashlib.sha1()
+    files = resources.files("collapsewatch.detectors")
+    for f in sorted(files.iterdir(), key=lambda p: p.name):
+        if f.name.endswith(".py") and f.name not in NOT_RULES:
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=32)
+def _digest(config: DetectorConfig) -> str:
+    settings = json.dumps(asdict(config), sort_keys=True, default=list)
+    return hashlib.sha1((code_digest() + "\0" + settings).encode()).hexdigest()[:12]
+
+
+def rules_digest(config: DetectorConfig | None = None) -> str:
+    """The digest of ``config`` (default: the built-in settings) under this code: 12 hex digits."""
+    return _digest(config or DetectorConfig())

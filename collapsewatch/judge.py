@@ -1,0 +1,130 @@
+"""The episodes a reader shows for a run, and its verdict — one home for the run page, ``runs``, ``detect`` and
+``watch`` (issue 25 §1, §3).
+
+    j = judge(store, run)            # Judgement: events, recorded, computed, note, rules, verdict
+
+Stored episodes are shown as they are when the rules that found them are the reader's: every stored row's
+``rules`` digest equals :func:`collapsewatch.detectors.rules.rules_digest` of the reader's settings (a run with no
+stored episode counts when its Monitor ran these rules: ``versions.detector_rules`` in its run row). Otherwise —
+older code, other settings, a run ingested or recorded without detectors — the reader's rules run over the stored
+steps (offline detection: the online code path, so the same episodes a live run of today's code would have
+stored), computed on read and never written; the stored ones stay in ``recorded`` and ``note`` says so.
+
+Cached per (store, run, rank, rules digest, segment files): segments are immutable with unique names, so the
+key changes exactly when a flush adds rows (a new last step) or compaction rewrites them. Detection costs about
+1 ms a step on a quiet 2-core machine, once per key.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .detectors import DetectorConfig, detect_frame
+from .detectors.rules import rules_digest
+from .lab.labels import drill_of
+from .offline import events_frame, run_steps
+from .store.queries import Store, run_events, run_info, segment_files
+from .verdict import Verdict, verdict
+
+EVENT_COLUMNS = ["detector", "phase", "step_start", "step_end", "severity", "metric", "value", "threshold",
+                 "window_steps", "message", "evidence", "source", "rules"]
+COMPUTED = "computed"
+"""``source`` of episodes computed on read (never stored)."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    run: str
+    events: pd.DataFrame
+    """The episodes of the reader's rules (``EVENT_COLUMNS``), in order of start."""
+    recorded: pd.DataFrame
+    """The episodes as stored."""
+    computed: bool
+    """True when ``events`` were computed on read (the stored ones came from other rules)."""
+    note: str
+    """'' or one sentence saying why the stored episodes are not shown."""
+    rules: str
+    verdict: Verdict
+
+
+def _key_files(store: Store, run: str) -> tuple:
+    return tuple(tuple(segment_files(store, run, t)) for t in ("runs", "step_metrics", "scalars", "events"))
+
+
+_lock = threading.Lock()
+_cache: OrderedDict[tuple, Judgement] = OrderedDict()
+MAX_ENTRIES = 64
+
+
+def stale_reason(recorded: pd.DataFrame, run_rules: str | None, rules: str) -> str:
+    """'' when the stored episodes are the reader's rules' own, else why not (one phrase)."""
+    if recorded.empty:
+        if run_rules == rules:
+            return ""
+        return ("it was recorded without a rules digest (older code, or no detectors)" if run_rules is None
+                else f"it was recorded by other rules ({run_rules})")
+    got = set(recorded["rules"].fillna("unknown").astype(str)) if "rules" in recorded.columns else {"unknown"}
+    if got == {rules}:
+        return ""
+    return f"its {len(recorded)} stored episodes were found by other rules ({', '.join(sorted(got))})"
+
+
+def judge(store: Store, run: str, config: DetectorConfig | None = None, rank: int | None = None) -> Judgement:
+    """The run's episodes under ``config``'s rules (default: built-in) and its verdict, read from ``rank`` (default:
+    the run's lowest); ValueError naming the known runs when ``run`` is not one."""
+    info = run_info(store, run)
+    if info is None:
+        raise ValueError(unknown_run_message(store, run))
+    if rank is not None:
+        info = dict(info, rank=rank)
+    rules = rules_digest(config)
+    key = (str(store.root), run, int(info["rank"]), rules, _key_files(store, run))
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    out = _judge(store, run, info, config, rules)
+    with _lock:
+        _cache[key] = out
+        while len(_cache) > MAX_ENTRIES:
+            _cache.popitem(last=False)
+    return out
+
+
+def _judge(store: Store, run: str, info: dict, config: DetectorConfig | None, rules: str) -> Judgement:
+    rank = int(info["rank"])
+    recorded = run_events(store, run)
+    steps = run_steps(store, run, rank)
+    why = stale_reason(recorded, (info.get("versions") or {}).get("detector_rules"), rules)
+    if why and not steps.empty:
+        found = events_frame(run, rank, detect_frame(steps, config), COMPUTED, rules)
+        events = pd.DataFrame(found, columns=list(found) or None).reindex(columns=EVENT_COLUMNS)
+        note = (f"Showing today's detector rules ({rules}), computed on read: {why}.")
+    else:
+        events, note = recorded.reindex(columns=EVENT_COLUMNS), ""
+    events = events.sort_values(["step_start", "detector", "phase"], kind="stable", ignore_index=True)
+    reward = steps["reward_mean"].to_numpy(dtype=float, na_value=np.nan) if "reward_mean" in steps else []
+    v = verdict(events, steps["step"].to_numpy() if len(steps) else [], reward, drill_of(info.get("config")))
+    return Judgement(run, events, recorded.reindex(columns=EVENT_COLUMNS), bool(why) and not steps.empty, note,
+                     rules, v)
+
+
+def unknown_run_message(store: Store, run: str) -> str:
+    """'run 'x' not found in store …; known runs: a, b' — the one wording of an unknown run name."""
+    from .store.queries import run_names
+
+    names = run_names(store)
+    where = store.path if isinstance(store.path, str) else str(Path(store.path))
+    known = ", ".join(sorted(names)) if names else "none"
+    return f"run {run!r} not found in store {where!r}; known runs: {known}"
+
+
+def clear() -> None:
+    with _lock:
+        _cache.clear()

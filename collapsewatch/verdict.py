@@ -1,0 +1,166 @@
+"""One verdict per run — healthy / warning / collapsed, when and why in one sentence (DESIGN.md §6).
+
+    verdict(episodes, steps, reward, drill=("lld", 24)) -> Verdict       # pure: no store, no Dash
+
+* **collapsed** — the reward collapsed by the lab's one rule (:func:`collapsewatch.lab.labels.reward_collapse`):
+  ``Collapsed at step 84 (reward 0.42 → 0.07). First warning at 54: entropy blow-up, 30 steps earlier. Worst:
+  critical.`` (with ``First critical at …`` too when the first critical episode is another one). The two rewards are the best reward level before the collapse and the last level of the run
+  (level = the lab's trailing median, :func:`collapsewatch.lab.labels.reward_level`).
+* **warning** — no collapse, but an episode of severity warning or critical: ``Warning from step 54: entropy
+  blow-up. No reward collapse in 200 steps (reward best 0.45 at 120). Worst: critical.``
+* **healthy** — neither: ``No warning in 200 steps; reward best 0.80 at 199.`` (info episodes are named by
+  their count).
+
+First warning = the episode of severity ≥ warning that began first; its lead = collapse step − its start
+(negative: it came after). A drill run ends with ``Drill: lld from step 24.`` The run page, ``runs``,
+``detect`` and ``watch --json`` all print this sentence (:mod:`collapsewatch.judge` feeds it the episodes of
+the reader's rules). ``reader_order`` is the one order episodes are listed in for a person: the cause first
+(worst severity, then earliest), the noise (info) last.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from .detectors.events import SEVERITY_RANK
+from .lab.labels import reward_collapse, reward_level
+
+Status = Literal["healthy", "warning", "collapsed"]
+
+PHASE_NAMES: dict[tuple[str, str], str] = {
+    ("entropy", "blowup"): "entropy blow-up", ("entropy", "collapse"): "entropy collapse",
+    ("isdd", "drift"): "ISDD drift", ("lld", "early_stagnation"): "LLD early stagnation",
+    ("lld", "steady_decay"): "LLD steady decay", ("lld", "accelerated_collapse"): "LLD accelerated collapse",
+    ("grad", "explosion"): "gradient explosion", ("nonfinite", "nonfinite"): "non-finite values",
+    ("length", "blowup"): "length blow-up", ("length", "repetition"): "repetition",
+    ("starvation", "starvation"): "signal starvation", ("mismatch", "drift"): "train–inference mismatch",
+}
+"""How a (detector, phase) is named in a sentence; others read ``detector phase`` with spaces."""
+
+
+def phase_name(detector: str, phase: str) -> str:
+    name = PHASE_NAMES.get((detector, phase))
+    if name is not None:
+        return name
+    return detector if phase == detector else f"{detector} {phase.replace('_', ' ')}"
+
+
+def reader_order(events: pd.DataFrame) -> pd.DataFrame:
+    """Episodes for a reader: worst severity first, then earliest start, then detector and phase (a fresh
+    index: position k is the episode's id on the run page)."""
+    if events.empty:
+        return events.reset_index(drop=True)
+    rank = events["severity"].map(lambda s: -SEVERITY_RANK.get(str(s), -1))
+    return (events.assign(_rank=rank).sort_values(["_rank", "step_start", "detector", "phase"], kind="stable")
+            .drop(columns="_rank").reset_index(drop=True))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A run's verdict; ``sentence`` is what a person reads, the fields are what a script reads."""
+
+    status: Status
+    sentence: str
+    n_steps: int
+    last_step: int | None
+    collapse_step: int | None
+    reward_before: float | None
+    """Best reward level before the collapse (or over the run, without one)."""
+    reward_best_step: int | None
+    reward_after: float | None
+    """The run's last reward level (None before the level's window is full)."""
+    first_warning_step: int | None
+    first_warning: str | None
+    lead_steps: int | None
+    worst: str | None
+    n_episodes: int
+    drill: str
+    onset: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _when(lead: int) -> str:
+    n = abs(lead)
+    steps = f"{n} step{'s' if n != 1 else ''}"
+    return f"{steps} earlier" if lead > 0 else "at the same step" if lead == 0 else f"{steps} after it"
+
+
+def _first(events: pd.DataFrame, severities: tuple[str, ...] = ("warning", "critical")) -> Mapping[str, Any] | None:
+    """The episode of one of ``severities`` that began first (ties: detector, phase), or None."""
+    if events.empty:
+        return None
+    hot = events[events["severity"].isin(list(severities))]
+    if hot.empty:
+        return None
+    return hot.sort_values(["step_start", "detector", "phase"], kind="stable").iloc[0].to_dict()
+
+
+def _worst(events: pd.DataFrame) -> str | None:
+    if events.empty:
+        return None
+    return max(events["severity"].astype(str), key=lambda s: SEVERITY_RANK.get(s, -1))
+
+
+def _f(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x:.2f}"
+
+
+def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Sequence[float] | np.ndarray,
+            drill: tuple[str, int | None] = ("", None)) -> Verdict:
+    """The verdict of a run from its episodes (rows of the ``events`` view's columns), its step numbers and
+    ``reward_mean`` per step (NaN where not logged), and its drill (kind, onset; ``""`` = none)."""
+    steps = np.asarray(steps, dtype=np.int64)
+    reward = np.asarray(reward, dtype="float64")
+    n_steps = int(steps.max() - steps.min() + 1) if len(steps) else 0
+    collapse = reward_collapse(steps, reward) if len(steps) else None
+    level, _ = reward_level(steps, reward) if len(steps) else (np.empty(0), np.empty(0))
+    upto = level[steps <= collapse] if collapse is not None else level
+    has = ~np.isnan(upto)
+    best_i = int(np.nanargmax(upto)) if has.any() else None
+    before = float(upto[best_i]) if best_i is not None else None
+    best_step = int(steps[best_i]) if best_i is not None else None
+    after = float(level[-1]) if len(level) and not np.isnan(level[-1]) else None
+    first = _first(events)
+    first_step = int(first["step_start"]) if first is not None else None
+    first_name = phase_name(str(first["detector"]), str(first["phase"])) if first is not None else None
+    lead = collapse - first_step if collapse is not None and first_step is not None else None
+    worst = _worst(events)
+    kind, onset = drill
+    if collapse is not None:
+        status: Status = "collapsed"
+        text = f"Collapsed at step {collapse} (reward {_f(before)} → {_f(after)})."
+        if first is None:
+            text += " No warning before it."
+        else:
+            text += f" First warning at {first_step}: {first_name}, {_when(lead)}."
+            crit = _first(events, ("critical",))
+            if crit is not None and crit is not first and (crit["detector"], crit["phase"], crit["step_start"]) != \
+                    (first["detector"], first["phase"], first["step_start"]):
+                cs = int(crit["step_start"])
+                text += (f" First critical at {cs}: {phase_name(str(crit['detector']), str(crit['phase']))}, "
+                         f"{_when(collapse - cs)}.")
+    elif first is not None:
+        status = "warning"
+        text = (f"Warning from step {first_step}: {first_name}. No reward collapse in {n_steps} steps "
+                f"(reward best {_f(before)} at {best_step}).")
+    else:
+        status = "healthy"
+        best = f"reward best {_f(before)} at {best_step}" if before is not None else "too few reward points to judge"
+        text = f"No warning in {n_steps} steps; {best}."
+    if worst is not None:
+        text += f" Worst: {worst}." if status != "healthy" else f" {len(events)} info episode(s)."
+    if kind:
+        text += f" Drill: {kind} from step {onset}" + ("; no warning after it." if status == "healthy" else ".")
+    return Verdict(status=status, sentence=text, n_steps=n_steps,
+                   last_step=int(steps.max()) if len(steps) else None, collapse_step=collapse,
+                   reward_before=before, reward_best_step=best_step, reward_after=after,
+                   first_warning_step=first_step, first_warning=first_name, lead_steps=lead, worst=worst,
+                   n_episodes=int(len(events)), drill=kind, onset=onset)

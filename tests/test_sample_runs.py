@@ -1,0 +1,85 @@
+"""The shipped sample runs tell one story everywhere (issue 25): their stored episodes are today's rules' own (equal
+to offline detection now, whatever the rules are), and `detect --json`, `runs --json`, `watch --json --once` and
+the run page's data layer give the same episodes and the same verdict for every run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collapsewatch.detectors import detect_frame
+from collapsewatch.judge import judge
+from collapsewatch.offline import run_steps
+from collapsewatch.store import Store
+from collapsewatch.store.queries import run_events, run_names
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
+KEY = ("detector", "phase", "step_start", "step_end", "severity")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "collapsewatch", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("samples") / "store"
+    shutil.copytree(SAMPLES, root)  # a copy: nothing here may change the shipped store
+    return root
+
+
+@pytest.fixture(scope="module")
+def runs(samples) -> list[str]:
+    s = Store(samples)
+    try:
+        return run_names(s)
+    finally:
+        s.close()
+
+
+def test_stored_episodes_are_todays_rules_own(samples, runs):
+    """Fails after a detector rule or default changes until the sample runs are re-recorded: `make sample-events`
+    (or `make sample-runs` to re-train them)."""
+    s = Store(samples)
+    try:
+        assert len(runs) == 7
+        for run in runs:
+            stored = run_events(s, run)
+            fresh = [tuple(getattr(e, k) for k in KEY) for e in detect_frame(run_steps(s, run, 0))]
+            assert sorted(tuple(r) for r in stored[list(KEY)].itertuples(index=False)) == sorted(fresh), \
+                f"{run}: stored episodes differ from today's rules: run `make sample-events`"
+            j = judge(s, run)
+            assert not j.computed and j.note == "", run
+    finally:
+        s.close()
+
+
+def _keys(rows) -> list[tuple]:
+    return sorted(tuple(r[k] for k in KEY) for r in rows)
+
+
+@pytest.mark.slow  # three CLI processes: ≈ 60 s on the shared 2-core machine
+def test_detect_runs_and_watch_agree_on_every_sample_run(samples, runs):
+    s = Store(samples)
+    try:
+        want = {run: judge(s, run) for run in runs}
+    finally:
+        s.close()
+    detect = json.loads(_cli("detect", str(samples), "--json").stdout)
+    watch = [json.loads(line) for line in _cli("watch", str(samples), "--json", "--once", "--severity", "info")
+             .stdout.splitlines()]
+    table = {r["run"]: r for r in json.loads(_cli("runs", str(samples), "--json").stdout)}
+    for run, j in want.items():
+        expected = _keys(j.events.to_dict("records"))
+        for name, objs in (("detect", detect), ("watch", watch)):
+            events = [o for o in objs if o["type"] == "event" and o["run"] == run]
+            verdicts = [o for o in objs if o["type"] == "verdict" and o["run"] == run]
+            assert _keys(events) == expected, (name, run)
+            assert len(verdicts) == 1 and verdicts[0]["sentence"] == j.verdict.sentence, (name, run)
+            assert all(isinstance(o["evidence"], dict) for o in events)
+        assert (table[run]["sentence"], table[run]["n_events"]) == (j.verdict.sentence, len(expected)), run

@@ -1,0 +1,58 @@
+"""The run verdict (collapsewatch.verdict) on hand-made reward series and episode rows, and the reader order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from collapsewatch.detectors.events import Event
+from collapsewatch.verdict import reader_order, verdict
+
+
+def _events(*specs: tuple[str, str, int, int, str]) -> pd.DataFrame:
+    rows = [Event(d, p, a, b, sev, None, None, None, None, "m").as_row() for d, p, a, b, sev in specs]
+    return pd.DataFrame(rows, columns=list(Event("d", "p", 0, 0, "info", None, None, None, None, "").as_row()))
+
+
+def test_collapsed_run_names_the_collapse_the_first_warning_and_the_first_critical():
+    steps = np.arange(40)
+    reward = np.r_[np.full(20, .5), np.full(20, .05)]
+    # level = median of the last 10 points: .5 from step 9; at 24 five .5 and five .05 → .275 (> .25 = .5 × .5);
+    # at 25 four .5, six .05 → .05 ≤ .25 and never again above .375: collapse at 25; best .5, last level .05
+    ev = _events(("entropy", "blowup", 18, 30, "critical"), ("length", "blowup", 5, 8, "warning"),
+                 ("grad", "explosion", 3, 3, "info"))
+    v = verdict(ev, steps, reward)
+    assert (v.status, v.collapse_step, v.reward_before, v.reward_after) == ("collapsed", 25, .5, .05)
+    assert (v.first_warning_step, v.first_warning, v.lead_steps, v.worst, v.n_steps) == (5, "length blow-up", 20,
+                                                                                          "critical", 40)
+    assert v.sentence == ("Collapsed at step 25 (reward 0.50 → 0.05). First warning at 5: length blow-up, 20 steps "
+                          "earlier. First critical at 18: entropy blow-up, 7 steps earlier. Worst: critical.")
+
+
+def test_a_warning_after_the_collapse_says_so():
+    steps, reward = np.arange(40), np.r_[np.full(20, .5), np.full(20, .05)]
+    v = verdict(_events(("lld", "steady_decay", 26, 30, "warning")), steps, reward)
+    assert v.lead_steps == -1 and "First warning at 26: LLD steady decay, 1 step after it. Worst: warning." in v.sentence
+
+
+def test_healthy_and_warning_runs_and_a_drill():
+    steps, reward = np.arange(100), np.full(100, .8)
+    v = verdict(_events(), steps, reward)
+    # the first full 10-point window ends at step 9: best .8 there (the first step reaching the running max)
+    assert (v.status, v.sentence) == ("healthy", "No warning in 100 steps; reward best 0.80 at 9.")
+    v = verdict(_events(("starvation", "starvation", 50, 60, "info")), steps, reward, ("lld", 24))
+    assert v.status == "healthy" and v.sentence == ("No warning in 100 steps; reward best 0.80 at 9. 1 info "
+                                                    "episode(s). Drill: lld from step 24; no warning after it.")
+    v = verdict(_events(("isdd", "drift", 70, 80, "warning")), steps, reward)
+    assert (v.status, v.sentence) == ("warning", "Warning from step 70: ISDD drift. No reward collapse in 100 "
+                                                 "steps (reward best 0.80 at 9). Worst: warning.")
+    # five points: no full window, no level, no best, nothing to judge the reward by
+    v = verdict(_events(), np.arange(5), np.full(5, .8))
+    assert v.sentence == "No warning in 5 steps; too few reward points to judge." and v.reward_before is None
+
+
+def test_reader_order_puts_the_cause_first_and_the_noise_last():
+    ev = _events(("length", "blowup", 14, 20, "warning"), ("grad", "explosion", 3, 3, "info"),
+                 ("lld", "accelerated_collapse", 90, 99, "critical"), ("entropy", "blowup", 54, 99, "critical"))
+    got = reader_order(ev)[["detector", "step_start"]].values.tolist()
+    assert got == [["entropy", 54], ["lld", 90], ["length", 14], ["grad", 3]]
