@@ -1,0 +1,99 @@
+"""CLI output for people and scripts (issue 25 §6): compact tables, short timestamps, headers on empty results,
+JSON that is always JSON with one event schema, unknown run names named with the known ones."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from collapsewatch.cli import app
+from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str) -> tuple[int, str]:
+    out = CliRunner().invoke(app, list(args))
+    return out.exit_code, out.output
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory) -> Path:
+    """A collapsing run with real detectors' events and a healthy one (no episode)."""
+    root = tmp_path_factory.mktemp("cli")
+    for name, kw in {"collapse": dict(n_steps=120), "healthy": dict(n_steps=60, collapse=False, seed=1)}.items():
+        run = SyntheticRun(root, name, shape=Shape(seqs=8, token_seqs=2, seq_len=24), **kw)
+        run.write()
+        run.close()
+    return root
+
+
+def test_detect_is_a_verdict_and_a_compact_table_with_evidence_on_request(synth):
+    code, out = _run("detect", str(synth), "--run", "collapse")
+    assert code == 0 and out.startswith("collapse: Collapsed at step ")
+    lines = out.splitlines()
+    n = len(json.loads(_run("detect", str(synth), "--run", "collapse", "--json")[1])) - 1  # minus the verdict
+    # verdict line + a table with one row per episode (its sentence may fold onto a second line), no evidence JSON
+    assert n > 0 and sum(bool(re.match(r"│ \d", line)) for line in lines) == n and "{" not in out
+    assert len(lines) <= 1 + 4 + 2 * n
+    code, out = _run("detect", str(synth), "--run", "collapse", "--evidence")
+    assert code == 0 and "evidence" in out.splitlines()[2] and '{"' in out
+
+
+def test_json_is_json_with_one_event_schema_in_detect_and_watch(synth, tmp_path):
+    detect = json.loads(_run("detect", str(synth), "--json")[1])
+    watch = [json.loads(line) for line in _run("watch", str(synth), "--json", "--once", "--severity", "info")[1]
+             .splitlines()]
+    assert {o["type"] for o in detect} == {"event", "verdict"}
+    d_ev, w_ev = [o for o in detect if o["type"] == "event"], [o for o in watch if o["type"] == "event"]
+    assert d_ev == w_ev and all(isinstance(o["evidence"], dict) for o in d_ev)  # objects, not strings
+    assert [o for o in detect if o["type"] == "verdict"] == [o for o in watch if o["type"] == "verdict"]
+    # a store without runs: [] (never a sentence), and a healthy run: its verdict alone
+    empty = tmp_path / "empty"
+    shutil.copytree(synth / "_schema", empty / "_schema")  # a store folder without any run
+    assert _run("detect", str(empty), "--json") == (0, "[]\n")
+    healthy = json.loads(_run("detect", str(synth), "--run", "healthy", "--json")[1])
+    assert [o["type"] for o in healthy] == ["verdict"] and healthy[0]["status"] == "healthy"
+
+
+def test_runs_is_one_line_per_run_with_short_timestamps(synth):
+    code, out = _run("runs", str(synth))
+    assert code == 0
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert len(rows) == 2  # one line each: nothing wraps
+    assert all(re.search(r"│ \d{4}-\d\d-\d\d \d\d:\d\d +│", r) for r in rows)
+    assert "collapsed" in rows[0] + rows[1] and "healthy" in rows[0] + rows[1]
+    full = json.loads(_run("runs", str(synth), "--json")[1])
+    assert {r["run"]: r["verdict"] for r in full} == {"collapse": "collapsed", "healthy": "healthy"}
+
+
+def test_an_empty_sql_result_keeps_its_column_names(synth):
+    query = "select run, step from steps where step < 0"
+    code, out = _run("sql", str(synth), query)
+    assert code == 0 and re.search(r"┃ run +┃ step +┃", out)
+    assert _run("sql", str(synth), query, "--csv") == (0, "run,step\n")
+    assert _run("sql", str(synth), query, "--json") == (0, "[]\n")
+
+
+def test_unknown_run_names_are_an_error_listing_the_known_ones(synth):
+    for args in (["detect", str(synth), "--run", "colapse"], ["watch", str(synth), "--run", "colapse", "--once"]):
+        code, out = _run(*args)
+        assert code == 1 and "run 'colapse' not found" in out and "known runs: collapse, healthy" in out, args
+
+
+def test_lab_score_hides_rows_with_nothing_to_say_unless_all(tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(ROOT / "sample_runs" / "store", store)
+    code, out = _run("lab", "score", str(store))
+    shown = [line for line in out.splitlines() if line.startswith("│")]
+    code_all, out_all = _run("lab", "score", str(store), "--all")
+    every = [line for line in out_all.splitlines() if line.startswith("│")]
+    hidden = re.search(r"(\d+) row\(s\) with no drilled run and no flag hidden", out)
+    assert code == code_all == 0 and hidden and len(shown) + int(hidden.group(1)) == len(every) > len(shown)
+    # what stays: a drilled run to score (the three lld drills) or a flag counted
+    assert all(re.search(r"│ lld +│|│ [1-9]\d* +│\s*$", line) or " 0 " not in line.split("│")[5] for line in shown)
