@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +31,7 @@ from .detectors import DetectorConfig, detect_frame
 from .detectors.rules import rules_digest
 from .lab.labels import drill_of
 from .offline import events_frame, run_steps
-from .store.queries import Store, run_events, run_info, segment_files
+from .store.queries import Store, run_events, run_info, segment_files, step_rows
 from .verdict import Verdict, verdict
 
 EVENT_COLUMNS = ["detector", "phase", "step_start", "step_end", "severity", "metric", "value", "threshold",
@@ -58,7 +60,7 @@ def _key_files(store: Store, run: str) -> tuple:
 
 
 _lock = threading.Lock()
-_cache: OrderedDict[tuple, Judgement] = OrderedDict()
+_cache: OrderedDict[tuple, Any] = OrderedDict()
 MAX_ENTRIES = 64
 
 
@@ -84,35 +86,66 @@ def judge(store: Store, run: str, config: DetectorConfig | None = None, rank: in
     if rank is not None:
         info = dict(info, rank=rank)
     rules = rules_digest(config)
-    key = (str(store.root), run, int(info["rank"]), rules, _key_files(store, run))
+    key = ("judgement", str(store.root), run, int(info["rank"]), rules, _key_files(store, run))
+    return _cached(key, lambda: _judge(store, run, info, config, rules))
+
+
+def _judge(store: Store, run: str, info: dict, config: DetectorConfig | None, rules: str) -> Judgement:
+    recorded = run_events(store, run)
+    stale = bool(stale_reason(recorded, run_rules(info), rules))
+    steps = run_steps(store, run, int(info["rank"])) if stale else \
+        step_rows(store, run, ["reward_mean"], rank=int(info["rank"]))
+    return judgement(store, run, info, recorded, steps, config, steps_for_detection=steps if stale else None)
+
+
+def run_rules(info: dict) -> str | None:
+    """The rules digest a run's Monitor recorded (None: older code, or no detectors)."""
+    versions = info.get("versions")
+    return versions.get("detector_rules") if isinstance(versions, dict) else None
+
+
+def judgement(store: Store, run: str, info: dict, recorded: pd.DataFrame, rows: pd.DataFrame,
+              config: DetectorConfig | None = None, steps_for_detection: pd.DataFrame | None = None) -> Judgement:
+    """The judgement from what a caller already holds: the run's ``info`` (``run_info``), its ``recorded``
+    episodes and step ``rows`` with ``step`` and ``reward_mean`` (the dashboard's caches). Only when the recorded
+    episodes came from other rules are the run's full step rows read (or ``steps_for_detection`` used) and the
+    rules run on them, once per (run, rules, segment files)."""
+    rules = rules_digest(config)
+    why = stale_reason(recorded, run_rules(info), rules)
+    computed = False
+    if why:
+        rank = int(info["rank"])
+
+        def detect() -> pd.DataFrame | None:
+            steps = steps_for_detection if steps_for_detection is not None else run_steps(store, run, rank)
+            if steps.empty:
+                return None
+            return pd.DataFrame(events_frame(run, rank, detect_frame(steps, config), COMPUTED, rules),
+                                columns=EVENT_COLUMNS)
+
+        found = _cached(("computed", str(store.root), run, rank, rules, _key_files(store, run)), detect)
+        if found is not None:
+            events, computed = found, True
+    if not computed:
+        events = recorded.reindex(columns=EVENT_COLUMNS)
+    events = events.sort_values(["step_start", "detector", "phase"], kind="stable", ignore_index=True)
+    reward = rows["reward_mean"].to_numpy(dtype=float, na_value=np.nan) if "reward_mean" in rows else []
+    v = verdict(events, rows["step"].to_numpy() if len(rows) else [], reward, drill_of(info.get("config")))
+    note = f"Showing today's detector rules ({rules}), computed on read: {why}." if computed else ""
+    return Judgement(run, events, recorded.reindex(columns=EVENT_COLUMNS), computed, note, rules, v)
+
+
+def _cached(key: tuple, make: Callable[[], Any]) -> Any:
     with _lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    out = _judge(store, run, info, config, rules)
+    value = make()
     with _lock:
-        _cache[key] = out
+        _cache[key] = value
         while len(_cache) > MAX_ENTRIES:
             _cache.popitem(last=False)
-    return out
-
-
-def _judge(store: Store, run: str, info: dict, config: DetectorConfig | None, rules: str) -> Judgement:
-    rank = int(info["rank"])
-    recorded = run_events(store, run)
-    steps = run_steps(store, run, rank)
-    why = stale_reason(recorded, (info.get("versions") or {}).get("detector_rules"), rules)
-    if why and not steps.empty:
-        found = events_frame(run, rank, detect_frame(steps, config), COMPUTED, rules)
-        events = pd.DataFrame(found, columns=list(found) or None).reindex(columns=EVENT_COLUMNS)
-        note = (f"Showing today's detector rules ({rules}), computed on read: {why}.")
-    else:
-        events, note = recorded.reindex(columns=EVENT_COLUMNS), ""
-    events = events.sort_values(["step_start", "detector", "phase"], kind="stable", ignore_index=True)
-    reward = steps["reward_mean"].to_numpy(dtype=float, na_value=np.nan) if "reward_mean" in steps else []
-    v = verdict(events, steps["step"].to_numpy() if len(steps) else [], reward, drill_of(info.get("config")))
-    return Judgement(run, events, recorded.reindex(columns=EVENT_COLUMNS), bool(why) and not steps.empty, note,
-                     rules, v)
+    return value
 
 
 def unknown_run_message(store: Store, run: str) -> str:

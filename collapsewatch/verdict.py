@@ -14,8 +14,8 @@
 First warning = the episode of severity ≥ warning that began first; its lead = collapse step − its start
 (negative: it came after). A drill run ends with ``Drill: lld from step 24.`` The run page, ``runs``,
 ``detect`` and ``watch --json`` all print this sentence (:mod:`collapsewatch.judge` feeds it the episodes of
-the reader's rules). ``reader_order`` is the one order episodes are listed in for a person: the cause first
-(worst severity, then earliest), the noise (info) last.
+the reader's rules). ``reader_order`` is the one order episodes are listed in for a person: grouped by detector ·
+phase, the cause first (worst severity, then earliest), the noise (info) last.
 """
 
 from __future__ import annotations
@@ -52,13 +52,21 @@ def phase_name(detector: str, phase: str) -> str:
 
 
 def reader_order(events: pd.DataFrame) -> pd.DataFrame:
-    """Episodes for a reader: worst severity first, then earliest start, then detector and phase (a fresh
-    index: position k is the episode's id on the run page)."""
+    """Episodes for a reader, grouped by detector · phase: the group with the worst severity first (ties: the
+    group whose worst episodes began first), the noise (info) last; within a group, in order of start. A fresh index: position k
+    is the episode's id on the run page."""
     if events.empty:
         return events.reset_index(drop=True)
-    rank = events["severity"].map(lambda s: -SEVERITY_RANK.get(str(s), -1))
-    return (events.assign(_rank=rank).sort_values(["_rank", "step_start", "detector", "phase"], kind="stable")
-            .drop(columns="_rank").reset_index(drop=True))
+    rank = -events["severity"].map(lambda s: SEVERITY_RANK.get(str(s), -1))
+    by = [events["detector"], events["phase"]]
+    worst = rank.groupby(by).transform("min")
+    # a group is placed by its worst episodes: the first of them (a harmless early warning of a phase that later
+    # turns critical does not pull the group before another phase's earlier critical)
+    start = events["step_start"].where(rank == worst).groupby(by).transform("min")
+    keys = pd.DataFrame({"_g_rank": worst, "_g_start": start}, index=events.index)
+    order = events.join(keys).sort_values(["_g_rank", "_g_start", "detector", "phase", "step_start"],
+                                          kind="stable")
+    return order.drop(columns=["_g_rank", "_g_start"]).reset_index(drop=True)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import theme
 from .panels import GRID, MARGIN, PANELS, Panel, Series, log_ticks
-from .series import GL_THRESHOLD, downsample, finite_xy, smoothed_tail, trailing_mean
+from .series import GL_THRESHOLD, SAME_AS, downsample, finite_xy, smoothed_tail, trailing_mean
 from .timeline import band_shapes, lld_spiral, threshold_shapes
 
 DEFAULT_SMOOTH = 16
@@ -80,13 +80,26 @@ def _trace(panel: Panel, s: Series, cell: dict[str, Any], x: np.ndarray, y: np.n
                 hovertemplate=f"{s.label}: %{{y:.4g}}<extra></extra>")
 
 
-def _title(panel: Panel, smooth: int) -> str:
+MARKS_KEY = {True: "× on-policy step or exactly 0", False: "× exactly 0 (a log axis cannot draw it)"}
+
+
+def _same(summary: dict[str, Any] | None) -> set[str]:
+    """Series not drawn because they equal another on every step (``SAME_AS``; ``summarise`` finds them)."""
+    return set((summary or {}).get("same") or [])
+
+
+def _title(panel: Panel, smooth: int, summary: dict[str, Any] | None = None) -> str:
     keys = []
+    same = _same(summary)
     for s in panel.series:
-        if s.role == "lower":
+        if s.role == "lower" or s.column in same:
             continue
         mark = "▮" if s.role == "upper" else {"solid": "━", "dot": "┈", "dash": "╌"}[s.dash]
-        keys.append(f"<span style='color:{theme.metric_colour(s.column)}'>{mark} {s.label}</span>")
+        label = s.label + "".join(f" = {o.label}" for o in panel.series if SAME_AS.get(o.column) == s.column
+                                  and o.column in same)
+        keys.append(f"<span style='color:{theme.metric_colour(s.column)}'>{mark} {label}</span>")
+    if panel.log_y:
+        keys.append(f"<span style='color:{theme.MUTED}'>{MARKS_KEY[panel.ratio_metric]}</span>")
     how = f"   <span style='color:{theme.MUTED}'>{smooth}-step mean over raw</span>" if smooth > 1 else ""
     return f"<b>{panel.title}</b>   " + "  ".join(keys) + how
 
@@ -104,15 +117,29 @@ def decorations(events: pd.DataFrame, summary: dict[str, Any], view: dict[str, A
                                       font=dict(size=9, color=theme.MUTED))))
     spiral, spiral_notes = lld_spiral(events)
     shapes += spiral + threshold_shapes(events) + band_shapes(events, view.get("selected"))
+    shapes += onset_lines(view.get("onset"))
     notes = []
     for panel, cell in zip(PANELS, GRID["cells"], strict=True):
-        notes.append(dict(text=_title(panel, view.get("smooth", 1)), xref="paper", yref="paper", x=cell["xd"][0],
+        notes.append(dict(text=_title(panel, view.get("smooth", 1), summary), xref="paper", yref="paper",
+                          x=cell["xd"][0],
                           y=cell["yd"][1], xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11)))
         note = _panel_note(panel, summary)
         if note:
             notes.append(dict(text=note, xref=f"{cell['x']} domain", yref=f"{cell['y']} domain", x=0.5, y=0.5,
                               showarrow=False, font=dict(size=12, color=theme.MUTED), bgcolor=theme.PANEL))
     return {"shapes": shapes, "annotations": notes + spiral_notes}
+
+
+def onset_lines(drill: Any) -> list[dict[str, Any]]:
+    """A drill run's onset on every panel: a vertical line, labelled ``<kind> drill from here`` on each."""
+    kind, onset = (drill or ("", None))[:2] if isinstance(drill, (list, tuple)) else ("", None)
+    if not kind or onset is None:
+        return []
+    return [dict(type="line", xref=cell["x"], yref=f"{cell['y']} domain", x0=onset, x1=onset, y0=0, y1=1,
+                 name="onset", line=dict(color=theme.DRILL, width=1.5, dash="dashdot"),
+                 label=dict(text=f"{kind} drill from {onset}", textposition="end", textangle=0, xanchor="left",
+                            font=dict(size=9, color=theme.DRILL)))
+            for cell in GRID["cells"]]
 
 
 def _ref_line(panel: Panel, cell: dict[str, Any], y: float) -> dict[str, Any]:
@@ -154,7 +181,8 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
                     smooth: int = 1, view: dict[str, Any] | None = None) -> dict[str, Any]:
     """The panel grid: one trace per entry of ``TRACE_COLUMNS``, in order. With ``smooth`` > 1 every series
     is its trailing mean over that many steps over its faint raw copy (the detectors still see raw values).
-    ``view``: ``selected`` episode, token ``budget``, ``x_range`` (zoom, from the URL).
+    ``view``: ``selected`` episode, token ``budget``, ``x_range`` (zoom, from the URL; ``fit_y``: fit each panel's y
+    axis to it), drill ``onset`` ((kind, step): a line on every panel).
 
     Returned as the figure's plain dict (plotly's figure schema; ``go.Figure(fig)`` makes the object):
     building ``go.Figure`` and its ``to_plotly_json`` deep copy cost ≈ 230 ms for 26 series × 2,500 points,
@@ -166,7 +194,7 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
         hide = _hidden(panel, summary)
         for s in panel.series:
             x, y = finite_xy(steps, s.column)
-            if hide:
+            if hide or s.column in _same(summary):
                 x, y = x[:0], y[:0]
             if s.role == "line":
                 rx, ry = downsample(x, y) if smooth > 1 else (x[:0], y[:0])
@@ -181,7 +209,30 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
     layout.update(shapes=deco["shapes"], annotations=deco["annotations"])
     if view.get("x_range"):
         layout["xaxis"]["range"] = list(view["x_range"])
+        if view.get("fit_y"):  # a zoom from the URL (an episode's link); a live full view keeps autorange
+            fit_y(layout, traces, view["x_range"])
     return {"data": traces, "layout": layout}
+
+
+def fit_y(layout: dict[str, Any], traces: list[dict[str, Any]], x_range: list[float], pad: float = 0.06) -> None:
+    """Each panel's left y axis fitted to the values drawn inside ``x_range`` (a zoom on an episode shows its
+    rise, not the whole run's scale): [lo − pad·span, hi + pad·span]; on log axes in log10 units."""
+    lo_x, hi_x = x_range
+    for panel, cell in zip(PANELS, GRID["cells"], strict=True):
+        ys = []
+        for t in traces:
+            if t["yaxis"] != cell["y"] or t.get("mode") == "markers" or not len(t["x"]):
+                continue
+            x, y = np.asarray(t["x"], dtype=float), np.asarray(t["y"], dtype=float)
+            ys.append(y[(x >= lo_x) & (x <= hi_x) & np.isfinite(y)])
+        y = np.concatenate(ys) if ys else np.empty(0)
+        if panel.log_y:
+            y = np.log10(y[y > 0])
+        if not len(y):
+            continue
+        lo, hi = float(y.min()), float(y.max())
+        span = hi - lo or max(abs(hi) * 0.1, 1e-3)
+        layout["yaxis" + cell["y"][1:]].update(range=[lo - pad * span, hi + pad * span], autorange=False)
 
 
 def marks(steps: pd.DataFrame, panel: Panel, summary: dict[str, Any]) -> tuple[list[int], list[str]]:
@@ -216,6 +267,7 @@ def extension(rows: pd.DataFrame, after: int = -1, smooth: int = 1, summary: dic
     values)}. ``rows`` is the run's history (only its tail is read); ``smooth`` as in ``overview_figure``;
     ``floors``: the y of each log panel's markers (its lowest tick, as drawn)."""
     hidden = {s.column for p in PANELS if summary is not None and _hidden(p, summary) for s in p.series}
+    hidden |= _same(summary)
     out = {}
     for i, key in enumerate(TRACE_COLUMNS):
         if key.startswith(MARKS_PREFIX):

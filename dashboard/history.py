@@ -3,8 +3,11 @@ step summary (``series.last_values``) and its detector episodes, computed once p
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
+from collapsewatch.judge import judgement
 from collapsewatch.store import cache, queries
 from collapsewatch.store.cache import (
     EventLog,
@@ -40,21 +43,34 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     for r in base.to_dict("records"):
         run, rank = r["run"], int(r["rank"])
         if r["status"] == "running":
-            summary = last_values(step_history(store, run, rank, columns).rows_for(store, True))
+            steps = step_history(store, run, rank, columns).rows_for(store, True)
+            summary = last_values(steps)
         else:
             keys = frozenset(queries.segment_files(store, run, "step_metrics") + queries.segment_files(
                 store, run, "scalars"))
             cached = _summaries.get((str(store.root), run))
             if cached is None or cached[0] != keys:
                 full = queries.step_rows(store, run, SUMMARY_COLUMNS, rank=rank)
-                cached = (keys, last_values(full))
+                cached = (keys, last_values(full), full[["step", "reward_mean"]])
                 _summaries[(str(store.root), run)] = cached
-            summary = cached[1]
-        events = event_log(store, run).events(store)
+            summary, steps = cached[1], cached[2]
+        # the episodes and verdict every reader shows (collapsewatch.judge): stored, or today's rules' on read
+        j = judgement(store, run, {**r, "config": _parsed(r.get("config")), "versions": _parsed(r.get("versions"))},
+                      event_log(store, run).events(store), steps)
+        events = j.events
         n_active, flags = active_flags(events, summary["last_step"])
         rows.append({**r, **summary, "n_events": len(events), "n_active": n_active, "active_flags": flags,
-                     **run_event_summary(events)})
+                     "verdict": j.verdict.status, "verdict_sentence": j.verdict.sentence,
+                     "events_computed": j.computed, **run_event_summary(events)})
     return pd.DataFrame(rows)
+
+
+def _parsed(text: object) -> dict:
+    try:
+        value = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def clear() -> None:

@@ -17,6 +17,8 @@ from typing import Any
 import pandas as pd
 from dash import Patch
 
+from collapsewatch.judge import judgement
+from collapsewatch.lab.labels import drill_of
 from collapsewatch.store import queries
 
 from . import history, state
@@ -49,27 +51,30 @@ def token_budget(config: dict[str, Any]) -> int | None:
 
 
 def load(run: str, smooth: int = 1, selected: int | None = None,
-         x_range: list[float] | None = None) -> dict[str, Any] | None:
-    """A run's overview: ``figure``, ``timeline`` (figure), ``events`` (table rows), ``state`` (of the poll) and
-    ``info`` (run); None when the run does not exist. ``smooth``: trailing-mean window (1 = raw); ``selected``:
-    the episode whose band is shown; ``x_range``: the zoom."""
+         x_range: list[float] | None = None, recorded: bool = False) -> dict[str, Any] | None:
+    """A run's overview: ``figure``, ``timeline`` (figure), ``events`` (table rows), ``judgement`` (verdict, note),
+    ``state`` (of the poll) and ``info`` (run); None when the run does not exist. ``smooth``: trailing-mean window
+    (1 = raw); ``selected``: the episode whose band is shown; ``x_range``: the zoom; ``recorded``: show the stored
+    episodes even where today's rules differ (:mod:`collapsewatch.judge`)."""
     with state.borrow() as s:
         info = queries.run_info(s, run)
         if info is None:
             return None
         rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
-        events = history.event_log(s, run).events(s)
+        j = judgement(s, run, info, history.event_log(s, run).events(s), rows)
+    events = j.recorded if recorded else j.events
     summary = summarise(rows, COLUMNS)
-    view = {"selected": selected, "budget": token_budget(info["config"]), "smooth": smooth}
+    view = {"selected": selected, "budget": token_budget(info["config"]), "smooth": smooth,
+            "onset": drill_of(info["config"]), "recorded": recorded}
     full = step_range(rows)
-    fig = overview_figure(rows, events, summary, smooth, dict(view, x_range=x_range or full))
+    fig = overview_figure(rows, events, summary, smooth, dict(view, x_range=x_range or full, fit_y=x_range is not None))
     floors = {p.key: fig["layout"]["yaxis" + c["y"][1:]]["tickvals"][0]
               for p, c in zip(PANELS, GRID["cells"], strict=True) if p.log_y}
     st = {"run": run, "rank": info["rank"], "last": int(rows["step"].max()) if len(rows) else -1,
           "summary": summary, "events": events_key(events), "status": info["status"], "smooth": smooth,
           "view": view, "zoomed": x_range is not None, "floors": floors}
     return {"figure": fig, "timeline": timeline_figure(events, x_range or full), "events": event_rows(events, run),
-            "state": st, "info": info}
+            "state": st, "info": info, "judgement": j}
 
 
 def history_rows(run: str) -> pd.DataFrame:
@@ -83,16 +88,17 @@ def history_rows(run: str) -> pd.DataFrame:
 
 
 def poll(st: dict[str, Any]) -> dict[str, Any]:
-    """What changed since ``st``: ``patch`` (figure Patch or None), ``timeline`` and ``events`` (None when
-    unchanged), ``state`` (new) and ``info`` (the run, when the header should change, else None)."""
+    """What changed since ``st``: ``patch`` (figure Patch or None), ``timeline``, ``events`` and ``judgement``
+    (None when unchanged), ``state`` (new) and ``info`` (the run, when the header should change, else None)."""
     run = st["run"]
-    same = {"patch": None, "timeline": None, "events": None, "state": st, "info": None}
+    same = {"patch": None, "timeline": None, "events": None, "state": st, "info": None, "judgement": None}
     with state.borrow() as s:
         info = queries.run_info(s, run)
         if info is None:
             return same
         rows = history.step_history(s, run, st["rank"], COLUMNS).rows_for(s, info["status"] == "running")
-        events = history.event_log(s, run).events(s)
+        j = judgement(s, run, info, history.event_log(s, run).events(s), rows)
+    events = j.recorded if (st.get("view") or {}).get("recorded") else j.events
     new = rows[rows["step"] > st["last"]] if len(rows) else rows
     summary = merge_summaries(st["summary"], summarise(new, COLUMNS))
     key = events_key(events)
@@ -101,8 +107,9 @@ def poll(st: dict[str, Any]) -> dict[str, Any]:
         or summary["present"] != st["summary"]["present"] or (st["summary"]["rows"] == 0 and summary["rows"] > 0)
     mismatch = PANELS[[p.key for p in PANELS].index("mismatch")]
     view = st.get("view") or {"smooth": st.get("smooth", 1)}
-    if (_panel_note(mismatch, st["summary"]) == NO_MISMATCH) != (_panel_note(mismatch, summary) == NO_MISMATCH):
-        patch: Any = overview_figure(rows, events, summary, view.get("smooth", 1), view)  # panel shown/hidden: redraw
+    if (_panel_note(mismatch, st["summary"]) == NO_MISMATCH) != (_panel_note(mismatch, summary) == NO_MISMATCH) \
+            or summary.get("same") != st["summary"].get("same"):  # a panel or a series shown / hidden: redraw
+        patch: Any = overview_figure(rows, events, summary, view.get("smooth", 1), view)
     else:
         patch = make_patch(extension(rows, st["last"], view.get("smooth", 1), summary, st.get("floors")),
                            decorations(events, summary, view) if changed_deco else None,
@@ -113,7 +120,8 @@ def poll(st: dict[str, Any]) -> dict[str, Any]:
     grew = len(new) and not st.get("zoomed")
     return {"patch": patch, "state": new_st, "info": header,
             "timeline": timeline_figure(events, step_range(rows)) if new_events or grew else None,
-            "events": event_rows(events, run) if new_events else None}
+            "events": event_rows(events, run) if new_events else None,
+            "judgement": j if new_events or len(new) else None}
 
 
 def make_patch(ext: dict[int, tuple[list, list]], deco: dict[str, Any] | None,

@@ -75,7 +75,7 @@ def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
     or has no ratio values, None before the first probed step), ``present`` (columns with any value) and
     ``mismatch_max`` (largest |is_log_ratio| mean, None when never recorded)."""
     if df.empty:
-        return {"rows": 0, "on_policy": None, "present": [], "mismatch_max": None}
+        return {"rows": 0, "on_policy": None, "present": [], "mismatch_max": None, "same": []}
     present = sorted(c for c in columns if c in df.columns and pd.to_numeric(df[c], errors="coerce").notna().any())
     probed = df[df["has_metrics"].astype(bool)] if "has_metrics" in df.columns else df.iloc[0:0]
     if probed.empty:
@@ -87,7 +87,25 @@ def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
         on_policy = bool((flag | no_ratio).all())
     _, mismatch = finite_xy(df, "is_log_ratio_abs_mean")
     return {"rows": int(len(df)), "on_policy": on_policy, "present": present,
-            "mismatch_max": float(np.abs(mismatch).max()) if len(mismatch) else None}
+            "mismatch_max": float(np.abs(mismatch).max()) if len(mismatch) else None, "same": same_series(df)}
+
+
+SAME_AS = {"correct_frac": "reward_mean"}
+"""Series that often equal another on every step (0/1 rewards: the share of correct responses is the mean reward):
+drawn once when they do (``figures``)."""
+
+
+def same_series(df: pd.DataFrame) -> list[str]:
+    """The columns of ``SAME_AS`` equal to their partner wherever either has a value (and present at all)."""
+    out = []
+    for col, other in SAME_AS.items():
+        if col in df.columns and other in df.columns:
+            a = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            b = pd.to_numeric(df[other], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            both = ~np.isnan(a) | ~np.isnan(b)
+            if both.any() and np.allclose(a[both], b[both], rtol=0, atol=1e-12, equal_nan=False):
+                out.append(col)
+    return out
 
 
 def merge_summaries(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -101,8 +119,14 @@ def merge_summaries(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str
     else:
         on_policy = old["on_policy"] and new["on_policy"]
     peaks = [m for m in (old.get("mismatch_max"), new.get("mismatch_max")) if m is not None]
+    # the same as its partner over old + new rows: over both parts (a part without rows says nothing)
+    if not new["rows"] or not old["rows"]:
+        same = list((old if new["rows"] == 0 else new).get("same") or [])
+    else:
+        same = sorted(set(old.get("same") or []) & set(new.get("same") or []))
     return {"rows": old["rows"] + new["rows"], "on_policy": on_policy,
-            "present": sorted(set(old["present"]) | set(new["present"])), "mismatch_max": max(peaks) if peaks else None}
+            "present": sorted(set(old["present"]) | set(new["present"])), "mismatch_max": max(peaks) if peaks else None,
+            "same": same}
 
 
 LAST_COLUMNS = {"last_reward": "reward_mean", "last_ratio_p50_pos": "ratio_p50_pos",

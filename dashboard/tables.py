@@ -56,6 +56,8 @@ def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, A
             "reward_now": _clean(r.get("reward_smooth_last")), "reward_best": best,
             "reward_best_at": f"step {at}" if at is not None else "", "spark": r.get("reward_spark") or "",
             "collapse_step": _clean(r.get("collapse_step")), "worst": _clean(r.get("worst_severity")) or "none",
+            "verdict": (r.get("verdict") or "") + ("*" if r.get("events_computed") else ""),
+            "verdict_sentence": r.get("verdict_sentence") or "",
             "episodes": " · ".join(f"{int(r.get('n_' + s) or 0)} {s}" for s in ("critical", "warning", "info")
                                    if r.get("n_" + s)),
             "ratio_p50_pos": _clean(r.get("last_ratio_p50_pos")), "logp_old_correct": _clean(r.get("last_logp_old_correct")),
@@ -72,6 +74,11 @@ def _status_style() -> dict[str, Any]:
                                 for k, c in theme.STATUS_COLOURS.items()]}
 
 
+def _verdict_style() -> dict[str, Any]:
+    return {"styleConditions": [{"condition": f"(params.value || '').startsWith('{k}')",
+                                 "style": {"color": c, "fontWeight": 700}} for k, c in theme.VERDICT_COLOURS.items()]}
+
+
 def _severity_style() -> dict[str, Any]:
     return {"styleConditions": [{"condition": f"params.value == '{k}'", "style": {"color": c, "fontWeight": 700}}
                                 for k, c in theme.SEVERITY_COLOURS.items()]}
@@ -85,6 +92,10 @@ def _num(field: str, header: str, fmt: str, width: int = 100, **extra: Any) -> d
 RUNS_COLUMNS: list[dict[str, Any]] = [
     {"field": "run", "headerName": "run", "cellRenderer": "markdown", "flex": 2, "minWidth": 170,
      "checkboxSelection": True, "headerCheckboxSelection": True},
+    {"field": "verdict", "headerName": "verdict", "cellStyle": _verdict_style(), "width": 105,
+     "tooltipField": "verdict_sentence",
+     "headerTooltip": "healthy / warning / collapsed (collapsewatch.verdict; hover for the sentence). *: episodes "
+                      "computed on read with today's detector rules, the stored ones came from other rules"},
     {"field": "status", "headerName": "status", "cellStyle": _status_style(), "width": 95},
     {"field": "objective", "headerName": "objective", "width": 110},
     {"field": "steps", "headerName": "steps", "type": "numericColumn", "width": 75},

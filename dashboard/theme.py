@@ -67,6 +67,9 @@ DETECTOR_COLOURS: dict[str, str] = {
 SEVERITY_OPACITY = {"info": 0.06, "warning": 0.1, "critical": 0.15}
 SEVERITY_COLOURS = {"critical": "#ff5252", "warning": "#ffa726", "info": "#8b95a8", "none": "#9ccc65"}
 STATUS_COLOURS = {"running": "#4fa3f7", "finished": "#9ccc65", "crashed": "#ff5252"}
+VERDICT_COLOURS = {"healthy": "#9ccc65", "warning": "#ffa726", "collapsed": "#ff5252"}
+DRILL = "#e0e0e0"
+"""A drill run's onset line on every panel (white-ish: not a detector's colour, not a metric's)."""
 
 
 def metric_colour(name: str, fallback_index: int = 0) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from collapsewatch.detectors.lld import PHASES as LLD_PHASES
+from collapsewatch.verdict import reader_order
 
 from . import theme
 from .panels import GRID, MARGIN, N_COLS, PANELS
@@ -36,11 +37,10 @@ def row_label(detector: str, phase: str) -> str:
 
 
 def ordered(events: pd.DataFrame) -> pd.DataFrame:
-    """Episodes in story order (start, detector, phase) with a fresh index: position k is the episode's id in
-    band names (``band:k``), the timeline's customdata and the ``?episode=k`` of links."""
-    if events.empty:
-        return events.reset_index(drop=True)
-    return events.sort_values(["step_start", "detector", "phase"], kind="stable").reset_index(drop=True)
+    """Episodes in reader order (:func:`collapsewatch.verdict.reader_order`: grouped by detector · phase, the cause
+    first) with a fresh index: position k is the episode's id in band names (``band:k``), the timeline's
+    customdata, the events table's rows and the ``?episode=k`` of links."""
+    return reader_order(events)
 
 
 def evidence_lines(evidence: str | None, limit: int = 12) -> list[str]:

@@ -59,6 +59,30 @@ def test_stored_episodes_are_todays_rules_own(samples, runs):
         s.close()
 
 
+def test_the_run_page_and_the_runs_page_show_the_same_episodes_and_verdict(samples, runs):
+    from collapsewatch.dashboard import history, live, state
+    from collapsewatch.dashboard.timeline import row_label
+
+    state.configure(samples)
+    history.clear()
+    try:
+        with state.borrow() as s:
+            table = history.run_table(s, ("reward_mean",)).set_index("run")
+            want = {run: judge(s, run) for run in runs}
+        for run, j in want.items():
+            page = live.load(run, smooth=1)
+            assert page["judgement"].verdict == j.verdict, run
+            shown = [(r["what"], r["steps"], r["severity"]) for r in page["events"]]
+            expected = [(row_label(e["detector"], e["phase"]),
+                         f"{e['step_start']}–{e['step_end']}" if e["step_end"] > e["step_start"] else
+                         str(e["step_start"]), e["severity"]) for e in j.events.to_dict("records")]
+            assert sorted(shown) == sorted(expected), run
+            assert (table.loc[run, "verdict_sentence"], table.loc[run, "n_events"]) == (j.verdict.sentence,
+                                                                                        len(j.events)), run
+    finally:
+        history.clear()
+
+
 def _keys(rows) -> list[tuple]:
     return sorted(tuple(r[k] for k in KEY) for r in rows)
 

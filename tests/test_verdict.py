@@ -51,8 +51,11 @@ def test_healthy_and_warning_runs_and_a_drill():
     assert v.sentence == "No warning in 5 steps; too few reward points to judge." and v.reward_before is None
 
 
-def test_reader_order_puts_the_cause_first_and_the_noise_last():
+def test_reader_order_groups_episodes_and_puts_the_cause_first_and_the_noise_last():
     ev = _events(("length", "blowup", 14, 20, "warning"), ("grad", "explosion", 3, 3, "info"),
-                 ("lld", "accelerated_collapse", 90, 99, "critical"), ("entropy", "blowup", 54, 99, "critical"))
+                 ("lld", "accelerated_collapse", 90, 99, "critical"), ("entropy", "blowup", 54, 60, "critical"),
+                 ("entropy", "blowup", 85, 86, "warning"), ("length", "blowup", 70, 72, "critical"))
     got = reader_order(ev)[["detector", "step_start"]].values.tolist()
-    assert got == [["entropy", 54], ["lld", 90], ["length", 14], ["grad", 3]]
+    # three critical groups, placed by their first critical episode: entropy (54), length (70: its warning at 14
+    # does not pull it forward), lld (90); each group in order of start; the info group last
+    assert got == [["entropy", 54], ["entropy", 85], ["length", 14], ["length", 70], ["lld", 90], ["grad", 3]]

@@ -180,7 +180,7 @@ def run_rows(store: Store) -> pd.DataFrame:
     """Runs page: one row per run from the run rows alone (status, objective, heartbeat, lowest rank);
     the step and event summaries come from per-run caches (``store.cache``)."""
     return store.query("""
-SELECT run, status, objective, world_size, started_at, updated_at, rank, dropped_batches, write_errors
+SELECT run, status, objective, world_size, started_at, updated_at, rank, dropped_batches, write_errors, config, versions
 FROM runs ORDER BY started_at DESC, run""")
 
 

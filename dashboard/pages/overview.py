@@ -52,29 +52,59 @@ def header(run: str, info: dict[str, Any], st: dict[str, Any]) -> list:
     return facts
 
 
-def events_table(rows: list[dict[str, Any]], selected: int | None = None) -> list:
-    """The run's episodes in the order they began; severity as a coloured badge, links to charts and tokens;
-    the ``selected`` episode's row (its band is the one shown) highlighted."""
+SHOWN_ROWS = 12
+"""Episode rows shown at once (the cause first); the rest — mostly the same phases again, and info — fold away."""
+
+
+def verdict_line(j: Any, run: str) -> list:
+    """The run's verdict (:mod:`collapsewatch.verdict`) as the page's first line, and a note when the stored
+    episodes came from other detector rules, with a link to show them (or back)."""
+    v = j.verdict
+    out: list = [html.Div(id=ids.OV_VERDICT, className=f"verdict verdict-{v.status}", children=[
+        html.Span(v.status, className=f"badge verdict-badge verdict-{v.status}"), " ", html.Span(v.sentence)])]
+    if j.note:
+        out.append(html.Div(id=ids.OV_RULES_NOTE, className="note rules-note", children=[
+            j.note + " ", dcc.Link("show the recorded episodes", href=f"/run/{run}?events=recorded")]))
+    return out
+
+
+def events_table(rows: list[dict[str, Any]], selected: int | None = None, recorded: str | None = None) -> list:
+    """The run's episodes grouped by detector · phase, the cause first (``collapsewatch.verdict.reader_order``);
+    severity as a coloured badge, links to charts and tokens; the ``selected`` episode's row (its band is the one
+    shown) highlighted. ``recorded``: the run, when these are its stored episodes shown on request."""
     if not rows:
         return [html.Div("No detector episodes in this run.", className="note")]
     counts = severity_counts_of(rows)
     head = html.Div(className="ev-head", children=[
-        html.B(f"{len(rows)} episode{'s' if len(rows) != 1 else ''}"),
+        html.B(f"{len(rows)} episode{'s' if len(rows) != 1 else ''}" + (" as recorded" if recorded else "")),
         *[html.Span(f"{n} {sev}", className=f"sev sev-{sev}") for sev, n in counts.items() if n],
-        html.Span("click a row's steps to zoom the charts there and show its band; hover a timeline bar to "
-                  "show its band", className="hint")])
-    body = [html.Tr(className=f"ev-row sev-row-{r['severity']}" + (" ev-selected" if r["episode"] == selected else ""),
-                    children=[
+        *([dcc.Link("show today's rules' episodes", href=f"/run/{recorded}")] if recorded else []),
+        html.Span("cause first; click a row's steps to zoom the charts there and show its band; hover a timeline "
+                  "bar to show its band", className="hint")])
+    body = [_event_row(r, selected, i > 0 and rows[i - 1]["what"] == r["what"]) for i, r in enumerate(rows)]
+
+    def table(trs: list) -> html.Table:
+        return html.Table(className="ev-table", children=[
+            html.Thead(html.Tr([html.Th(h) for h in ("steps", "detector · phase", "severity", "evidence", "")])),
+            html.Tbody(trs)])
+
+    out = [head, table(body[:SHOWN_ROWS])]
+    if len(body) > SHOWN_ROWS:
+        out.append(html.Details(className="ev-more", children=[
+            html.Summary(f"{len(body) - SHOWN_ROWS} more episode(s)"), table(body[SHOWN_ROWS:])]))
+    return out
+
+
+def _event_row(r: dict[str, Any], selected: int | None, same_group: bool) -> html.Tr:
+    what = [html.Span("●", style={"color": theme.detector_colour(r["detector"])}), " ", r["what"]]
+    return html.Tr(className=f"ev-row sev-row-{r['severity']}" + (" ev-selected" if r["episode"] == selected else "")
+                   + (" ev-cont" if same_group else ""), children=[
         html.Td(dcc.Link(r["steps"], href=r["chart"], className="ev-steps"), className="num"),
-        html.Td([html.Span("●", style={"color": theme.detector_colour(r["detector"])}), " ", r["what"]]),
+        html.Td(what, className="ev-what"),
         html.Td(html.Span(r["severity"], className=f"sev sev-{r['severity']}")),
         html.Td(r["sentence"], className="ev-sentence"),
         html.Td(dcc.Link("tokens →", href=r["tokens"], className="ev-tokens")),
-    ]) for r in rows]
-    table = html.Table(className="ev-table", children=[
-        html.Thead(html.Tr([html.Th(h) for h in ("steps", "detector · phase", "severity", "evidence", "")])),
-        html.Tbody(body)])
-    return [head, html.Div(table, className="ev-scroll")]
+    ])
 
 
 def severity_counts_of(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -108,11 +138,13 @@ def layout(run: str | None = None, smooth: str | None = None, episode: str | Non
     window = parse_smooth(smooth)
     lo, hi = _int(q.get("from")), _int(q.get("to"))
     x_range = [lo - 0.5, hi + 0.5] if lo is not None and hi is not None and hi >= lo else None
-    loaded = live.load(run, window, _int(episode), x_range)
+    recorded = q.get("events") == "recorded"
+    loaded = live.load(run, window, _int(episode), x_range, recorded=recorded)
     if loaded is None:
         return waiting_page(run, "run")
     st, info = loaded["state"], loaded["info"]
     return html.Div([
+        html.Div(verdict_line(loaded["judgement"], run), id=ids.OV_VERDICT_BOX),
         html.Div(className="bar", children=[
             run_picker(ids.OV_RUN, run),
             smooth_picker(ids.OV_SMOOTH, window),
@@ -121,7 +153,8 @@ def layout(run: str | None = None, smooth: str | None = None, episode: str | Non
                         title="every step of the series on this page (raw values), as CSV"),
             dcc.Download(id=ids.OV_DOWNLOAD),
         ]),
-        html.Div(events_table(loaded["events"], _int(episode)), id=ids.OV_EVENTS, className="card events"),
+        html.Div(events_table(loaded["events"], _int(episode), run if recorded else None), id=ids.OV_EVENTS,
+                 className="card events"),
         html.Div(className="card", children=[
             dcc.Graph(id=ids.OV_TIMELINE, figure=loaded["timeline"], config=dict(GRAPH_CONFIG, displayModeBar=False)),
             dcc.Graph(id=ids.OV_GRAPH, figure=loaded["figure"], config=GRAPH_CONFIG),
@@ -135,16 +168,19 @@ def layout(run: str | None = None, smooth: str | None = None, episode: str | Non
 
 @callback(Output(ids.OV_GRAPH, "figure"), Output(ids.OV_STATE, "data"), Output(ids.OV_HEADER, "children"),
           Output(ids.OV_INTERVAL, "disabled"), Output(ids.OV_TIMELINE, "figure"), Output(ids.OV_EVENTS, "children"),
+          Output(ids.OV_VERDICT_BOX, "children"),
           Input(ids.OV_INTERVAL, "n_intervals"), State(ids.OV_STATE, "data"), prevent_initial_call=True)
 def poll(_: int, st: dict[str, Any]):
     got = live.poll(st)
     new_st, info = got["state"], got["info"]
     head = header(st["run"], info, new_st) if info is not None else no_update
     done = new_st["status"] == "finished"
+    view = st.get("view") or {}
     return (got["patch"] if got["patch"] is not None else no_update), new_st, head, done, \
         (got["timeline"] if got["timeline"] is not None else no_update), \
-        (events_table(got["events"], (st.get("view") or {}).get("selected")) if got["events"] is not None
-         else no_update)
+        (events_table(got["events"], view.get("selected"), st["run"] if view.get("recorded") else None)
+         if got["events"] is not None else no_update), \
+        (verdict_line(got["judgement"], st["run"]) if got["judgement"] is not None else no_update)
 
 
 @callback(Output(ids.OV_DOWNLOAD, "data"), Input(ids.OV_CSV, "n_clicks"), State(ids.OV_STATE, "data"),

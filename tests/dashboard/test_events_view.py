@@ -17,15 +17,16 @@ EVENTS = pd.DataFrame([
 ])
 
 
-def test_rows_in_story_order_with_links_and_the_shared_sentence():
+def test_rows_cause_first_with_links_and_the_shared_sentence():
     rows = events_view.event_rows(EVENTS, "exp1")
-    assert [r["what"] for r in rows] == ["length · blowup", "lld · early_stagnation", "isdd · drift"]
-    assert [r["steps"] for r in rows] == ["14", "50–60", "80–119"]
-    isdd = rows[2]
-    # charts: the episode ± 10 steps, its band (episode 2 in story order); tokens: its last step, lowest ratio
-    assert isdd["chart"] == "/run/exp1?from=70&to=129&episode=2"
+    # the reader's order (collapsewatch.verdict.reader_order): critical, then warning, then info — not by start
+    assert [r["what"] for r in rows] == ["isdd · drift", "length · blowup", "lld · early_stagnation"]
+    assert [r["steps"] for r in rows] == ["80–119", "14", "50–60"]
+    isdd = rows[0]
+    # charts: the episode ± 10 steps, its band (episode 0 in reader order); tokens: its last step, lowest ratio
+    assert isdd["chart"] == "/run/exp1?from=70&to=129&episode=0"
     assert isdd["tokens"] == "/tokens/exp1?step=119&rank=ratio"
-    assert rows[0]["tokens"].endswith("rank=repetition") and rows[0]["chart"].startswith("/run/exp1?from=4&")
+    assert rows[1]["tokens"].endswith("rank=repetition") and rows[1]["chart"].startswith("/run/exp1?from=4&")
     assert isdd["sentence"] == event_message(EVENTS.iloc[0].to_dict())  # one home of the wording
 
 

@@ -72,14 +72,14 @@ def test_smoothed_by_default_over_faint_raw_copies():
 
 def test_bands_hidden_except_the_selected_episode():
     df = _steps(30)
-    fig = figures.overview_figure(df, EVENTS, summarise(df, figures.COLUMNS), view={"selected": 1})
+    fig = figures.overview_figure(df, EVENTS, summarise(df, figures.COLUMNS), view={"selected": 0})
     bands = [s for s in _shapes(fig) if s.get("name", "").startswith("band:")]
     assert len(bands) == 2 * N_COLS  # two episodes, one band per panel column each
-    # story order is by start: lld (steps 5–8) is episode 0, isdd (10–19) episode 1
-    isdd = [s for s in bands if s["name"] == "band:1"]
+    # reader order, the cause first: isdd (critical, steps 10–19) is episode 0, lld (warning, 5–8) episode 1
+    isdd = [s for s in bands if s["name"] == "band:0"]
     assert {s["xref"] for s in isdd} == {"x", "x2"}  # first panel of each column
     assert (isdd[0]["x0"], isdd[0]["x1"]) == (9.5, 19.5) and isdd[0]["yref"] == "paper"
-    assert all(s["visible"] for s in isdd) and not any(s["visible"] for s in bands if s["name"] == "band:0")
+    assert all(s["visible"] for s in isdd) and not any(s["visible"] for s in bands if s["name"] == "band:1")
     assert isdd[0]["fillcolor"] == theme.DETECTOR_COLOURS["isdd"]
 
 
@@ -116,10 +116,10 @@ def test_timeline_sits_on_each_panel_column_with_per_bar_hover():
     assert (tl["layout"]["margin"]["l"], tl["layout"]["margin"]["r"]) == (MARGIN["l"], MARGIN["r"])
     assert tl["layout"]["xaxis"]["range"] == [0.0, 29.0] == tl["layout"]["xaxis2"]["range"]
     bar = tl["data"][0]
-    assert bar["y"] == ["lld · steady_decay", "isdd · drift"] and bar["customdata"] == [0, 1]
-    assert bar["base"] == [4.5, 9.5] and bar["x"] == [4, 10]  # steps 10..19 inclusive = 10 steps wide
-    assert "ratio_p50_pos: 0.7123" in bar["hovertext"][1] and "window.start: 10" in bar["hovertext"][1]
-    assert "A&gt;0 ratio drifting" in bar["hovertext"][1]  # escaped: plotly reads hover text as HTML
+    assert bar["y"] == ["isdd · drift", "lld · steady_decay"] and bar["customdata"] == [0, 1]  # cause first
+    assert bar["base"] == [9.5, 4.5] and bar["x"] == [10, 4]  # steps 10..19 inclusive = 10 steps wide
+    assert "ratio_p50_pos: 0.7123" in bar["hovertext"][0] and "window.start: 10" in bar["hovertext"][0]
+    assert "A&gt;0 ratio drifting" in bar["hovertext"][0]  # escaped: plotly reads hover text as HTML
     go.Figure(tl)
 
 

@@ -40,17 +40,28 @@ def test_summarise_on_policy_and_present_columns():
     on = pd.DataFrame({"step": [2], "has_metrics": [True], "on_policy": [True], "ratio_p50_pos": [None],
                        "grad_norm": [1.5]})
     s_off, s_on = summarise(off, ["ratio_p50_pos", "grad_norm"]), summarise(on, ["ratio_p50_pos", "grad_norm"])
-    assert s_off == {"rows": 2, "on_policy": False, "present": ["ratio_p50_pos"], "mismatch_max": None}
-    assert s_on == {"rows": 1, "on_policy": True, "present": ["grad_norm"], "mismatch_max": None}
+    assert s_off == {"rows": 2, "on_policy": False, "present": ["ratio_p50_pos"], "mismatch_max": None, "same": []}
+    assert s_on == {"rows": 1, "on_policy": True, "present": ["grad_norm"], "mismatch_max": None, "same": []}
     # an off-policy history stays off-policy when an on-policy step follows; columns accumulate
     assert merge_summaries(s_off, s_on) == {"rows": 3, "on_policy": False, "present": ["grad_norm", "ratio_p50_pos"],
-                                            "mismatch_max": None}
+                                            "mismatch_max": None, "same": []}
     # the largest |is_log_ratio| mean: max(|−0.3|, 0.1) = 0.3, then max(0.3, 0.5) = 0.5 once merged
     a = summarise(off.assign(is_log_ratio_abs_mean=[-0.3, 0.1]), ["is_log_ratio_abs_mean"])
     b = summarise(on.assign(is_log_ratio_abs_mean=[0.5]), ["is_log_ratio_abs_mean"])
     assert a["mismatch_max"] == 0.3 and merge_summaries(a, b)["mismatch_max"] == 0.5
     empty = summarise(off.iloc[0:0], ["grad_norm"])
     assert empty["on_policy"] is None and merge_summaries(empty, s_on)["on_policy"] is True
+
+
+def test_a_series_equal_to_its_partner_is_found_and_stays_found_only_while_equal():
+    # 0/1 rewards: the share of correct responses is the mean reward on every step → drawn once
+    rows = pd.DataFrame({"step": [0, 1, 2], "reward_mean": [.25, .5, None], "correct_frac": [.25, .5, None]})
+    first = summarise(rows, ["reward_mean", "correct_frac"])
+    assert first["same"] == ["correct_frac"]
+    # graded rewards at step 3: reward .4 with 1 of 4 correct (.25): no longer the same, now and merged
+    later = summarise(pd.DataFrame({"step": [3], "reward_mean": [.4], "correct_frac": [.25]}), ["reward_mean"])
+    assert later["same"] == [] and merge_summaries(first, later)["same"] == []
+    assert merge_summaries(first, summarise(rows.iloc[0:0], []))["same"] == ["correct_frac"]  # no rows: no news
 
 
 def test_last_values_take_the_last_non_null():
