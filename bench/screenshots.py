@@ -141,8 +141,9 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
 
 
 def shoot_samples(url: str, out: Path) -> None:
-    """The real sample runs: the runs list, the collapsing GRPO run's overview (whole, then zoomed on its ISDD
-    episode from the events table), its tokens, the runs compared (aligned at the collapse step), and SQL."""
+    """The real sample runs: the runs list, the collapsing GRPO run's overview (whole, then zoomed on the first
+    episode of its events table, the cause), a drill run's overview, its tokens, the runs compared (aligned at the
+    collapse step), and SQL."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -151,11 +152,15 @@ def shoot_samples(url: str, out: Path) -> None:
         page.screenshot(path=out / "sample-runs.png")
         _open(page, url + "/run/grpo-collapse", OV)
         page.screenshot(path=out / "sample-overview.png", full_page=True)
-        page.locator("#ov-events .ev-row").filter(has_text="isdd").locator(".ev-steps").click()
+        page.locator("#ov-events .ev-row").first.locator(".ev-steps").click()  # the cause: the table's first row
         page.wait_for_url("**episode=*")
         page.wait_for_selector(OV)
         page.wait_for_timeout(1200)
         page.screenshot(path=out / "sample-overview-episode.png", full_page=True)
+        _open(page, url + "/run/drill-lld-grpo", OV)
+        page.screenshot(path=out / "sample-overview-drill.png", full_page=True)
+        _open(page, url + "/run/grpo-healthy", OV)
+        page.screenshot(path=out / "sample-overview-healthy.png", full_page=True)
         _open(page, url + "/tokens/grpo-collapse?step=180&rank=entropy", TOKENS, HEATMAP)  # a degenerate response
         page.screenshot(path=out / "sample-tokens.png", full_page=True)
         _open(page, url + "/compare?runs=grpo-healthy,grpo-collapse,sapo_search,llds&align=collapse"

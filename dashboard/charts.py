@@ -22,12 +22,15 @@ def run_colours(all_runs: list[str]) -> dict[str, str]:
 
 def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth: int = 1,
                    colours: dict[str, str] | None = None, offsets: dict[str, int] | None = None,
-                   events: pd.DataFrame | None = None, log_metrics: list[str] | None = None) -> go.Figure:
+                   events: pd.DataFrame | None = None, log_metrics: list[str] | None = None,
+                   unaligned: dict[str, str] | None = None) -> go.Figure:
     """One panel per metric (stacked, one step axis), one colour per run (``colours``, the same in every panel).
     With ``smooth`` > 1 each run is its trailing mean over ``smooth`` steps, drawn over the faint raw series.
     ``offsets``: step subtracted from each run's steps (align at an event); ``events`` (run, step_start,
     severity): a dashed line at each critical episode's start, in the run's colour (warnings and infos would
-    bury the panels); ``log_metrics``: panels on a log y axis."""
+    bury the panels); ``log_metrics``: panels on a log y axis; ``unaligned``: run → the alignment point it lacks —
+    such a run is not drawn (drawn from its step 0 it would sit against another run's event), and the chart says
+    so above the panels."""
     if not runs or not metrics:
         return go.Figure(layout=theme.message_figure_layout("pick runs and metrics to compare", 360))
     colours = colours or run_colours(runs)
@@ -51,6 +54,8 @@ def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth
         annotations.append(dict(text=f"<b>{metric}</b>{unit}{label}", xref="paper", yref="paper", x=0, y=top,
                                 xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11)))
         for run in runs:
+            if run in (unaligned or {}):
+                continue
             x, y = finite_xy(df[df["run"] == run], metric)
             x = x - offsets.get(run, 0)
             colour = colours.get(run, theme.CYCLE[0])
@@ -72,6 +77,11 @@ def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth
             shapes.append(dict(type="line", xref="x", yref="paper", x0=x0, x1=x0, y0=0, y1=1, layer="below",
                                line=dict(color=colours.get(ev.run, theme.MUTED), width=1, dash="dash"),
                                name=f"event:{ev.run}:{ev.detector}:{ev.phase}"))
+    if unaligned:
+        annotations.append(dict(text="not drawn: " + "; ".join(f"{r} (no {what})" for r, what in unaligned.items()),
+                                xref="paper", yref="paper", x=0, y=1, yshift=22, xanchor="left", yanchor="bottom",
+                                showarrow=False, font=dict(size=11, color=theme.SEVERITY_COLOURS["warning"]),
+                                name="unaligned"))
     layout["annotations"] = annotations
     layout["shapes"] = shapes
     layout["legend"] = dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom", font=dict(size=11),

@@ -131,14 +131,15 @@ def decorations(events: pd.DataFrame, summary: dict[str, Any], view: dict[str, A
 
 
 def onset_lines(drill: Any) -> list[dict[str, Any]]:
-    """A drill run's onset on every panel: a vertical line, labelled ``<kind> drill from here`` on each."""
+    """A drill run's onset on every panel: a vertical line, labelled ``<kind> drill from <step>`` on each."""
     kind, onset = (drill or ("", None))[:2] if isinstance(drill, (list, tuple)) else ("", None)
     if not kind or onset is None:
         return []
+    # labelled at its foot on each panel (the top is the panel's title line)
     return [dict(type="line", xref=cell["x"], yref=f"{cell['y']} domain", x0=onset, x1=onset, y0=0, y1=1,
                  name="onset", line=dict(color=theme.DRILL, width=1.5, dash="dashdot"),
-                 label=dict(text=f"{kind} drill from {onset}", textposition="end", textangle=0, xanchor="left",
-                            font=dict(size=9, color=theme.DRILL)))
+                 label=dict(text=f"{kind} drill from {onset}", textposition="start", textangle=0, xanchor="left",
+                            yanchor="bottom", padding=4, font=dict(size=9, color=theme.DRILL)))
             for cell in GRID["cells"]]
 
 

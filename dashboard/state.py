@@ -98,6 +98,11 @@ def _decoder(path: str) -> Callable[[list[int]], list[str]] | None:
         from tokenizers import Tokenizer
 
         tok = Tokenizer.from_file(str(p / "tokenizer.json"))
+        if _byte_level(p / "tokenizer.json"):  # pieces → bytes → text, a character split over tokens kept whole
+            from .token_view import byte_level_texts
+
+            special = {t.content for t in tok.get_added_tokens_decoder().values()}
+            return lambda ids: byte_level_texts([tok.id_to_token(i) for i in ids], special)
         return lambda ids: [tok.decode([i], skip_special_tokens=False) for i in ids]
     try:
         from transformers import AutoTokenizer
@@ -106,6 +111,18 @@ def _decoder(path: str) -> Callable[[list[int]], list[str]] | None:
     except Exception:
         return None
     return lambda ids: [hf.decode([i], skip_special_tokens=False) for i in ids]
+
+
+def _byte_level(path: Path) -> bool:
+    """Whether a tokenizer.json decodes byte-level BPE (GPT-2's byte alphabet: Qwen, SmolLM, ours)."""
+    import json
+
+    try:
+        dec = json.loads(path.read_text()).get("decoder") or {}
+    except (OSError, ValueError):
+        return False
+    kinds = [dec.get("type")] + [d.get("type") for d in dec.get("decoders") or [] if isinstance(d, dict)]
+    return "ByteLevel" in kinds
 
 
 def decoder_for(config: Any, run_dir: Path | None = None) -> Callable[[list[int]], list[str]] | None:

@@ -1,6 +1,6 @@
 """Detector episodes on the run overview, pure (DataFrames in, plain plotly dicts out):
 
-* the phase timeline — its own figure, one row per detector · phase, drawn once above each panel column on
+* the phase timeline — its own figure, one row per detector · phase, drawn once, above the first panel column on
   exactly that column's x domain and margins, so a step sits at the same pixel in the timeline and in the panels
   below it; hover is per bar ("closest"), never the panels' "x unified";
 * the band of one episode (the selected or hovered one) across the panel grid — all bands exist, hidden, so the
@@ -25,6 +25,9 @@ from . import theme
 from .panels import GRID, MARGIN, N_COLS, PANELS
 
 ROW_PX = 17
+TIMELINE_COLS = 1
+"""Panel columns the timeline is drawn above: one timeline (over the first column, on its x domain); the second
+column's panels share its step axis."""
 LLD_STAGES = {p: (i + 1, p.split("_")[-1]) for i, p in enumerate(LLD_PHASES)}
 """LLD phase → (stage number, short name): early_stagnation → (1, 'stagnation') …"""
 TREND_DETECTORS = frozenset({"lld"})
@@ -85,7 +88,7 @@ def hover_text(ev: dict[str, Any]) -> str:
 
 
 def timeline_figure(events: pd.DataFrame, x_range: list[float] | None = None) -> dict[str, Any]:
-    """One bar per episode (row = detector · phase), repeated above each panel column on its x domain; the bar's
+    """One bar per episode (row = detector · phase), above the first panel column on its x domain; the bar's
     ``customdata`` is the episode id. ``x_range``: the panels' step range (both figures get the same one)."""
     ev = episodes(events)
     rows = list(dict.fromkeys(row_label(e["detector"], e["phase"]) for e in ev))
@@ -94,7 +97,7 @@ def timeline_figure(events: pd.DataFrame, x_range: list[float] | None = None) ->
                                bargap=0.3)
     layout.pop("template")  # a plain-dict figure: plotly.js knows no template names
     traces = []
-    for col in range(N_COLS):
+    for col in range(TIMELINE_COLS):
         sx = "" if col == 0 else str(col + 1)
         layout[f"xaxis{sx}"] = theme.axis(domain=GRID["cells"][col]["xd"], anchor=f"y{sx}", fixedrange=True,
                                           showspikes=False, **({"range": x_range} if x_range else {}))

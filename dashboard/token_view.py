@@ -10,7 +10,7 @@ Tool-observation tokens (mask 0) get no metric colour: they are not trained on.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,8 @@ RANKINGS: dict[str, tuple[str, bool, str]] = {
     "displacement": ("displacement_mean", True, "most likelihood lost"),
 }
 """Sequence orders of the Tokens page: key → (sequence column, ascending, label)."""
+RANK_METRIC = {"entropy": "entropy", "displacement": "log_ratio", "ratio": "ratio"}
+"""The token colouring that shows what a ranking ranks by (when the URL names no metric)."""
 DETECTOR_RANKING = {"isdd": "ratio", "lld": "displacement", "entropy": "entropy", "length": "repetition",
                     "mismatch": "ratio", "grad": "displacement"}
 """Which sequence explains a detector's flag: the Tokens page opens the first one in this order."""
@@ -48,6 +50,56 @@ def rank_sequences(seqs: pd.DataFrame, by: str) -> pd.DataFrame:
         return seqs
     return seqs.sort_values([column, "rank", "seq_id"], ascending=[ascending, True, True], na_position="last",
                             kind="stable")
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte-level alphabet (every byte-level BPE, ours included): byte → the printable character standing
+    for it in the vocabulary (printable Latin-1 bytes stand for themselves, the others are shifted past 255)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), 256))
+    chars, n = keep[:], 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + n)
+            n += 1
+    return dict(zip(keep, map(chr, chars), strict=True))
+
+
+BYTE_OF: dict[str, int] = {c: b for b, c in _bytes_to_unicode().items()}
+"""Byte-level BPE character → the byte it stands for."""
+
+
+def byte_level_texts(pieces: Sequence[str | None], special: Collection[str] = ()) -> list[str]:
+    r"""Display text of byte-level BPE pieces (``Ġthe``, ``âĢ``, ``Ļ``), in sequence order.
+
+    A character split over several tokens (UTF-8 is 1–4 bytes, BPE merges need not respect that) is shown on the
+    token that completes it, the tokens before it show nothing; bytes that never form a character show as
+    ``\xNN`` escapes — never U+FFFD boxes, which is what decoding each token alone gives. A ``special`` piece (an
+    added token such as ``<|im_end|>``) or one outside the byte alphabet is shown as it is."""
+    out: list[str] = []
+    pending = b""
+    for piece in pieces:
+        if piece is None or piece in special or any(c not in BYTE_OF for c in piece):
+            if pending:  # bytes cut off by a special token: never a character
+                out[-1] += pending.decode("utf-8", errors="backslashreplace")
+                pending = b""
+            out.append("[?]" if piece is None else piece)
+            continue
+        pending += bytes(BYTE_OF[c] for c in piece)
+        try:
+            out.append(pending.decode("utf-8"))
+            pending = b""
+        except UnicodeDecodeError as e:
+            if e.reason == "unexpected end of data" and len(pending) - e.start < 4:
+                done = pending[:e.start].decode("utf-8", errors="backslashreplace")
+                out.append(done)  # the tail waits for the next token
+                pending = pending[e.start:]
+            else:
+                out.append(pending.decode("utf-8", errors="backslashreplace"))
+                pending = b""
+    if pending and out:
+        out[-1] += pending.decode("utf-8", errors="backslashreplace")
+    return out
 
 
 def token_texts(token_ids: Sequence[Any], decode: Callable[[list[int]], list[str]] | None) -> list[str]:

@@ -11,6 +11,7 @@ import pandas as pd
 from dash import Input, Output, State, callback, dcc, html
 
 from collapsewatch.catalogue import ALL_STEP_COLUMNS, by_name
+from collapsewatch.judge import judge
 from collapsewatch.lab.labels import reward_collapse
 from collapsewatch.store import queries
 
@@ -24,10 +25,13 @@ DEFAULT_METRICS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "ent
 NUMERIC = [c for c in ALL_STEP_COLUMNS if by_name("step")[c].dtype in ("DOUBLE", "INTEGER", "BIGINT")]
 ALIGN = {"start": "step 0", "first": "first episode", "critical": "first critical episode",
          "collapse": "reward collapse"}
+ANCHORED = ("first", "critical", "collapse")
+"""Alignments at a point a run may lack: such a run is not drawn, and the chart names it."""
 
 
 def _events(s, runs: list[str]) -> pd.DataFrame:
-    parts = [history.event_log(s, run).events(s).assign(run=run) for run in runs]
+    """The runs' episodes as the run page shows them (collapsewatch.judge: today's rules')."""
+    parts = [judge(s, run).events.assign(run=run) for run in runs if s.has_run(run)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
@@ -91,14 +95,15 @@ def draw(runs: list[str] | None, metrics: list[str] | None, smooth: int | None =
         configs = {r: (queries.run_info(s, r) or {}).get("config") or {} for r in runs}
         anchors = _rows(s, runs, ["reward_mean"]) if align == "collapse" else events
     offsets, note = _offsets(runs, anchors, align)
-    fig = charts.compare_figure(df, runs, metrics, smooth, colours, offsets, events, log or [])
+    unaligned = {r: ALIGN[align] for r in runs if align in ANCHORED and r not in offsets}
+    fig = charts.compare_figure(df, runs, metrics, smooth, colours, offsets, events, log or [], unaligned)
     return fig, note, config_table(charts.config_diff(configs)), metrics
 
 
 def _offsets(runs: list[str], frame: pd.DataFrame, align: str) -> tuple[dict[str, int], str]:
     """Step to subtract per run, and a note naming runs that have no such point (left unshifted). ``frame`` holds
     the runs' episodes, or their reward rows when aligning at the reward collapse."""
-    if align not in ("first", "critical", "collapse"):
+    if align not in ANCHORED:
         return {}, ""
     anchor = {"first": first_event_step, "critical": first_critical_step, "collapse": _reward_collapse}[align]
     offsets, missing = {}, []
@@ -109,7 +114,7 @@ def _offsets(runs: list[str], frame: pd.DataFrame, align: str) -> tuple[dict[str
         else:
             offsets[run] = step
     note = f"aligned at each run's {ALIGN[align]} (step 0 of the axis)"
-    return offsets, note + (f"; no {ALIGN[align]} in {', '.join(missing)}: drawn from its step 0" if missing else "")
+    return offsets, note + (f"; no {ALIGN[align]} in {', '.join(missing)}: not drawn" if missing else "")
 
 
 def _reward_collapse(rows: pd.DataFrame) -> int | None:

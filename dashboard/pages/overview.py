@@ -258,7 +258,7 @@ clientside_callback("""function(rel) {
     window.history.replaceState(window.history.state, '', url.toString());
     if (tl && gd) {
         const r = gd._fullLayout.xaxis.range.slice();
-        Plotly.relayout(tl, {'xaxis.range': r, 'xaxis2.range': r});
+        Plotly.relayout(tl, {'xaxis.range': r});
         return r;
     }
     return window.dash_clientside.no_update;

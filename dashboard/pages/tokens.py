@@ -5,7 +5,8 @@ scale of this run or fixed for every run; click a cell to jump to that step).
 
 URL: ``/tokens/<run>?step=180&seq=61&rank=repetition&metric=ratio`` — a step without token rows opens the
 nearest stored one; ``rank`` orders the sequences and, without ``seq``, opens the first (the events table links
-here with the ranking that explains its detector's flag)."""
+here with the ranking that explains its detector's flag); without ``metric`` the tokens are coloured by what
+``rank`` ranks (entropy by entropy, displacement by log_ratio, else the ratio)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def nearest(values: list[int], step: int | None) -> int | None:
     return min(values, key=lambda v: (abs(v - step), v))
 
 
-def layout(run: str | None = None, step: str | None = None, seq: str | None = None, metric: str = "ratio",
+def layout(run: str | None = None, step: str | None = None, seq: str | None = None, metric: str | None = None,
            rank: str = "seq", **_: str) -> html.Div:
     if run is None:
         return html.Div("Pick a run on the Runs page.", className="note")
@@ -59,6 +60,7 @@ def layout(run: str | None = None, step: str | None = None, seq: str | None = No
     steps = _token_steps(run)
     chosen = nearest([o["value"] for o in steps], int(step) if step is not None and step.isdigit() else None)
     by = rank if rank in token_view.RANKINGS else "seq"
+    metric = metric if metric in token_view.METRICS else token_view.RANK_METRIC.get(by, "ratio")
     # the options of the chosen step come with the page, so a sequence named in the URL shows as picked
     seq_options, seq_value = _seq_options(run, chosen, f"0:{seq}" if seq and seq.isdigit() else seq, by)
     return html.Div([
@@ -71,7 +73,7 @@ def layout(run: str | None = None, step: str | None = None, seq: str | None = No
             dcc.Dropdown(id=ids.TK_SEQ, options=seq_options, value=seq_value, clearable=False,
                          placeholder="sequence", style={"width": 420}),
             dcc.RadioItems(id=ids.TK_METRIC, options=[{"label": v, "value": k} for k, v in token_view.METRICS.items()],
-                           value=metric if metric in token_view.METRICS else "ratio", inline=True,
+                           value=metric, inline=True,
                            className="radio-inline"),
             dcc.Link("← overview", href=f"/run/{run}"),
         ]),

@@ -142,10 +142,10 @@ def test_timeline_aligned_with_panels_and_hover_shows_one_band(site, page):
     page.goto(site[0] + "/run/collapse")
     page.wait_for_selector(f"#{ids.OV_TIMELINE} .barlayer .point")
     page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
-    assert page.locator(f"#{ids.OV_TIMELINE} .barlayer .point").count() == 2 * len(episodes)  # one per panel column
+    assert page.locator(f"#{ids.OV_TIMELINE} .barlayer .point").count() == len(episodes)  # one timeline
     assert _visible_bands(page) == []  # no band washes the panels until an episode is picked
-    # the same step lands at the same pixel in the timeline and in the panels below it (each column)
-    for axis in ("xaxis", "xaxis2"):
+    # the same step lands at the same pixel in the timeline and in the panels below it (the first column)
+    for axis in ("xaxis",):
         px = page.evaluate(f"""() => ['{ids.OV_TIMELINE}', '{ids.OV_GRAPH}'].map(id => {{
             const gd = document.querySelector('#' + id + ' .js-plotly-plot'), ax = gd._fullLayout.{axis};
             return gd.getBoundingClientRect().x + ax._offset + ax.l2p(60); }})""")
@@ -209,7 +209,7 @@ def test_overview_smoothed_by_default_and_zoom_kept_in_the_url(site, page):
                                            {{'xaxis.range[0]': 29.5, 'xaxis.range[1]': 60.5}})""")
     page.wait_for_url("**/run/collapse?from=30&to=60")
     page.wait_for_function(f"""() => document.querySelector('#{ids.OV_TIMELINE} .js-plotly-plot')
-                                   ._fullLayout.xaxis2.range[0] == 29.5""")
+                                   ._fullLayout.xaxis.range[0] == 29.5""")
     page.reload()
     page.wait_for_selector(f"#{ids.OV_GRAPH} .main-svg")
     assert page.evaluate(f"() => document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot')._fullLayout.xaxis.range") \

@@ -111,10 +111,11 @@ def test_lld_phases_read_as_the_spiral_on_the_panel_of_L():
 def test_timeline_sits_on_each_panel_column_with_per_bar_hover():
     tl = timeline.timeline_figure(EVENTS, [0.0, 29.0])
     assert tl["layout"]["hovermode"] == "closest"
-    # one bar trace per panel column, on exactly that column's x domain, with the panels' margins
-    assert [tl["layout"][a]["domain"] for a in ("xaxis", "xaxis2")] == [c["xd"] for c in figures.GRID["cells"][:2]]
+    # one timeline: one bar trace, on exactly the first panel column's x domain, with the panels' margins
+    assert len(tl["data"]) == 1 and "xaxis2" not in tl["layout"]
+    assert tl["layout"]["xaxis"]["domain"] == figures.GRID["cells"][0]["xd"]
     assert (tl["layout"]["margin"]["l"], tl["layout"]["margin"]["r"]) == (MARGIN["l"], MARGIN["r"])
-    assert tl["layout"]["xaxis"]["range"] == [0.0, 29.0] == tl["layout"]["xaxis2"]["range"]
+    assert tl["layout"]["xaxis"]["range"] == [0.0, 29.0]
     bar = tl["data"][0]
     assert bar["y"] == ["isdd · drift", "lld · steady_decay"] and bar["customdata"] == [0, 1]  # cause first
     assert bar["base"] == [9.5, 4.5] and bar["x"] == [10, 4]  # steps 10..19 inclusive = 10 steps wide
@@ -249,3 +250,28 @@ def test_exact_zeros_and_on_policy_steps_marked_on_log_panels():
     all_on = _steps(3, on_policy=True, **{c: np.nan for c in ratio_null})
     assert _trace(figures.overview_figure(all_on, EVENTS.iloc[0:0], summarise(all_on, figures.COLUMNS)),
                   "marks:ratio_pos")["x"] == []
+
+
+def test_a_drill_onset_is_a_line_on_every_panel():
+    df = _steps(30)
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), view={"onset": ["lld", 12]})
+    onset = [s for s in _shapes(fig) if s.get("name") == "onset"]
+    assert len(onset) == len(figures.PANELS) and {(s["x0"], s["x1"]) for s in onset} == {(12, 12)}
+    assert onset[0]["label"]["text"] == "lld drill from 12"
+    no_drill = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), view={"onset": ["", None]})
+    assert not [s for s in _shapes(no_drill) if s.get("name") == "onset"]
+
+
+def test_a_zoom_from_the_url_fits_each_panels_y_range_to_the_window():
+    # reward: 0.1 for steps 0-19, then a rise 0.5, 0.6 … 1.4 over steps 20-29 (correct_frac the same: drawn once;
+    # zero-std groups .8); zoomed on 22-25 (raw: smooth 1) the reward panel draws .7 .8 .9 1.0 and .8:
+    # range .7 − .06 × .3 … 1.0 + .06 × .3 = [.682, 1.018]
+    reward = [.1] * 20 + [.5 + .1 * i for i in range(10)]
+    df = _steps(30).assign(reward_mean=reward, correct_frac=reward, zero_std_group_frac=.8)
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), 1,
+                                  view={"x_range": [21.5, 25.5], "fit_y": True})
+    lo, hi = fig["layout"]["yaxis"]["range"]
+    assert fig["layout"]["yaxis"]["autorange"] is False and abs(lo - .682) < 1e-9 and abs(hi - 1.018) < 1e-9
+    whole = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), 1,
+                                    view={"x_range": [21.5, 25.5]})  # a live full view: autorange kept
+    assert "range" not in whole["layout"]["yaxis"]

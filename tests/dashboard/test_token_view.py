@@ -103,3 +103,15 @@ def test_tokenizer_found_in_the_run_folder_when_the_config_names_none(tmp_path):
     assert state.tokenizer_dir(config) is None
     assert state.tokenizer_dir(config, run_dir) == run_dir / "tokenizer"
     assert "".join(state.decoder_for(config, run_dir)(tok.encode("Paris is"))) == "Paris is"
+
+
+def test_byte_level_pieces_render_as_text_not_replacement_boxes():
+    from collapsewatch.dashboard.token_view import byte_level_texts
+
+    # 'é' = bytes c3 a9 = pieces 'Ã' '©'; '’' = e2 80 99 = 'â' 'Ģ' 'Ļ' (GPT-2's byte alphabet shifts 0x80, 0x99);
+    # 'Ġ' stands for a space. Each character shows on the token that completes it, the ones before show nothing.
+    assert byte_level_texts(["caf", "Ã", "©", "Ġ", "â", "Ģ", "Ļ", "ok"]) == ["caf", "", "é", " ", "", "", "’", "ok"]
+    # bytes that never make a character: escapes, not U+FFFD; a special token is shown as it is and cuts them off
+    assert byte_level_texts(["â", "<|im_end|>", "Ġx"], {"<|im_end|>"}) == ["\\xe2", "<|im_end|>", " x"]
+    assert byte_level_texts(["a", "ÿ"]) == ["a", "\\xff"]  # 0xff never starts a UTF-8 character
+    assert "\ufffd" not in "".join(byte_level_texts(["Ã", "Ã", "©"]))  # c3 c3 a9: an invalid byte, then 'é'
