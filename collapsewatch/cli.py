@@ -153,23 +153,28 @@ def train(ctx: typer.Context) -> None:
 
 @app.command()
 @friendly
-def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="trainer_state.json (HF Trainer / TRL), a "
-                                                                  "JSONL file of {step, key: value} rows, or verl's "
-                                                                  "file-logger JSONL ({step, data: {...}}).")],
+def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's logs: trainer_state.json (HF / TRL), "
+                                                                  "JSONL (verl's file logger too), console text "
+                                                                  "(verl / TRL, saved with tee), a TensorBoard "
+                                                                  "event file or log dir, an MLflow mlruns folder "
+                                                                  "or a trackio project .db.")],
            run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")],
+           fmt: Annotated[str | None, typer.Option("--format", help="Force a format: trainer_state, jsonl, "
+                                                      "console, tensorboard, mlflow, trackio (default: detected).")] = None,
+           source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow folder or a "
+                                                             "trackio project holding several (name or id).")] = None,
            follow: Annotated[bool, typer.Option("--follow", help="Keep reading lines appended to FILE (a live "
-                                                             "verl log) until Ctrl+C.")] = False,
+                                                             "JSONL or console log) until Ctrl+C.")] = False,
            interval: Annotated[float, typer.Option(help="Seconds between reads with --follow.")] = 2.0) -> None:
-    """Import logged step scalars of a run made without the monitor (HF/TRL trainer_state.json or JSONL)."""
+    """Import the logged step scalars of a run made without the monitor (docs/ingest.md)."""
     from .ingest import Tail, ingest_file
 
     if not follow:
-        n = ingest_file(store, file, run)
-        typer.echo(f"ingested {n} step(s) into run {run!r}")
+        typer.echo(ingest_file(store, file, run, fmt, source_run).message(run))
         return
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
-    tail = Tail(store, file, run)
+    tail = Tail(store, file, run, fmt)
     try:
         while True:
             tail.poll()
@@ -177,8 +182,8 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="trainer_s
     except KeyboardInterrupt:
         pass
     finally:
-        tail.close()
-    typer.echo(f"ingested {len(tail.steps)} step(s) into run {run!r}")
+        done = tail.close()
+    typer.echo(done.message(run))
 
 
 @app.command()

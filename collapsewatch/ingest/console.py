@@ -1,0 +1,125 @@
+"""Console text saved with ``tee``: verl's console logger and the dicts HF Trainer / TRL print. Grows live.
+
+* verl (``trainer.logger=[console]``, ``verl/utils/logger/aggregate_logger.py``): one line per step,
+  ``step:12 - actor/entropy:0.53 - critic/score/mean:np.float64(0.25) - …``, possibly behind Ray's
+  ``(TaskRunner pid=…)`` prefix; values are ``pprint.pformat`` of numbers (numpy scalars as ``np.float64(x)``).
+* HF Trainer / TRL (``ProgressCallback`` / ``PrinterCallback``): ``{'loss': '0.1234', 'reward': '0.5', …}`` — a
+  Python dict, floats printed as strings (``'nan'`` too) by transformers 5, as numbers before. The dicts carry no
+  step: the k-th training dict is step k (the run's step is k × ``logging_steps``); eval dicts (``eval_*`` keys)
+  and the final summary (``train_runtime``) belong to the training dict before them.
+
+Other lines (progress bars, warnings) are not metrics: counted, not named. A line that looks like a metrics line and
+does not parse is skipped and named. Python literals are read with :mod:`ast` (never evaluated).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .records import Record, Skip
+
+NAME = "console"
+GROWS = True
+
+VERL_LINE = re.compile(r"(?:^|[\s)])step:(\d+) - (.*)$")
+DICT_LINE = re.compile(r"(\{'.*\})\s*$")
+_NAMES = {"nan": math.nan, "inf": math.inf, "NaN": math.nan, "Infinity": math.inf, "None": None}
+_SUMMARY = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss")
+
+
+class _NotLiteral(ValueError):
+    pass
+
+
+def _literal(node: ast.AST) -> Any:
+    """A number / string / None / nan / inf / np.float64(x) / tensor(x) node's value (nothing is evaluated)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _NAMES:
+        return _NAMES[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _literal(node.operand)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:  # np.float64(0.5), tensor(0.5)
+        return _literal(node.args[0])
+    raise _NotLiteral(ast.dump(node)[:40])
+
+
+def _value(text: str) -> Any:
+    try:
+        return _literal(ast.parse(text.strip(), mode="eval").body)
+    except (SyntaxError, _NotLiteral, RecursionError, ValueError):
+        return text.strip()  # kept as text: the account names it as not a number
+
+
+def _dict(text: str) -> dict[str, Any] | None:
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, RecursionError, ValueError):
+        return None
+    if not isinstance(node, ast.Dict) or not all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                  for k in node.keys):
+        return None
+    out = {}
+    for k, v in zip(node.keys, node.values, strict=True):
+        try:
+            out[k.value] = _literal(v)  # type: ignore[union-attr]
+        except _NotLiteral:
+            out[k.value] = ast.get_source_segment(text, v)  # type: ignore[union-attr]
+    return out
+
+
+def sniff(path: Path, head: str) -> bool:
+    return any(VERL_LINE.search(ln) or (DICT_LINE.search(ln) and _dict(DICT_LINE.search(ln).group(1)))
+               for ln in head.splitlines())
+
+
+class Parser:
+    """Console lines → records; remembers the HF dict count across :meth:`feed` calls (a live file)."""
+
+    def __init__(self) -> None:
+        self.hf_step = 0
+        self.other_lines = 0
+
+    def feed(self, text: str, first_line: int) -> Iterator[Record | Skip]:
+        for i, line in enumerate(text.splitlines(), first_line):
+            line = line.rsplit("\r", 1)[-1]  # a progress bar redrawn with \r before the text
+            where = f"line {i}"
+            m = VERL_LINE.search(line)
+            if m:
+                pairs = [p.rpartition(":") for p in m.group(2).split(" - ")]
+                if not all(sep for _, sep, _ in pairs):
+                    yield Skip(where, "a verl step line with a part that is not key:value")
+                    continue
+                yield Record(where, int(m.group(1)), {k.strip(): _value(v) for k, _, v in pairs})
+                continue
+            d = DICT_LINE.search(line)
+            if not d:
+                self.other_lines += bool(line.strip())
+                continue
+            values = _dict(d.group(1))
+            if values is None:
+                yield Skip(where, "a printed dict that does not parse")
+                continue
+            is_train = not all(k.startswith("eval_") or k in _SUMMARY or k == "epoch" for k in values)
+            self.hf_step += is_train
+            yield Record(where, self.hf_step, values)  # eval / summary dicts: the training dict's step
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.hf_step:
+            out.append(f"HF/TRL printed dicts carry no step: numbered 1…{self.hf_step} in print order "
+                       "(the run's step is that × logging_steps)")
+        if self.other_lines:
+            out.append(f"{self.other_lines} other line(s) are not metrics (progress bars, messages)")
+        return out
+
+
+def read(path: Path, parser: Parser | None = None, **_: Any) -> Iterator[Record | Skip]:
+    yield from (parser or Parser()).feed(path.read_text(errors="replace"), 1)

@@ -1,0 +1,134 @@
+"""What a logged key means in the catalogue: the one home of the mapping from TRL / HF Trainer, verl and OpenRLHF
+log keys onto catalogue metrics, each with the definition difference written beside it.
+
+An ingested run has no per-token source, so its logged keys are the only source of reward, entropy and length:
+a key whose meaning is a catalogue metric fills that catalogue column (``steps.entropy_mean`` …), and the original
+key is always kept too (``scalars``). Where the framework's definition differs from the catalogue's (per generation
+batch vs per optimizer step, averaged over micro-batches, a different KL estimator …) the difference is written in
+the entry, and docs/ingest.md prints this table (a test keeps the two equal). When two keys of one step map onto
+the same metric (verl's ``actor/entropy`` and ``actor/entropy_loss``), the one listed first here wins.
+
+A key that is itself a catalogue step column (``entropy_mean``, ``grad_norm`` …) maps onto that column. HF's
+TensorBoard / trackio callbacks write ``train/<key>``: a key not listed is looked up again without ``train/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..catalogue import ALL_STEP_COLUMNS
+
+
+@dataclass(frozen=True)
+class Meaning:
+    metric: str
+    """The catalogue step column the key fills."""
+    source: str
+    """Which framework logs the key, and from which version when that matters."""
+    difference: str = ""
+    """How the logged definition differs from the catalogue's (empty: the same)."""
+
+
+_GEN = "averaged over the logging interval's generation batches (catalogue: the optimizer step's sequences)"
+_MB = "mean over the step's micro-batches of per-micro-batch means (catalogue: one mean over the step's tokens)"
+
+KEY_MAP: dict[str, Meaning] = {
+    # -- HF Trainer (every TRL trainer logs these too) --
+    "learning_rate": Meaning("lr", "HF Trainer"),
+    "grad_norm": Meaning("grad_norm", "HF Trainer", "last optimizer step of the logging interval"),
+    "loss": Meaning("loss", "HF Trainer", "averaged over the logging interval"),
+    # -- TRL GRPOTrainer (trl/trainer/grpo_trainer.py) --
+    "reward": Meaning("reward_mean", "TRL", _GEN),
+    "reward_std": Meaning("reward_std", "TRL", "TRL ≥ 0.27: sample std over the generation batch, as the catalogue; "
+                          "TRL < 0.27: the mean of the groups' stds (smaller when groups differ)"),
+    "frac_reward_zero_std": Meaning("zero_std_group_frac", "TRL ≥ 0.18", "share of *responses* whose group has "
+                                    "zero reward std: the share of groups, groups being of equal size; " + _GEN),
+    "entropy": Meaning("entropy_mean", "TRL ≥ 0.20", "token mean under π_θ during the update; " + _MB),
+    "completions/mean_length": Meaning("response_length_mean", "TRL ≥ 0.17", "completion tokens up to EOS (tool "
+                                       "tokens included in multi-turn); " + _GEN),
+    "completion_length": Meaning("response_length_mean", "TRL < 0.17", "as completions/mean_length"),
+    "completions/clipped_ratio": Meaning("truncated_frac", "TRL ≥ 0.17", "share of completions not ending in EOS "
+                                         "or pad; " + _GEN),
+    "clip_ratio/low_mean": Meaning("clip_low_frac", "TRL ≥ 0.17", "TRL's flags, the catalogue's; logged as 0 on "
+                                   "on-policy steps where the catalogue has NULL; " + _MB),
+    "clip_ratio/high_mean": Meaning("clip_high_frac", "TRL ≥ 0.17", "as clip_ratio/low_mean"),
+    "clip_ratio/region_mean": Meaning("clip_region_frac", "TRL ≥ 0.17", "as clip_ratio/low_mean"),
+    "policy_loss": Meaning("loss_policy", "TRL, OpenRLHF"),
+    "kl": Meaning("kl_ref_mean", "TRL", "k3 to the reference, weighted by r when use_bias_correction_kl (TRL 1.x "
+                  "default; equal on-policy, where r ≡ 1); only logged with beta ≠ 0. OpenRLHF's `kl` (k1 by "
+                  "default) is read as TRL's: a different estimator of the same KL"),
+    # -- verl (verl/workers/actor, verl/trainer/ppo/metric_utils.py, core_algos) --
+    "actor/entropy": Meaning("entropy_mean", "verl ≥ 0.5", "agg_loss of π_old's entropy over the rollout batch, "
+                             "before the update (token mean under loss_agg_mode=token-mean)"),
+    "actor/entropy_loss": Meaning("entropy_mean", "verl < 0.5; later with entropy_coeff ≠ 0", "π_θ's entropy "
+                                  "during the update; " + _MB),
+    "actor/pg_clipfrac": Meaning("clip_region_frac", "verl", "masked mean of [clipped branch active] = "
+                                 "clip_low ∨ clip_high; 0 on-policy where the catalogue has NULL; " + _MB),
+    "actor/pg_clipfrac_lower": Meaning("dual_clip_frac", "verl ≥ 0.3", "A < 0 ∧ r > c (verl's dual clip, c = 3); "
+                                       + _MB),
+    "actor/ppo_kl": Meaning("ppo_kl", "verl", "masked mean of −clamp(logp − logp_old, ±20); " + _MB),
+    "actor/grad_norm": Meaning("grad_norm", "verl", "mean over the step's mini-batches"),
+    "actor/lr": Meaning("lr", "verl"),
+    "actor/pg_loss": Meaning("loss_policy", "verl"),
+    "actor/kl_loss": Meaning("kl_ref_mean", "verl", "kl_loss_type: low_var_kl (k3 clamped to ±10, verl's GRPO "
+                             "default) is the catalogue's up to the clamp; kl (k1) and mse (k2) are other "
+                             "estimators"),
+    "critic/score/mean": Meaning("reward_mean", "verl", "mean over sequences of Σ token_level_scores (aborted, "
+                                 "empty responses left out)"),
+    "response_length/mean": Meaning("response_length_mean", "verl", "Σ attention over the response: tool "
+                                    "observations counted in multi-turn runs (the catalogue counts model tokens)"),
+    "response_length/clip_ratio": Meaning("truncated_frac", "verl", "share of responses that filled the length "
+                                          "budget"),
+    "rollout_corr/chi2_token": Meaning("is_chi2", "verl ≥ 0.7", "mean over mask of ρ² − 1, ρ = π_old / π_rollout"),
+    "timing_s/step": Meaning("step_time", "verl", "the whole PPO step, rollout included"),
+    "timing_s/gen": Meaning("rollout_time", "verl"),
+    # -- OpenRLHF (openrlhf/trainer/ray/ppo_actor.py; its TensorBoard / wandb loggers add train/) --
+    "response_length": Meaning("response_length_mean", "OpenRLHF", "span of the action mask (tool tokens "
+                               "included); per sample, averaged over the update's experiences"),
+    "entropy_loss": Meaning("entropy_mean", "OpenRLHF (entropy_coef set)", "token-weighted mean of π_θ's entropy "
+                            "during the update"),
+    "ppo_clip_ratio": Meaning("clip_region_frac", "OpenRLHF", "masked mean of [clipped surrogate < unclipped]: "
+                              "the catalogue's region; 0 on-policy where the catalogue has NULL"),
+    "actor_grad_norm": Meaning("grad_norm", "OpenRLHF", "last optimizer step of the update"),
+    "actor_lr": Meaning("lr", "OpenRLHF"),
+}
+"""Logged key → its catalogue meaning (order = precedence among keys of one step that fill the same metric)."""
+
+HF_PREFIX = "train/"
+"""HF's TensorBoard / trackio callbacks (and OpenRLHF's loggers) write ``train/<key>``."""
+
+
+def meaning(key: str) -> Meaning | None:
+    """The catalogue meaning of a logged key: listed, a catalogue column itself, or listed without ``train/``."""
+    if key in KEY_MAP:
+        return KEY_MAP[key]
+    if key in ALL_STEP_COLUMNS:
+        return Meaning(key, "the catalogue's own name")
+    if key.startswith(HF_PREFIX):
+        return meaning(key[len(HF_PREFIX):])
+    return None
+
+
+_RANK = {k: i for i, k in enumerate(KEY_MAP)}
+
+
+def catalogue_values(values: dict[str, float | None]) -> dict[str, float | None]:
+    """One step's logged values under their catalogue names; among keys filling one metric the one listed first in
+    :data:`KEY_MAP` wins (a catalogue-named key before any listed one)."""
+    best: dict[str, tuple[int, float | None]] = {}
+    for key, value in values.items():
+        m = meaning(key)
+        if m is None:
+            continue
+        rank = _RANK.get(key.removeprefix(HF_PREFIX), -1)
+        if m.metric not in best or rank < best[m.metric][0]:
+            best[m.metric] = (rank, value)
+    return {metric: v for metric, (_, v) in best.items()}
+
+
+def markdown_table() -> str:
+    """:data:`KEY_MAP` as the Markdown table docs/ingest.md prints."""
+    rows = ["| logged key | catalogue | logged by | how it differs |", "|---|---|---|---|"]
+    for key, m in KEY_MAP.items():
+        rows.append(f"| `{key}` | `{m.metric}` | {m.source} | {m.difference or 'the same'} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,140 @@
+"""What every reader hands over — :class:`Record` (one logged row) or :class:`Skip` (a row that is not one) — and
+the :class:`Account` that turns them into steps and values while counting everything it leaves out.
+
+Rules (issue 26): a step is an integer or an integral float (``1.0`` → 1) in [0, 2⁶³); any other step is a
+:class:`IngestError` naming the line. A value is kept when it is a number — ±Inf and NaN included, stored as such
+(the non-finite detector reads ±Inf ``grad_norm`` / ``loss``) — or a string that reads as one (HF's console prints
+``'0.1234'``); ``null`` is kept as NULL; a nested object is flattened with ``/`` (``{"rewards": {"acc": 1}}`` →
+``rewards/acc``). Everything else (booleans, lists, other strings) is skipped and counted per key; skipped rows are
+counted and the first few named ("line 7 not an object").
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_STEP = 2**63 - 1
+STEP_KEYS = ("step", "global_step", "_step")
+"""Keys read as the step when a row names it (JSONL, trainer_state.json); the rest are values."""
+SHOWN = 5
+"""Skipped rows named one by one in the summary; the rest are counted."""
+
+
+class IngestError(ValueError):
+    """A file that cannot be ingested: the message is one line naming the file (and line)."""
+
+
+@dataclass
+class Record:
+    where: str
+    """Where the row is, for messages: "line 7", "event 12", "metric 'x' step 3"."""
+    step: Any
+    values: dict[str, Any]
+    wall_time: float | None = None
+    """Seconds since the epoch when the format records it."""
+
+
+@dataclass
+class Skip:
+    where: str
+    reason: str
+
+
+@dataclass
+class Step:
+    step: int
+    values: dict[str, float | None]
+    wall_time: float | None = None
+
+
+def step_of(raw: Any, where: str) -> int:
+    """A logged step as an int; IngestError naming ``where`` for anything that is not a whole number ≥ 0."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise IngestError(f"{where}: step {raw!r} is not a number")
+    if isinstance(raw, float) and not (math.isfinite(raw) and raw.is_integer()):
+        raise IngestError(f"{where}: step {raw!r} is not a whole number")
+    if not 0 <= raw <= MAX_STEP:
+        raise IngestError(f"{where}: step {raw!r} is outside [0, 2^63)")
+    return int(raw)
+
+
+def number(value: Any) -> tuple[bool, float | None, str]:
+    """(kept, value, why not): numbers and numeric strings are kept as float, null as None."""
+    if value is None:
+        return True, None, ""
+    if isinstance(value, bool):
+        return False, None, "a boolean"
+    if isinstance(value, (int, float)):
+        try:
+            return True, float(value), ""
+        except OverflowError:  # an int beyond float's range
+            return True, math.copysign(math.inf, value), ""
+    if isinstance(value, str):
+        try:
+            return True, float(value.strip()), ""
+        except ValueError:
+            return False, None, "text"
+    return False, None, f"a {type(value).__name__}"
+
+
+def flatten(values: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from flatten(value, name + "/")
+        else:
+            yield name, value
+
+
+@dataclass
+class Account:
+    """Counts every row and value an ingest leaves out; :meth:`summary` says what, in one line."""
+
+    source: str = ""
+    """The file, named in the error a bad step raises."""
+    rows: int = 0
+    skipped_rows: list[Skip] = field(default_factory=list)
+    skipped_values: Counter = field(default_factory=Counter)  # (key, why) → count
+    nonfinite: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def steps(self, items: Iterable[Record | Skip]) -> list[Step]:
+        """Records → one :class:`Step` per record (a later record of the same step is merged by the writer)."""
+        out = []
+        for item in items:
+            if isinstance(item, Skip):
+                self.skipped_rows.append(item)
+                continue
+            step = step_of(item.step, f"{self.source!r} {item.where}" if self.source else item.where)
+            kept: dict[str, float | None] = {}
+            for key, value in flatten(item.values):
+                ok, v, why = number(value)
+                if not ok:
+                    self.skipped_values[(key, why)] += 1
+                    continue
+                self.nonfinite += v is not None and not math.isfinite(v)
+                kept[key] = v
+            self.rows += 1
+            out.append(Step(step, kept, item.wall_time))
+        return out
+
+    def summary(self) -> str:
+        """"skipped 3 lines: line 7 not an object, …; skipped 2 values: 'x' (text) ×2; …" — empty when nothing."""
+        parts = []
+        if self.skipped_rows:
+            named = ", ".join(f"{s.where} {s.reason}" for s in self.skipped_rows[:SHOWN])
+            more = f", and {len(self.skipped_rows) - SHOWN} more" if len(self.skipped_rows) > SHOWN else ""
+            parts.append(f"skipped {len(self.skipped_rows)} row(s): {named}{more}")
+        if self.skipped_values:
+            total = sum(self.skipped_values.values())
+            items = sorted(self.skipped_values.items(), key=lambda kv: (-kv[1], kv[0]))
+            named = ", ".join(f"{k!r} ({why}) ×{n}" for (k, why), n in items[:SHOWN])
+            more = f", and {len(items) - SHOWN} more key(s)" if len(items) > SHOWN else ""
+            parts.append(f"skipped {total} value(s) that are not numbers: {named}{more}")
+        if self.nonfinite:
+            parts.append(f"kept {self.nonfinite} non-finite value(s) (NaN / ±Inf)")
+        return "; ".join(parts + self.notes)

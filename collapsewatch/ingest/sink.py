@@ -1,0 +1,103 @@
+"""Writes ingested steps as one run of the store.
+
+Every value goes to ``scalars`` under its logged key; a key that means a logged-scalar catalogue metric
+(``learning_rate`` → ``lr``, ``LOGGED_SCALARS``) gets a second row under the catalogue's name, which the ``steps``
+view pivots; the catalogue's step columns a step's keys fill (``entropy_mean``, ``reward_mean``,
+``response_length_mean`` …: :func:`.keys.catalogue_values`) become that step's ``step_metrics`` row — an ingested
+run has no probe, so these are its only source. Everything else in ``step_metrics`` is NULL.
+
+A step logged in several rows (TRL's train and eval logs at one step, a live file read in parts) gets one
+``step_metrics`` row: values merged with the catalogue's repeat rule (``merge_logged``), written once no later row
+can add to it — when a later step has been seen, or at :meth:`RunSink.finish`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..catalogue import LOGGED_SCALARS, STEP_METRICS, merge_logged
+from ..runlock import rank_has_rows
+from ..store.writer import StoreWriter, arrow_schemas
+from .keys import catalogue_values
+from .records import IngestError, Step
+
+_LOGGED = {m.name for m in LOGGED_SCALARS}
+_STEP_COLUMNS = {m.name for m in STEP_METRICS}
+
+
+def _table(name: str, columns: dict[str, list]) -> pa.Table:
+    """Arrow table of ``name``'s schema; absent columns NULL. NaN stays NaN (the writer's pandas rule would make it
+    NULL): a logged NaN is kept as logged."""
+    schema = arrow_schemas()[name]
+    n = len(next(iter(columns.values())))
+    arrays = [pa.nulls(n, f.type) if f.name not in columns else pa.array(columns[f.name], type=f.type)
+              for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+class RunSink:
+    """A new run named ``run`` in ``store``, holding what was ingested from ``path`` (format ``fmt``)."""
+
+    def __init__(self, store: str | os.PathLike, path: Path, run: str, fmt: str) -> None:
+        self.run = run
+        self.writer = StoreWriter(store, run)
+        if rank_has_rows(self.writer.root, run, 0):  # writer.root: the folder, or an object store's local spool
+            raise IngestError(f"run {run!r} already exists in {str(store)!r}")
+        self.writer.set_run_info(config={"ingested_from": str(path.resolve()), "format": fmt})
+        self._open: dict[int, tuple[dict[str, float | None], float | None]] = {}  # step → (catalogue values, time)
+        self._written: set[int] = set()
+        self.steps: set[int] = set()
+
+    def add(self, steps: list[Step]) -> None:
+        """Stage these steps' scalars, and the step_metrics rows of steps before the last one seen."""
+        cols: dict[str, list] = {"run": [], "rank": [], "step": [], "key": [], "value": []}
+        for s in steps:
+            cat = catalogue_values(s.values)
+            rows = list(s.values.items()) + [(k, v) for k, v in cat.items() if k in _LOGGED and k not in s.values]
+            for key, value in rows:
+                for col, v in zip(cols, (self.run, 0, s.step, key, value), strict=True):
+                    cols[col].append(v)
+            self._merge(s.step, {k: v for k, v in cat.items() if k in _STEP_COLUMNS}, s.wall_time)
+            self.steps.add(s.step)
+        if cols["step"]:
+            self.writer.append("scalars", _table("scalars", cols))
+        if self.steps:
+            self._emit(below=max(self.steps))
+
+    def _merge(self, step: int, values: dict[str, float | None], wall_time: float | None) -> None:
+        if step in self._written:  # a step logged again after its row was written: a second row would replace it
+            return
+        old, t = self._open.get(step, ({}, None))
+        for k, v in values.items():
+            old[k] = merge_logged(old.get(k), v) if k in old else v
+        self._open[step] = (old, wall_time if t is None else max(t, wall_time or t))
+
+    def _emit(self, below: float) -> None:
+        ready = sorted(s for s in self._open if s < below)
+        rows = [(s, *self._open.pop(s)) for s in ready if self._open[s][0]]
+        for s in ready:
+            self._open.pop(s, None)
+            self._written.add(s)
+        if not rows:
+            return
+        names = sorted({k for _, values, _ in rows for k in values})
+        now = time.time()
+        cols: dict[str, list] = {
+            "run": [self.run] * len(rows), "rank": [0] * len(rows), "step": [s for s, _, _ in rows],
+            "ts": [datetime.fromtimestamp(t if t is not None else now, timezone.utc) for _, _, t in rows]}
+        for name in names:
+            cols[name] = [values.get(name) for _, values, _ in rows]
+        self.writer.append("step_metrics", _table("step_metrics", cols))
+
+    def flush(self, status: str | None = None) -> None:
+        self.writer.flush(status)
+
+    def finish(self) -> None:
+        """Write the last steps' rows and mark the run finished."""
+        self._emit(below=float("inf"))
+        self.writer.flush("finished")

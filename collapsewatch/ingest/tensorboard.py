@@ -1,0 +1,50 @@
+"""TensorBoard event files (HF Trainer's / TRL's ``TensorBoardCallback``, verl's and OpenRLHF's tensorboard
+loggers), read with TensorBoard's own ``EventAccumulator``: every scalar of every tag, at its step and wall time.
+
+FILE is an ``events.out.tfevents.*`` file or the folder holding them (the log dir). A folder whose event files sit
+only in sub-folders (several runs) is refused, naming them: pass one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .records import IngestError, Record
+
+NAME = "tensorboard"
+GROWS = False
+PATTERN = "events.out.tfevents.*"
+
+
+def sniff(path: Path, head: str) -> bool:
+    return path.name.startswith("events.out.tfevents.") or (path.is_dir() and any(path.glob(PATTERN)))
+
+
+def read(path: Path, **_: Any) -> Iterator[Record]:
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
+    except ImportError:
+        raise IngestError("reading TensorBoard files needs the tensorboard package: "
+                          "pip install 'collapsewatch[ingest]'") from None
+    if path.is_dir() and not any(path.glob(PATTERN)):
+        runs = sorted({str(p.parent) for p in path.rglob(PATTERN)})
+        raise IngestError(f"{str(path)!r} holds no event file" + (
+            f"; its sub-folders hold runs: {', '.join(runs[:5])}: ingest one" if runs else ""))
+    if not sniff(path, ""):
+        raise IngestError(f"{str(path)!r} is not a TensorBoard event file (events.out.tfevents.*) or log dir")
+    acc = EventAccumulator(str(path), size_guidance={SCALARS: 0})  # 0: keep every point, not a reservoir sample
+    try:
+        acc.Reload()
+    except Exception as e:  # a corrupt record: TensorBoard's reader raises its own errors
+        raise IngestError(f"{str(path)!r} could not be read as TensorBoard events: {e}") from None
+    steps: dict[int, dict[str, float]] = defaultdict(dict)
+    times: dict[int, float] = {}
+    for tag in acc.Tags()[SCALARS]:
+        for ev in acc.Scalars(tag):
+            steps[ev.step][tag] = ev.value
+            times[ev.step] = max(times.get(ev.step, ev.wall_time), ev.wall_time)
+    for step in sorted(steps):
+        yield Record(f"step {step}", step, steps[step], times[step])

@@ -1,0 +1,56 @@
+"""trackio's local store: one SQLite file per project (``$TRACKIO_DIR/<project>.db``, by default
+``~/.cache/huggingface/trackio``), read with trackio's own ``SQLiteStorage`` (runs, then each run's logs).
+
+FILE is the project's ``.db`` file. A project holding several runs is refused, naming them, unless
+``source_run`` (``--source-run``) names one. trackio finds a project's file under its module-level
+``TRACKIO_DIR``: the read points it at FILE's folder and puts it back afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .records import IngestError, Record
+
+NAME = "trackio"
+GROWS = False
+SQLITE = b"SQLite format 3\x00"
+
+
+def sniff(path: Path, head: str) -> bool:
+    if not path.is_file() or path.suffix != ".db":
+        return False
+    with path.open("rb") as f:
+        return f.read(len(SQLITE)) == SQLITE
+
+
+def read(path: Path, source_run: str | None = None, **_: Any) -> Iterator[Record]:
+    try:
+        from trackio import sqlite_storage
+    except ImportError:
+        raise IngestError("reading a trackio store needs trackio: pip install 'collapsewatch[ingest]'") from None
+    if not sniff(path, ""):
+        raise IngestError(f"{str(path)!r} is not a trackio project file (<project>.db, SQLite)")
+    project, before = path.stem, sqlite_storage.TRACKIO_DIR
+    sqlite_storage.TRACKIO_DIR = path.parent.resolve()
+    try:
+        runs = sqlite_storage.SQLiteStorage.get_runs(project)
+        chosen = [r for r in runs if source_run in (None, r)]
+        if len(chosen) != 1:
+            raise IngestError(f"{str(path)!r} holds {len(runs)} trackio run(s) ({', '.join(runs[:10]) or 'none'}); "
+                              + ("pass one with --source-run" if source_run is None else f"none is {source_run!r}"))
+        logs = sqlite_storage.SQLiteStorage.get_logs(project, chosen[0])
+    except IngestError:
+        raise
+    except Exception as e:  # sqlite3 errors of a file that is SQLite but not trackio's
+        raise IngestError(f"{str(path)!r} could not be read as a trackio project: {e}") from None
+    finally:
+        sqlite_storage.TRACKIO_DIR = before
+    for i, row in enumerate(logs):
+        values = {k: v for k, v in row.items() if k not in ("step", "timestamp")}
+        stamp = row.get("timestamp")
+        wall = datetime.fromisoformat(stamp).timestamp() if isinstance(stamp, str) else None
+        yield Record(f"log {i}", row.get("step"), values, wall)

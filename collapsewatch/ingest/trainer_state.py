@@ -1,0 +1,36 @@
+"""HF Trainer / TRL ``trainer_state.json``: its ``log_history``, one entry per ``logging_steps`` (train, eval and the
+final summary, each with ``step`` = the global step)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .records import STEP_KEYS, IngestError, Record, Skip
+
+NAME = "trainer_state"
+GROWS = False
+
+
+def sniff(path: Path, head: str) -> bool:
+    return head.lstrip().startswith("{") and '"log_history"' in head
+
+
+def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
+    try:
+        data = json.loads(path.read_text(errors="replace"))
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise IngestError(f"{str(path)!r} is not valid JSON: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("log_history"), list):
+        raise IngestError(f"{str(path)!r} has no 'log_history' list (expected an HF/TRL trainer_state.json)")
+    for i, row in enumerate(data["log_history"]):
+        where = f"log_history[{i}]"
+        if not isinstance(row, dict):
+            yield Skip(where, "not an object")
+        elif not any(k in row for k in STEP_KEYS):
+            yield Skip(where, "has no step")
+        else:
+            key = next(k for k in STEP_KEYS if k in row)
+            yield Record(where, row[key], {k: v for k, v in row.items() if k != key})

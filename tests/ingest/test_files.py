@@ -1,0 +1,125 @@
+"""Ingest accounts for every line (issue 26, item 4): what is kept, what is skipped and said, what stops the ingest
+in one line; the ``trainer_state.json`` and verl-JSONL paths; an object store."""
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from collapsewatch import connect
+from collapsewatch.cli import app
+from collapsewatch.ingest import IngestError, ingest_file
+from collapsewatch.offline import detect_runs
+
+
+def test_trainer_state_json(tmp_path, store):
+    state = {"log_history": [{"step": 1, "loss": 0.5, "learning_rate": 1e-5, "clip_ratio/region_mean": 0.02},
+                             {"step": 2, "loss": 0.4, "learning_rate": 1e-5, "grad_norm": 3.0},
+                             {"epoch": 1.0, "train_runtime": 10.0}]}  # no step: skipped, and said
+    f = tmp_path / "trainer_state.json"
+    f.write_text(json.dumps(state))
+    done = ingest_file(store, f, "old")
+    assert (done.format, done.steps, done.summary) == ("trainer_state", 2, "skipped 1 row(s): log_history[2] has no step")
+    con = connect(store)
+    assert con.execute("SELECT step, loss, lr, grad_norm, clip_region_frac FROM steps ORDER BY step").fetchall() == [
+        (1, 0.5, 1e-5, None, 0.02), (2, 0.4, 1e-5, 3.0, None)]
+    assert con.execute("SELECT value FROM scalars WHERE key = 'clip_ratio/region_mean'").fetchall() == [(0.02,)]
+    assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+    # per-token metrics cannot come from logs: NULL, not 0
+    assert con.execute("SELECT ratio_p50_pos FROM steps WHERE step = 1").fetchone() == (None,)
+
+
+LINES = [
+    '{"step": 1.0, "grad_norm": 1.5, "note": "warm", "flag": true, "hist": [1, 2], "kl": null}',  # line 1
+    '[1, 2]',                                                                                     # line 2
+    'not json at all',                                                                            # line 3
+    '{"step": 2, "grad_norm": Infinity, "loss": NaN, "x": 1e309, "nested": {"acc": 0.5}}',        # line 4
+    '{"loss": 0.1}',                                                                              # line 5
+    '',                                                                                           # line 6 (blank)
+    '{"step": 3, "grad_norm": "2.5", "rewards": {"acc": "n/a"}}',                                 # line 7
+]
+
+
+def test_every_line_and_value_is_kept_or_counted(tmp_path, store):
+    f = tmp_path / "log.jsonl"
+    f.write_text("\n".join(LINES) + "\n")
+    done = ingest_file(store, f, "acct")
+    # kept: steps 1 (a float step 1.0), 2 and 3; skipped rows: line 2 (a list), 3 (not JSON), 5 (no step);
+    # skipped values: 'note' (text), 'flag' (a boolean), 'hist' (a list), 'rewards/acc' ("n/a": text) — one each;
+    # kept non-finite: Infinity, NaN and 1e309 (= inf) on line 4
+    assert done.steps == 3
+    assert done.summary == (
+        "skipped 3 row(s): line 2 not an object, line 3 not JSON, line 5 has no step; "
+        "skipped 4 value(s) that are not numbers: 'flag' (a boolean) ×1, 'hist' (a list) ×1, 'note' (text) ×1, "
+        "'rewards/acc' (text) ×1; kept 3 non-finite value(s) (NaN / ±Inf)")
+    con = connect(store)
+    scal = {(s, k): v for s, k, v in con.execute("SELECT step, key, value FROM scalars").fetchall()}
+    assert scal[(1, "grad_norm")] == 1.5 and scal[(1, "kl")] is None  # null kept as NULL under its key
+    assert scal[(2, "grad_norm")] == math.inf and math.isnan(scal[(2, "loss")]) and scal[(2, "x")] == math.inf
+    assert scal[(2, "nested/acc")] == 0.5 and scal[(3, "grad_norm")] == 2.5  # "2.5" is a number
+    # the non-finite detector reads the ±Inf grad norm of step 2
+    events = detect_runs(store, "acct")
+    assert ("nonfinite", 2) in set(zip(events["detector"], events["step_start"], strict=True))
+
+
+@pytest.mark.parametrize("step, why", [("true", "step True is not a number"), ('"7"', "step '7' is not a number"),
+                                       ("2.5", "step 2.5 is not a whole number"),
+                                       ("9223372036854775808", r"step 9223372036854775808 is outside \[0, 2\^63\)"),
+                                       ("-1", r"step -1 is outside \[0, 2\^63\)"), ("NaN", "step nan is not a whole number")])
+def test_a_bad_step_stops_with_one_line_naming_the_line(tmp_path, store, step, why):
+    f = tmp_path / "log.jsonl"
+    f.write_text('{"step": 1, "loss": 0.5}\n{"step": ' + step + ', "loss": 0.4}\n')
+    with pytest.raises(IngestError, match=f"^'{f}' line 2: {why}$"):
+        ingest_file(store, f, "bad")
+    result = CliRunner().invoke(app, ["ingest", str(store), str(f), "--run", "bad"])
+    assert result.exit_code == 1 and "line 2:" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_bad_files(tmp_path, store):
+    bad = tmp_path / "x.json"
+    bad.write_text("{")
+    with pytest.raises(IngestError, match="x.json' is not a format ingest reads"):
+        ingest_file(store, bad, "r")
+    bad.write_text('{"log_history": [')  # looks like a trainer_state.json, cut short
+    with pytest.raises(IngestError, match="x.json' is not valid JSON"):
+        ingest_file(store, bad, "r")
+    with pytest.raises(IngestError, match="does not exist"):
+        ingest_file(store, tmp_path / "missing.jsonl", "r")
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_text('{"loss": 1}\n')
+    with pytest.raises(IngestError, match=r"holds no step rows \(skipped 1 row\(s\): line 1 has no step\)"):
+        ingest_file(store, nothing, "r")
+    lines = tmp_path / "ok.jsonl"
+    lines.write_text('{"step": 0, "grad_norm": 1.5}\n')
+    ingest_file(store, lines, "r")
+    with pytest.raises(IngestError, match="already exists"):
+        ingest_file(store, lines, "r")
+
+
+def test_verl_log_into_an_object_store_and_a_run_name_not_reused(tmp_path, monkeypatch):
+    # verl's {"step", "data"} lines into an s3:// store on a real S3-compatible server (moto, 127.0.0.1); a second
+    # ingest under the same name is refused, also from "another machine" (an empty local spool)
+    from tests.store import s3server
+
+    server = s3server.start()
+    try:
+        server.create_bucket("cw-ingest")
+        for k, v in server.env.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))
+        url = "s3://cw-ingest/p"
+        log = tmp_path / "verl.jsonl"
+        log.write_text('{"step": 1, "data": {"actor/ppo_kl": 0.01, "actor/grad_norm": 2.0}}\n')
+        assert ingest_file(url, log, "v").steps == 1
+        con = connect(url)
+        # verl's keys kept; grad_norm (a logged scalar) aliased in scalars, ppo_kl (a step metric) in its column
+        assert con.execute("SELECT key, value FROM scalars ORDER BY key").fetchall() == [
+            ("actor/grad_norm", 2.0), ("actor/ppo_kl", 0.01), ("grad_norm", 2.0)]
+        assert con.execute("SELECT ppo_kl, grad_norm FROM steps").fetchall() == [(0.01, 2.0)]
+        monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "other-machine"))
+        with pytest.raises(IngestError, match="already exists"):
+            ingest_file(url, log, "v")
+    finally:
+        server.stop()

@@ -1,0 +1,125 @@
+"""Every format, on files written by the real library: one TRL run's logs (trainer_state.json, the dicts HF's
+PrinterCallback printed, TensorBoard, MLflow, trackio — tests/ingest/trl_logs.py) ingested five ways give the
+values TRL itself logged, on the catalogue's columns; plus verl-style keys through torch's SummaryWriter, and the
+one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from collapsewatch import connect
+from collapsewatch.ingest import IngestError, Tail, detect, ingest_file
+
+# TRL key → catalogue column (collapsewatch/ingest/keys.py), the columns the detectors and the overview read
+COLUMNS = {"reward": "reward_mean", "entropy": "entropy_mean", "completions/mean_length": "response_length_mean",
+           "learning_rate": "lr", "grad_norm": "grad_norm", "clip_ratio/region_mean": "clip_region_frac",
+           "frac_reward_zero_std": "zero_std_group_frac", "completions/clipped_ratio": "truncated_frac"}
+FORMATS = {"trainer_state": "trl/checkpoint-3/trainer_state.json", "console": "console.txt", "tensorboard": "tb",
+           "mlflow": "mlruns", "trackio": "trackio/cw.db"}
+# console: HF prints f"{v:.4g}" (4 significant digits); TensorBoard stores float32; the others keep float64
+REL = {"console": 5e-4, "tensorboard": 1e-6}
+
+
+def _trl_logged(trl_logs) -> dict[int, dict[str, float]]:
+    state = json.loads((trl_logs / FORMATS["trainer_state"]).read_text())
+    return {r["step"]: r for r in state["log_history"] if "loss" in r}  # TRL's own record of each logged step
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_one_trl_run_read_from_every_format_gives_trls_values_on_the_catalogue_columns(trl_logs, store, fmt):
+    path = trl_logs / FORMATS[fmt]
+    assert detect(path).NAME == fmt
+    done = ingest_file(store, path, "r")
+    assert done.format == fmt
+    logged = _trl_logged(trl_logs)
+    assert sorted(logged) == [1, 2, 3]  # steps_per_generation 2: reward at steps 1 and 3, entropy at every step
+    cols = ", ".join(COLUMNS.values())
+    rows = connect(store).execute(f"SELECT step, {cols} FROM steps WHERE step BETWEEN 1 AND 3 ORDER BY step").fetchall()
+    assert [r[0] for r in rows] == [1, 2, 3]
+    for row in rows:
+        for (key, col), got in zip(COLUMNS.items(), row[1:], strict=True):
+            want = logged[row[0]].get(key)
+            if want is None:  # not logged at that step (reward on the step without a generation): NULL, not 0
+                assert got is None, (fmt, row[0], col)
+            else:
+                assert got == pytest.approx(want, rel=REL.get(fmt, 1e-12), abs=1e-12), (fmt, row[0], col)
+    # TRL's own key is kept beside the catalogue column, and per-token metrics stay NULL
+    con = connect(store)
+    assert con.execute("SELECT count(*) FROM scalars WHERE key LIKE '%clip_ratio/low_min'").fetchone()[0] >= 3
+    assert con.execute("SELECT count(ratio_p50_pos) FROM steps").fetchone() == (0,)
+
+
+def test_console_dicts_are_numbered_in_print_order_and_followed_live(trl_logs, store):
+    text = (trl_logs / "console.txt").read_text()
+    dicts = [ln for ln in text.splitlines(keepends=True) if ln.startswith("{'loss'")]
+    assert len(dicts) == 3
+    live = trl_logs.parent / "live.txt"
+    live.write_text("* Trackio project initialized: cw\n" + dicts[0])
+    tail = Tail(store, live, "live")
+    assert tail.format == "console" and tail.poll() == 1
+    with live.open("a") as f:
+        f.write(dicts[1][:20])  # the printer caught mid-line: waits
+    assert tail.poll() == 0
+    with live.open("a") as f:
+        f.write(dicts[1][20:] + dicts[2])
+    assert tail.poll() == 2
+    done = tail.close()
+    assert done.steps == 3 and "1 other line(s) are not metrics" in done.summary
+    got = connect(store).execute("SELECT step, entropy_mean FROM steps ORDER BY step").fetchall()
+    want = _trl_logged(trl_logs)
+    assert [s for s, _ in got] == [1, 2, 3]
+    assert all(math.isclose(e, want[s]["entropy"], rel_tol=5e-4) for s, e in got)
+
+
+def test_verl_keys_through_torch_summarywriter(tmp_path, store):
+    # verl's and OpenRLHF's TensorBoard loggers call SummaryWriter.add_scalar(key, value, step) per key
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(log_dir=str(tmp_path / "tb" / "run-a"))
+    for step, (ent, old_ent, score) in enumerate([(0.5, 0.9, 0.25), (0.25, 0.8, 0.5)], start=1):
+        w.add_scalar("actor/entropy", ent, step)
+        w.add_scalar("actor/entropy_loss", old_ent, step)  # both logged: actor/entropy is listed first, it wins
+        w.add_scalar("critic/score/mean", score, step)
+        w.add_scalar("train/actor_grad_norm", 2.0 * step, step)  # OpenRLHF's, behind its train/ prefix
+    w.close()
+    with pytest.raises(IngestError, match="sub-folders hold runs: .*run-a"):
+        ingest_file(store, tmp_path / "tb", "v")  # the parent of several runs: name them, pick none
+    assert ingest_file(store, tmp_path / "tb" / "run-a", "v").steps == 2
+    # values are exact in float32: 0.5, 0.25, 0.5, 0.25, 2, 4
+    assert connect(store).execute("SELECT step, entropy_mean, reward_mean, grad_norm FROM steps ORDER BY step"
+                                  ).fetchall() == [(1, 0.5, 0.25, 2.0), (2, 0.25, 0.5, 4.0)]
+
+
+def test_mlflow_folder_with_several_runs_needs_source_run(tmp_path, store, monkeypatch):
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
+    for name, ent in (("a", 0.5), ("b", 0.125)):
+        with mlflow.start_run(run_name=name):
+            mlflow.log_metrics({"actor/entropy": ent}, step=1)
+    with pytest.raises(IngestError, match=r"holds 2 MLflow run\(s\) \(.*; pass one with --source-run"):
+        ingest_file(store, tmp_path / "mlruns", "m")
+    assert ingest_file(store, tmp_path / "mlruns", "m", source_run="b").steps == 1
+    assert connect(store).execute("SELECT entropy_mean FROM steps").fetchall() == [(0.125,)]
+
+
+def test_a_file_that_is_not_the_format_says_so_in_one_line(trl_logs, tmp_path, store):
+    jsonl = tmp_path / "log.jsonl"
+    jsonl.write_text('{"step": 1, "actor/entropy": 0.5}\n')
+    event = next((trl_logs / "tb").glob("events.out.tfevents.*"))
+    cases = [(jsonl, "tensorboard", "is not a TensorBoard event file"), (jsonl, "mlflow", "is not an MLflow"),
+             (jsonl, "trackio", "is not a trackio project file"), (event, "jsonl", "is not jsonl"),
+             (event, "console", "is not console"), (jsonl, "trainer_state", "is not trainer_state"),
+             (jsonl, "csv", "--format 'csv' is not one of")]
+    for path, fmt, msg in cases:
+        with pytest.raises(IngestError, match=msg) as e:
+            ingest_file(store, path, "x", fmt)
+        assert "\n" not in str(e.value) and (fmt == "csv" or str(path) in str(e.value))
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(bytes(range(256)))
+    with pytest.raises(IngestError, match="blob.bin' is not a format ingest reads"):
+        ingest_file(store, binary, "x")
