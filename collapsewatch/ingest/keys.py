@@ -132,3 +132,7 @@ def markdown_table() -> str:
     for key, m in KEY_MAP.items():
         rows.append(f"| `{key}` | `{m.metric}` | {m.source} | {m.difference or 'the same'} |")
     return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":  # python -m collapsewatch.ingest.keys: the table docs/ingest.md prints
+    print(markdown_table(), end="")

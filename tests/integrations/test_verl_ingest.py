@@ -1,8 +1,9 @@
-"""verl's file-logger JSONL, written by verl's own ``Tracking(default_backend="file")``, ingested and tailed live.
-Runs in .venv-verl (``make test``)."""
+"""verl's file-logger JSONL and console lines, written by verl's own ``Tracking`` (``default_backend="file"`` /
+``"console"``), ingested and tailed live. Runs in .venv-verl (``make test``)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("verl", reason="real-verl tests run in .venv-verl (make verl-env; make test runs them)")
@@ -29,17 +30,15 @@ def test_verl_file_logger_lines_keep_their_keys_and_map_onto_the_catalogue(tmp_p
     tracker.log(data=STEP1, step=1)
     tracker.log(data={"actor/grad_norm": 2.0, "actor/lr": 1e-6}, step=2)
     tracker.logger["file"].finish()
-    assert ingest_file(store, log, "verl-run") == 2
+    assert ingest_file(store, log, "verl-run").steps == 2
     con = connect(store)
     scal = dict(con.execute("SELECT key, value FROM scalars WHERE step = 1").fetchall())
     # verl's own keys are kept ...
     assert scal["actor/pg_clipfrac"] == 0.125 and scal["rollout_corr/rollout_is_eff_sample_size"] == 0.9
-    # ... and where the definition is the catalogue's, a row under the catalogue's name too
-    assert (scal["clip_region_frac"], scal["ppo_kl"], scal["entropy_mean"], scal["reward_mean"]) == (
-        0.125, -0.002, 2.5, 0.25)
-    assert (scal["response_length_mean"], scal["truncated_frac"], scal["is_chi2"], scal["step_time"]) == (
-        37.0, 0.0625, 0.01, 12.0)
-    assert "is_ess" not in scal  # verl's ESS is over truncated weights: not the catalogue's is_ess, not mapped
+    # ... and where the definition is the catalogue's, the catalogue's column is filled
+    assert con.execute("SELECT clip_region_frac, ppo_kl, entropy_mean, reward_mean, response_length_mean, "
+                       "truncated_frac, is_chi2, step_time, is_ess FROM steps WHERE step = 1").fetchone() == (
+        0.125, -0.002, 2.5, 0.25, 37.0, 0.0625, 0.01, 12.0, None)  # verl's ESS is over truncated weights: unmapped
     assert con.execute("SELECT step, grad_norm, lr FROM steps ORDER BY step").fetchall() == [
         (1, 1.5, None), (2, 2.0, 1e-6)]
 
@@ -63,3 +62,21 @@ def test_tail_follows_a_growing_verl_log(tmp_path, monkeypatch, store):
     assert con.execute("SELECT step, grad_norm FROM steps ORDER BY step").fetchall() == [(1, 1.0), (2, 2.0),
                                                                                        (3, 3.0)]
     assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+
+
+def test_verl_console_lines_printed_by_verls_logger(tmp_path, store, capsys):
+    # what `tee` saves of a verl run with trainer.logger=[console]: verl's LocalLogger prints one line per step,
+    # values through pprint (numpy scalars print as np.float64(x)), behind Ray's actor prefix in a real run
+    tracker = Tracking(project_name="p", experiment_name="e", default_backend="console")
+    capsys.readouterr()
+    tracker.log(data={**STEP1, "actor/entropy": np.float64(2.5), "training/global_step": np.int64(1)}, step=1)
+    tracker.log(data={"actor/entropy": 1.25, "critic/score/mean": 0.5}, step=2)
+    text = capsys.readouterr().out
+    assert "np.float64(2.5)" in text  # verl's own printing, not ours
+    log = tmp_path / "verl-console.log"
+    log.write_text("".join(f"(TaskRunner pid=4242) {ln}\n" for ln in text.splitlines()))
+    done = ingest_file(store, log, "verl-console")
+    assert (done.format, done.steps, done.summary) == ("console", 2, "")
+    con = connect(store)
+    assert con.execute("SELECT step, entropy_mean, reward_mean, clip_region_frac FROM steps ORDER BY step"
+                       ).fetchall() == [(1, 2.5, 0.25, 0.125), (2, 1.25, 0.5, None)]

@@ -1,0 +1,40 @@
+"""The one key map: every target is a catalogue step column, precedence among keys of one step, HF's train/ prefix,
+and docs/ingest.md printing the same table."""
+
+from pathlib import Path
+
+from collapsewatch.catalogue import ALL_STEP_COLUMNS
+from collapsewatch.ingest.keys import KEY_MAP, catalogue_values, markdown_table, meaning
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "ingest.md"
+
+
+def test_every_mapping_names_a_catalogue_step_column_and_a_source():
+    assert all(m.metric in ALL_STEP_COLUMNS and m.source for m in KEY_MAP.values())
+
+
+def test_old_and_new_names_fill_one_column_and_the_listed_first_wins():
+    # verl ≥ 0.5 logs actor/entropy (π_old, before the update) and, with an entropy bonus, actor/entropy_loss too:
+    # actor/entropy is listed first, so 0.5 wins over 0.9 whatever order the log holds them in
+    assert catalogue_values({"actor/entropy_loss": 0.9, "actor/entropy": 0.5}) == {"entropy_mean": 0.5}
+    # verl < 0.5 logged only actor/entropy_loss: it fills the column
+    assert catalogue_values({"actor/entropy_loss": 0.9}) == {"entropy_mean": 0.9}
+    # TRL < 0.17 completion_length and TRL ≥ 0.17 completions/mean_length: one column
+    assert catalogue_values({"completion_length": 53.0}) == {"response_length_mean": 53.0}
+    assert catalogue_values({"completion_length": 5.0, "completions/mean_length": 2.0}) == {
+        "response_length_mean": 2.0}
+    # a key already named as the catalogue column beats any listed alias
+    assert catalogue_values({"actor/grad_norm": 2.0, "grad_norm": 3.0}) == {"grad_norm": 3.0}
+
+
+def test_hf_train_prefix_and_unknown_keys():
+    # HF's TensorBoard / trackio callbacks write train/<key>; OpenRLHF's loggers too
+    assert catalogue_values({"train/reward": 0.25, "train/entropy": 1.5, "train/actor_grad_norm": 4.0}) == {
+        "reward_mean": 0.25, "entropy_mean": 1.5, "grad_norm": 4.0}
+    assert meaning("rewards/format/mean") is None and meaning("eval/reward") is None  # eval keys never fill train
+    assert catalogue_values({"rollout_corr/rollout_is_eff_sample_size": 0.9}) == {}  # truncated-weight ESS: not is_ess
+    assert catalogue_values({"kl": None}) == {"kl_ref_mean": None}  # TRL logs None when nothing was valid: NULL
+
+
+def test_docs_print_the_key_map():
+    assert markdown_table() in DOCS.read_text(), "docs/ingest.md: python -m collapsewatch.ingest.keys"
