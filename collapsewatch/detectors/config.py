@@ -171,7 +171,7 @@ class StarvationConfig(Timing):
 
 @dataclass(frozen=True)
 class LengthConfig(Timing):
-    """Length blow-up (truncation) and repetition (degenerate outputs)."""
+    """Length blow-up (truncation), repetition (degenerate outputs) and collapse (outputs shrinking)."""
 
     truncated_frac: float = 0.3
     """Blow-up: truncated_frac level ≥ this (warning)."""
@@ -179,6 +179,14 @@ class LengthConfig(Timing):
     """… ≥ this: critical."""
     repeat_frac: float = 0.6
     """Repetition: repeat_frac_max level ≥ this (one token id is this share of some response)."""
+    collapse_frac: float = 0.25
+    """Collapse: response_length_mean level ≤ this × its running level (the median of the history's earlier
+    points) …"""
+    collapse_reward_rise: float = 0.05
+    """… unless the reward level rose by at least this (reward units) over its own running level: shorter
+    answers that earn more are the model getting concise, not collapsing."""
+    collapse_min_points: int = 20
+    """Points of response_length_mean the collapse rule needs before a verdict."""
 
 
 @dataclass(frozen=True)

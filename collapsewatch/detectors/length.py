@@ -1,11 +1,19 @@
-"""Length blow-up (``blowup``: responses hit the length budget) and repetition (``repetition``).
+"""Length blow-up (``blowup``: responses hit the length budget), repetition (``repetition``) and collapse
+(``collapse``: responses shrink to a few tokens).
 
 * blowup: level(truncated_frac) ≥ truncated_frac → warning, ≥ truncated_critical → critical;
 * repetition (warning): level(repeat_frac_max) ≥ repeat_frac. repeat_frac_max is a max over the batch's
   sequences, so the rolling median (not one step) must stay up.
+* collapse (warning): level(response_length_mean) ≤ collapse_frac × its *running level* — the median of the
+  history's points before the last ``smooth_steps`` — while the reward does not rise: the reward level (same
+  smoothing) is below its own running level + collapse_reward_rise (no reward column: the length alone decides).
+  Needs collapse_min_points points. The running level is the history's, so a collapse that outlasts about half
+  of ``history_steps`` becomes the new running level and its episode ends.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from .config import DetectorConfig
 from .events import Finding, Verdict
@@ -14,8 +22,8 @@ from .history import History
 
 class Length:
     name = "length"
-    phases = ("blowup", "repetition")
-    inputs = ("truncated_frac", "repeat_frac_max", "response_length_mean")
+    phases = ("blowup", "repetition", "collapse")
+    inputs = ("truncated_frac", "repeat_frac_max", "response_length_mean", "reward_mean")
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg
@@ -37,4 +45,27 @@ class Length:
                 "warning", "repeat_frac_max", level, c.repeat_frac, k,
                 f"repetition: one token id makes up {level:.0%} of a response (rolling median)",
                 {**ev, "repeat_frac_max_level": level})
+        if h.row.num("response_length_mean") is not None:
+            verdict.update(self._collapse(h))
         return verdict
+
+    def _collapse(self, h: History) -> Verdict:
+        c, k, n = self.cfg.length, self.cfg.smooth_steps, self.cfg.history_steps
+        length = h.series("response_length_mean", n)
+        if len(length) < max(c.collapse_min_points, 2 * k):
+            return {}
+        level, running = length.level(k), float(np.median(length.head(k).values))
+        ev: dict = {"response_length_level": level, "response_length_running": running, "points": len(length)}
+        reward = h.series("reward_mean", n)
+        if len(reward) >= 2 * k:
+            r_now, r_running = reward.level(k), float(np.median(reward.head(k).values))
+            ev.update(reward_level=r_now, reward_running=r_running)
+            if r_now >= r_running + c.collapse_reward_rise:
+                return {"collapse": None}
+        at = c.collapse_frac * running
+        if running <= 0 or level > at:
+            return {"collapse": None}
+        return {"collapse": Finding(
+            "warning", "response_length_mean", level, at, n,
+            f"length collapse: responses {level:.3g} tokens ≤ {c.collapse_frac:g} × their running level "
+            f"{running:.3g}, reward not rising", ev)}

@@ -59,7 +59,7 @@ PHASES: dict[str, tuple[str, ...]] = {name: d.phases for name, d in REGISTRY.ite
 PRIMARY: dict[str, tuple[str, ...]] = {
     "isdd": RATIO_COLUMNS, "lld": ("logp_old_mean_correct",), "entropy": ("entropy_mean",),
     "grad": ("grad_norm",), "nonfinite": Nonfinite.inputs, "starvation": ("zero_std_group_frac",),
-    "length": ("truncated_frac", "repeat_frac_max"), "mismatch": ("is_log_ratio_abs_mean", "is_ess"),
+    "length": ("truncated_frac", "repeat_frac_max", "response_length_mean"), "mismatch": ("is_log_ratio_abs_mean", "is_ess"),
     "grpo_guard": ("ratio_mean_pos",),
 }
 NOT_APPLICABLE = {

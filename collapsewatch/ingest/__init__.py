@@ -42,7 +42,7 @@ __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (tensorboard, mlflow_folder, trackio_db, trainer_state, jsonl,
                                                        console)}
 """Format name → reader module, in the order :func:`detect` tries them."""
-HEAD_BYTES = 64 * 1024
+HEAD_BYTES = 1024 * 1024  # a console log's first step line may follow a long start-up preamble
 
 
 @dataclass

@@ -4,12 +4,13 @@
   ``step:12 - actor/entropy:0.53 - critic/score/mean:np.float64(0.25) - …``, possibly behind Ray's
   ``(TaskRunner pid=…)`` prefix; values are ``pprint.pformat`` of numbers (numpy scalars as ``np.float64(x)``).
 * HF Trainer / TRL (``ProgressCallback`` / ``PrinterCallback``): ``{'loss': '0.1234', 'reward': '0.5', …}`` — a
-  Python dict, floats printed as strings (``'nan'`` too) by transformers 5, as numbers before. The dicts carry no
+  Python dict with an ``epoch`` key (HF adds it to every log; other printed dicts are not logs), floats printed as
+  strings (``'nan'`` too) by transformers 5, as numbers before. The dicts carry no
   step: the k-th training dict is step k (the run's step is k × ``logging_steps``); eval dicts (``eval_*`` keys)
   and the final summary (``train_runtime``) belong to the training dict before them.
 
-Other lines (progress bars, warnings) are not metrics: counted, not named. A line that looks like a metrics line and
-does not parse is skipped and named. Python literals are read with :mod:`ast` (never evaluated).
+Other lines (progress bars, warnings, dicts without ``epoch``) are not metrics: counted, not named. A verl step line
+with a part that is not ``key:value`` is skipped and named. Python literals are read with :mod:`ast` (never evaluated).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ GROWS = True
 
 VERL_LINE = re.compile(r"(?:^|[\s)])step:(\d+) - (.*)$")
 DICT_LINE = re.compile(r"(\{'.*\})\s*$")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray's coloured (TaskRunner pid=…) prefixes
 _NAMES = {"nan": math.nan, "inf": math.inf, "NaN": math.nan, "Infinity": math.inf, "None": None}
 _SUMMARY = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss")
 
@@ -76,8 +78,11 @@ def _dict(text: str) -> dict[str, Any] | None:
 
 
 def sniff(path: Path, head: str) -> bool:
-    return any(VERL_LINE.search(ln) or (DICT_LINE.search(ln) and _dict(DICT_LINE.search(ln).group(1)))
-               for ln in head.splitlines())
+    def hf_log(line: str) -> bool:
+        d = DICT_LINE.search(line)
+        return bool(d) and "epoch" in (_dict(d.group(1)) or {})
+
+    return any(VERL_LINE.search(ln) or hf_log(ln) for ln in head.splitlines())
 
 
 class Parser:
@@ -89,7 +94,7 @@ class Parser:
 
     def feed(self, text: str, first_line: int) -> Iterator[Record | Skip]:
         for i, line in enumerate(text.splitlines(), first_line):
-            line = line.rsplit("\r", 1)[-1]  # a progress bar redrawn with \r before the text
+            line = ANSI.sub("", line.rsplit("\r", 1)[-1])  # a progress bar redrawn with \r before the text
             where = f"line {i}"
             m = VERL_LINE.search(line)
             if m:
@@ -104,8 +109,8 @@ class Parser:
                 self.other_lines += bool(line.strip())
                 continue
             values = _dict(d.group(1))
-            if values is None:
-                yield Skip(where, "a printed dict that does not parse")
+            if values is None or "epoch" not in values:  # HF adds epoch to every log; other dicts are not logs
+                self.other_lines += 1
                 continue
             is_train = not all(k.startswith("eval_") or k in _SUMMARY or k == "epoch" for k in values)
             self.hf_step += is_train
