@@ -25,6 +25,7 @@ since the last one as one flush; the run stays ``running`` until the tail stops.
 
 from __future__ import annotations
 
+import gzip
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,8 +61,11 @@ class Ingested:
 def _head(path: Path) -> str:
     if not path.is_file():
         return ""
-    with path.open("rb") as f:
-        return f.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as f:
+        try:
+            return f.read(HEAD_BYTES).decode("utf-8", errors="replace")
+        except OSError:  # named .gz but not gzip
+            return ""
 
 
 def detect(path: Path, fmt: str | None = None) -> ModuleType:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import Record, Skip
+from .records import Record, Skip, read_text
 
 NAME = "console"
 GROWS = True
@@ -127,4 +127,4 @@ class Parser:
 
 
 def read(path: Path, parser: Parser | None = None, **_: Any) -> Iterator[Record | Skip]:
-    yield from (parser or Parser()).feed(path.read_text(errors="replace"), 1)
+    yield from (parser or Parser()).feed(read_text(path), 1)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import STEP_KEYS, Record, Skip
+from .records import STEP_KEYS, Record, Skip, read_text
 
 NAME = "jsonl"
 GROWS = True
@@ -55,4 +55,4 @@ class Parser:
 
 
 def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
-    yield from Parser().feed(path.read_text(errors="replace"), 1)
+    yield from Parser().feed(read_text(path), 1)

@@ -11,10 +11,12 @@ counted and the first few named ("line 7 not an object").
 
 from __future__ import annotations
 
+import gzip
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 MAX_STEP = 2**63 - 1
@@ -49,6 +51,14 @@ class Step:
     step: int
     values: dict[str, float | None]
     wall_time: float | None = None
+
+
+def read_text(path: Path) -> str:
+    """A text log, gzip-compressed when its name ends in ``.gz`` (undecodable bytes replaced, never fatal)."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as f:
+            return f.read().decode("utf-8", errors="replace")
+    return path.read_text(errors="replace")
 
 
 def step_of(raw: Any, where: str) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import STEP_KEYS, IngestError, Record, Skip
+from .records import STEP_KEYS, IngestError, Record, Skip, read_text
 
 NAME = "trainer_state"
 GROWS = False
@@ -20,7 +20,7 @@ def sniff(path: Path, head: str) -> bool:
 
 def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
     try:
-        data = json.loads(path.read_text(errors="replace"))
+        data = json.loads(read_text(path))
     except (json.JSONDecodeError, RecursionError) as e:
         raise IngestError(f"{str(path)!r} is not valid JSON: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("log_history"), list):
