@@ -165,12 +165,14 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                              "trackio project holding several (name or id).")] = None,
            follow: Annotated[bool, typer.Option("--follow", help="Keep reading lines appended to FILE (a live "
                                                              "JSONL or console log) until Ctrl+C.")] = False,
+           detect: Annotated[bool, typer.Option(help="Run the detectors over the ingested run and store their "
+                                                     "episodes (the dashboard shows them); not with --follow.")] = True,
            interval: Annotated[float, typer.Option(help="Seconds between reads with --follow.")] = 2.0) -> None:
     """Import the logged step scalars of a run made without the monitor (docs/ingest.md)."""
     from .ingest import Tail, ingest_file
 
     if not follow:
-        typer.echo(ingest_file(store, file, run, fmt, source_run).message(run))
+        typer.echo(ingest_file(store, file, run, fmt, source_run, detect).message(run))
         return
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")

@@ -49,6 +49,7 @@ PANELS: tuple[Panel, ...] = (
     Panel("ratio_neg", "ratio r, A<0 tokens", _fan("neg"), ratio_metric=True, log_y=True, ref_y=1.0),
     Panel("clip", "clip & low-ratio fractions", (
         Series("clip_low_frac", "clip low (A<0)"), Series("clip_high_frac", "clip high (A>0)"),
+        Series("clip_region_frac", "clip region"),  # what verl / OpenRLHF log (an ingested run)
         Series("clip_low_frac_pos", "A>0 r<1−ε (unclipped)", dash="dot"),
         Series("ratio_lt_0_1_frac_pos", "A>0 r<0.1", dash="dash")), ratio_metric=True, nonnegative=True),
     Panel("likelihood", "L: logp_old mean (likelihood under π_old)", (

@@ -31,6 +31,7 @@ METRIC_COLOURS: dict[str, str] = {
     "turn_ratio_p05_pos": "#90caf9", "turn_ratio_p50_pos": "#bbdefb",
     "clip_high_frac": POS,
     "clip_low_frac": NEG,
+    "clip_region_frac": "#e0e0e0",
     "clip_low_frac_pos": "#80deea",
     "ratio_lt_0_1_frac_pos": "#b39ddb",
     "ratio_lt_0_5_frac_pos": "#9575cd",

@@ -52,10 +52,16 @@ class Ingested:
     steps: int
     summary: str
     """What was left out or noted (empty: every row and value was kept)."""
+    flagged: list[str] | None = None
+    """With ``run_detectors``: the warning / critical episodes the detectors stored ("entropy/collapse @77"); None: not run."""
 
     def message(self, run: str) -> str:
-        return f"ingested {self.steps} step(s) of {self.format} into run {run!r}" + (
+        out = f"ingested {self.steps} step(s) of {self.format} into run {run!r}" + (
             f"; {self.summary}" if self.summary else "")
+        if self.flagged is not None:
+            out += "\ndetectors: " + (", ".join(self.flagged) if self.flagged else "no warning") + (
+                f" (details: collapsewatch detect STORE --run {run})")
+        return out
 
 
 def _head(path: Path) -> str:
@@ -93,8 +99,10 @@ def _sniffed(reader: ModuleType, path: Path) -> None:
 
 
 def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt: str | None = None,
-                source_run: str | None = None) -> Ingested:
-    """Ingest ``file`` as a new run ``run`` of ``store``; what was read and what was left out."""
+                source_run: str | None = None, run_detectors: bool = False) -> Ingested:
+    """Ingest ``file`` as a new run ``run`` of ``store``; what was read and what was left out. With ``run_detectors`` the
+    detectors run over it and their episodes are stored (``collapsewatch detect --write``), so the dashboard shows
+    them."""
     path = Path(file)
     reader = detect(path, fmt)
     _sniffed(reader, path)
@@ -108,7 +116,15 @@ def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt
     sink = RunSink(store, path, run, reader.NAME)
     sink.add(steps)
     sink.finish()
-    return Ingested(reader.NAME, len(sink.steps), account.summary())
+    return Ingested(reader.NAME, len(sink.steps), account.summary(), _detect(store, run) if run_detectors else None)
+
+
+def _detect(store: str | os.PathLike, run: str) -> list[str]:
+    from ..offline import detect_runs
+
+    events = detect_runs(store, run=run, write=True)
+    flagged = events[events["severity"] != "info"].groupby(["detector", "phase", "severity"]).step_start.min()
+    return [f"{d}/{p} {sev} @{step}" for (d, p, sev), step in sorted(flagged.items(), key=lambda kv: kv[1])]
 
 
 class Tail:

@@ -63,6 +63,19 @@ def test_every_line_and_value_is_kept_or_counted(tmp_path, store):
     assert ("nonfinite", 2) in set(zip(events["detector"], events["step_start"], strict=True))
 
 
+def test_the_cli_stores_the_detectors_episodes_for_the_dashboard(tmp_path, store):
+    f = tmp_path / "log.jsonl"
+    f.write_text("\n".join(LINES) + "\n")
+    result = CliRunner().invoke(app, ["ingest", str(store), str(f), "--run", "cli"])
+    assert result.exit_code == 0, result.output
+    # step 2's grad_norm is +Inf: the non-finite detector's critical episode opens there, and is stored
+    assert "detectors: nonfinite/nonfinite critical @2" in result.output
+    assert connect(store).execute("SELECT detector, step_start, source FROM events").fetchall() == [
+        ("nonfinite", 2, "offline")]
+    result = CliRunner().invoke(app, ["ingest", str(store), str(f), "--run", "quiet", "--no-detect"])
+    assert "detectors:" not in result.output
+
+
 @pytest.mark.parametrize("step, why", [("true", "step True is not a number"), ('"7"', "step '7' is not a number"),
                                        ("2.5", "step 2.5 is not a whole number"),
                                        ("9223372036854775808", r"step 9223372036854775808 is outside \[0, 2\^63\)"),
