@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import STEP_KEYS, Record, Skip, read_text
+from .records import Record, Skip, read_text, row_record
 
 NAME = "jsonl"
 GROWS = True
@@ -42,16 +42,11 @@ class Parser:
             row = _object(line)
             if row is Skip:
                 yield Skip(where, "not JSON")
-            elif not isinstance(row, dict):
-                yield Skip(where, "not an object")
-            elif not any(k in row for k in STEP_KEYS):
-                yield Skip(where, "has no step")
-            else:
-                key = next(k for k in STEP_KEYS if k in row)
-                values = {k: v for k, v in row.items() if k != key}
-                if isinstance(values.get("data"), dict) and len(values) == 1:  # verl's file logger
-                    values = values["data"]
-                yield Record(where, row[key], values)
+                continue
+            rec = row_record(row, where)
+            if isinstance(rec, Record) and isinstance(rec.values.get("data"), dict) and len(rec.values) == 1:
+                rec.values = rec.values["data"]  # verl's file logger: {"step": N, "data": {...}}
+            yield rec
 
 
 def read(path: Path, **_: Any) -> Iterator[Record | Skip]:

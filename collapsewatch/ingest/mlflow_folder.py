@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import IngestError, Record
+from .records import IngestError, Record, needs, one_run
 
 NAME = "mlflow"
 GROWS = False
@@ -45,7 +45,7 @@ def read(path: Path, source_run: str | None = None, **_: Any) -> Iterator[Record
     try:
         from mlflow.tracking import MlflowClient
     except ImportError:
-        raise IngestError("reading an MLflow folder needs mlflow: pip install 'collapsewatch[ingest]'") from None
+        raise needs("mlflow", "an MLflow folder") from None
     if not sniff(path, ""):
         raise IngestError(f"{str(path)!r} is not an MLflow tracking folder (mlruns/, an experiment or a run folder)")
     root, exp, run_id = _root(path)
@@ -55,14 +55,8 @@ def read(path: Path, source_run: str | None = None, **_: Any) -> Iterator[Record
         client = MlflowClient(tracking_uri=root.resolve().as_uri())
         if run_id is None:
             exps = [exp] if exp else [e.experiment_id for e in client.search_experiments()]
-            runs = client.search_runs(exps)
-            chosen = [r for r in runs if source_run in (None, r.info.run_id, r.info.run_name)]
-            if len(chosen) != 1:
-                names = ", ".join(f"{r.info.run_name} ({r.info.run_id})" for r in runs[:10]) or "none"
-                raise IngestError(f"{str(path)!r} holds {len(runs)} MLflow run(s) ({names}); "
-                                  + ("pass one with --source-run" if source_run is None
-                                     else f"none is {source_run!r}"))
-            run_id = chosen[0].info.run_id
+            runs = [(r.info.run_id, r.info.run_name) for r in client.search_runs(exps)]
+            run_id = one_run(path, "MLflow", runs, source_run)
         keys = list(client.get_run(run_id).data.metrics)
         steps: dict[int, dict[str, float]] = defaultdict(dict)
         times: dict[int, float] = {}

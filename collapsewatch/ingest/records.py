@@ -53,6 +53,32 @@ class Step:
     wall_time: float | None = None
 
 
+def row_record(row: Any, where: str) -> Record | Skip:
+    """A parsed JSON row (a JSONL line, a log_history entry): its step under one of STEP_KEYS, the rest values."""
+    if not isinstance(row, dict):
+        return Skip(where, "not an object")
+    key = next((k for k in STEP_KEYS if k in row), None)
+    if key is None:
+        return Skip(where, "has no step")
+    return Record(where, row[key], {k: v for k, v in row.items() if k != key})
+
+
+def needs(package: str, what: str) -> IngestError:
+    """The error of a reader whose library is not installed."""
+    return IngestError(f"reading {what} needs {package}: pip install 'collapsewatch[ingest]'")
+
+
+def one_run(path: Path, kind: str, runs: list[tuple[str, str]], source_run: str | None) -> str:
+    """The id of the one run of ``runs`` ((id, name) pairs) that a store holding several is read for: the only
+    one, or the one ``source_run`` names by id or name; IngestError naming them otherwise."""
+    chosen = [rid for rid, name in runs if source_run in (None, rid, name)]
+    if len(chosen) == 1:
+        return chosen[0]
+    names = ", ".join(name if name == rid else f"{name} ({rid})" for rid, name in runs[:10]) or "none"
+    raise IngestError(f"{str(path)!r} holds {len(runs)} {kind} run(s) ({names}); "
+                      + ("pass one with --source-run" if source_run is None else f"none is {source_run!r}"))
+
+
 def read_text(path: Path) -> str:
     """A text log, gzip-compressed when its name ends in ``.gz`` (undecodable bytes replaced, never fatal)."""
     if path.suffix == ".gz":

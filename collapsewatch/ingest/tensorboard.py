@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import IngestError, Record
+from .records import IngestError, Record, needs
 
 NAME = "tensorboard"
 GROWS = False
@@ -27,8 +27,7 @@ def read(path: Path, **_: Any) -> Iterator[Record]:
     try:
         from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
     except ImportError:
-        raise IngestError("reading TensorBoard files needs the tensorboard package: "
-                          "pip install 'collapsewatch[ingest]'") from None
+        raise needs("tensorboard", "TensorBoard files") from None
     if path.is_dir() and not any(path.glob(PATTERN)):
         runs = sorted({str(p.parent) for p in path.rglob(PATTERN)})
         raise IngestError(f"{str(path)!r} holds no event file" + (

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .records import IngestError, Record
+from .records import IngestError, Record, needs, one_run
 
 NAME = "trackio"
 GROWS = False
@@ -31,18 +31,15 @@ def read(path: Path, source_run: str | None = None, **_: Any) -> Iterator[Record
     try:
         from trackio import sqlite_storage
     except ImportError:
-        raise IngestError("reading a trackio store needs trackio: pip install 'collapsewatch[ingest]'") from None
+        raise needs("trackio", "a trackio store") from None
     if not sniff(path, ""):
         raise IngestError(f"{str(path)!r} is not a trackio project file (<project>.db, SQLite)")
     project, before = path.stem, sqlite_storage.TRACKIO_DIR
     sqlite_storage.TRACKIO_DIR = path.parent.resolve()
     try:
         runs = sqlite_storage.SQLiteStorage.get_runs(project)
-        chosen = [r for r in runs if source_run in (None, r)]
-        if len(chosen) != 1:
-            raise IngestError(f"{str(path)!r} holds {len(runs)} trackio run(s) ({', '.join(runs[:10]) or 'none'}); "
-                              + ("pass one with --source-run" if source_run is None else f"none is {source_run!r}"))
-        logs = sqlite_storage.SQLiteStorage.get_logs(project, chosen[0])
+        logs = sqlite_storage.SQLiteStorage.get_logs(project, one_run(path, "trackio", [(r, r) for r in runs],
+                                                                      source_run))
     except IngestError:
         raise
     except Exception as e:  # sqlite3 errors of a file that is SQLite but not trackio's

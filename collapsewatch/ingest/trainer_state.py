@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import STEP_KEYS, IngestError, Record, Skip, read_text
+from .records import IngestError, Record, Skip, read_text, row_record
 
 NAME = "trainer_state"
 GROWS = False
@@ -26,11 +26,4 @@ def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
     if not isinstance(data, dict) or not isinstance(data.get("log_history"), list):
         raise IngestError(f"{str(path)!r} has no 'log_history' list (expected an HF/TRL trainer_state.json)")
     for i, row in enumerate(data["log_history"]):
-        where = f"log_history[{i}]"
-        if not isinstance(row, dict):
-            yield Skip(where, "not an object")
-        elif not any(k in row for k in STEP_KEYS):
-            yield Skip(where, "has no step")
-        else:
-            key = next(k for k in STEP_KEYS if k in row)
-            yield Record(where, row[key], {k: v for k, v in row.items() if k != key})
+        yield row_record(row, f"log_history[{i}]")
