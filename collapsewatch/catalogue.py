@@ -155,6 +155,17 @@ STEP_METRICS: tuple[Metric, ...] = (
        "correct sequences", "nats"),
     _m("displacement_mean_incorrect", "step", "mean over incorrect sequences of displacement_mean",
        "incorrect sequences", "nats"),
+    _m("entropy_mean_correct", "step", "mean over correct sequences of entropy_mean (correct answers staying sharp "
+       "while wrong ones go diffuse is exploration, not collapse)", "correct sequences", "nats"),
+    _m("entropy_mean_incorrect", "step", "mean over incorrect sequences of entropy_mean", "incorrect sequences",
+       "nats"),
+    _m("logp_old_token_mean_correct", "step", "Σ logp_old / Σ mask over correct sequences (token-weighted L; "
+       "with model_tokens_correct the per-step statistics of the pooled L)", "correct sequences", "nats"),
+    _m("logp_old_token_mean_incorrect", "step", "Σ logp_old / Σ mask over incorrect sequences",
+       "incorrect sequences", "nats"),
+    _m("model_tokens_correct", "step", "Σ mask over correct sequences (0 when none is correct)", "correct sequences",
+       "tokens"),
+    _m("model_tokens_incorrect", "step", "Σ mask over incorrect sequences", "incorrect sequences", "tokens"),
     _m("llds_gate_rate", "step", "share of A ≥ 0 turns whose Σ(logp − logp_old) < 0", "turns of A ≥ 0 sequences"),
     _m("is_log_ratio_abs_mean", "step", "mean |logp_old − logp_rollout|", MODEL, "nats"),
     _m("is_ess", "step", "1 / mean((w / mean w)²), w = exp(is_log_ratio)", MODEL),
@@ -199,6 +210,16 @@ LOGGED_SCALARS: tuple[Metric, ...] = (
        "(rollouts − 1) × groups per rollout; NULL when dynamic sampling is off", "groups", "groups"),
     _m("filtered_groups", "step", "all-equal-reward groups dynamic sampling left out of that rollout's batch; NULL "
        "when it is off", "groups", "groups"),
+    _m("sentinel_logp_correct_mean", "step", "mean over the known-correct sentinels of each one's mean log-prob per "
+       "model token under the current policy (no grad; every sentinel_every steps, NULL between): the LLD paper's "
+       "L, independent of what a rollout contains", "known-correct sentinels", "nats"),
+    _m("sentinel_logp_incorrect_mean", "step", "the same over the known-incorrect sentinels", "known-incorrect "
+       "sentinels", "nats"),
+    _m("sentinel_logp_correct_token_mean", "step", "Σ logp / Σ model tokens over the known-correct sentinels",
+       "known-correct sentinels", "nats"),
+    _m("sentinel_logp_incorrect_token_mean", "step", "Σ logp / Σ model tokens over the known-incorrect sentinels",
+       "known-incorrect sentinels", "nats"),
+    _m("sentinel_time", "step", "wall time of scoring the sentinels at this step", "", "s"),
     _m("step_time", "step", "wall time of the optimizer step", "", "s"),
     _m("rollout_time", "step", "wall time of the rollout that fed this step", "", "s"),
 )

@@ -25,8 +25,9 @@ import torch
 
 from .batch import TokenBatch
 from .probe import ClipSpec
-from .recorder import Close, Flush, Log, Observe, Recorder, Sampling
+from .recorder import Close, Flush, Log, Observe, Recorder, Sampling, SentinelRows
 from .runlock import RunLock, refuse_reuse
+from .sentinels import SentinelScores
 from .store.writer import StoreWriter, check_run_name
 
 log = logging.getLogger("collapsewatch")
@@ -228,6 +229,16 @@ class Monitor:
                 raise TypeError(f"log: scalar {k!r} must be a number (or a one-element tensor), got "
                                 f"{type(v).__name__}{tuple(getattr(v, 'shape', ()))}") from e
         self._recorder.put(Log(step, clean))
+        self._deliver()
+
+    def log_sentinels(self, step: int, scores: SentinelScores, seconds: float | None = None) -> None:
+        """Record one scoring of the sentinel set (``collapsewatch.sentinels``): its step scalars
+        (``sentinel_logp_correct_mean`` …, ``sentinel_time`` = ``seconds``) and one ``sentinels`` row per sentinel."""
+        self._check_open()
+        if not self.enabled:
+            return
+        self.log(step, scores.step_scalars(seconds))
+        self._recorder.put(SentinelRows(int(step), scores.rows()))
         self._deliver()
 
     def flush(self) -> None:

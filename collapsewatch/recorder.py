@@ -106,6 +106,14 @@ class Log:
 
 
 @dataclass(frozen=True)
+class SentinelRows:
+    """Per-sentinel scores of ``step`` (columns ``sentinels.SENTINEL_COLUMNS``): rows of the ``sentinels`` table."""
+
+    step: int
+    rows: dict[str, list]
+
+
+@dataclass(frozen=True)
 class Flush:
     """Finish the open step and write everything pending; ``done`` is set once written."""
 
@@ -120,7 +128,7 @@ class Close:
     status: str
 
 
-Message = Observe | Log | Flush | Close
+Message = Observe | Log | SentinelRows | Flush | Close
 
 
 class Recorder(threading.Thread):
@@ -156,7 +164,7 @@ class Recorder(threading.Thread):
         self.latest: dict[str, Any] = {}  # the last finalised step's metrics (for progress displays)
 
     # -- called from the training thread ---------------------------------------------------------
-    def put(self, msg: Observe | Log) -> None:
+    def put(self, msg: Observe | Log | SentinelRows) -> None:
         if msg.step != self._sent_step:
             self._sent_step, self._sent_steps = msg.step, self._sent_steps + 1
             if self.on_full == "block":
@@ -193,9 +201,10 @@ class Recorder(threading.Thread):
             except queue.Empty:
                 self._safe(self._flush)
                 continue
-            if isinstance(msg, (Observe, Log)):
+            if isinstance(msg, (Observe, Log, SentinelRows)):
                 self._advance(msg.step)
-                self._safe(self._observe if isinstance(msg, Observe) else self._log, msg)
+                handler = {Observe: self._observe, Log: self._log, SentinelRows: self._sentinels}[type(msg)]
+                self._safe(handler, msg)
             else:
                 self._safe(self._finalize)
                 self._safe(self._flush, msg.status if isinstance(msg, Close) else None)
@@ -246,6 +255,11 @@ class Recorder(threading.Thread):
         w = self.writer
         self.writer.append("scalars", {"run": [w.run] * len(keys), "rank": [w.rank] * len(keys),
                                        "step": [msg.step] * len(keys), "key": keys, "value": vals})
+
+    def _sentinels(self, msg: SentinelRows) -> None:
+        n, w = len(msg.rows["sentinel"]), self.writer
+        self.writer.append("sentinels", {"run": [w.run] * n, "rank": [w.rank] * n, "step": [msg.step] * n,
+                                         **msg.rows})
 
     def _write_sequences(self, step: int, b: TokenBatch, part: ObservedPart) -> None:
         B = part.tok["mask"].shape[0]

@@ -192,6 +192,20 @@ def _by_correctness(parts: list[ObservedPart], key: str) -> tuple[Tensor, Tensor
     return _mean(v, ok & (correct == 1)), _mean(v, ok & (correct == 0))
 
 
+def _token_weighted_likelihood(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
+    """Σ logp_old / Σ model tokens over correct (incorrect) sequences, and that Σ model tokens: the per-step
+    sufficient statistics of the pooled L (``detectors.pooled``), which weights each step by its tokens."""
+    have = [p for p in parts if "logp_old_sum" in p.seq and "correct" in p.seq]
+    if not have:
+        return
+    s, n, correct = _cat_seq(have, "logp_old_sum"), _cat_seq(have, "n_model_tokens").double(), _cat_seq(have, "correct")
+    ok = torch.isfinite(s) & (n > 0)
+    for name, pop in (("correct", ok & (correct == 1)), ("incorrect", ok & (correct == 0))):
+        tokens = torch.where(pop, n, torch.zeros_like(n)).sum()
+        out[f"model_tokens_{name}"] = tokens
+        out[f"logp_old_token_mean_{name}"] = torch.where(pop, s, torch.zeros_like(s)).sum() / tokens  # 0/0 → NULL
+
+
 def _sequence_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
     n_model = _cat_seq(parts, "n_model_tokens").double()
     out["response_length_mean"] = n_model.mean()
@@ -217,6 +231,10 @@ def _sequence_stats(parts: list[ObservedPart], out: dict[str, Tensor]) -> None:
         disp = _by_correctness(parts, "displacement_mean")  # parts with ratios only (NULL on-policy)
         if disp is not None:
             out["displacement_mean_correct"], out["displacement_mean_incorrect"] = disp
+        ent = _by_correctness(parts, "entropy_mean")  # wrong answers going diffuse ≠ the policy dissolving
+        if ent is not None:
+            out["entropy_mean_correct"], out["entropy_mean_incorrect"] = ent
+        _token_weighted_likelihood(parts, out)
     trunc = _cat_seq(parts, "truncated")
     if trunc is not None:
         out["truncated_frac"] = trunc.double().mean()

@@ -343,3 +343,27 @@ def test_probe_turn_ratio_is_turn_ppos():
     assert w[on].tolist() == pytest.approx([1.0, 1.0, 0.1, 0.1, 1.5, 1.5, 1.5, 0.2])
     s = _step([b], clip=ClipSpec(0.2, 0.2, level="turn"))
     assert s["turn_ratio_mean_pos"] == pytest.approx((1.0 + 0.1 + 1.5) / 3)
+
+
+def test_entropy_and_token_weighted_likelihood_per_correctness():
+    s = _step([hand_batch()])
+    # entropy per sequence over model tokens: seq 0 (correct) mean(0.1, 0.2, 0.3) = 0.2; seq 1 mean(0.4, 0.5) = 0.45,
+    # seq 2 0.6 (both incorrect) -> incorrect mean of the sequence means (0.45 + 0.6) / 2 = 0.525
+    assert (s["entropy_mean_correct"], s["entropy_mean_incorrect"]) == pytest.approx((0.2, 0.525))
+    # token-weighted: correct 3 tokens at -1 -> -1; incorrect seq 1 two tokens at -2, seq 2 one at -3 -> -7/3 over 3
+    # (the sequence-weighted logp_old_mean_incorrect is -2.5)
+    assert (s["model_tokens_correct"], s["model_tokens_incorrect"]) == (3, 3)
+    assert s["logp_old_token_mean_correct"] == pytest.approx(-1.0)
+    assert s["logp_old_token_mean_incorrect"] == pytest.approx(-7 / 3)
+    assert s["logp_old_mean_incorrect"] == pytest.approx(-2.5)
+
+
+def test_no_correct_response_gives_zero_tokens_and_null_means():
+    b = hand_batch()
+    b.rewards = torch.zeros(3, dtype=torch.float64)  # nothing correct: L NULL, its token count 0 (not NULL)
+    s = _step([b])
+    assert s["model_tokens_correct"] == 0 and s["model_tokens_incorrect"] == 6
+    assert s["logp_old_token_mean_correct"] is None and s["entropy_mean_correct"] is None
+    # incorrect now holds every sequence: (-1·3 − 2·2 − 3) / 6 = -10/6; entropy means (0.2 + 0.45 + 0.6) / 3
+    assert s["logp_old_token_mean_incorrect"] == pytest.approx(-10 / 6)
+    assert s["entropy_mean_incorrect"] == pytest.approx((0.2 + 0.45 + 0.6) / 3)

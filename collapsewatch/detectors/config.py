@@ -109,6 +109,13 @@ class LldConfig(Timing):
     """Steps of the 'recent' slope and of the cliff drop."""
     cliff_factor: float = 6.0
     """Cliff: L level fell over recent_steps by ≥ this × the window's per-point noise (MAD), and ≥ decay_change."""
+    sentinel_window: int = 12
+    """Points of the sentinel L (``detectors.likelihood``) the slopes read in place of slope_window (scored every
+    10 steps by default: 120 steps); stagnation reads twice as many. Sentinels carry no sampling noise."""
+    sentinel_min_points: int = 6
+    """Sentinel points needed before the sentinel L replaces the batch L."""
+    sentinel_recent: int = 4
+    """Sentinel points of the 'recent' slope and the cliff drop (recent_steps for the batch L)."""
 
 
 @dataclass(frozen=True)
@@ -289,6 +296,11 @@ class DetectorConfig:
                 raise ValueError(f"{name} = {steps} exceeds history_steps = {self.history_steps}")
         if self.lld.recent_steps >= self.lld.slope_window:
             raise ValueError("lld.recent_steps must be shorter than lld.slope_window")
+        if not 3 <= self.lld.sentinel_min_points <= self.lld.sentinel_window:
+            raise ValueError("lld.sentinel_min_points must be in [3, lld.sentinel_window]")
+        if self.lld.sentinel_recent >= self.lld.sentinel_window or 2 * self.lld.sentinel_window > self.history_steps:
+            raise ValueError("lld.sentinel_recent must be < lld.sentinel_window, and 2 × sentinel_window ≤ "
+                             "history_steps")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DetectorConfig:

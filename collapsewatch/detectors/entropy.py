@@ -4,7 +4,17 @@
   over the history that was not itself a blow-up (below blowup_factor × the history median). Without that
   exclusion a blow-up to 5 nats would set the bar at 0.5 and the run's ordinary level (≈ 0.3 on the tiny
   model, where it started) would read as a collapse once the blow-up passed;
-* blow-up (critical): level ≥ blowup_factor × the median of entropy_mean over the history.
+* blow-up: level ≥ blowup_factor × the median of entropy_mean over the history. Its severity says whether the
+  policy itself degrades — wrong answers going diffuse while correct ones stay sharp and the reward climbs is
+  exploration (probability mass pushed off the wrong answers), not a collapse:
+
+  - critical when the policy degrades: the correct responses' entropy (``entropy_mean_correct``) is blown up by
+    the same rule on its own history, or the reward dropped from its running max (``signals.reward_drop``), or
+    L — the likelihood of correct responses, from the LLD detector's source (:mod:`.likelihood`) — falls
+    significantly by ≥ ``lld.decay_change`` over its window;
+  - info when none of these holds and the correct responses' entropy is known (≥ min_points points) and not
+    blown up: the rise is in the incorrect responses;
+  - warning otherwise (the correct responses' entropy is not recorded: ingested or older runs).
 
 Both need min_points points in the history. The history is bounded (history_steps), so a blow-up that
 lasts longer than about half of it becomes the new median and its episode ends: by then the run is gone.
@@ -12,17 +22,20 @@ lasts longer than about half of it becomes the new median and its episode ends: 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from . import likelihood, signals
 from .config import DetectorConfig
-from .events import Finding, Verdict
+from .events import Finding, Severity, Verdict
 from .history import History
 
 
 class Entropy:
     name = "entropy"
     phases = ("collapse", "blowup")
-    inputs = ("entropy_mean",)
+    inputs = ("entropy_mean", "entropy_mean_correct", "reward_mean", *likelihood.INPUTS)
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg
@@ -47,7 +60,42 @@ class Entropy:
                 f"entropy collapse: level {level:.3g} nats < {collapse_at:.3g} (peak {peak:.3g})", ev)
         blowup_at = c.blowup_factor * median
         if median > 0 and level >= blowup_at:
+            severity, why = self._blowup_severity(h, ev)
             verdict["blowup"] = Finding(
-                "critical", "entropy_mean", level, blowup_at, self.cfg.history_steps,
-                f"entropy blow-up: level {level:.3g} nats ≥ {c.blowup_factor:g} × median {median:.3g}", ev)
+                severity, "entropy_mean", level, blowup_at, self.cfg.history_steps,
+                f"entropy blow-up: level {level:.3g} nats ≥ {c.blowup_factor:g} × median {median:.3g}; {why}", ev)
         return verdict
+
+    def _blowup_severity(self, h: History, ev: dict[str, Any]) -> tuple[Severity, str]:
+        """critical / info / warning by the module docstring's rule; ``ev`` gets what each test saw."""
+        c, k = self.cfg.entropy, self.cfg.smooth_steps
+        degrades: list[str] = []
+        sharp = False
+        ec = h.series("entropy_mean_correct", self.cfg.history_steps)
+        if len(ec) >= max(c.min_points, k):
+            level_c, median_c = ec.level(k), float(np.median(ec.values))
+            ev.update(entropy_correct_level=level_c, entropy_correct_median=median_c)
+            if median_c > 0 and level_c >= c.blowup_factor * median_c:
+                degrades.append("correct responses' entropy blown up too")
+            else:
+                sharp = True
+        drop, drop_ev = signals.reward_drop(h, self.cfg)
+        ev["reward"] = drop_ev
+        if drop:
+            degrades.append("reward dropped")
+        src = likelihood.source(h, self.cfg.lld.sentinel_min_points)
+        L = likelihood.series(h, src, "correct", self.cfg.lld.slope_window if src != "sentinel"
+                              else self.cfg.lld.sentinel_window)
+        if len(L) >= 3:
+            trend = L.trend(self.cfg.trend_confidence)
+            change = trend.slope * L.span()
+            ev.update(L_source=src, L_change_over_window=change)
+            if trend.falling and change <= -self.cfg.lld.decay_change:
+                degrades.append(f"L ({src}) falling")
+        ev["policy_degrades"] = degrades
+        if degrades:
+            return "critical", "the policy degrades: " + ", ".join(degrades)
+        if sharp:
+            return "info", (f"correct responses stay sharp (entropy {ev['entropy_correct_level']:.3g} vs median "
+                            f"{ev['entropy_correct_median']:.3g}) and the reward holds: the incorrect ones go diffuse")
+        return "warning", "correct responses' entropy not recorded: cannot tell exploration from collapse"

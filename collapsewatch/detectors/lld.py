@@ -1,6 +1,8 @@
-"""LLD death spiral (LLDS, arXiv 2512.04220) on L = logp_old_mean_correct, with I = logp_old_mean_incorrect.
+"""LLD death spiral (LLDS, arXiv 2512.04220) on L, the likelihood of correct responses, with I = incorrect ones'.
 
-Slopes are Theil–Sen over the last slope_window points of L (change = slope × the steps they span), "significant" = the confidence interval excludes 0. Phases
+L is the sentinel L where the run scores sentinels, else the batch L pooled over steps (token-weighted, with its
+standard error), else the plain batch mean ``logp_old_mean_correct`` (:mod:`.likelihood`; the evidence's
+``L_source`` says which; the sentinel L uses its own, shorter windows of points). Slopes are Theil–Sen over the last slope_window points of L (change = slope × the steps they span), "significant" = the confidence interval excludes 0. Phases
 are ordered and mutually exclusive (the highest one that holds is reported; the others get "does not
 hold"), and each can be re-entered:
 
@@ -18,9 +20,10 @@ hold"), and each can be re-entered:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from . import signals
+from . import likelihood, signals
 from .config import DetectorConfig
 from .events import Finding, Severity, Verdict
 from .history import History, Series, Trend
@@ -31,22 +34,38 @@ PHASES = ("early_stagnation", "steady_decay", "accelerated_collapse")
 class Lld:
     name = "lld"
     phases = PHASES
-    inputs = ("logp_old_mean_correct", "logp_old_mean_incorrect", "reward_mean", "grad_norm", "entropy_mean")
+    inputs = (*likelihood.INPUTS, "reward_mean", "grad_norm", "entropy_mean")
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg
 
-    def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
+    def windows(self, src: str) -> tuple[int, int, int, int]:
+        """(slope window, min points, recent points, stagnation window) for L from ``src``."""
         c = self.cfg.lld
-        if h.row.num("logp_old_mean_correct") is None:
+        if src == "sentinel":
+            return c.sentinel_window, c.sentinel_min_points, c.sentinel_recent, 2 * c.sentinel_window
+        return c.slope_window, c.min_points, c.recent_steps, c.stagnation_window
+
+    def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
+        row = h.row
+        if all(row.num(col) is None for col in ("logp_old_mean_correct", "model_tokens_correct",
+                                                 "sentinel_logp_correct_mean")):
             return {}
-        L = h.series("logp_old_mean_correct", c.slope_window)
-        if len(L) < c.min_points:
+        c = self.cfg.lld
+        self.src = src = likelihood.source(h, c.sentinel_min_points)
+        window, min_points, _, _ = self.windows(src)
+        L = likelihood.series(h, src, "correct", window)
+        if len(L) < min_points:
             return {}
         trend = L.trend(self.cfg.trend_confidence)
+        if not math.isfinite(trend.slope):  # a pooled window with < 3 weighted points: no verdict
+            return {}
         change = trend.slope * L.span()  # over the steps the window's points cover
-        ev: dict[str, Any] = {"L_level": L.level(self.cfg.smooth_steps), "L_trend": trend.as_evidence(),
-                              "L_change_over_window": change, "window_span_steps": L.span()}
+        ev: dict[str, Any] = {"L_source": src, "L_level": L.level(self.cfg.smooth_steps),
+                              "L_trend": trend.as_evidence(), "L_change_over_window": change,
+                              "window_span_steps": L.span()}
+        if src == "pooled":
+            ev["L_pooled"], ev["L_pooled_se"] = likelihood.pooled_level(L.values, L.weights)  # type: ignore
         verdict: Verdict = dict.fromkeys(PHASES)
         if trend.falling and change <= -c.decay_change:
             collapse = self._collapse(h, L, trend, ev, "accelerated_collapse" in open_phases)
@@ -66,10 +85,12 @@ class Lld:
 
     def _stagnation(self, h: History, ev: dict[str, Any]) -> Finding | None:
         """Reward significantly rising while L's slope is within ±flat_change over stagnation_window."""
-        c, w = self.cfg.lld, self.cfg.lld.stagnation_window
-        L = h.series("logp_old_mean_correct", w)
-        reward = h.series("reward_mean", w)
-        if len(L) < w // 2 or len(reward) < w // 2:
+        c, w = self.cfg.lld, self.windows(self.src)[3]
+        L = likelihood.series(h, self.src, "correct", w)
+        reward = h.series("reward_mean", c.stagnation_window)
+        if self.src == "sentinel":  # the reward over the steps the sentinel points cover
+            reward = h.series("reward_mean", self.cfg.history_steps).since(L.steps[0] - 1) if len(L) else reward
+        if len(L) < w // 2 or len(reward) < c.stagnation_window // 2:
             return None
         trend, span = L.trend(self.cfg.trend_confidence), L.span()
         if not (-c.flat_change <= trend.low * span and trend.high * span <= c.flat_change):
@@ -79,14 +100,15 @@ class Lld:
         if not r_trend.rising:
             return None
         return Finding(
-            "info", "logp_old_mean_correct", trend.slope * span, c.flat_change, w,
+            "info", likelihood.COLUMNS[self.src][0], trend.slope * span, c.flat_change, w,
             f"LLD early stagnation: L flat ({trend.slope:.2g}/step over {span:.0f} steps) while reward rises "
             f"({r_trend.slope:.2g}/step)", dict(ev))
 
     def _incorrect_ok(self, h: History, ev: dict[str, Any]) -> bool:
         c = self.cfg.lld
-        incorrect = h.series("logp_old_mean_incorrect", c.slope_window)
-        if len(incorrect) < c.min_points:
+        window, min_points, _, _ = self.windows(self.src)
+        incorrect = likelihood.series(h, self.src, "incorrect", window)
+        if len(incorrect) < min_points:
             ev["I_trend"] = None
             return True
         i_trend = incorrect.trend(self.cfg.trend_confidence)
@@ -96,13 +118,14 @@ class Lld:
 
     def _collapse(self, h: History, L: Series, trend: Trend, ev: dict[str, Any], is_open: bool) -> Finding | None:
         c, k = self.cfg.lld, self.cfg.smooth_steps
-        recent = L.tail(c.recent_steps)
+        n_recent = self.windows(self.src)[2]
+        recent = L.tail(n_recent)
         accel = cliff = False
-        if len(recent) >= max(3, c.recent_steps // 2):
+        if len(recent) >= max(3, n_recent // 2):
             r_trend = recent.trend(self.cfg.trend_confidence)
             accel = r_trend.falling and r_trend.slope <= c.accel_factor * trend.slope
             ev["L_recent_trend"] = r_trend.as_evidence()
-        before = L.head(c.recent_steps)
+        before = L.head(n_recent)
         if len(before) >= k:
             drop, noise = before.level(k) - L.level(k), L.noise()
             cliff = drop >= max(c.cliff_factor * noise, c.decay_change)
@@ -124,7 +147,7 @@ class Lld:
         c = self.cfg.lld
         threshold = -c.decay_change if phase == "steady_decay" else None
         return Finding(
-            severity=severity, metric="logp_old_mean_correct", value=ev["L_change_over_window"],
-            threshold=threshold, window_steps=c.slope_window,
+            severity=severity, metric=likelihood.COLUMNS[self.src][0], value=ev["L_change_over_window"],
+            threshold=threshold, window_steps=self.windows(self.src)[0],
             message=f"LLD {phase.replace('_', ' ')}: {detail}", evidence=dict(ev),
         )

@@ -33,6 +33,16 @@ def answer_text(answer: str) -> str:
 
 def gold_trace(task: Task, make_env: Callable[[Task], Environment]) -> list[Segment]:
     """Search each gold query in turn, then answer; observations come from a fresh env for ``task``."""
+    return _trace(task, make_env, task.answers[0], want_reward=1.0)
+
+
+def wrong_trace(task: Task, make_env: Callable[[Task], Environment], wrong: str) -> list[Segment]:
+    """The gold searches, then the answer ``wrong``: a known-incorrect response (reward 0) that differs from the
+    gold trace only where an agent goes wrong at the end (the sentinels' incorrect set)."""
+    return _trace(task, make_env, wrong, want_reward=0.0)
+
+
+def _trace(task: Task, make_env: Callable[[Task], Environment], answer: str, want_reward: float) -> list[Segment]:
     env = make_env(task)
     segments: list[Segment] = []
     for query in task.gold_queries:
@@ -42,9 +52,10 @@ def gold_trace(task: Task, make_env: Callable[[Task], Environment]) -> list[Segm
         if result.done:  # max_turns too small for this task's chain
             return segments
         segments.append(Segment(result.observation, is_model=False))
-    text = answer_text(task.answers[0])
+    text = answer_text(answer)
     result = env.step(text)
-    if result.reward != 1.0:
-        raise AssertionError(f"gold trace of task {task.id} did not earn reward 1: {segments}")
+    if result.reward != want_reward:
+        raise AssertionError(f"trace of task {task.id} answering {answer!r} earned {result.reward}, not "
+                             f"{want_reward}: {segments}")
     segments.append(Segment(text, is_model=True))
     return segments

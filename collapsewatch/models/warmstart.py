@@ -20,7 +20,7 @@ from transformers import PreTrainedTokenizerBase as Tokenizer
 
 from collapsewatch.env.kb import Task
 from collapsewatch.env.search import Environment, task_messages
-from collapsewatch.env.traces import gold_trace
+from collapsewatch.env.traces import Segment, gold_trace
 from collapsewatch.rollout.engine import RolloutConfig
 from collapsewatch.rollout.hf import HFRolloutEngine, encode_prompt
 
@@ -86,16 +86,19 @@ def trace_examples(
     tokenizer: Tokenizer, tasks: Sequence[Task], make_env: Callable[[Task], Environment]
 ) -> list[tuple[list[int], list[int]]]:
     """(token ids, model mask) per task: chat prompt (0) + gold trace segments (model 1, observation 0)."""
-    examples = []
-    for task in tasks:
-        ids = encode_prompt(tokenizer, task_messages(task))
-        mask = [0] * len(ids)
-        for seg in gold_trace(task, make_env):
-            seg_ids = tokenizer.encode(seg.text, add_special_tokens=False)
-            ids += seg_ids
-            mask += [int(seg.is_model)] * len(seg_ids)
-        examples.append((ids, mask))
-    return examples
+    return [encode_trace(tokenizer, task, gold_trace(task, make_env)) for task in tasks]
+
+
+def encode_trace(tokenizer: Tokenizer, task: Task, segments: Sequence[Segment]) -> tuple[list[int], list[int]]:
+    """(token ids, model mask) of one trace, as the rollout engine assembles a response: chat prompt (0), then
+    each segment's tokens (model 1, observation 0)."""
+    ids = encode_prompt(tokenizer, task_messages(task))
+    mask = [0] * len(ids)
+    for seg in segments:
+        seg_ids = tokenizer.encode(seg.text, add_special_tokens=False)
+        ids += seg_ids
+        mask += [int(seg.is_model)] * len(seg_ids)
+    return ids, mask
 
 
 def _pad_right(examples: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[torch.Tensor, ...]:

@@ -76,7 +76,8 @@ def export_duckdb(store: str | os.PathLike, run: str) -> Path:
     try:
         migrate(con)
         sources = {"runs": sql["run_ranks"], "step_metrics": sql["step_metrics"], "scalars": sql["scalars"],
-                   "sequences": sql["sequences"], "tokens": sql["tokens"], "events": sql["events"]}
+                   "sequences": sql["sequences"], "tokens": sql["tokens"], "events": sql["events"],
+                   "sentinels": sql["sentinels"]}
         for table, select in sources.items():
             cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
             names = ", ".join(cols)

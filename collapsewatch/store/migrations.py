@@ -14,7 +14,7 @@ import duckdb
 
 from ..catalogue import SEQUENCE_METRICS, STEP_METRICS, TOKEN_METRICS, Metric
 
-TABLES = ("runs", "step_metrics", "scalars", "sequences", "tokens", "events")
+TABLES = ("runs", "step_metrics", "scalars", "sequences", "tokens", "events", "sentinels")
 
 
 def _columns(metrics: tuple[Metric, ...], skip: tuple[str, ...] = ()) -> str:

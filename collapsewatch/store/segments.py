@@ -286,7 +286,9 @@ def scan_sql(root: Path, table: str, run: str | None = None) -> tuple[str, bool]
         return files_scan([p for p, _ in good] + [str(empty)], empty), True
     if run is None and not _template_ok(root, table):  # the glob would match a corrupt _schema file
         return files_scan([p for p, _ in good], empty), True
-    if run is not None and not good:
+    if not good and (run is not None or not (root / SCHEMA / table / "empty.parquet").is_file()):
+        # a glob matching nothing is refused by DuckDB: a run without rows of the table, or a store without its
+        # _schema file of it (lost, or a table added since the store was made: migration 0003's sentinels)
         return files_scan([], empty), False
     pattern = root / run / table / "*.parquet" if run is not None else root / "*" / table / "*.parquet"
     return f"read_parquet(['{_q(pattern)}', '{_q(empty)}'], union_by_name = true)", False

@@ -1,7 +1,7 @@
 """The store's views: the SELECT behind each name user SQL and the query layer read, and ``connect``.
 
 ``connect(store)`` gives a DuckDB connection with the views ``runs``, ``run_ranks``, ``steps``, ``step_metrics``,
-``scalars``, ``sequences``, ``tokens`` and ``events``. Their scans come from ``segments.scan_sql``: a glob
+``scalars``, ``sequences``, ``tokens``, ``events`` and ``sentinels``. Their scans come from ``segments.scan_sql``: a glob
 re-expanded at every query while every segment is good (rows a writer flushes after ``connect`` show at the
 next query), the list of good files while one is bad.
 
@@ -88,10 +88,11 @@ FROM ({step_metrics}) m FULL OUTER JOIN sc USING (run, rank, step)""",
         "sequences": f"SELECT * FROM {s['sequences']}",
         "tokens": f"SELECT * FROM {s['tokens']}",
         "events": episodes_sql(f"SELECT * FROM {s['events']}"),
+        "sentinels": f"SELECT * FROM {s['sentinels']}",
         "runs": runs_sql("SELECT * FROM run_ranks"),
     }
 
-VIEW_ORDER = ("run_ranks", "scalars", "step_metrics", "steps", "sequences", "tokens", "events", "runs")
+VIEW_ORDER = ("run_ranks", "scalars", "step_metrics", "steps", "sequences", "tokens", "events", "sentinels", "runs")
 
 
 class StoreNotFoundError(FileNotFoundError):

@@ -86,6 +86,14 @@ class TrainConfig:
     drill: dict[str, Any] = field(default_factory=dict)
     """Collapse drill (trainer/drills.py): from ``at_step`` on one mechanism is switched on, e.g.
     ``{kind = "lld", at_step = 40, strength = 4.0}``; recorded with the run, the lab's ground truth. Empty: none."""
+    # -- sentinels ----------------------------------------------------------------------------------
+    sentinels: int = 16
+    """Held-out questions scored as sentinels (``collapsewatch/sentinels.py``): each gives its gold trace
+    (known-correct) and the same searches ending in a wrong answer (known-incorrect), scored under the current
+    policy every ``sentinel_every`` steps (no grad) — L measured whatever a rollout contains. Up to this many
+    (the held-out split may hold fewer); 0 = off."""
+    sentinel_every: int = 10
+    """Optimizer steps between two sentinel scorings (step 0, k, 2k …)."""
     # -- bookkeeping --------------------------------------------------------------------------------
     seed: int = 0
     """Seed of sampling and data order (rank r uses seed + r)."""
@@ -118,6 +126,9 @@ class TrainConfig:
         _check_types(self)
         _positive(self, "prompts_per_rollout", "group_size", "max_turns", "top_k", "max_turn_tokens",
                   "max_response_tokens", "steps", "mini_batches", "ppo_epochs", "grad_accum")
+        if self.sentinels < 0 or self.sentinel_every < 1:
+            raise ValueError(f"sentinels / sentinel_every: need sentinels ≥ 0 and sentinel_every ≥ 1, got "
+                             f"{self.sentinels} / {self.sentinel_every}")
         if self.dynamic_sampling < 0:
             raise ValueError(f"dynamic_sampling: must be >= 0 (0 = off), got {self.dynamic_sampling}")
         if self.group_size < 2:

@@ -36,6 +36,8 @@ from ..objectives.bapo import step_contributions
 from ..probe import ClipSpec
 from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
 from ..rollout.dynamic import dynamic_rollout
+from ..sentinels import due, trace_sentinels
+from ..sentinels import score as score_sentinels
 from .actions import PhaseActions
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, build_params, clip_settings, gigpo_params
@@ -186,9 +188,11 @@ def train(cfg: TrainConfig) -> TrainResult:
     rng = random.Random(cfg.seed + dist.rank)  # task order
     gen = torch.Generator().manual_seed(cfg.seed + dist.rank)  # mini-batch order
     policy, tokenizer, kb, source = load_task_and_policy(cfg, dist.device)
-    train_tasks, _ = kb.split()
+    train_tasks, held_out = kb.split()
     train_tasks = train_tasks[: cfg.n_train_tasks or None]
     make_env = make_env_factory(kb, EnvConfig(top_k=cfg.top_k, max_turns=cfg.max_turns))
+    watch = trace_sentinels(tokenizer, held_out, make_env, min(cfg.sentinels, len(held_out))) \
+        if cfg.sentinels and dist.rank == 0 else []
     rollout_cfg = RolloutConfig(temperature=cfg.temperature, top_p=cfg.top_p, max_turn_tokens=cfg.max_turn_tokens,
                                 max_response_tokens=cfg.max_response_tokens)
     engine = HFRolloutEngine(policy, tokenizer, rollout_cfg)
@@ -251,6 +255,10 @@ def train(cfg: TrainConfig) -> TrainResult:
                 for k, mb in enumerate(perm.chunk(cfg.mini_batches)):
                     if step >= cfg.steps or stop["flag"]:
                         break
+                    if watch and due(step, cfg.sentinel_every):  # the policy this step starts from, as L's π_old
+                        t1 = time.perf_counter()
+                        scores = score_sentinels(policy, watch, cfg.temperature, engine.pad_id, chunk)
+                        mon.log_sentinels(step, scores, time.perf_counter() - t1)
                     t1 = time.perf_counter()
                     micros = mb.chunk(cfg.grad_accum)
                     norm = aggregation_normalizer(cfg.aggregation, [batch.loss_mask[m, 1:] for m in micros])

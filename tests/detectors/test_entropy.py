@@ -20,9 +20,54 @@ def test_collapse_to_near_zero():
 def test_blowup_until_the_history_median_catches_up():
     # 0.5 until 100, then 1.5: the bar is 2 × the median over the history (≤ 200 rows). The level 1.5 ≥ 1.0
     # from 102 → opens at 104. Rows 0…180 hold 100 points at 0.5 and 81 at 1.5: the median is still 0.5,
-    # so the episode lasts to the end (at 200 rows with ≥ 100 at 1.5 it would close).
+    # so the episode lasts to the end (at 200 rows with ≥ 100 at 1.5 it would close). No entropy_mean_correct,
+    # reward or L: the rule cannot tell exploration from collapse → warning.
     _, suite = feed(rows(181, entropy_mean=lambda s: 0.5 if s < 100 else 1.5), ONLY)
+    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "warning")]
+
+
+BLOWUP = {"entropy_mean": lambda s: 0.5 if s < 100 else 1.5}  # the blow-up above: opens at 104
+
+
+def test_blowup_in_wrong_answers_while_reward_climbs_is_info():
+    # Issue 24's run: mean entropy 0.35 → 1.72 while the reward climbs to 0.80 and the correct responses stay
+    # sharp. entropy_mean_correct 0.2 throughout (level 0.2 < 1.5 × median 0.2), reward rising 0.3 → 0.66: no
+    # reward drop, no L → the blow-up is the incorrect responses' → info, never critical.
+    data = rows(181, **BLOWUP, entropy_mean_correct=0.2, reward_mean=lambda s: 0.3 + 0.002 * s)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "info")]
+    assert suite.episodes()[0].evidence["policy_degrades"] == []
+
+
+# The reward sits 0.1 under its best 0.6 from step 50: not near the best (margin max(0.02, 0.1 · 0.6) = 0.06 < 0.1),
+# so the severity gate leaves a critical alone, and no reward drop (needs ≥ max(0.05, 0.25 · 0.6) = 0.15).
+REWARD_BELOW_BEST = {"reward_mean": lambda s: 0.6 if s < 50 else 0.5}
+
+
+def test_blowup_of_the_correct_responses_too_is_critical():
+    # correct responses' entropy 0.2 → 0.6 at step 100 (level 0.6 ≥ 1.5 × median 0.2 from 102 on)
+    data = rows(181, **BLOWUP, **REWARD_BELOW_BEST, entropy_mean_correct=lambda s: 0.2 if s < 100 else 0.6)
+    _, suite = feed(data, ONLY)
     assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "critical")]
+    assert suite.episodes()[0].evidence["policy_degrades"] == ["correct responses' entropy blown up too"]
+
+
+def test_blowup_with_a_reward_drop_is_critical():
+    # correct entropy sharp, but the reward falls 0.6 → 0.4 at step 50: drop 0.2 ≥ 0.15
+    data = rows(181, **BLOWUP, entropy_mean_correct=0.2, reward_mean=lambda s: 0.6 if s < 50 else 0.4)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "critical")]
+    assert suite.episodes()[0].evidence["policy_degrades"] == ["reward dropped"]
+
+
+def test_blowup_with_pooled_L_falling_is_critical():
+    # correct entropy sharp, reward below best without a drop; the pooled L (20 correct tokens a step) falls
+    # 0.01 nats/token per step from step 80: over the 30-point window the change is −0.3 ≤ −0.05 (exact line: CI 0)
+    data = rows(181, **BLOWUP, **REWARD_BELOW_BEST, entropy_mean_correct=0.2, model_tokens_correct=20.0,
+                logp_old_token_mean_correct=lambda s: -0.1 if s < 80 else -0.1 - 0.01 * (s - 80))
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "critical")]
+    assert suite.episodes()[0].evidence["policy_degrades"] == ["L (pooled) falling"]
 
 
 def test_healthy_decline_and_a_one_step_spike_do_not_flag():

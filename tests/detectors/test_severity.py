@@ -12,14 +12,15 @@ ENTROPY = DetectorConfig(enabled=("entropy",))
 
 
 def blowup(s: int) -> float:
-    """entropy 0.5 until 100, then 1.5: a blow-up (≥ 2 × the history median 0.5) opening at 104."""
+    """entropy 0.5 until 100, then 1.5: a blow-up (≥ 1.5 × the history median 0.5) opening at 104. Given to the
+    correct responses' entropy too, the policy itself degrades: the entropy rule says critical before the gate."""
     return 0.5 if s < 100 else 1.5
 
 
 def test_entropy_blowup_while_reward_still_rises_is_a_warning():
     # The issue-11 false alarm: reward rising 0.2 + 0.002 t the whole run, so its level (median of the last 5)
     # is its running best at every step: best − now = 0 < max(0.02, 0.1 · best). Critical is lowered.
-    _, suite = feed(rows(150, entropy_mean=blowup, reward_mean=lambda s: 0.2 + 0.002 * s), ENTROPY)
+    _, suite = feed(rows(150, entropy_mean=blowup, entropy_mean_correct=blowup, reward_mean=lambda s: 0.2 + 0.002 * s), ENTROPY)
     assert spans(suite.episodes(), "entropy") == [("blowup", 104, 149, "warning")]
     gate = suite.episodes()[0].evidence["severity_gate"]
     # at 149 the level is r(147) = 0.494, the best is the same point
@@ -28,7 +29,7 @@ def test_entropy_blowup_while_reward_still_rises_is_a_warning():
 
 def test_entropy_blowup_after_the_reward_fell_stays_critical():
     # reward 0.6 until 90, then 0.3: at 104 the level 0.3 is 0.3 below the best 0.6 ≥ margin 0.06 → critical.
-    _, suite = feed(rows(150, entropy_mean=blowup, reward_mean=lambda s: 0.6 if s < 90 else 0.3), ENTROPY)
+    _, suite = feed(rows(150, entropy_mean=blowup, entropy_mean_correct=blowup, reward_mean=lambda s: 0.6 if s < 90 else 0.3), ENTROPY)
     assert spans(suite.episodes(), "entropy") == [("blowup", 104, 149, "critical")]
     assert "severity_gate" not in suite.episodes()[0].evidence
 
@@ -36,11 +37,11 @@ def test_entropy_blowup_after_the_reward_fell_stays_critical():
 def test_the_margin_is_configurable_and_the_gate_can_be_switched_off():
     # reward 0.6 until 90, then 0.5: 0.1 below the best. Default margin max(0.02, 0.1 · 0.6) = 0.06 < 0.1:
     # critical. near_best_frac 0.2 → margin 0.12 > 0.1: lowered. Gate off: critical whatever the reward.
-    data = rows(150, entropy_mean=blowup, reward_mean=lambda s: 0.6 if s < 90 else 0.5)
+    data = rows(150, entropy_mean=blowup, entropy_mean_correct=blowup, reward_mean=lambda s: 0.6 if s < 90 else 0.5)
     sev = lambda cfg: spans(feed(data, cfg)[1].episodes(), "entropy")[0][3]  # noqa: E731
     assert sev(ENTROPY) == "critical"
     assert sev(replace(ENTROPY, severity=SeverityConfig(near_best_frac=0.2))) == "warning"
-    rising = rows(150, entropy_mean=blowup, reward_mean=lambda s: 0.2 + 0.002 * s)
+    rising = rows(150, entropy_mean=blowup, entropy_mean_correct=blowup, reward_mean=lambda s: 0.2 + 0.002 * s)
     off = replace(ENTROPY, severity=SeverityConfig(enabled=False))
     assert spans(feed(rising, off)[1].episodes(), "entropy")[0][3] == "critical"
     assert DetectorConfig.from_dict({"severity": {"near_best_frac": 0.2, "exempt": []}}).severity.exempt == ()
@@ -48,7 +49,7 @@ def test_the_margin_is_configurable_and_the_gate_can_be_switched_off():
 
 def test_without_reward_the_gate_cannot_tell_and_nonfinite_is_exempt():
     # No reward column: the gate leaves the blow-up critical.
-    _, suite = feed(rows(150, entropy_mean=blowup), ENTROPY)
+    _, suite = feed(rows(150, entropy_mean=blowup, entropy_mean_correct=blowup), ENTROPY)
     assert spans(suite.episodes(), "entropy")[0][3] == "critical"
     # A NaN at step 50 while the reward rises (at its best): still critical (nonfinite is exempt by default)
     data = rows(60, reward_mean=lambda s: 0.2 + 0.002 * s, nonfinite_logp=lambda s: 3 if s >= 50 else 0,
