@@ -120,3 +120,20 @@ def hold_cmd(store: StoreArg, labels: LabelsOpt = None,
         typer.echo(f"before = the {WINDOW} steps before the onset, after = the last {WINDOW} steps; reward held = no "
                    f"reward collapse after the onset; L held = L after ≥ L before − {L_DROP}; ratios held = A>0 "
                    f"p05 after ≥ {RATIO_FRAC} × before (docs/detectors.md)")
+
+
+@app.command("natural")
+@friendly
+def natural_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsOpt = None,
+                runs: Annotated[bool, typer.Option("--runs", help="One row per run: what fired where.")] = False,
+                as_json: JsonOpt = False) -> None:
+    """Undrilled runs: per detector, natural reward collapses flagged ≥ 20 steps before, lead, false flags."""
+    from .corpus import flags, load_corpus
+    from .natural import EARLY, run_table, score_natural
+
+    corpus = load_corpus(store, labels)
+    found, labs = flags(corpus, _detector_config(detectors)), list(corpus.labels.values())
+    print_frame(run_table(found, labs) if runs else score_natural(found, labs), as_json=as_json)
+    if not as_json:
+        typer.echo(f"flags = episodes at warning or above; early = starting ≥ {EARLY} steps before the reward "
+                   "collapse (the lab's rule, collapsewatch/lab/labels.py); docs/lab/natural-corpus.md")

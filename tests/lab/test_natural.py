@@ -1,0 +1,43 @@
+"""`lab natural`: detectors scored on natural reward collapses, on a hand-made label and flag set."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from collapsewatch.lab.labels import RunLabel
+from collapsewatch.lab.natural import run_table, score_natural
+
+# n1 collapses at 300, n2 at 100, n3 never (400 steps), n4 never (200 steps); d is a drill (left out)
+LABELS = [RunLabel("n1", "", None, 300, 0, 399), RunLabel("n2", "", None, 100, 0, 399),
+          RunLabel("n3", "", None, None, 0, 399), RunLabel("n4", "", None, None, 0, 199),
+          RunLabel("d", "lld", 50, 80, 0, 99)]
+FLAGS = pd.DataFrame([
+    ("n1", "entropy", "blowup", "warning", 250), ("n1", "lld", "steady_decay", "warning", 290),
+    ("n1", "lld", "accelerated_collapse", "critical", 310),
+    ("n2", "entropy", "blowup", "info", 50), ("n2", "lld", "steady_decay", "warning", 120),
+    ("n3", "entropy", "blowup", "critical", 40), ("n3", "entropy", "collapse", "warning", 200),
+    ("n4", "lld", "early_stagnation", "info", 20), ("d", "lld", "steady_decay", "warning", 10),
+], columns=["run", "detector", "phase", "severity", "step_start"])
+
+
+def test_natural_scores_per_detector_and_any():
+    t = score_natural(FLAGS, LABELS).set_index("detector")
+    # entropy: n1 flagged at 250 = 50 ≥ 20 steps before 300 (lead 50); n2's only flag is info → 1 of 2 early.
+    # never collapsed: n3's two flags over 400 + 200 steps → 2 / 600 × 1000 = 3.33; one of them critical.
+    ent = t.loc["entropy"]
+    assert (ent["collapsed_runs"], ent["flagged_early_share"], ent["lead_median"]) == (2, 0.5, 50.0)
+    assert ent["false_per_1k"] == pytest.approx(1000 * 2 / 600) and ent["critical_never_collapsed"] == 1
+    # lld: n1 at 290 (lead 10: before the collapse but not 20 steps before); n2 only after the collapse (120 > 100)
+    lld = t.loc["lld"]
+    assert (lld["flagged_early_share"], lld["lead_median"], lld["false_per_1k"]) == (0.0, 10.0, 0.0)
+    # any: n1's first flag 250 → early, lead 50; n2 none before → 1 of 2
+    assert (t.loc["any", "flagged_early_share"], t.loc["any", "lead_median"]) == (0.5, 50.0)
+    assert t.loc["any", "critical_never_collapsed"] == 1
+
+
+def test_run_table_says_what_fired_where():
+    t = run_table(FLAGS, LABELS).set_index("run")
+    assert list(t.index) == ["n1", "n2", "n3", "n4"]  # the drill is not a natural run
+    assert t.loc["n1", "lld"] == "steady_decay@290(warning)" and t.loc["n1", "collapse"] == 300
+    assert t.loc["n2", "entropy"] == "" and t.loc["n3", "entropy"] == "blowup@40(critical)"
