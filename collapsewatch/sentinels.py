@@ -140,3 +140,25 @@ def trace_sentinels(tokenizer, tasks: Sequence, make_env, n: int) -> list[Sentin
             ids, mask = encode_trace(tokenizer, task, segments)
             out.append(Sentinel(f"{'c' if correct else 'i'}:{task.id}", tuple(ids), tuple(mask), correct))
     return out
+
+
+def text_sentinels(tokenizer, pairs: Sequence[tuple[str, str, bool]]) -> list[Sentinel]:
+    """Sentinels from ``(prompt, response, correct)`` texts (TRL / verl users): the prompt encoded as the tokenizer
+    encodes it (pass it already chat-templated, as the trainer feeds it), the response's tokens appended without
+    special tokens and scored; named ``c:<i>`` / ``i:<i>`` by position. A clear error names a bad pair."""
+    out = []
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, Sentinel):
+            out.append(pair)
+            continue
+        try:
+            prompt, response, correct = pair
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"sentinels[{i}]: expected (prompt, response, correct) or a Sentinel, got {pair!r}") from e
+        p = list(tokenizer(prompt)["input_ids"])
+        r = list(tokenizer(response, add_special_tokens=False)["input_ids"])
+        if not p or not r:
+            raise ValueError(f"sentinels[{i}]: prompt and response must both encode to ≥ 1 token")
+        out.append(Sentinel(f"{'c' if correct else 'i'}:{i}", tuple(p + r), tuple([0] * len(p) + [1] * len(r)),
+                            bool(correct)))
+    return out

@@ -24,6 +24,8 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -32,6 +34,8 @@ from transformers import TrainerCallback
 
 from ..monitor import Monitor
 from ..probe import ClipSpec
+from ..sentinels import Sentinel, due, text_sentinels
+from ..sentinels import score as score_sentinels
 from ._trl_tap import GRPOTap, clip_spec, objective_name
 
 log = logging.getLogger("collapsewatch")
@@ -157,8 +161,13 @@ class CollapsewatchCallback(TrainerCallback):
     """
 
     def __init__(self, store: str | os.PathLike, run: str, config: dict | None = None, *, clip: ClipSpec | None = None,
-                 objective: str | None = None, stop_on_critical: bool = False, **monitor_kwargs: Any) -> None:
+                 objective: str | None = None, stop_on_critical: bool = False, sentinels: Sequence = (),
+                 sentinel_every: int = 10, **monitor_kwargs: Any) -> None:
         check_monitor_kwargs(monitor_kwargs)  # a typo fails here, not when train() opens the Monitor
+        if sentinel_every < 1:
+            raise ValueError(f"watch(): sentinel_every must be ≥ 1, got {sentinel_every}")
+        self.sentinel_pairs, self.sentinel_every = list(sentinels), sentinel_every
+        self.sentinels: list[Sentinel] = []  # tokenized at train begin, with the trainer's tokenizer
         self.store, self.run, self.config = store, run, config
         self.clip, self.objective, self.stop_on_critical = clip, objective, stop_on_critical
         self.monitor_kwargs = monitor_kwargs
@@ -192,6 +201,21 @@ class CollapsewatchCallback(TrainerCallback):
         tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer")
         if tokenizer is not None:
             self.monitor.keep_tokenizer(tokenizer)
+        if self.sentinel_pairs and args.process_index == 0:
+            if tokenizer is None and not all(isinstance(p, Sentinel) for p in self.sentinel_pairs):
+                raise ValueError("watch(): text sentinels need the trainer's tokenizer (processing_class)")
+            self.sentinels = text_sentinels(tokenizer, self.sentinel_pairs)
+            self.pad_id = int(getattr(tokenizer, "pad_token_id", None) or 0)
+
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        """Score the sentinels under the policy this optimizer step starts from, every ``sentinel_every`` steps; they
+        are stored at ``global_step + 1``, the step number the tap gives the step's micro-batches."""
+        if self.monitor is None or not self.sentinels or model is None or not due(state.global_step,
+                                                                                  self.sentinel_every):
+            return
+        t0 = time.perf_counter()
+        scores = score_sentinels(model, self.sentinels, float(getattr(args, "temperature", 1.0) or 1.0), self.pad_id)
+        self.monitor.log_sentinels(state.global_step + 1, scores, time.perf_counter() - t0)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if self.monitor is not None and logs:
@@ -213,8 +237,8 @@ class CollapsewatchCallback(TrainerCallback):
 
 
 def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool = True, config: dict | None = None,
-          success_threshold: float = 1.0, stop_on_critical: bool = False,
-          **monitor_kwargs: Any) -> CollapsewatchCallback:
+          success_threshold: float = 1.0, stop_on_critical: bool = False, sentinels: Sequence = (),
+          sentinel_every: int = 10, **monitor_kwargs: Any) -> CollapsewatchCallback:
     """Attach collapsewatch to ``trainer`` (a TRL ``GRPOTrainer``) before ``trainer.train()``.
 
     Args:
@@ -225,6 +249,9 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
         config: extra entries for the run's stored config.
         success_threshold: a sequence is ``correct`` when its (weighted, summed) reward ≥ this.
         stop_on_critical: stop training at a critical detector event.
+        sentinels / sentinel_every: fixed ``(prompt, response, correct)`` texts (or ``collapsewatch.sentinels.Sentinel``
+            objects) scored under the current policy every ``sentinel_every`` optimizer steps, no grad, on rank 0:
+            the LLD detector reads their L (``sentinel_logp_correct_mean``) before the batch's (docs/trl.md).
         **monitor_kwargs: passed to :class:`~collapsewatch.Monitor` (``sampling``, ``flush_steps``, ``detectors``,
             ``on_event`` — a callable given each new or extended detector event on the training thread, e.g.
             ``lambda ev: post_event(url, ev)`` with :func:`collapsewatch.alerts.post_event` …).
@@ -243,7 +270,8 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
         check_trl(trainer)
         clip, objective = clip_spec(trainer, success_threshold), objective_name(trainer)
     callback = CollapsewatchCallback(store, run, config, clip=clip, objective=objective,
-                                     stop_on_critical=stop_on_critical, **monitor_kwargs)
+                                     stop_on_critical=stop_on_critical, sentinels=sentinels,
+                                     sentinel_every=sentinel_every, **monitor_kwargs)
     trainer.add_callback(callback)
     if per_token:
         tap = GRPOTap(trainer, lambda: callback.monitor)

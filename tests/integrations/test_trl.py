@@ -367,3 +367,29 @@ def test_nan_sampling_logps_that_trl_neutralises_raise_no_event(tmp_path):
     # on-policy, logp stands in for logp_old: is_log_ratio = logp − logp_rollout; 0 where TRL neutralised, else logp + 1
     assert (first["is_log_ratio"] == 0).all() and (first["logp_rollout"] == first["logp"]).all()
     np.testing.assert_allclose(rest["is_log_ratio"], rest["logp"] + 1.0, rtol=1e-6)
+
+
+def test_sentinels_are_scored_under_the_policy_each_step_starts_from(tmp_path):
+    from collapsewatch.sentinels import score, text_sentinels
+
+    pairs = [("the cat sat", " on the mat", True), ("a dog ran", " banana", False)]
+    trainer = tiny_grpo_trainer(str(tmp_path / "out"), max_steps=3)
+    store = tmp_path / "store"
+    watch(trainer, store, "sent", detectors=False, sentinels=pairs, sentinel_every=2)
+    # the policy step 1 starts from is the initial model: score a bit-identical copy (same seed) before training
+    fresh = tiny_grpo_trainer(str(tmp_path / "fresh"), max_steps=3)
+    expected = score(fresh.model, text_sentinels(fresh.processing_class, pairs))
+    trainer.train()
+    con = connect(store)
+    # due at global_step 0 and 2 → stored at steps 1 and 3, the step numbers of the optimizer steps they precede
+    rows = con.execute("SELECT step, sentinel, correct, logp_sum FROM sentinels ORDER BY step, sentinel").fetchall()
+    assert [(s, n, c) for s, n, c, _ in rows] == [(1, "c:0", True), (1, "i:1", False), (3, "c:0", True),
+                                                 (3, "i:1", False)]
+    assert [r[3] for r in rows[:2]] == pytest.approx(list(expected.logp_sum), abs=1e-5)
+    assert rows[2][3] != pytest.approx(rows[0][3], abs=1e-6)  # two updates later (lr 5e-2) the policy moved
+    steps = con.execute("SELECT step, sentinel_logp_correct_mean, sentinel_logp_incorrect_mean FROM steps "
+                        "ORDER BY step").fetchall()
+    n_c = expected.n_tokens[0]
+    assert steps[0][1] == pytest.approx(expected.logp_sum[0] / n_c, abs=1e-5) and steps[1][1] is None
+    with pytest.raises(ValueError, match="sentinel_every"):
+        watch(tiny_grpo_trainer(str(tmp_path / "bad")), store, "bad", sentinels=pairs, sentinel_every=0)
