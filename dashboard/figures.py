@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from collapsewatch.detectors.likelihood import POOLED_COLUMNS, pooled_columns
+
 from . import theme
 from .panels import GRID, MARGIN, PANELS, Panel, Series, log_ticks
 from .series import GL_THRESHOLD, SAME_AS, downsample, finite_xy, smoothed_tail, trailing_mean
@@ -22,7 +24,10 @@ from .timeline import band_shapes, lld_spiral, threshold_shapes
 DEFAULT_SMOOTH = 16
 """Trailing-mean window (steps) of the overview and compare pages unless the URL says otherwise."""
 RAW_PREFIX = "raw:"
-COLUMNS: tuple[str, ...] = tuple(s.column for p in PANELS for s in p.series) + ("on_policy",)
+DERIVED_INPUTS = ("logp_old_token_mean_correct", "model_tokens_correct")
+"""Step columns the derived series (``likelihood.POOLED_COLUMNS``, computed here, not stored) are made from."""
+COLUMNS: tuple[str, ...] = tuple(s.column for p in PANELS for s in p.series if s.column not in POOLED_COLUMNS) + \
+    ("on_policy", *DERIVED_INPUTS)
 TRACE_COLUMNS: tuple[str, ...] = tuple(k for p in PANELS for s in p.series
                                        for k in ((RAW_PREFIX + s.column, s.column) if s.role == "line" else
                                                  (s.column,)))
@@ -189,6 +194,7 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
     building ``go.Figure`` and its ``to_plotly_json`` deep copy cost ≈ 230 ms for 26 series × 2,500 points,
     most of the page's 300 ms budget, while the dict is built and encoded in ≈ 25 ms."""
     view = dict(view or {}, smooth=smooth)
+    steps = pooled_columns(steps)
     deco = decorations(events, summary, view)
     traces: list[dict[str, Any]] = []
     for panel, cell in zip(PANELS, GRID["cells"], strict=True):
@@ -269,6 +275,7 @@ def extension(rows: pd.DataFrame, after: int = -1, smooth: int = 1, summary: dic
     ``floors``: the y of each log panel's markers (its lowest tick, as drawn)."""
     hidden = {s.column for p in PANELS if summary is not None and _hidden(p, summary) for s in p.series}
     hidden |= _same(summary)
+    rows = pooled_columns(rows) if len(rows) else rows
     out = {}
     for i, key in enumerate(TRACE_COLUMNS):
         if key.startswith(MARKS_PREFIX):

@@ -52,8 +52,11 @@ PANELS: tuple[Panel, ...] = (
         Series("clip_region_frac", "clip region"),  # what verl / OpenRLHF log (an ingested run)
         Series("clip_low_frac_pos", "A>0 r<1−ε (unclipped)", dash="dot"),
         Series("ratio_lt_0_1_frac_pos", "A>0 r<0.1", dash="dash")), ratio_metric=True, nonnegative=True),
-    Panel("likelihood", "L: logp_old mean (likelihood under π_old)", (
-        Series("logp_old_mean_correct", "correct"), Series("logp_old_mean_incorrect", "incorrect"))),
+    Panel("likelihood", "L: logp_old mean (band: pooled L ± 1.96 SE; dotted: sentinels)", (
+        Series("L_pooled_lo", "pooled L", "lower"), Series("L_pooled_hi", "pooled L ± 1.96 SE", "upper"),
+        Series("logp_old_mean_correct", "correct"), Series("logp_old_mean_incorrect", "incorrect"),
+        Series("sentinel_logp_correct_mean", "sentinel correct", dash="dot"),
+        Series("sentinel_logp_incorrect_mean", "sentinel incorrect", dash="dot"))),
     Panel("displacement", "displacement mean (logp − logp_old)", (
         Series("displacement_mean_correct", "correct"), Series("displacement_mean_incorrect", "incorrect")),
           ratio_metric=True, ref_y=0.0),

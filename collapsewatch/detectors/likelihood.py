@@ -114,3 +114,33 @@ def series(h: History, src: str, which: str, n: int) -> Series:
     correct, incorrect, w_correct, w_incorrect = COLUMNS[src]
     column, weight = (correct, w_correct) if which == "correct" else (incorrect, w_incorrect)
     return _weighted(h, column, weight, n) if weight is not None else h.series(column, n)
+
+
+POOLED_COLUMNS = ("L_pooled", "L_pooled_lo", "L_pooled_hi")
+"""Columns :func:`pooled_columns` adds: the pooled L over the trailing window and its ±1.96 SE band."""
+
+
+def pooled_columns(steps, window: int = 30, z: float = 1.96):
+    """``steps`` (a DataFrame sorted by step, with ``logp_old_token_mean_correct`` and ``model_tokens_correct``)
+    with :data:`POOLED_COLUMNS` added: at each row, :func:`pooled_level` over that row and the ``window`` − 1 rows
+    before it, vectorised through rolling sums (Σ N²(L̄ − L)² = Σ N²L̄² − 2L Σ N²L̄ + L² Σ N²). NaN where fewer
+    than 2 steps of the window have correct tokens (no SE) or the columns are absent."""
+    import pandas as pd
+
+    out = steps.copy()
+    if "logp_old_token_mean_correct" not in out or "model_tokens_correct" not in out:
+        for c in POOLED_COLUMNS:
+            out[c] = np.nan
+        return out
+    v = pd.to_numeric(out["logp_old_token_mean_correct"], errors="coerce")
+    n = pd.to_numeric(out["model_tokens_correct"], errors="coerce").where(v.notna(), 0.0).fillna(0.0)
+    v = v.fillna(0.0)
+    roll = lambda s: s.rolling(window, min_periods=1).sum()  # noqa: E731
+    sw, swv, m = roll(n), roll(n * v), roll((n > 0).astype(float))
+    sw2, sw2v, sw2v2 = roll(n**2), roll(n**2 * v), roll(n**2 * v**2)
+    level = swv / sw.where(sw > 0)
+    se2 = m / (m - 1).where(m > 1) * (sw2v2 - 2 * level * sw2v + level**2 * sw2).clip(lower=0) / sw**2
+    se = np.sqrt(se2)
+    out["L_pooled"] = level.where(m > 1)
+    out["L_pooled_lo"], out["L_pooled_hi"] = out["L_pooled"] - z * se, out["L_pooled"] + z * se
+    return out

@@ -73,3 +73,21 @@ def test_lld_prefers_the_sentinel_L_once_it_has_six_points():
     eps = suite.episodes()
     assert eps and eps[0].evidence["L_source"] == "sentinel" and eps[0].metric == "sentinel_logp_correct_mean"
     assert eps[0].phase == "steady_decay"
+
+
+def test_pooled_columns_equal_pooled_level_over_each_trailing_window():
+    import pandas as pd
+
+    from collapsewatch.detectors.likelihood import pooled_columns
+
+    df = pd.DataFrame({"step": range(6), "logp_old_token_mean_correct": [-1.0, None, -2.0, -1.5, None, -0.5],
+                       "model_tokens_correct": [3.0, 0.0, 1.0, 2.0, 0.0, 4.0]})
+    out = pooled_columns(df, window=3)
+    # row 0: one step with tokens → no SE, NaN; row 2: steps 0–2 = the hand-derived case above: -1.25 ± 1.96·0.375
+    assert math.isnan(out["L_pooled"][0])
+    assert (out["L_pooled"][2], out["L_pooled_hi"][2] - out["L_pooled"][2]) == pytest.approx((-1.25, 1.96 * 0.375))
+    for i in range(2, 6):  # the rolling sums agree with the direct formula on every window
+        w = df.iloc[max(0, i - 2): i + 1]
+        level, se = pooled_level(w["logp_old_token_mean_correct"].fillna(0).to_numpy(),
+                                 w["model_tokens_correct"].to_numpy())
+        assert out["L_pooled"][i] == pytest.approx(level) and out["L_pooled_lo"][i] == pytest.approx(level - 1.96 * se)
