@@ -126,13 +126,19 @@ def hold_cmd(store: StoreArg, labels: LabelsOpt = None,
 @friendly
 def natural_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsOpt = None,
                 runs: Annotated[bool, typer.Option("--runs", help="One row per run: what fired where.")] = False,
+                claim: Annotated[bool, typer.Option("--claim", help="Per setting and objective: reward, sentinel "
+                                                    "L / I and A>0 ratios at the start and the end.")] = False,
                 as_json: JsonOpt = False) -> None:
     """Undrilled runs: per detector, natural reward collapses flagged ≥ 20 steps before, lead, false flags."""
     from .corpus import flags, load_corpus
-    from .natural import EARLY, run_table, score_natural
+    from .natural import EARLY, claim_table, run_table, score_natural
 
     corpus = load_corpus(store, labels)
-    found, labs = flags(corpus, _detector_config(detectors)), list(corpus.labels.values())
+    labs = list(corpus.labels.values())
+    if claim:
+        print_frame(claim_table(corpus.frames, labs, corpus.objectives), as_json=as_json)
+        return
+    found = flags(corpus, _detector_config(detectors))
     print_frame(run_table(found, labs) if runs else score_natural(found, labs), as_json=as_json)
     if not as_json:
         typer.echo(f"flags = episodes at warning or above; early = starting ≥ {EARLY} steps before the reward "

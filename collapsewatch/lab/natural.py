@@ -77,3 +77,56 @@ def run_table(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
                 f"{first['phase'].iat[0]}@{int(first['step_start'].iat[0])}({first['severity'].iat[0]})"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+CLAIM_WINDOW = 40
+"""Steps of the first and last windows the claim table compares (a run's start and its end)."""
+CLAIM_COLUMNS = ["setting", "objective", "runs", "collapsed", "reward_best", "reward_last", "sentinel_L_first",
+                 "sentinel_L_last", "sentinel_I_first", "sentinel_I_last", "p05_pos_first", "p05_pos_last"]
+
+
+def _window_mean(df: pd.DataFrame, column: str, last: bool, stat: str = "mean") -> float | None:
+    if column not in df:
+        return None
+    lo, hi = int(df["step"].min()), int(df["step"].max())
+    sel = df[df["step"] > hi - CLAIM_WINDOW] if last else df[df["step"] < lo + CLAIM_WINDOW]
+    v = pd.to_numeric(sel[column], errors="coerce").dropna()
+    return (float(v.median()) if stat == "median" else float(v.mean())) if len(v) else None
+
+
+def setting_of(run: str) -> str:
+    """The setting part of a corpus run name ``healthy-<objective>-<setting>-s<seed>`` (lab/natural_long.toml)."""
+    parts = run.split("-")
+    return "-".join(parts[2:-1]) if len(parts) > 3 and parts[-1].startswith("s") else run
+
+
+def claim_table(frames: dict[str, pd.DataFrame], labels: list[RunLabel], objectives: dict[str, str]) -> pd.DataFrame:
+    """The papers' claim on natural runs, per (setting, objective): how many runs collapsed, and medians over runs of
+    the best and last reward level, the sentinel L and I over the first and the last ``CLAIM_WINDOW`` steps (means),
+    and the A>0 ratio p05 over those windows' off-policy steps (medians). Does the regulariser hold them where GRPO
+    falls?"""
+    from .labels import reward_level
+
+    rows = []
+    for lab in labels:
+        if lab.kind:
+            continue
+        df = frames[lab.run].sort_values("step")
+        off = df[df["on_policy"].fillna(False) == False] if "on_policy" in df else df  # noqa: E712
+        level, best = reward_level(df["step"].to_numpy(), df["reward_mean"].to_numpy(dtype="float64"))
+        rows.append({"setting": setting_of(lab.run), "objective": objectives.get(lab.run, "?"),
+                     "collapsed": lab.collapse is not None, "reward_best": float(best[-1]),
+                     "reward_last": _window_mean(df, "reward_mean", True),
+                     "sentinel_L_first": _window_mean(df, "sentinel_logp_correct_mean", False),
+                     "sentinel_L_last": _window_mean(df, "sentinel_logp_correct_mean", True),
+                     "sentinel_I_first": _window_mean(df, "sentinel_logp_incorrect_mean", False),
+                     "sentinel_I_last": _window_mean(df, "sentinel_logp_incorrect_mean", True),
+                     "p05_pos_first": _window_mean(off, "ratio_p05_pos", False, "median"),
+                     "p05_pos_last": _window_mean(off, "ratio_p05_pos", True, "median")})
+    runs = pd.DataFrame(rows)
+    out = []
+    for (setting, objective), g in runs.groupby(["setting", "objective"], sort=True) if len(runs) else []:
+        out.append({"setting": setting, "objective": objective, "runs": len(g),
+                    "collapsed": f"{int(g['collapsed'].sum())}/{len(g)}",
+                    **{c: (float(g[c].dropna().median()) if g[c].notna().any() else None) for c in CLAIM_COLUMNS[4:]}})
+    return pd.DataFrame(out, columns=CLAIM_COLUMNS)

@@ -41,3 +41,30 @@ def test_run_table_says_what_fired_where():
     assert list(t.index) == ["n1", "n2", "n3", "n4"]  # the drill is not a natural run
     assert t.loc["n1", "lld"] == "steady_decay@290(warning)" and t.loc["n1", "collapse"] == 300
     assert t.loc["n2", "entropy"] == "" and t.loc["n3", "entropy"] == "blowup@40(critical)"
+
+
+def test_claim_table_compares_the_first_and_last_windows():
+    import numpy as np
+
+    from collapsewatch.lab.natural import claim_table, setting_of
+
+    steps = np.arange(100)
+    # grpo: reward 0.4 then 0.05 from step 50; sentinel L every 10 steps, -0.3 in the first 40 steps, -1.5 at the end
+    grpo = pd.DataFrame({"step": steps, "reward_mean": np.where(steps < 50, 0.4, 0.05), "on_policy": steps % 2 == 0,
+                         "sentinel_logp_correct_mean": np.where(steps % 10 == 0, np.where(steps < 50, -0.3, -1.5),
+                                                                np.nan),
+                         "ratio_p05_pos": np.where(steps % 2 == 1, np.where(steps < 50, 0.8, 0.4), np.nan)})
+    llds = grpo.assign(reward_mean=0.4, sentinel_logp_correct_mean=np.where(steps % 10 == 0, -0.3, np.nan))
+    labels = [RunLabel("healthy-grpo-nll04-s0", "", None, 50, 0, 99), RunLabel("healthy-llds-nll04-s0", "", None,
+                                                                                None, 0, 99)]
+    frames = {"healthy-grpo-nll04-s0": grpo, "healthy-llds-nll04-s0": llds}
+    t = claim_table(frames, labels, {"healthy-grpo-nll04-s0": "grpo", "healthy-llds-nll04-s0": "llds"})
+    g, lds = t.iloc[0], t.iloc[1]
+    assert (g["setting"], g["objective"], g["collapsed"]) == ("nll04", "grpo", "1/1")
+    # best level 0.4 (trailing median of 10); last 40 steps (60–99) all at 0.05; sentinel points 0–30 → -0.3,
+    # 60–90 → -1.5; p05 over off-policy (odd) steps: first window 0.8, last 0.4
+    assert (g["reward_best"], g["reward_last"]) == pytest.approx((0.4, 0.05))
+    assert (g["sentinel_L_first"], g["sentinel_L_last"]) == pytest.approx((-0.3, -1.5))
+    assert (g["p05_pos_first"], g["p05_pos_last"]) == pytest.approx((0.8, 0.4))
+    assert (lds["collapsed"], lds["sentinel_L_last"], lds["sentinel_I_first"]) == ("0/1", pytest.approx(-0.3), None)
+    assert setting_of("healthy-sapo_search-nll04-lr2e-3-s1") == "nll04-lr2e-3"
