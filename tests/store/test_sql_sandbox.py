@@ -135,8 +135,8 @@ def test_every_attack_is_refused_and_changes_nothing(store, tmp_path, monkeypatc
     ("WITH s AS (SELECT max(step) AS m FROM steps) SELECT m FROM s", [{"m": 1}]),
     ("SELECT 1 AS a; SELECT 2 AS b", [{"b": 2}]),  # the last statement's rows
     ("SELECT sum(range)::BIGINT AS s FROM range(4)", [{"s": 6}]),  # 0+1+2+3
-    # the eight views, and the six raw segment relations they read (_segments_<table>, Arrow datasets, no files)
-    ("SELECT count(*) AS n FROM (SHOW TABLES)", [{"n": 14}]),
+    # the nine views, and the seven raw segment relations they read (_segments_<table>, Arrow datasets, no files)
+    ("SELECT count(*) AS n FROM (SHOW TABLES)", [{"n": 16}]),
 ])
 def test_plain_selects_answer_through_both_doors(store, sql, expected):
     import json

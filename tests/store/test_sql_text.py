@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from collapsewatch.store.migrations import TABLES
 from collapsewatch.store.views import episodes_sql, runs_sql, view_sql
 
 BARE_NAME_IN_PARENS = re.compile(r"\bFROM\s*\(\s*[A-Za-z_][A-Za-z_0-9]*\s*\)", re.IGNORECASE)
@@ -16,8 +17,7 @@ def test_view_sql_has_no_parenthesised_bare_name(tmp_path: Path) -> None:
     # Every view over both scan kinds (the whole store, one run's folder) and over table names (compaction's
     # sources): none may read FROM (name), whichever duckdb parses it.
     variants = [view_sql(tmp_path), view_sql(tmp_path, "r"),
-                view_sql(tmp_path, "r", sources={t: t for t in ("runs", "step_metrics", "scalars", "sequences",
-                                                                  "tokens", "events")})]
+                view_sql(tmp_path, "r", sources={t: t for t in TABLES})]
     for sql in variants:
         for name, text in sql.items():
             assert not BARE_NAME_IN_PARENS.search(text), (name, text)
