@@ -17,8 +17,11 @@ A person's query (``collapsewatch sql``, the dashboard's SQL page) passes two in
    that got past barrier 1 would still be refused by DuckDB. Spilling is off (no temp directory at all),
    Python replacement scans, extension auto-install/-load are off, and the configuration is locked.
 
-A timer thread interrupts the query after ``timeout_s``; results are streamed as Arrow batches and cut at
-``max_rows`` rows and ``max_bytes`` bytes (Arrow buffer size), so a 100 MB cell cannot come back.
+The query runs in a worker process with a hard memory cap, killed past its deadline, at most two at a time
+(``sqlproc``: DuckDB's own memory limit does not count list and string builders); there a timer interrupts it after
+``timeout_s``, and results are streamed as Arrow batches and cut at ``max_rows`` rows and ``max_bytes`` bytes (Arrow
+buffer size), so a 100 MB cell cannot come back. Settings that hold server paths (``current_setting``,
+``pg_settings``) are refused, and so is a query nested deeper than ``MAX_DEPTH`` parentheses (before it is parsed).
 """
 
 from __future__ import annotations

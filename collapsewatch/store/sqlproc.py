@@ -141,9 +141,10 @@ def _answer(code: int | None, out: bytes, limits: Limits) -> tuple[pa.Table, boo
         return table.replace_schema_metadata(None), (table.schema.metadata or {}).get(CUT_KEY) == b"1"
     if out[:1] == b"E":
         raise ValueError(json.loads(out[1:].decode())["message"])
-    # no answer: the process ended, by far most often at its address-space cap (std::bad_alloc aborts it)
-    raise ValueError(f"query failed: it needed more than the {limits.process_bytes / 2**30:g} GiB a query may use "
-                     f"(its process ended with {f'signal {-code}' if code is not None and code < 0 else f'code {code}'})")
+    if code is not None and code < 0:  # killed by a signal: an abort at its address-space cap (std::bad_alloc)
+        raise ValueError(f"query failed: it needed more than the {limits.process_bytes / 2**30:g} GiB a query may "
+                         f"use (its process ended with signal {-code})")
+    raise ValueError(f"query failed: its process ended without an answer (exit code {code})")
 
 
 # ---- the child --------------------------------------------------------------------------------------------------
