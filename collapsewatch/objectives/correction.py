@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from collapsewatch.objectives.types import ObjectiveOutput
 from collapsewatch.policy_math import LOG_RATIO_CLAMP
 
 IS_LEVELS = ("token", "sequence")
@@ -153,6 +154,15 @@ def rollout_correction(logp_old: Tensor, logp_rollout: Tensor, mask: Tensor, par
         keep = rejection_keep(log_rho, m, params.rs, params.rs_threshold)
         metrics["rs_masked_frac"] = float(((1.0 - keep) * m).sum() / n)
     return Correction(weights=weights.to(logp_old.dtype), keep=keep.to(logp_old.dtype), metrics=metrics)
+
+
+def apply_correction(out: ObjectiveOutput, mask: Tensor, weights: Tensor, keep: Tensor
+                     ) -> tuple[ObjectiveOutput, Tensor]:
+    """(the objective's output with its per-token loss and loss terms × ``weights``, the mask to aggregate with:
+    ``mask × keep``). All (B, T); the weights are detached, so the gradient of token t is w_t · ∂ℓ_t."""
+    weighted = ObjectiveOutput(loss=out.loss * weights, intermediates=out.intermediates,
+                               terms={k: v * weights for k, v in out.terms.items()})
+    return weighted, mask * keep
 
 
 def correction_params(values: dict) -> CorrectionParams:

@@ -33,8 +33,7 @@ from ..objectives import (
     turn_returns,
 )
 from ..objectives.bapo import step_contributions
-from ..objectives.correction import Correction, correction_params, rollout_correction
-from ..objectives.types import ObjectiveOutput
+from ..objectives.correction import Correction, apply_correction, correction_params, rollout_correction
 from ..probe import ClipSpec
 from ..rollout import RolloutBatch, RolloutConfig, RolloutEngine
 from ..rollout.dynamic import dynamic_rollout
@@ -140,11 +139,8 @@ def micro_step(model, cfg: TrainConfig, params, batch: RolloutBatch, rows: torch
                     truncated=batch.truncated[rows], group_zero_std=zero_std[rows], on_policy=on_policy)
     out = raw = compute_objective(cfg.objective, tb, params)
     train_mask = mask
-    if corr is not None:
-        weight = corr.weights[rows, :w].to(device)  # (b, w) detached IS weights (ones without IS)
-        train_mask = mask * corr.keep[rows, :w].to(device)  # rejected tokens leave the loss and its normaliser
-        out = ObjectiveOutput(loss=out.loss * weight, intermediates=out.intermediates,
-                              terms={k: v * weight for k, v in out.terms.items()})
+    if corr is not None:  # loss × IS weight; rejected tokens leave the loss and its normaliser
+        out, train_mask = apply_correction(out, mask, corr.weights[rows, :w].to(device), corr.keep[rows, :w].to(device))
     agg = {"normalizer": norm, "max_len": cfg.max_response_tokens}
     loss = aggregate(out.loss, train_mask, cfg.aggregation, **agg)
     t_fwd = time.perf_counter()
