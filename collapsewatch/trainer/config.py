@@ -164,7 +164,9 @@ class TrainConfig:
         if self.advantage_params and self.advantages != "gigpo":
             raise ValueError(f"advantage_params: {self.advantages} takes none (only gigpo has settings)")
         gigpo_params(self.advantage_params)  # unknown keys / bad values fail here
-        EngineSettings.from_dict(self.rollout)
+        if EngineSettings.from_dict(self.rollout).engine == "vllm" and self.top_p < 1:
+            raise ValueError("top_p: rollout.engine=vllm needs top_p = 1 (vLLM reports log-probs of the truncated "
+                             "distribution, the trainer recomputes the full one)")
         correction_params(self.correction)
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype: {self.dtype!r} is not float32 or bfloat16")

@@ -86,3 +86,11 @@ def test_truncated_sampling_is_refused(setup):
     engine.config = replace(GREEDY, temperature=1.0, top_p=0.9)
     with pytest.raises(ValueError, match="top_p must be 1"):
         engine.rollout(tasks, make_env, 2)
+
+
+def test_the_trainer_refuses_top_p_with_vllm_before_loading_anything():
+    from collapsewatch.trainer.config import load_config
+
+    with pytest.raises(ValueError, match="^top_p: rollout.engine=vllm needs top_p = 1"):
+        load_config(overrides=["rollout.engine=vllm", "top_p=0.9"])
+    assert load_config(overrides=["rollout.engine=vllm"]).rollout == {"engine": "vllm"}
