@@ -134,7 +134,8 @@ class VLLMRolloutEngine:
         cfg, vllm = self.config, self._vllm
         params = [vllm.SamplingParams(temperature=cfg.temperature, max_tokens=turn_budget(cfg, s), logprobs=0,
                                       stop_token_ids=self.stop_token_ids, stop=self.stop_strings or None,
-                                      include_stop_str_in_output=True, skip_special_tokens=False)
+                                      include_stop_str_in_output=True, skip_special_tokens=False,
+                                      detokenize=bool(self.stop_strings))  # text only to match stop strings
                   for s in seqs]
         prompts = [self._tokens_prompt(prompt_token_ids=s.context) for s in seqs]
         outs = self.llm.generate(prompts, params, use_tqdm=False)

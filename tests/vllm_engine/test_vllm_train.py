@@ -1,7 +1,7 @@
 """`collapsewatch train --set rollout.engine=vllm` end to end: a bf16 vLLM sampler against the fp32 trainer.
 
 The mismatch is real (no drill): vLLM computes in bf16, the trainer recomputes π_old in fp32, so the stored
-is_log_ratio_abs_mean is well above the fp32 engine's ~1e-5 (tests/vllm_engine/test_vllm_engine.py) and is_ess < 1.
+is_log_ratio_abs_mean is well above the fp32 engine's largest per-token gap of ~1e-5 (tests/vllm_engine/test_vllm_engine.py) and is_ess < 1.
 Two rollouts × 2 mini-batches: one weight sync, before the second rollout (steps 2, 3).
 """
 
@@ -26,8 +26,13 @@ def test_train_with_a_bf16_vllm_sampler_stores_the_mismatch(tmp_path):
         "SELECT step, is_log_ratio_abs_mean, is_ess, is_weight_mean, is_truncated_frac, weight_sync_time, "
         "rollout_time FROM steps ORDER BY step").fetchall()
     assert [r[0] for r in rows] == [0, 1, 2, 3]
+    print("step, is_log_ratio_abs_mean, is_ess, is_weight_mean, is_truncated_frac, weight_sync_time, rollout_time")
+    for r in rows:
+        print(r)
     for _, abs_mean, ess, w_mean, trunc, _, rollout_time in rows:
-        assert 1e-3 < abs_mean < 0.5  # bf16 rounding of every weight and activation: far above fp32's 1e-5
+        # bf16 rounding of every weight and activation: measured 3e-4 … 3e-3 nats per token here (is_ess 0.9999), against fp32's
+        # largest per-token gap of ~1e-5 (test_vllm_engine.py)
+        assert 1e-4 < abs_mean < 0.5, rows
         assert 0 < ess < 1 and 0.5 < w_mean < 2.0 and 0 <= trunc < 0.5 and rollout_time > 0
     assert [r[5] is None for r in rows] == [True, True, False, False]  # synced once, before the 2nd rollout
     assert rows[2][5] > 0
