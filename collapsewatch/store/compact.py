@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import location
+from . import location, mirror
 from .location import Location
 from .migrations import TABLES, migrate
 from .segments import table_files
@@ -33,7 +33,7 @@ def compact_run(store: str | os.PathLike | Location, run: str, rank: int | None 
     ``store`` is a folder, a URL (read through its mirror, synced here) or a ``Location``: a writer passes its
     own, whose spool holds only its rank's segments of an object store, so it merges those and exports nothing
     (``collapsewatch compact URL`` exports the whole run)."""
-    where = store if isinstance(store, Location) else location.reader(store)
+    where = store if isinstance(store, Location) else mirror.reader(store)
     root = where.local
     check_run_name(run)
     if export is None:
@@ -107,7 +107,7 @@ def compact_store(store: str | os.PathLike) -> list[str]:
     and exports (segment ``.tmp`` files, ``.<run>.*.duckdb.tmp``). Returns the runs compacted."""
     from .views import connect
 
-    where = location.reader(store)
+    where = mirror.reader(store)
     con = connect(where.local)
     runs = [r[0] for r in con.execute("SELECT run FROM runs WHERE status <> 'running' ORDER BY run").fetchall()]
     con.close()

@@ -10,9 +10,9 @@ downloaded at run time) and owns the **publish rule** that stands in for the ato
 * every other object is one PUT, whole or absent (S3 replaces an object atomically): merged ``r<rank>-compact-*``
   segments (whose inputs were published), run rows ``runs/r<rank>.parquet`` (overwritten in place, never renamed),
   ``offline-r<rank>`` events, ``_schema``, a run's tokenizer;
-* a reader lists the prefix and copies the published objects into a local **mirror** folder (``sync``), which every
-  query then reads like a local store: it never sees half a flush, and a file listed but gone by the time it is read
-  (compaction) is skipped. Segments are immutable with unique names, so each is downloaded once.
+* a reader lists the prefix and copies the published objects into a local **mirror** folder (``mirror.sync``), which every
+  query then reads like a local store: it never sees half a flush, and an object listed but gone by the time it is
+  read (compaction) makes it list again. Segments are immutable with unique names, so each is downloaded once.
 
 Endpoint and credentials come from the environment (``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3``,
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, or
@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,10 @@ PUBLISHED = "_published"
 QUARANTINE = "_quarantine"  # where ``collapsewatch check --quarantine`` moves bad files, out of every read
 NOT_MIRRORED = (QUARANTINE, PUBLISHED)  # folders of the store or of a run that readers never need
 MIRROR_SKIPS = (".duckdb",)  # a run's export: the mirror's segments hold the same rows
-SYNC_WORKERS = 8
+REPLACES_KEY = b"collapsewatch.replaces"
+"""Parquet key-value metadata of a merged segment: the JSON list of the file names it replaces. Readers and
+compaction skip a file that a segment beside it replaces, so a merge killed between writing the merged
+segment and deleting its inputs never counts a row twice, and the next compaction finishes the deletes."""
 
 
 def is_url(store: str | os.PathLike) -> bool:
@@ -257,39 +259,6 @@ def mirror_dir(remote: Remote) -> Path:
 def spool_dir(remote: Remote) -> Path:
     """A writer's local copy of what it uploads (its rank's segments, for live compaction and retries)."""
     return cache_dir() / "spool" / _slot(remote)
-
-
-def reader(store: str | os.PathLike) -> Location:
-    """The location a reader uses: the folder itself, or for a URL its mirror, synced now."""
-    if not is_url(store):
-        return Location(Path(store).expanduser().resolve())
-    remote = parse_url(store)
-    loc = Location(mirror_dir(remote), remote, mirror=True)
-    refresh(loc)
-    return loc
-
-
-_synced: dict[Path, tuple[float, int]] = {}  # mirror -> (when this process last synced it, generation)
-
-
-def refresh(loc: Location, max_age: float = 0.0) -> int:
-    """Sync a reader's mirror unless this process synced it less than ``max_age`` seconds ago (every ``Store`` of a
-    dashboard shares one sync a second); returns the mirror's generation, which changes when its files do. No-op
-    (0) for a folder store; an unreachable endpoint or bucket is one clear error."""
-    if loc.remote is None:
-        return 0
-    when, generation = _synced.get(loc.local, (float("-inf"), 0))
-    if time.monotonic() - when < max_age:
-        return generation
-    from .mirror import sync
-
-    try:
-        changed = sync(loc.remote, loc.local)
-    except OSError as e:
-        raise FileNotFoundError(f"store {loc.remote.url!r} cannot be read: {str(e).splitlines()[0]}") from e
-    generation += changed
-    _synced[loc.local] = (time.monotonic(), generation)
-    return generation
 
 
 def writer(store: str | os.PathLike, spool: str | os.PathLike | None = None) -> Location:

@@ -33,7 +33,18 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from .location import FLUSH_SEGMENT, PUBLISHED, Remote, _parquet_tail, published
+from .location import (
+    FLUSH_SEGMENT,
+    PUBLISHED,
+    REPLACES_KEY,
+    Location,
+    Remote,
+    _parquet_tail,
+    is_url,
+    mirror_dir,
+    parse_url,
+    published,
+)
 
 log = logging.getLogger("collapsewatch.store")
 SYNC_WORKERS = 8
@@ -150,8 +161,6 @@ def _replaced(local: Path) -> set[str]:
     """The file names a merged segment replaces (its ``collapsewatch.replaces`` metadata); none if unreadable."""
     import pyarrow.parquet as pq
 
-    from .writer import REPLACES_KEY
-
     try:
         return set(json.loads((pq.read_schema(local).metadata or {}).get(REPLACES_KEY, b"[]")))
     except (OSError, ValueError, TypeError):
@@ -229,3 +238,34 @@ def broken_flushes(mirror: Path) -> list[tuple[str, str]]:
         return [(m, why) for m, why in json.loads((mirror / BROKEN).read_text())]
     except (OSError, ValueError):
         return []
+
+
+def reader(store: str | os.PathLike) -> Location:
+    """The location a reader uses: the folder itself, or for a URL its mirror, synced now."""
+    if not is_url(store):
+        return Location(Path(store).expanduser().resolve())
+    remote = parse_url(store)
+    loc = Location(mirror_dir(remote), remote, mirror=True)
+    refresh(loc)
+    return loc
+
+
+_synced: dict[Path, tuple[float, int]] = {}  # mirror -> (when this process last synced it, generation)
+
+
+def refresh(loc: Location, max_age: float = 0.0) -> int:
+    """Sync a reader's mirror unless this process synced it less than ``max_age`` seconds ago (every ``Store`` of a
+    dashboard shares one sync a second); returns the mirror's generation, which changes when its files do. No-op
+    (0) for a folder store; an unreachable endpoint or bucket is one clear error."""
+    if loc.remote is None:
+        return 0
+    when, generation = _synced.get(loc.local, (float("-inf"), 0))
+    if time.monotonic() - when < max_age:
+        return generation
+    try:
+        changed = sync(loc.remote, loc.local)
+    except OSError as e:
+        raise FileNotFoundError(f"store {loc.remote.url!r} cannot be read: {str(e).splitlines()[0]}") from e
+    generation += changed
+    _synced[loc.local] = (time.monotonic(), generation)
+    return generation

@@ -24,10 +24,11 @@ import numpy as np
 import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS
-from . import location, segments
+from . import location, mirror, segments
 from .migrations import TABLES
-from .sandbox import Limits, ReadOnlyQueryError, run_user_sql
+from .sandbox import Limits, ReadOnlyQueryError
 from .segments import raced
+from .sqlproc import run_user_sql
 from .views import create_views, episodes_sql, open_location, runs_sql, view_sql
 from .writer import check_run_name, valid_run_name
 
@@ -53,7 +54,7 @@ class Store:
         self.path = path if location.is_url(path) else Path(path)
         self.where = open_location(path)
         self.root = self.where.local
-        self._generation = location.refresh(self.where, SYNC_S)  # synced just now, by open_location
+        self._generation = mirror.refresh(self.where, SYNC_S)  # synced just now, by open_location
         self.con = duckdb.connect(":memory:")
         self._dirty = self._views()
         allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in segments.readable_dirs(self.root))
@@ -75,7 +76,7 @@ class Store:
         expanded at every query)."""
         if self.where.remote is None:
             return
-        generation = location.refresh(self.where, SYNC_S)
+        generation = mirror.refresh(self.where, SYNC_S)
         if generation != self._generation:
             self._generation, self._dirty = generation, True
 

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
@@ -192,21 +191,6 @@ def _sources(root: Path) -> dict[str, pads.Dataset]:
         empty = schema_file(root, table)
         out[table] = pads.dataset(good or [str(empty)], format="parquet", schema=pq.read_schema(empty))
     return out
-
-
-def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
-    """Run a person's query over the store's views at ``root`` in a child process with a hard memory and time
-    limit (``sqlproc``). Each try lists the segments afresh, so a query racing live compaction reads the files that
-    exist now.
-
-    Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
-    statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
-    plain SELECTs, ValueError for a failed, interrupted or oversized query."""
-    from . import sqlproc
-
-    statements = check_select_only(sql)
-    table, cut = sqlproc.run(root, statements[-1], limits)
-    return table.to_pandas(), cut
 
 
 def run_checked(root: Path, statement: str, limits: Limits, timeout_s: float) -> tuple[pa.Table, bool]:

@@ -24,10 +24,10 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .location import QUARANTINE, Location
+from .location import QUARANTINE, REPLACES_KEY, Location
 from .migrations import TABLES
 from .mirror import is_mirror
-from .writer import REPLACES_KEY, arrow_schemas, ensure_schema
+from .writer import arrow_schemas, ensure_schema
 
 log = logging.getLogger("collapsewatch.store")
 

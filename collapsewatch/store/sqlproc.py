@@ -2,7 +2,7 @@
 
 DuckDB's ``memory_limit`` bounds what its buffer manager tracks; list and string builders and a materialised result
 are not tracked (``SELECT list(range(100000000))`` grew a process to 7 GB under a 1 GB limit, and its interrupt came
-only when the list was built). So each user query (``sandbox.run_user_sql``: the CLI's ``sql`` and the dashboard's
+only when the list was built). So each user query (``run_user_sql``: the CLI's ``sql`` and the dashboard's
 SQL page) runs in a worker process (``python -m collapsewatch.store.sqlproc``, kept for the next query while it
 holds less than ``IDLE_RSS``, so a query does not pay its second of imports) that
 
@@ -32,10 +32,14 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .sandbox import Limits
+from .sandbox import Limits, check_select_only
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_CONCURRENT = 2
 GRACE_S = 1.5  # after the deadline, the parent kills a child whose query did not end at its interrupt
@@ -44,6 +48,19 @@ IDLE_RSS = 512 * 2**20  # a worker that holds more than this after a query exits
 _slots = threading.BoundedSemaphore(MAX_CONCURRENT)
 _idle: list[tuple[int, subprocess.Popen]] = []  # (its address-space cap, a worker waiting for a query)
 _idle_lock = threading.Lock()
+
+
+def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
+    """Run a person's query over the store's views at ``root`` in a child process with a hard memory and time
+    limit (this module). Each try lists the segments afresh, so a query racing live compaction reads the files that
+    exist now.
+
+    Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
+    statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
+    plain SELECTs, ValueError for a failed, interrupted or oversized query."""
+    statements = check_select_only(sql)
+    table, cut = run(root, statements[-1], limits)
+    return table.to_pandas(), cut
 
 
 def run(root: Path, statement: str, limits: Limits) -> tuple[pa.Table, bool]:

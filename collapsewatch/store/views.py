@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
-from . import location
+from . import location, mirror
 from .migrations import TABLES
 from .mirror import install_lock
 from .segments import read_until_stable, readable_dirs, scan_sql
@@ -101,8 +101,8 @@ class StoreNotFoundError(FileNotFoundError):
 
 def open_location(store: str | Path) -> location.Location:
     """Where a reader reads the store: the resolved folder, or for a URL its local mirror synced now
-    (``location.reader``); StoreNotFoundError saying why it is not a store."""
-    where = location.reader(store)
+    (``mirror.reader``); StoreNotFoundError saying why it is not a store."""
+    where = mirror.reader(store)
     root = where.local
     if not root.is_dir():
         raise StoreNotFoundError(f"store {str(store)!r} does not exist or is not a directory")

@@ -36,7 +36,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import location
-from .location import Location
+from .location import REPLACES_KEY, Location
 from .migrations import SCHEMA_STAMP, TABLES, schema_connection
 from .publisher import Publisher
 
@@ -91,12 +91,6 @@ def conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
     cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
             for f in schema]
     return pa.Table.from_arrays(cols, schema=schema)
-
-
-REPLACES_KEY = b"collapsewatch.replaces"
-"""Parquet key-value metadata of a merged segment: the JSON list of the file names it replaces. Readers and
-compaction skip a file that a segment beside it replaces, so a merge killed between writing the merged
-segment and deleting its inputs never counts a row twice, and the next compaction finishes the deletes."""
 
 
 def write_merged(table: str, files: list[Path], rank: int) -> Path:

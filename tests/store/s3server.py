@@ -41,10 +41,12 @@ def start() -> S3Server:
     return S3Server(server, f"http://{host}:{port}")
 
 
-if __name__ == "__main__":  # a server in a process of its own (the outage test pauses it): prints its endpoint
+if __name__ == "__main__":  # a server in a process of its own: prints its endpoint, ends with its parent
+    import os
     import time
 
+    parent = os.getppid()
     s = start()
     print(s.endpoint, flush=True)
-    while True:
-        time.sleep(3600)
+    while os.getppid() == parent:  # a test process killed before its teardown leaves no server behind
+        time.sleep(0.5)
