@@ -14,8 +14,8 @@ it does (a writer publishes, compacts, retires markers), so it
    that flush's segments is installed (all or nothing), a warning names the marker once per process, and
    ``collapsewatch check`` reports it (``broken_flushes``);
 3. **installs** the downloads by rename, then removes what the listing no longer holds, under an exclusive lock
-   (``INSTALL_LOCK``) that readers take shared while they list the mirror (``segments.snapshot``): a reader's file
-   list is one listing's whole state, never a flush half installed.
+   (``INSTALL_LOCK``) that readers take shared while they list the mirror (``install_lock``, in ``views.view_sql``
+   and the sandbox): a reader's file list is one listing's whole state, never a flush half installed.
 """
 
 from __future__ import annotations
