@@ -31,8 +31,11 @@ PROBE = textwrap.dedent("""
     except ValueError as e:
         out = {"error": str(e)}
     out["s"] = time.monotonic() - t
-    from collapsewatch.store import sqlproc
-    sqlproc.close_idle()  # waited for: its peak is in RUSAGE_CHILDREN
+    try:
+        from collapsewatch.store import sqlproc
+        sqlproc.close_idle()  # waited for: its peak is in RUSAGE_CHILDREN
+    except ImportError:  # the code before ran the query in this process
+        pass
     # VmHWM: this process's peak since its exec (ru_maxrss would carry the forking parent's over the exec)
     out["self_kb"] = int(next(x for x in open("/proc/self/status") if x.startswith("VmHWM")).split()[1])
     out["child_kb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -62,7 +65,7 @@ def test_the_resource_queries_stay_inside_their_process_limit(empty_store, sql):
     # 1,000,000 n + 4 (n + 1) bytes of Arrow buffers, 33,000,136 for n = 33 and 34,000,140 for n = 34: 33 rows
     assert ("error" in got and "\n" not in got["error"] and got["error"].startswith("query")) or \
         (got.get("cut") is True and got["rows"] == 33), got
-    assert got["child_kb"] * 1024 <= Limits().process_bytes, got  # the query's process: under its address-space cap
+    assert got["child_kb"] * 1024 <= 3 * GIB, got  # the query's process: under the documented 3 GiB cap
     assert got["self_kb"] * 1024 < 0.5 * GIB, got  # the caller (a dashboard server) only ever holds the ≤ 32 MiB result
     print(sql, got)  # the numbers docs/store.md quotes (pytest -s)
 
