@@ -11,9 +11,12 @@ ONLY = DetectorConfig(enabled=("entropy",))
 
 def test_collapse_to_near_zero():
     # 0.5 until 100, then 0.01: the level is 0.01 once 3 of the last 5 points are (t = 102); the bar is
-    # max(0.05, 0.1 · peak 0.5) = 0.05 → holds from 102, opens at 104 (3rd hold).
+    # max(collapse_abs 0.01, 0.1 · peak 0.5) = 0.05 → holds from 102, opens at 104 (3rd hold). At t = 199 the
+    # history holds 100 points of each: median 0.255, the 0.5 levels count as a blow-up (≥ 1.5 × 0.255) and
+    # leave the normal peak, which becomes 0.01: the bar is max(0.01, 0.001) = 0.01 and 0.01 is not below it,
+    # so the episode's last step is 198.
     _, suite = feed(rows(200, entropy_mean=lambda s: 0.5 if s < 100 else 0.01), ONLY)
-    assert spans(suite.episodes(), "entropy") == [("collapse", 104, 199, "warning")]
+    assert spans(suite.episodes(), "entropy") == [("collapse", 104, 198, "warning")]
     assert suite.episodes()[0].threshold == 0.05
 
 
