@@ -1,0 +1,100 @@
+"""The run page's verdict and reading order in a real browser (headless Debian Chromium), on the shipped sample
+runs (real trainer runs): a collapsed, a healthy and a drill run; episodes cause first; an episode's link zooms
+the panels with their y ranges fitted; the tokens page honours rank=entropy (issue 25 §3-5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collapsewatch.dashboard import ids
+from collapsewatch.judge import judge
+from collapsewatch.store import Store
+
+from .test_browser import browser, context, page, sample_site  # noqa: F401  (the shared Chromium fixtures)
+
+pytestmark = pytest.mark.browser
+GRAPH = f"#{ids.OV_GRAPH} .main-svg"
+
+
+def _verdict(root: Path, run: str):
+    s = Store(root)
+    try:
+        return judge(s, run).verdict
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("run, status", [("grpo-collapse", "collapsed"), ("grpo-healthy", "healthy"),
+                                         ("drill-lld-grpo", "healthy")])
+def test_every_run_page_opens_with_its_verdict(sample_site, page, run, status):  # noqa: F811
+    base, root = sample_site
+    page.goto(f"{base}/run/{run}")
+    page.wait_for_selector(GRAPH)
+    line = page.locator(f"#{ids.OV_VERDICT}")
+    v = _verdict(root, run)
+    assert v.status == status and line.inner_text().split(None, 1) == [status.upper(), v.sentence]
+    # the verdict line is the first thing on the page, above the run picker and the events
+    top = page.evaluate(f"() => document.querySelector('#{ids.OV_VERDICT}').getBoundingClientRect().top")
+    assert top < page.evaluate(f"() => document.querySelector('#{ids.OV_EVENTS}').getBoundingClientRect().top")
+    onsets = page.evaluate(f"""() => (document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot').layout.shapes || [])
+        .filter(s => s.name === 'onset').map(s => s.x0)""")
+    if run.startswith("drill-"):  # a drill says so, and its onset is marked on every panel
+        assert "Drill: lld from step 24" in v.sentence and onsets == [24] * 10
+    else:
+        assert onsets == []
+    assert page.errors == []
+
+
+def test_episodes_cause_first_and_grouped(sample_site, page):  # noqa: F811
+    base, _ = sample_site
+    page.goto(f"{base}/run/grpo-collapse")
+    page.wait_for_selector(f"#{ids.OV_EVENTS} .ev-row")
+    rows = page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.OV_EVENTS} .ev-row'))
+        .map(r => [r.cells[0].innerText, r.cells[1].innerText.replace('●', '').trim(), r.cells[2].innerText])""")
+    # the first critical episode leads (entropy blow-up at 54), not the harmless length warning at 14
+    assert rows[0] == ["54–56", "entropy · blowup", "critical"]
+    groups = [what for _, what, _ in rows]
+    assert all(groups.index(g) == i or groups[i - 1] == g for i, g in enumerate(groups))  # each phase together
+    # no scroll box: the table's visible rows are all on the page, the rest fold away under "more"
+    assert page.locator(f"#{ids.OV_EVENTS} .ev-more summary").inner_text().startswith(f"{len(rows) - 12} more")
+    assert page.evaluate(f"() => document.querySelector('#{ids.OV_EVENTS}').scrollHeight "
+                         f"<= document.querySelector('#{ids.OV_EVENTS}').clientHeight + 1")
+    assert page.errors == []
+
+
+def test_an_episode_link_zooms_with_each_panel_fitted_to_the_window(sample_site, page):  # noqa: F811
+    base, _ = sample_site
+    page.goto(f"{base}/run/grpo-collapse")
+    page.wait_for_selector(f"#{ids.OV_EVENTS} .ev-row")
+    page.locator(f"#{ids.OV_EVENTS} .ev-row").first.locator(".ev-steps").click()
+    page.wait_for_url("**/run/grpo-collapse?from=44&to=66&episode=0")
+    page.wait_for_function(f"""() => {{ const gd = document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot');
+        return gd && gd._fullLayout && gd._fullLayout.xaxis.range[0] == 43.5; }}""")
+    # the entropy panel (y2): its y range spans what is drawn between steps 44 and 66, not the run's 0 … 6
+    got = page.evaluate(f"""() => {{ const gd = document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot');
+        let lo = Infinity, hi = -Infinity;
+        gd.data.filter(t => t.yaxis === 'y2' && t.mode !== 'markers').forEach(t => t.x.forEach((x, i) => {{
+            if (x >= 43.5 && x <= 66.5 && t.y[i] !== null) {{ lo = Math.min(lo, t.y[i]); hi = Math.max(hi, t.y[i]); }} }}));
+        return [lo, hi, gd._fullLayout.yaxis2.range, gd.data.filter(t => t.yaxis === 'y2')
+            .reduce((m, t) => Math.max(m, ...t.y.filter(v => v !== null)), -Infinity)]; }}""")
+    lo, hi, (r0, r1), whole_max = got
+    pad = 0.06 * (hi - lo)
+    assert abs(r0 - (lo - pad)) < 1e-6 and abs(r1 - (hi + pad)) < 1e-6 and whole_max > r1
+    assert page.errors == []
+
+
+def test_tokens_page_honours_rank_entropy(sample_site, page):  # noqa: F811
+    base, _ = sample_site
+    page.goto(f"{base}/tokens/grpo-collapse?step=180&rank=entropy")
+    page.wait_for_selector(f"#{ids.TK_TEXT} .tok")
+    assert "highest entropy" in page.inner_text(f"#{ids.TK_RANK}")
+    # the sequence opened is the step's highest-entropy one, and its tokens are coloured by entropy
+    seq = page.inner_text(f"#{ids.TK_SEQ}")
+    assert "entropy_mean" in seq
+    options = page.evaluate(f"""() => document.querySelector('#{ids.TK_METRIC} input:checked').value""")
+    assert options == "entropy"
+    text = page.inner_text(f"#{ids.TK_TEXT}")
+    assert "\ufffd" not in text  # byte-level BPE pieces as text: no replacement boxes
+    assert page.errors == []
