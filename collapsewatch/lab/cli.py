@@ -67,7 +67,7 @@ def score_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsOpt
                f"with a reward collapse: {collapsed}")
     if detectors is None and labels is None:
         same = online_matches_offline(corpus, found)
-        typer.echo(f"online == offline episodes: {sum(same.values())}/{len(same)} runs"
+        typer.echo(f"stored == offline episodes: {sum(same.values())}/{len(same)} runs"
                    + ("" if all(same.values()) else f" (differ: {', '.join(r for r, ok in same.items() if not ok)})"))
 
 

@@ -1,7 +1,7 @@
 """A store read as a labelled corpus: each run's step rows, its label, and detector flags over it.
 
 The lab re-detects offline (``detect_frame``, the online code path) with the configuration under test rather
-than reading the stored online events; :func:`online_matches_offline` checks that the two agree per run.
+than reading the stored events; :func:`online_matches_offline` checks that the two agree per run.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
         # the runs view, not queries.run_info: it reads stores written before migration 0002 too
         configs = dict(store.query("SELECT run, any_value(config) AS config FROM runs GROUP BY run")
                        .itertuples(index=False, name=None))
-        events = store.query("SELECT run, detector, phase, severity, step_start FROM events "
-                             "WHERE source = 'online' AND rank = 0")
+        # the stored episodes (the events view: one row each, recorded online or re-recorded offline)
+        events = store.query("SELECT run, detector, phase, severity, step_start FROM events WHERE rank = 0")
         frames, labels, near = {}, {}, {}
         for run in run_names(store):
             df = run_steps(store, run)
@@ -75,8 +75,9 @@ def flags(corpus: Corpus, config: DetectorConfig | None = None) -> pd.DataFrame:
 
 
 def online_matches_offline(corpus: Corpus, offline: pd.DataFrame) -> dict[str, bool]:
-    """Per run: the stored online episodes equal the offline ones (detector, phase, start, severity).
-    Only meaningful for runs detected online with the same configuration."""
+    """Per run: the stored episodes (recorded online, or re-recorded with ``make sample-events``) equal the offline
+    ones (detector, phase, start, severity). Only meaningful for runs recorded with the same rules
+    (``collapsewatch.judge`` tells which were not)."""
     out = {}
     key = ["detector", "phase", "step_start", "severity"]
     for run in corpus.frames:
