@@ -17,7 +17,7 @@ import pandas as pd
 from collapsewatch.detectors.likelihood import POOLED_COLUMNS, pooled_columns
 
 from . import theme
-from .panels import GRID, MARGIN, PANELS, Panel, Series, log_ticks
+from .panels import GRID, MARGIN, PANELS, Panel, Series, grid_for, log_ticks
 from .series import GL_THRESHOLD, SAME_AS, downsample, finite_xy, smoothed_tail, trailing_mean
 from .timeline import band_shapes, lld_spiral, threshold_shapes
 
@@ -42,28 +42,61 @@ MISMATCH_NOISE = 1e-4
 """|is_log_ratio| mean (nats) below which the mismatch panel says there is none instead of plotting float noise."""
 
 
-def _layout(ticks: dict[str, list[float]] | None = None) -> dict[str, Any]:
-    """Axes of the panel grid; ``ticks``: tick values of each log panel (by key), covering its data."""
-    lay = theme.base_layout(GRID["height"], showlegend=False, hovermode="x unified", margin=dict(MARGIN, t=10, b=30))
+def _layout(ticks: dict[str, list[float]] | None = None, grid: dict[str, Any] = GRID) -> dict[str, Any]:
+    """Axes of the panel ``grid``; ``ticks``: tick values of each log panel (by key), covering its data."""
+    lay = theme.base_layout(grid["height"], showlegend=False, hovermode="x unified", margin=dict(MARGIN, t=10, b=30))
     # a plain-dict figure goes to plotly.js as is, and plotly.js knows no template names: every colour is
     # set explicitly instead
     lay.pop("template")
-    for panel, cell in zip(PANELS, GRID["cells"], strict=True):
+    for panel, cell in zip(PANELS, grid["cells"], strict=True):
         xa, ya = "xaxis" + cell["x"][1:], "yaxis" + cell["y"][1:]
-        lay[xa] = theme.axis(domain=cell["xd"], anchor=cell["y"], showticklabels=cell["bottom"],
-                             **({"matches": "x"} if cell["x"] != "x" else {}))
+        lay[xa] = theme.axis(**{**dict(domain=cell["xd"], anchor=cell["y"], showticklabels=cell["bottom"]),
+                                **({"matches": "x"} if cell["x"] != "x" else {}), **_gone(cell)})
         extra: dict[str, Any] = {"rangemode": "nonnegative"} if panel.nonnegative else {}
         if panel.log_y:
             vals = (ticks or {}).get(panel.key) or log_ticks(0.1, 10)
             extra = dict(type="log", tickvals=vals, ticktext=[f"{v:g}" for v in vals])
-        lay[ya] = theme.axis(domain=cell["yd"], anchor=cell["x"], nticks=5, **extra)
-        if panel.key in GRID["right_axis"]:
-            ra = "yaxis" + GRID["right_axis"][panel.key][1:]
+        lay[ya] = theme.axis(**{**dict(domain=cell["yd"], anchor=cell["x"], nticks=5), **extra, **_gone(cell)})
+        if panel.key in grid["right_axis"]:
+            ra = "yaxis" + grid["right_axis"][panel.key][1:]
             fixed = (dict(range=list(panel.right_range), autorange=False, tickvals=[0.0, 0.5, 1.0])
                      if panel.right_range else {})
-            lay[ra] = theme.axis(overlaying=cell["y"], side="right", anchor=cell["x"], showgrid=False, nticks=4,
-                                 tickformat=panel.right_format, **fixed)
+            lay[ra] = theme.axis(**{**dict(overlaying=cell["y"], side="right", anchor=cell["x"], showgrid=False,
+                                           nticks=4, tickformat=panel.right_format), **fixed, **_gone(cell)})
     return lay
+
+
+def _gone(cell: dict[str, Any]) -> dict[str, Any]:
+    """Axis settings of a collapsed panel: not drawn (it keeps its id, so traces and patches keep their address)."""
+    return {"visible": False, "showgrid": False, "zeroline": False} if cell.get("hidden") else {}
+
+
+FLAT_RATIO = 0.1
+"""A ratio panel whose p05, median and p95 stay within 1 ± this on every step is collapsed: nothing an ISDD rule
+looks at happens there (its median bar is 0.9, its tail bar 0.1), and a healthy run's mini-batches barely move
+the policy."""
+NOT_RECORDED = "not recorded for this run"
+
+
+def collapsed(summary: dict[str, Any] | None) -> dict[str, str]:
+    """Panels collapsed to a line under the grid (key → why): nothing recorded, not applicable (on-policy ratio
+    panels), no train–inference mismatch, or ratios flat at 1."""
+    if not summary or summary["rows"] == 0:
+        return {}
+    out = {}
+    for panel in PANELS:
+        note = _panel_note(panel, summary)
+        sign = panel.key.removeprefix("ratio_") if panel.key in ("ratio_pos", "ratio_neg") else None
+        dev = (summary.get("ratio_dev") or {}).get(sign) if sign else None
+        if note in (NOT_APPLICABLE, NO_MISMATCH, NOT_RECORDED):
+            out[panel.key] = note
+        elif dev is not None and dev <= FLAT_RATIO:
+            out[panel.key] = f"flat at 1 (p05–p95 within ±{FLAT_RATIO:.0%} on every step)"
+    return out
+
+
+def _on_hidden(item: dict[str, Any], ids: set[str]) -> bool:
+    return str(item.get("yref", "")).split(" ")[0] in ids
 
 
 def _trace(panel: Panel, s: Series, cell: dict[str, Any], x: np.ndarray, y: np.ndarray,
@@ -114,17 +147,30 @@ def decorations(events: pd.DataFrame, summary: dict[str, Any], view: dict[str, A
     episode, token ``budget``, ``smooth``): shapes (reference and budget lines, thresholds, the LLD spiral,
     hidden episode bands) and annotations (panel titles and notes)."""
     view = view or {}
-    shapes = [_ref_line(p, c, p.ref_y) for p, c in zip(PANELS, GRID["cells"], strict=True) if p.ref_y is not None]
+    gone = collapsed(summary)
+    grid = grid_for(frozenset(gone))
+    shapes = [_ref_line(p, c, p.ref_y) for p, c in zip(PANELS, grid["cells"], strict=True) if p.ref_y is not None]
     if view.get("budget"):
         i = [p.key for p in PANELS].index("length")
-        shapes.append(dict(_ref_line(PANELS[i], GRID["cells"][i], float(view["budget"])), name="budget",
+        shapes.append(dict(_ref_line(PANELS[i], grid["cells"][i], float(view["budget"])), name="budget",
                            label=dict(text=f"token budget {view['budget']}", textposition="end",
                                       font=dict(size=9, color=theme.MUTED))))
     spiral, spiral_notes = lld_spiral(events)
     shapes += spiral + threshold_shapes(events) + band_shapes(events, view.get("selected"))
-    shapes += onset_lines(view.get("onset"))
+    shapes += onset_lines(view.get("onset"), grid)
+    hidden_ids = {c["y"] for c in grid["cells"] if c["hidden"]} | {
+        grid["right_axis"][k] for k in gone if k in grid["right_axis"]}
+    shapes = [x for x in shapes if not _on_hidden(x, hidden_ids)]
+    spiral_notes = [x for x in spiral_notes if not _on_hidden(x, hidden_ids)]
     notes = []
-    for panel, cell in zip(PANELS, GRID["cells"], strict=True):
+    if gone:
+        titles = {p.key: p.title for p in PANELS}
+        notes.append(dict(text="collapsed: " + " · ".join(f"<b>{titles[k]}</b> — {why}" for k, why in gone.items()),
+                          xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="bottom", showarrow=False,
+                          font=dict(size=11, color=theme.MUTED), name="collapsed"))
+    for panel, cell in zip(PANELS, grid["cells"], strict=True):
+        if cell["hidden"]:
+            continue
         notes.append(dict(text=_title(panel, view.get("smooth", 1), summary), xref="paper", yref="paper",
                           x=cell["xd"][0],
                           y=cell["yd"][1], xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11)))
@@ -135,7 +181,7 @@ def decorations(events: pd.DataFrame, summary: dict[str, Any], view: dict[str, A
     return {"shapes": shapes, "annotations": notes + spiral_notes}
 
 
-def onset_lines(drill: Any) -> list[dict[str, Any]]:
+def onset_lines(drill: Any, grid: dict[str, Any] = GRID) -> list[dict[str, Any]]:
     """A drill run's onset on every panel: a vertical line, labelled ``<kind> drill from <step>`` on each."""
     kind, onset = (drill or ("", None))[:2] if isinstance(drill, (list, tuple)) else ("", None)
     if not kind or onset is None:
@@ -145,7 +191,7 @@ def onset_lines(drill: Any) -> list[dict[str, Any]]:
                  name="onset", line=dict(color=theme.DRILL, width=1.5, dash="dashdot"),
                  label=dict(text=f"{kind} drill from {onset}", textposition="start", textangle=0, xanchor="left",
                             yanchor="bottom", padding=4, font=dict(size=9, color=theme.DRILL)))
-            for cell in GRID["cells"]]
+            for cell in grid["cells"] if not cell.get("hidden")]
 
 
 def _ref_line(panel: Panel, cell: dict[str, Any], y: float) -> dict[str, Any]:
@@ -159,7 +205,7 @@ def _panel_note(panel: Panel, summary: dict[str, Any]) -> str | None:
     if panel.ratio_metric and summary["on_policy"]:
         return NOT_APPLICABLE
     if not any(s.column in summary["present"] for s in panel.series):
-        return "not recorded for this run"
+        return NOT_RECORDED
     if panel.key == "mismatch" and (summary.get("mismatch_max") or 0.0) < MISMATCH_NOISE:
         return NO_MISMATCH
     return None
@@ -179,8 +225,8 @@ def panel_ticks(traces: list[dict[str, Any]]) -> dict[str, list[float]]:
 
 
 def _hidden(panel: Panel, summary: dict[str, Any]) -> bool:
-    """A panel whose note replaces its lines (float noise of identical engines is not plotted)."""
-    return panel.key == "mismatch" and _panel_note(panel, summary) == NO_MISMATCH
+    """A collapsed panel (``collapsed``): its traces stay (empty), so trace indices never move."""
+    return panel.key in collapsed(summary)
 
 
 def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str, Any],
@@ -196,8 +242,9 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
     view = dict(view or {}, smooth=smooth)
     steps = pooled_columns(steps)
     deco = decorations(events, summary, view)
+    grid = grid_for(frozenset(collapsed(summary)))
     traces: list[dict[str, Any]] = []
-    for panel, cell in zip(PANELS, GRID["cells"], strict=True):
+    for panel, cell in zip(PANELS, grid["cells"], strict=True):
         hide = _hidden(panel, summary)
         for s in panel.series:
             x, y = finite_xy(steps, s.column)
@@ -209,10 +256,11 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
             x, y = downsample(x, trailing_mean(x, y, smooth))
             traces.append(_trace(panel, s, cell, x, y))
     ticks = panel_ticks(traces)
-    for panel, cell in zip(PANELS, GRID["cells"], strict=True):
+    for panel, cell in zip(PANELS, grid["cells"], strict=True):
         if panel.log_y:
-            traces.append(_marks_trace(cell, *marks(steps, panel, summary), ticks[panel.key][0]))
-    layout = _layout(ticks)
+            m = marks(steps, panel, summary) if not cell["hidden"] else ([], [])
+            traces.append(_marks_trace(cell, *m, ticks[panel.key][0]))
+    layout = _layout(ticks, grid)
     layout.update(shapes=deco["shapes"], annotations=deco["annotations"])
     if view.get("x_range"):
         layout["xaxis"]["range"] = list(view["x_range"])
@@ -281,6 +329,8 @@ def extension(rows: pd.DataFrame, after: int = -1, smooth: int = 1, summary: dic
         if key.startswith(MARKS_PREFIX):
             panel = next(p for p in PANELS if p.key == key.removeprefix(MARKS_PREFIX))
             tail = rows[rows["step"] > after] if len(rows) else rows
+            if _hidden(panel, summary or {"rows": 0}):
+                continue
             x, _ = marks(tail, panel, summary or {})
             if x and floors and panel.key in floors:
                 out[i] = (x, [floors[panel.key]] * len(x))

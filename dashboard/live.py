@@ -23,7 +23,7 @@ from collapsewatch.store import queries
 
 from . import history, state
 from .events_view import event_rows
-from .figures import COLUMNS, NO_MISMATCH, _panel_note, decorations, extension, overview_figure
+from .figures import COLUMNS, collapsed, decorations, extension, overview_figure
 from .panels import GRID, PANELS
 from .series import merge_summaries, summarise
 from .timeline import timeline_figure
@@ -105,9 +105,8 @@ def poll(st: dict[str, Any]) -> dict[str, Any]:
     new_events = key != st["events"]
     changed_deco = new_events or summary["on_policy"] != st["summary"]["on_policy"] \
         or summary["present"] != st["summary"]["present"] or (st["summary"]["rows"] == 0 and summary["rows"] > 0)
-    mismatch = PANELS[[p.key for p in PANELS].index("mismatch")]
     view = st.get("view") or {"smooth": st.get("smooth", 1)}
-    if (_panel_note(mismatch, st["summary"]) == NO_MISMATCH) != (_panel_note(mismatch, summary) == NO_MISMATCH) \
+    if collapsed(st["summary"]) != collapsed(summary) \
             or summary.get("same") != st["summary"].get("same"):  # a panel or a series shown / hidden: redraw
         patch: Any = overview_figure(rows, events, summary, view.get("smooth", 1), view)
     else:

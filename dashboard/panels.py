@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 
@@ -77,25 +78,40 @@ MARGIN = dict(l=150, r=48)
 left one, and equal margins put a step at the same x in both figures."""
 
 
-def _grid() -> dict[str, Any]:
-    """Axis ids and paper domains of the panels, in N_COLS columns (pixels → fractions)."""
-    n_rows = -(-len(PANELS) // N_COLS)
-    height = n_rows * PANEL_PX + (n_rows - 1) * GAP_PX + 20  # + room for the top row's titles
+NOTE_PX = 40
+"""Room under the grid for the line naming the collapsed panels (below the bottom row's tick labels)."""
+
+
+@lru_cache(maxsize=64)
+def grid_for(hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Axis ids and paper domains of the panels, in N_COLS columns (pixels → fractions). Panels in ``hidden`` (keys)
+    are collapsed: the others close up in order, and a collapsed panel keeps its axis ids and column (so traces,
+    patches and shapes keep their addresses) on a sliver at the bottom, its axes hidden."""
+    shown = [i for i, p in enumerate(PANELS) if p.key not in hidden]
+    n_rows = max(1, -(-len(shown) // N_COLS))
+    note = NOTE_PX if len(shown) < len(PANELS) else 0
+    height = n_rows * PANEL_PX + (n_rows - 1) * GAP_PX + 20 + note  # + room for the top row's titles
     frac = 1.0 / height
-    cells = []
+    cells: list[dict[str, Any]] = [{} for _ in PANELS]
     for i in range(len(PANELS)):
-        row, col = divmod(i, N_COLS)
-        y1 = 1 - 20 * frac - row * (PANEL_PX + GAP_PX) * frac
+        col = shown.index(i) % N_COLS if i in shown else i % N_COLS
         x0 = col / N_COLS + (0.03 if col else 0.0)
         x1 = (col + 1) / N_COLS - (0.0 if col else 0.03)
         sx = "" if i == 0 else str(i + 1)
-        cells.append({"x": f"x{sx}", "y": f"y{sx}", "xd": [x0, x1], "yd": [max(0.0, y1 - PANEL_PX * frac), y1],
-                      "bottom": row == n_rows - 1 or i + N_COLS >= len(PANELS)})
+        if i in shown:
+            row = shown.index(i) // N_COLS
+            y1 = 1 - 20 * frac - row * (PANEL_PX + GAP_PX) * frac
+            yd = [max(0.0, y1 - PANEL_PX * frac), y1]
+            bottom = row == n_rows - 1 or shown.index(i) + N_COLS >= len(shown)
+        else:
+            yd, bottom = [0.0, 0.5 * frac], False
+        cells[i] = {"x": f"x{sx}", "y": f"y{sx}", "xd": [x0, x1], "yd": yd, "bottom": bottom,
+                    "hidden": i not in shown}
     return {"height": height + 40, "cells": cells,
             "right_axis": {p.key: f"y{len(PANELS) + 1 + j}" for j, p in enumerate(q for q in PANELS if q.right_format)}}
 
 
-GRID = _grid()
+GRID = grid_for()
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:

@@ -75,7 +75,8 @@ def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
     or has no ratio values, None before the first probed step), ``present`` (columns with any value) and
     ``mismatch_max`` (largest |is_log_ratio| mean, None when never recorded)."""
     if df.empty:
-        return {"rows": 0, "on_policy": None, "present": [], "mismatch_max": None, "same": []}
+        return {"rows": 0, "on_policy": None, "present": [], "mismatch_max": None, "same": [],
+                "ratio_dev": {"pos": None, "neg": None}}
     present = sorted(c for c in columns if c in df.columns and pd.to_numeric(df[c], errors="coerce").notna().any())
     probed = df[df["has_metrics"].astype(bool)] if "has_metrics" in df.columns else df.iloc[0:0]
     if probed.empty:
@@ -87,7 +88,16 @@ def summarise(df: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
         on_policy = bool((flag | no_ratio).all())
     _, mismatch = finite_xy(df, "is_log_ratio_abs_mean")
     return {"rows": int(len(df)), "on_policy": on_policy, "present": present,
-            "mismatch_max": float(np.abs(mismatch).max()) if len(mismatch) else None, "same": same_series(df)}
+            "mismatch_max": float(np.abs(mismatch).max()) if len(mismatch) else None, "same": same_series(df),
+            "ratio_dev": {sign: ratio_dev(df, sign) for sign in ("pos", "neg")}}
+
+
+def ratio_dev(df: pd.DataFrame, sign: str) -> float | None:
+    """Largest |r − 1| of the ratio quantiles (p05 / p50 / p95) of ``sign`` tokens over the rows (None without any):
+    how far a ratio panel ever leaves 1."""
+    ys = [finite_xy(df, f"ratio_{q}_{sign}")[1] for q in ("p05", "p50", "p95")]
+    y = np.concatenate(ys) if ys else np.empty(0)
+    return float(np.abs(y - 1).max()) if len(y) else None
 
 
 SAME_AS = {"correct_frac": "reward_mean"}
@@ -124,9 +134,11 @@ def merge_summaries(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str
         same = list((old if new["rows"] == 0 else new).get("same") or [])
     else:
         same = sorted(set(old.get("same") or []) & set(new.get("same") or []))
+    devs = {sign: [d for d in ((old.get("ratio_dev") or {}).get(sign), (new.get("ratio_dev") or {}).get(sign))
+                   if d is not None] for sign in ("pos", "neg")}
     return {"rows": old["rows"] + new["rows"], "on_policy": on_policy,
             "present": sorted(set(old["present"]) | set(new["present"])), "mismatch_max": max(peaks) if peaks else None,
-            "same": same}
+            "same": same, "ratio_dev": {sign: max(d) if d else None for sign, d in devs.items()}}
 
 
 LAST_COLUMNS = {"last_reward": "reward_mean", "last_ratio_p50_pos": "ratio_p50_pos",

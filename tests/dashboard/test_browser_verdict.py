@@ -98,3 +98,21 @@ def test_tokens_page_honours_rank_entropy(sample_site, page):  # noqa: F811
     text = page.inner_text(f"#{ids.TK_TEXT}")
     assert "\ufffd" not in text  # byte-level BPE pieces as text: no replacement boxes
     assert page.errors == []
+
+
+def test_flat_and_empty_panels_collapse_to_one_line(sample_site, page):  # noqa: F811
+    base, _ = sample_site
+    page.goto(f"{base}/run/grpo-healthy")
+    page.wait_for_selector(GRAPH)
+    got = page.evaluate(f"""() => {{ const gd = document.querySelector('#{ids.OV_GRAPH} .js-plotly-plot');
+        const line = (gd.layout.annotations || []).filter(a => a.name === 'collapsed').map(a => a.text);
+        const drawn = Object.keys(gd._fullLayout).filter(k => /^yaxis\\d*$/.test(k) && gd._fullLayout[k].visible
+                                                           && !gd._fullLayout[k].overlaying).length;
+        return [line, drawn, gd._fullLayout.height]; }}""")
+    line, drawn, height = got
+    # the healthy run's ratios stay within 1 ± 10 % and it has no rollout log-probs: 3 of 10 panels collapse
+    assert len(line) == 1 and "ratio r, A&gt;0" not in line[0]
+    assert "ratio r, A>0 tokens" in line[0] and "ratio r, A<0 tokens" in line[0] and "train–inference" in line[0]
+    assert drawn == 7 and height < 1000
+    assert page.locator(f"#{ids.OV_GRAPH} .annotation-text").filter(has_text="collapsed:").count() == 1
+    assert page.errors == []

@@ -148,8 +148,7 @@ def test_clip_axis_never_below_zero_budget_line_and_mismatch_noise_note():
     assert fig["layout"][f"yaxis{clip + 1}"]["rangemode"] == "nonnegative"
     budget = next(s for s in _shapes(fig) if s.get("name") == "budget")
     assert budget["y0"] == 150.0 and "token budget 150" in budget["label"]["text"]
-    notes = [a["text"] for a in fig["layout"]["annotations"]]
-    assert figures.NO_MISMATCH in notes and _trace(fig, "is_log_ratio_abs_mean")["x"] == []
+    assert figures.NO_MISMATCH in _collapsed_line(fig) and _trace(fig, "is_log_ratio_abs_mean")["x"] == []
     real = _steps(20, is_log_ratio_abs_mean=0.02)
     fig = figures.overview_figure(real, EVENTS.iloc[0:0], summarise(real, figures.COLUMNS))
     assert len(_trace(fig, "is_log_ratio_abs_mean")["x"]) == 20
@@ -160,16 +159,44 @@ def test_on_policy_run_says_not_applicable_instead_of_flat_lines():
     df = _steps(20, on_policy=True, **ratio_cols)
     summary = summarise(df, figures.COLUMNS)
     fig = figures.overview_figure(df, EVENTS.iloc[0:0], summary)
-    notes = [a["text"] for a in fig["layout"]["annotations"]]
     ratio_panels = [p for p in figures.PANELS if p.ratio_metric]
-    assert notes.count(figures.NOT_APPLICABLE) == len(ratio_panels) == 4
+    # the four ratio panels collapse to one line under the grid, each named with why
+    line = _collapsed_line(fig)
+    assert line.count(figures.NOT_APPLICABLE) == len(ratio_panels) == 4
+    assert all(f"<b>{p.title}</b> — {figures.NOT_APPLICABLE}" in line for p in ratio_panels)
     assert _trace(fig, "ratio_p50_pos")["x"] == [] and len(_trace(fig, "reward_mean")["x"]) == 20
+
+
+def _collapsed_line(fig) -> str:
+    found = [a["text"] for a in fig["layout"]["annotations"] if a.get("name") == "collapsed"]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_collapsed_panels_close_up_and_keep_their_axes():
+    # a healthy off-policy run: ratios within 1 ± 1 % (flat: ≤ FLAT_RATIO 10 %), no mismatch recorded → both ratio
+    # panels and the mismatch panel collapse; the other 7 panels close up into 4 rows; trace indices unchanged
+    df = _steps(20, ratio_p05_pos=0.99, ratio_p50_pos=1.0, ratio_p95_pos=1.01, ratio_p05_neg=0.995,
+                ratio_p50_neg=1.0, ratio_p95_neg=1.005, is_log_ratio_abs_mean=np.nan, is_ess=np.nan)
+    summary = summarise(df, figures.COLUMNS)
+    assert set(figures.collapsed(summary)) == {"ratio_pos", "ratio_neg", "mismatch"}
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summary)
+    assert len(fig["data"]) == len(figures.TRACE_COLUMNS)
+    keys = [p.key for p in figures.PANELS]
+    hidden_axes = [fig["layout"]["yaxis" + str(keys.index(k) + 1)] for k in ("ratio_pos", "ratio_neg", "mismatch")]
+    assert all(a["visible"] is False for a in hidden_axes)
+    # 7 panels in 2 columns: 4 rows (4 × 158 + 3 × 34 + 20 + 40 px) + the 40 px under the grid = 834 px, vs 5 rows
+    assert fig["layout"]["height"] == 4 * 158 + 3 * 34 + 20 + 40 + 40 < figures.GRID["height"]
+    assert "flat at 1" in _collapsed_line(fig)
+    wide = _steps(20, ratio_p05_pos=0.5)  # a real spread: drawn
+    assert "ratio_pos" not in figures.collapsed(summarise(wide, figures.COLUMNS))
 
 
 def test_missing_metric_and_empty_run_notes():
     df = _steps(10, is_log_ratio_abs_mean=np.nan, is_ess=np.nan)
-    notes = [a["text"] for a in figures.decorations(EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))["annotations"]]
-    assert notes.count("not recorded for this run") == 1
+    notes = [a["text"] for a in figures.decorations(EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))["annotations"]
+             if a.get("name") == "collapsed"]
+    assert len(notes) == 1 and notes[0].count("not recorded for this run") == 1
     assert timeline.timeline_figure(EVENTS.iloc[0:0])["layout"]["annotations"][0]["text"] == "no detector phases flagged"
     empty = summarise(df.iloc[0:0], figures.COLUMNS)
     notes = [a["text"] for a in figures.decorations(EVENTS.iloc[0:0], empty)["annotations"]]

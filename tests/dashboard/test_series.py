@@ -40,11 +40,15 @@ def test_summarise_on_policy_and_present_columns():
     on = pd.DataFrame({"step": [2], "has_metrics": [True], "on_policy": [True], "ratio_p50_pos": [None],
                        "grad_norm": [1.5]})
     s_off, s_on = summarise(off, ["ratio_p50_pos", "grad_norm"]), summarise(on, ["ratio_p50_pos", "grad_norm"])
-    assert s_off == {"rows": 2, "on_policy": False, "present": ["ratio_p50_pos"], "mismatch_max": None, "same": []}
-    assert s_on == {"rows": 1, "on_policy": True, "present": ["grad_norm"], "mismatch_max": None, "same": []}
+    # ratio_dev: the largest |r − 1| of the A>0 quantiles: |0.9 − 1| = 0.1 (none for A<0, none on the on-policy row)
+    assert s_off == {"rows": 2, "on_policy": False, "present": ["ratio_p50_pos"], "mismatch_max": None, "same": [],
+                     "ratio_dev": {"pos": pytest.approx(0.1), "neg": None}}
+    assert s_on == {"rows": 1, "on_policy": True, "present": ["grad_norm"], "mismatch_max": None, "same": [],
+                    "ratio_dev": {"pos": None, "neg": None}}
     # an off-policy history stays off-policy when an on-policy step follows; columns accumulate
     assert merge_summaries(s_off, s_on) == {"rows": 3, "on_policy": False, "present": ["grad_norm", "ratio_p50_pos"],
-                                            "mismatch_max": None, "same": []}
+                                            "mismatch_max": None, "same": [],
+                                            "ratio_dev": {"pos": pytest.approx(0.1), "neg": None}}
     # the largest |is_log_ratio| mean: max(|−0.3|, 0.1) = 0.3, then max(0.3, 0.5) = 0.5 once merged
     a = summarise(off.assign(is_log_ratio_abs_mean=[-0.3, 0.1]), ["is_log_ratio_abs_mean"])
     b = summarise(on.assign(is_log_ratio_abs_mean=[0.5]), ["is_log_ratio_abs_mean"])
