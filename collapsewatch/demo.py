@@ -6,6 +6,7 @@ store next to the fresh run, so the dashboard has something to compare against a
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
@@ -17,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 SAMPLE_RUNS = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
+
 
 
 def copy_sample_runs(store: Path) -> list[str]:
@@ -94,6 +96,7 @@ def _stop_on_sigterm() -> None:
 def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050) -> None:
     """Copy the sample runs into ``store``, serve the dashboard (live) and train ``demo-grpo`` with the monitor;
     the dashboard stays up after training until Ctrl-C."""
+    from .models.builtin import NOTES_ENV
     from .store.writer import ensure_schema
     from .trainer.config import load_config
     from .trainer.loop import train
@@ -108,6 +111,12 @@ def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050)
     if (store / cfg.run_name).exists():
         shutil.rmtree(store / cfg.run_name)  # a fresh demo run each time
     _stop_on_sigterm()
+    from .dashboard.waiting import NOTES_DIR
+
+    notes = store / NOTES_DIR / f"{cfg.run_name}.txt"  # the model build's progress, for the waiting page
+    notes.parent.mkdir(exist_ok=True)
+    notes.write_text("")
+    os.environ[NOTES_ENV] = str(notes)
     dash = start_dashboard(store, port) if serve else None
     try:
         if dash is not None:

@@ -199,8 +199,20 @@ def _is_current(path: Path) -> bool:
     return meta.is_file() and json.loads(meta.read_text()).get("build_version") == BUILD_VERSION
 
 
+NOTES_ENV = "COLLAPSEWATCH_NOTES"
+"""A file the build's progress lines are also appended to (the demo sets it: its dashboard's waiting page shows
+them while the model is being built)."""
+
+
 def _say(line: str) -> None:
     print(f"[collapsewatch] {line}", file=sys.stderr, flush=True)
+    notes = os.environ.get(NOTES_ENV)
+    if notes:
+        try:  # a note nobody can write is no reason to stop a build
+            with open(notes, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError:
+            pass
 
 
 def _build_into(spec: BuiltinSpec, path: Path) -> None:

@@ -134,3 +134,21 @@ def test_serve_refuses_a_busy_port(synth_store):
         held.listen()
         with pytest.raises(RuntimeError, match="already in use"):
             serve(synth_store, port=held.getsockname()[1])
+
+
+def test_the_waiting_page_shows_the_model_build_and_links_to_the_runs_already_there(app, served):
+    from collapsewatch.dashboard import waiting
+
+    page = _text(waiting.waiting_page("demo-late", "run"))
+    assert "Waiting for run" in page and "/run/collapse" in page and "being built" not in page  # no notes yet
+    notes = served / waiting.NOTES_DIR / "demo-late.txt"
+    notes.parent.mkdir(exist_ok=True)
+    notes.write_text("building the built-in model once\n" + "".join(f"warm start: step {10 * i}/600\n"
+                                                                  for i in range(1, 6)))
+    try:
+        page = _text(waiting.waiting_page("demo-late", "run"))
+        # the newest 4 lines: steps 20 … 50 (the first line and step 10 scrolled off)
+        assert "being built" in page and "warm start: step 50/600" in page and "step 10/600" not in page
+        assert _text(waiting.check(1, "demo-late")[1]) == _text(waiting.notes_block("demo-late"))  # polls refresh it
+    finally:
+        notes.unlink()
