@@ -74,5 +74,12 @@ def _parsed(text: object) -> dict:
 
 
 def clear() -> None:
+    """Every server-side cache of the dashboard: segment caches, summaries, judgements, drawn overview figures."""
+    from collapsewatch import judge
+
+    from . import live
+
     cache.clear()
     _summaries.clear()
+    judge.clear()
+    live.clear()

@@ -12,6 +12,7 @@ or the summary change.
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 import pandas as pd
@@ -63,18 +64,40 @@ def load(run: str, smooth: int = 1, selected: int | None = None,
         rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
         j = judgement(s, run, info, history.event_log(s, run).events(s), rows)
     events = j.recorded if recorded else j.events
-    summary = summarise(rows, COLUMNS)
     view = {"selected": selected, "budget": token_budget(info["config"]), "smooth": smooth,
             "onset": drill_of(info["config"]), "recorded": recorded}
-    full = step_range(rows)
-    fig = overview_figure(rows, events, summary, smooth, dict(view, x_range=x_range or full, fit_y=x_range is not None))
+    ekey = events_key(events)
+    key = (str(state.store_path()), run, info["rank"], len(rows), int(rows["step"].max()) if len(rows) else -1, ekey,
+           repr(view), tuple(x_range) if x_range else None)
+    drawn = _drawn.get(key)
+    if drawn is None:  # the figures of this view of these rows and episodes: built once, then served again
+        summary = summarise(rows, COLUMNS)
+        full = step_range(rows)
+        fig = overview_figure(rows, events, summary, smooth,
+                              dict(view, x_range=x_range or full, fit_y=x_range is not None))
+        drawn = (fig, timeline_figure(events, x_range or full), event_rows(events, run), summary)
+        with _drawn_lock:
+            _drawn[key] = drawn
+            while len(_drawn) > MAX_DRAWN:
+                _drawn.pop(next(iter(_drawn)))
+    fig, timeline, rows_shown, summary = drawn
     floors = {p.key: fig["layout"]["yaxis" + c["y"][1:]]["tickvals"][0]
               for p, c in zip(PANELS, GRID["cells"], strict=True) if p.log_y}
     st = {"run": run, "rank": info["rank"], "last": int(rows["step"].max()) if len(rows) else -1,
-          "summary": summary, "events": events_key(events), "status": info["status"], "smooth": smooth,
+          "summary": summary, "events": ekey, "status": info["status"], "smooth": smooth,
           "view": view, "zoomed": x_range is not None, "floors": floors}
-    return {"figure": fig, "timeline": timeline_figure(events, x_range or full), "events": event_rows(events, run),
-            "state": st, "info": info, "judgement": j}
+    return {"figure": fig, "timeline": timeline, "events": rows_shown, "state": st, "info": info, "judgement": j}
+
+
+_drawn: dict[tuple, tuple] = {}
+_drawn_lock = threading.Lock()
+MAX_DRAWN = 16
+"""Overview figures kept (per run, rows, episodes and view): a page reloaded with nothing new is not redrawn."""
+
+
+def clear() -> None:
+    with _drawn_lock:
+        _drawn.clear()
 
 
 def history_rows(run: str) -> pd.DataFrame:
