@@ -53,7 +53,7 @@ def token_budget(config: dict[str, Any]) -> int | None:
 
 def load(run: str, smooth: int = 1, selected: int | None = None,
          x_range: list[float] | None = None, recorded: bool = False) -> dict[str, Any] | None:
-    """A run's overview: ``figure``, ``timeline`` (figure), ``events`` (table rows), ``judgement`` (verdict, note),
+    """A run's overview: ``figure``, ``timeline`` (figure), ``events`` (table rows), ``verdict`` (``verdict_view``),
     ``state`` (of the poll) and ``info`` (run); None when the run does not exist. ``smooth``: trailing-mean window
     (1 = raw); ``selected``: the episode whose band is shown; ``x_range``: the zoom; ``recorded``: show the stored
     episodes even where today's rules differ (:mod:`collapsewatch.judge`)."""
@@ -86,7 +86,8 @@ def load(run: str, smooth: int = 1, selected: int | None = None,
     st = {"run": run, "rank": info["rank"], "last": int(rows["step"].max()) if len(rows) else -1,
           "summary": summary, "events": ekey, "status": info["status"], "smooth": smooth,
           "view": view, "zoomed": x_range is not None, "floors": floors}
-    return {"figure": fig, "timeline": timeline, "events": rows_shown, "state": st, "info": info, "judgement": j}
+    return {"figure": fig, "timeline": timeline, "events": rows_shown, "state": st, "info": info,
+            "verdict": verdict_view(j)}
 
 
 _drawn: dict[tuple, tuple] = {}
@@ -100,6 +101,11 @@ def clear() -> None:
         _drawn.clear()
 
 
+def verdict_view(j: Any) -> dict[str, Any]:
+    """What the page shows of a judgement (JSON-ready, as Dash sends it): the verdict's fields and the rules note."""
+    return {**j.verdict.as_dict(), "note": j.note, "computed": j.computed}
+
+
 def history_rows(run: str) -> pd.DataFrame:
     """Every step row of the run's overview series (raw values; the lowest rank), for the CSV download."""
     with state.borrow() as s:
@@ -111,10 +117,10 @@ def history_rows(run: str) -> pd.DataFrame:
 
 
 def poll(st: dict[str, Any]) -> dict[str, Any]:
-    """What changed since ``st``: ``patch`` (figure Patch or None), ``timeline``, ``events`` and ``judgement``
+    """What changed since ``st``: ``patch`` (figure Patch or None), ``timeline``, ``events`` and ``verdict``
     (None when unchanged), ``state`` (new) and ``info`` (the run, when the header should change, else None)."""
     run = st["run"]
-    same = {"patch": None, "timeline": None, "events": None, "state": st, "info": None, "judgement": None}
+    same = {"patch": None, "timeline": None, "events": None, "state": st, "info": None, "verdict": None}
     with state.borrow() as s:
         info = queries.run_info(s, run)
         if info is None:
@@ -143,7 +149,7 @@ def poll(st: dict[str, Any]) -> dict[str, Any]:
     return {"patch": patch, "state": new_st, "info": header,
             "timeline": timeline_figure(events, step_range(rows)) if new_events or grew else None,
             "events": event_rows(events, run) if new_events else None,
-            "judgement": j if new_events or len(new) else None}
+            "verdict": verdict_view(j) if new_events or len(new) else None}
 
 
 def make_patch(ext: dict[int, tuple[list, list]], deco: dict[str, Any] | None,

@@ -56,15 +56,15 @@ SHOWN_ROWS = 12
 """Episode rows shown at once (the cause first); the rest — mostly the same phases again, and info — fold away."""
 
 
-def verdict_line(j: Any, run: str) -> list:
-    """The run's verdict (:mod:`collapsewatch.verdict`) as the page's first line, and a note when the stored
-    episodes came from other detector rules, with a link to show them (or back)."""
-    v = j.verdict
-    out: list = [html.Div(id=ids.OV_VERDICT, className=f"verdict verdict-{v.status}", children=[
-        html.Span(v.status, className=f"badge verdict-badge verdict-{v.status}"), " ", html.Span(v.sentence)])]
-    if j.note:
+def verdict_line(v: dict[str, Any], run: str) -> list:
+    """The run's verdict (``live.verdict_view``: :mod:`collapsewatch.verdict`) as the page's first line, and a note
+    when the stored episodes came from other detector rules, with a link to show them."""
+    out: list = [html.Div(id=ids.OV_VERDICT, className=f"verdict verdict-{v['status']}", children=[
+        html.Span(v["status"], className=f"badge verdict-badge verdict-{v['status']}"), " ",
+        html.Span(v["sentence"])])]
+    if v["note"]:
         out.append(html.Div(id=ids.OV_RULES_NOTE, className="note rules-note", children=[
-            j.note + " ", dcc.Link("show the recorded episodes", href=f"/run/{run}?events=recorded")]))
+            v["note"] + " ", dcc.Link("show the recorded episodes", href=f"/run/{run}?events=recorded")]))
     return out
 
 
@@ -144,7 +144,7 @@ def layout(run: str | None = None, smooth: str | None = None, episode: str | Non
         return waiting_page(run, "run")
     st, info = loaded["state"], loaded["info"]
     return html.Div([
-        html.Div(verdict_line(loaded["judgement"], run), id=ids.OV_VERDICT_BOX),
+        html.Div(verdict_line(loaded["verdict"], run), id=ids.OV_VERDICT_BOX),
         html.Div(className="bar", children=[
             run_picker(ids.OV_RUN, run),
             smooth_picker(ids.OV_SMOOTH, window),
@@ -180,7 +180,7 @@ def poll(_: int, st: dict[str, Any]):
         (got["timeline"] if got["timeline"] is not None else no_update), \
         (events_table(got["events"], view.get("selected"), st["run"] if view.get("recorded") else None)
          if got["events"] is not None else no_update), \
-        (verdict_line(got["judgement"], st["run"]) if got["judgement"] is not None else no_update)
+        (verdict_line(got["verdict"], st["run"]) if got["verdict"] is not None else no_update)
 
 
 @callback(Output(ids.OV_DOWNLOAD, "data"), Input(ids.OV_CSV, "n_clicks"), State(ids.OV_STATE, "data"),

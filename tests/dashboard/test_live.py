@@ -31,7 +31,7 @@ def test_load_then_poll_sends_only_new_steps(running):
     assert info["status"] == "running" and st["last"] == 39 and fig["data"][reward]["x"] == list(range(40))
     assert fig["layout"]["xaxis"]["range"] == [0.0, 39.0] == got["timeline"]["layout"]["xaxis"]["range"]
     assert live.poll(st) == {"patch": None, "timeline": None, "events": None, "state": st, "info": None,
-                             "judgement": None}
+                             "verdict": None}
 
     running.write(until=47)
     got = live.poll(st)
