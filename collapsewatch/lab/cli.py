@@ -130,13 +130,16 @@ def natural_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsO
                                                     "L / I and A>0 ratios at the start and the end.")] = False,
                 min_steps: Annotated[int, typer.Option("--min-steps", help="Leave out runs with fewer steps (e.g. "
                                                        "one still training).")] = 0,
+                l_source: Annotated[str, typer.Option("--l-source", help="Ablation: read L from this source or a "
+                                                      "lower one only (sentinel | pooled | batch).")] = "sentinel",
                 as_json: JsonOpt = False) -> None:
     """Undrilled runs: per detector, natural reward collapses flagged ≥ 20 steps before, lead, false flags."""
     from .corpus import flags, load_corpus
-    from .natural import EARLY, claim_table, run_table, score_natural
+    from .natural import EARLY, claim_table, restrict_source, run_table, score_natural
 
     corpus = load_corpus(store, labels)
     corpus = corpus.subset([r for r, lab in corpus.labels.items() if lab.n_steps >= min_steps])
+    corpus.frames = restrict_source(corpus.frames, l_source)
     labs = list(corpus.labels.values())
     if claim:
         print_frame(claim_table(corpus.frames, labs, corpus.objectives), as_json=as_json)

@@ -130,3 +130,14 @@ def claim_table(frames: dict[str, pd.DataFrame], labels: list[RunLabel], objecti
                     "collapsed": f"{int(g['collapsed'].sum())}/{len(g)}",
                     **{c: (float(g[c].dropna().median()) if g[c].notna().any() else None) for c in CLAIM_COLUMNS[4:]}})
     return pd.DataFrame(out, columns=CLAIM_COLUMNS)
+
+
+def restrict_source(frames: dict[str, pd.DataFrame], source: str) -> dict[str, pd.DataFrame]:
+    """The frames with the columns of every L source ranked above ``source`` (``detectors.likelihood.SOURCES``)
+    set to NULL, so the detectors read L as a run without them would: an ablation (``lab natural --l-source``)."""
+    from ..detectors.likelihood import COLUMNS, SOURCES
+
+    if source not in SOURCES:
+        raise ValueError(f"--l-source must be one of {', '.join(SOURCES)}, got {source!r}")
+    drop = [c for s in SOURCES[: SOURCES.index(source)] for c in COLUMNS[s] if c is not None]
+    return {run: df.assign(**{c: None for c in drop if c in df}) for run, df in frames.items()}

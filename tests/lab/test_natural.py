@@ -68,3 +68,17 @@ def test_claim_table_compares_the_first_and_last_windows():
     assert (g["p05_pos_first"], g["p05_pos_last"]) == pytest.approx((0.8, 0.4))
     assert (lds["collapsed"], lds["sentinel_L_last"], lds["sentinel_I_first"]) == ("0/1", pytest.approx(-0.3), None)
     assert setting_of("healthy-sapo_search-nll04-lr2e-3-s1") == "nll04-lr2e-3"
+
+
+def test_restrict_source_nulls_the_higher_sources_only():
+    from collapsewatch.lab.natural import restrict_source
+
+    df = pd.DataFrame({"step": [0], "sentinel_logp_correct_mean": [-0.3], "model_tokens_correct": [5.0],
+                       "logp_old_token_mean_correct": [-0.2], "logp_old_mean_correct": [-0.25]})
+    pooled = restrict_source({"r": df}, "pooled")["r"]
+    assert pooled["sentinel_logp_correct_mean"].isna().all() and pooled["model_tokens_correct"].iat[0] == 5.0
+    batch = restrict_source({"r": df}, "batch")["r"]
+    assert batch[["model_tokens_correct", "logp_old_token_mean_correct"]].isna().all().all()
+    assert batch["logp_old_mean_correct"].iat[0] == -0.25 and df["sentinel_logp_correct_mean"].iat[0] == -0.3
+    with pytest.raises(ValueError, match="--l-source"):
+        restrict_source({"r": df}, "oracle")
