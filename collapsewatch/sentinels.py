@@ -94,8 +94,9 @@ def _padded(sentinels: Sequence[Sentinel], pad_id: int) -> tuple[torch.Tensor, t
 def score(model: torch.nn.Module, sentinels: Sequence[Sentinel], temperature: float = 1.0, pad_id: int = 0,
           chunk: int = 16) -> SentinelScores:
     """Score ``sentinels`` under ``model`` (no grad, eval mode restored afterwards), ``chunk`` sequences per
-    forward, log-probs in fp32 under softmax(logits / temperature) — the trainer's own ``forward_logps``."""
-    from .trainer.loop import forward_logps  # one home for the token log-prob; imported late (trainer is heavy)
+    forward, log-probs in fp32 under softmax(logits / temperature) (``rollout.logprobs.token_logprobs``, the
+    reference the trainer's forward is held to)."""
+    from .rollout.logprobs import token_logprobs  # one home for the token log-prob; imported late (rollout is heavy)
 
     if not sentinels:
         raise ValueError("score: no sentinels")
@@ -107,8 +108,9 @@ def score(model: torch.nn.Module, sentinels: Sequence[Sentinel], temperature: fl
         for lo in range(0, len(sentinels), chunk):
             ids, attn, scored = _padded(sentinels[lo : lo + chunk], pad_id)
             width = int(attn.sum(1).max())
-            logp, _ = forward_logps(model, ids[:, :width].to(device), attn[:, :width].to(device), temperature,
-                                    want_entropy=False)  # (n, width − 1)
+            ids_w = ids[:, :width].to(device)
+            logits = model(input_ids=ids_w, attention_mask=attn[:, :width].to(device)).logits  # (n, width, V)
+            logp = token_logprobs(logits, ids_w, temperature)[:, 1:]  # (n, width − 1): logits at t − 1 score token t
             m = scored[:, : width - 1].to(device)
             sums += torch.where(m, logp, torch.zeros_like(logp)).sum(1).tolist()  # masked: padding may be −inf
     finally:
@@ -120,26 +122,6 @@ def score(model: torch.nn.Module, sentinels: Sequence[Sentinel], temperature: fl
 def due(step: int, every: int) -> bool:
     """Whether sentinels are scored at optimizer step ``step`` (0, every, 2·every …; never when every ≤ 0)."""
     return every > 0 and step % every == 0
-
-
-def trace_sentinels(tokenizer, tasks: Sequence, make_env, n: int) -> list[Sentinel]:
-    """The built-in trainer's set: for each of the first ``n`` of ``tasks`` (held-out questions: neither warm start
-    nor RL trains on them), its gold trace (correct) and the same searches ending in another task's answer
-    (incorrect, ``env.traces.wrong_trace``); 2·n sentinels named ``c:<task id>`` / ``i:<task id>``."""
-    from .env.traces import gold_trace, wrong_trace
-    from .models.warmstart import encode_trace
-
-    tasks = list(tasks)
-    if n > len(tasks):
-        raise ValueError(f"sentinels: {n} asked, only {len(tasks)} held-out questions")
-    out: list[Sentinel] = []
-    for j, task in enumerate(tasks[:n]):
-        wrong = next(t.answers[0] for t in tasks[j + 1:] + tasks[:j]
-                     if t.answers[0].lower() not in {a.lower() for a in task.answers})
-        for correct, segments in ((True, gold_trace(task, make_env)), (False, wrong_trace(task, make_env, wrong))):
-            ids, mask = encode_trace(tokenizer, task, segments)
-            out.append(Sentinel(f"{'c' if correct else 'i'}:{task.id}", tuple(ids), tuple(mask), correct))
-    return out
 
 
 def text_sentinels(tokenizer, pairs: Sequence[tuple[str, str, bool]]) -> list[Sentinel]:

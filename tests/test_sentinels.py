@@ -90,6 +90,12 @@ def test_real_model_padding_and_chunking_change_nothing():
     with torch.no_grad():
         logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1).gather(-1, ids[0, 1:, None])[:, 0]
     assert alone[1] == pytest.approx(float(logp[2:].sum()), abs=1e-5)  # model tokens are ids 3 … 8 (targets 2 …)
+    # … and the trainer's own forward (the π_old / logp the batch L is made of) gives the same numbers
+    from collapsewatch.trainer.loop import forward_logps
+
+    with torch.no_grad():
+        trainer_logp, _ = forward_logps(model.eval(), ids, torch.ones_like(ids), 1.0, want_entropy=False)
+    assert alone[1] == pytest.approx(float(trainer_logp[0, 2:].sum()), abs=1e-5)
 
 
 def test_trace_sentinels_pair_each_gold_trace_with_a_wrong_answer():
@@ -97,7 +103,7 @@ def test_trace_sentinels_pair_each_gold_trace_with_a_wrong_answer():
     from collapsewatch.env.traces import wrong_trace
     from collapsewatch.models.builtin import tokenizer_corpus
     from collapsewatch.models.tokenizer import train_tokenizer
-    from collapsewatch.sentinels import trace_sentinels
+    from collapsewatch.trainer.sentinels import trace_sentinels
 
     kb = build_kb(KBConfig(seed=3, n_people=30, n_cities=8, n_countries=3, n_companies=5))
     make_env = make_env_factory(kb)

@@ -37,7 +37,7 @@ from ..objectives.correction import Correction, apply_correction, correction_par
 from ..probe import ClipSpec
 from ..rollout import RolloutBatch, RolloutConfig, RolloutEngine
 from ..rollout.dynamic import dynamic_rollout
-from ..sentinels import due, trace_sentinels
+from ..sentinels import due
 from ..sentinels import score as score_sentinels
 from .actions import PhaseActions
 from .checkpoint import load_checkpoint, save_checkpoint
@@ -46,6 +46,7 @@ from .distributed import Dist, setup_distributed
 from .drills import Drill
 from .engines import close_engine, make_engine, sync_engine
 from .progress import Progress
+from .sentinels import trace_sentinels
 from .setup import load_task_and_policy
 
 
