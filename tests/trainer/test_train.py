@@ -46,6 +46,14 @@ def test_train_writes_steps_sequences_tokens_and_resumes(store):
     assert all(pol == pytest.approx(loss, rel=1e-5, abs=1e-7) and pen is None for loss, pol, pen in terms)
     assert con.execute("SELECT grad_norm IS NOT NULL, lr FROM steps WHERE step = 2").fetchone() == (True, cfg.lr)
     assert con.execute("SELECT status, objective FROM runs").fetchone() == ("finished", "grpo")
+    # sentinels (default: 16 held-out pairs every 10 steps → step 0 only): the warm-started policy finds its gold
+    # traces likelier than the same searches ending in a wrong answer
+    n, correct, first = con.execute("SELECT count(*), count(*) FILTER (WHERE correct), min(step) FROM sentinels"
+                                    ).fetchone()
+    assert n == 2 * correct and correct > 0 and first == 0
+    sc, si = con.execute("SELECT sentinel_logp_correct_mean, sentinel_logp_incorrect_mean FROM steps WHERE step = 0"
+                         ).fetchone()
+    assert sc > si
     assert (store / "e2e" / "tokenizer" / "tokenizer.json").is_file()  # the dashboard decodes tokens from it
     # resume continues the step count from the checkpoint
     cfg2 = load_config(overrides=SMALL, steps=5, store=str(store), run="e2e", progress=False, resume=True)
