@@ -2,7 +2,7 @@
 axis — reward (with the lab's collapse step), L (batch per step, pooled band, sentinel points) and I, entropy of
 correct / incorrect responses, the A>0 ratio p05 — with the detectors' flags (episode starts ≥ warning) as ticks.
 
-    python -m bench.natural_curves STORE [--out docs/img/natural] [--runs R1,R2]
+    python -m bench.natural_curves STORE [--out docs/img/natural] [--runs R1,R2] [--labels CSV]
 """
 
 from __future__ import annotations
@@ -115,8 +115,9 @@ def main() -> None:
     ap.add_argument("store")
     ap.add_argument("--out", default="docs/img/natural")
     ap.add_argument("--runs", default="")
+    ap.add_argument("--labels", default=None, help="labels CSV overriding the rule's collapse steps (lab's format)")
     a = ap.parse_args()
-    corpus = load_corpus(a.store)
+    corpus = load_corpus(a.store, a.labels)
     found = flags(corpus)
     found = found[found["severity"].isin(["warning", "critical"])]
     out = Path(a.out)
