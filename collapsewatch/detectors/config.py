@@ -4,7 +4,7 @@ No paper publishes numeric thresholds for these phases (DESIGN.md §6). The defa
 of the quantities — ratios are dimensionless around 1, log-likelihoods are nats per token, rewards are
 assumed to live on a [0, 1]-like scale — and were checked on the labelled synthetic series of
 :mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py``). ``collapsewatch lab calibrate`` on 28
-real drill runs kept every one of them (docs/detectors.md, "The corpus, measured"): weak evidence still.
+real drill runs kept every one of them (docs/lab/detectors-evaluation.md, "The corpus, measured"): weak evidence still.
 Override with ``dataclasses.replace``, :meth:`DetectorConfig.from_file` or :meth:`DetectorConfig.from_dict` (``{"isdd": {"median_threshold": 0.85}}``).
 
 Units of windows: every window (``*_window``, ``*_steps`` lengths, ``history_steps``) counts *logged points*

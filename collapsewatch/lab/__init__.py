@@ -4,7 +4,7 @@
     collapsewatch lab score S [--labels L.csv]         # labels.py + score.py: detection, delay, lead, false flags
     collapsewatch lab calibrate S --out detectors.toml # calibrate.py: thresholds on a train split, held-out score
 
-Drills themselves live with the trainer (``collapsewatch.trainer.drills``); docs/detectors.md has the tables.
+Drills themselves live with the trainer (``collapsewatch.trainer.drills``); docs/lab/detectors-evaluation.md has the tables.
 """
 
 from .labels import RunLabel, reward_collapse

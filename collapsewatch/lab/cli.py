@@ -119,7 +119,7 @@ def hold_cmd(store: StoreArg, labels: LabelsOpt = None,
     if not as_json:
         typer.echo(f"before = the {WINDOW} steps before the onset, after = the last {WINDOW} steps; reward held = no "
                    f"reward collapse after the onset; L held = L after ≥ L before − {L_DROP}; ratios held = A>0 "
-                   f"p05 after ≥ {RATIO_FRAC} × before (docs/detectors.md)")
+                   f"p05 after ≥ {RATIO_FRAC} × before (docs/lab/detectors-evaluation.md)")
 
 
 @app.command("natural")

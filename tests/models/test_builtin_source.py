@@ -65,7 +65,7 @@ def test_config_accepts_the_option_and_load_policy_parses_it():
 
 
 def test_shipped_natural_grid_validates_with_the_option():
-    # lab/natural.toml is the grid behind docs/detectors.md's "A lighter warm start" table: every run is checked as
+    # lab/natural.toml is the grid behind docs/lab/detectors-evaluation.md's "A lighter warm start" table: every run is checked as
     # a TrainConfig (so its model option is parsed) and the names are those the table reports
     from pathlib import Path
 
