@@ -34,7 +34,8 @@ _summaries: dict[tuple[str, str], tuple[frozenset, dict]] = {}
 
 
 def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
-    """One row per run for the runs page: run rows, step summary (``series.last_values``) and events.
+    """One row per run for the runs page: run rows, step summary (``series.last_values``), events and the
+    verdict (:func:`collapsewatch.judge.judgement`), whose reward now / best / collapse step the page shows.
 
     A running run's summary comes from its ``StepHistory`` (incremental; warm when its overview is open);
     other runs' summaries are computed once per set of segments, so a refresh reads nothing old again."""
@@ -59,8 +60,11 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
                       event_log(store, run).events(store), steps)
         events = j.events
         n_active, flags = active_flags(events, summary["last_step"])
+        v = j.verdict  # the run's reward now / best / collapse: the verdict's, the same as `runs` and the run page
         rows.append({**r, **summary, "n_events": len(events), "n_active": n_active, "active_flags": flags,
-                     "verdict": j.verdict.status, "verdict_sentence": j.verdict.sentence,
+                     "reward_now": v.reward_after, "reward_best": v.reward_before,
+                     "reward_best_step": v.reward_best_step, "collapse_step": v.collapse_step,
+                     "verdict": v.status, "verdict_sentence": v.sentence,
                      "events_computed": j.computed, **run_event_summary(events)})
     return pd.DataFrame(rows)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from tsdownsample import MinMaxLTTBDownsampler
 
-from collapsewatch.lab.labels import reward_collapse
+from collapsewatch.lab.labels import reward_level
 from collapsewatch.store.cache import complete_rows  # noqa: F401  re-exported: the recorder's write order is a store rule
 
 MAX_POINTS = 2500
@@ -145,8 +145,6 @@ LAST_COLUMNS = {"last_reward": "reward_mean", "last_ratio_p50_pos": "ratio_p50_p
                 "last_logp_old_correct": "logp_old_mean_correct", "last_entropy": "entropy_mean"}
 
 
-SUMMARY_SMOOTH = 16
-"""Trailing-mean window of the runs table's smoothed reward (last, best, sparkline): the overview's default."""
 SPARK = "▁▂▃▄▅▆▇█"
 SPARK_POINTS = 24
 
@@ -163,9 +161,9 @@ def sparkline(y: np.ndarray, n: int = SPARK_POINTS) -> str:
 
 def last_values(rows: pd.DataFrame) -> dict[str, Any]:
     """Runs-table summary of step rows: n_steps, last_step, on_policy, the last non-null value of each of
-    ``LAST_COLUMNS``, the reward's ``SUMMARY_SMOOTH``-step trailing mean (its last value, its best value, the step
-    of the best, a sparkline) and ``collapse_step``, the reward collapse by the lab's one rule
-    (:func:`collapsewatch.lab.labels.reward_collapse`)."""
+    ``LAST_COLUMNS`` and a sparkline of the reward level (:func:`collapsewatch.lab.labels.reward_level`, the
+    verdict's; its warm-up left out). The reward now / best / collapse step come from the run's verdict
+    (``history.run_table``), not from here: one home for the run's best."""
     out: dict[str, Any] = {"n_steps": int(rows["step"].nunique()) if len(rows) else 0,
                            "last_step": int(rows["step"].max()) if len(rows) else None,
                            "on_policy": bool(summarise(rows, ()).get("on_policy"))}
@@ -173,12 +171,6 @@ def last_values(rows: pd.DataFrame) -> dict[str, Any]:
         x, y = finite_xy(rows, column)
         out[name] = float(y[np.argmax(x)]) if len(x) else None
     x, y = finite_xy(rows, "reward_mean")
-    smooth = trailing_mean(x, y, SUMMARY_SMOOTH)
-    # the best over full windows once there are any: a lucky first few steps are not the run's best
-    skip = SUMMARY_SMOOTH - 1 if len(smooth) >= SUMMARY_SMOOTH else 0
-    best = skip + int(np.argmax(smooth[skip:])) if len(smooth) else None
-    out.update(reward_smooth_last=float(smooth[-1]) if len(smooth) else None,
-               reward_smooth_best=float(smooth[best]) if best is not None else None,
-               reward_best_step=int(x[best]) if best is not None else None, reward_spark=sparkline(smooth),
-               collapse_step=reward_collapse(x, y) if len(x) else None)
+    level, _ = reward_level(x, y)
+    out["reward_spark"] = sparkline(level[~np.isnan(level)])
     return out

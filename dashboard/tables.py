@@ -48,12 +48,12 @@ def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, A
     """One grid row per run of ``history.run_table``, with links to its overview and tokens pages."""
     rows = []
     for r in df.to_dict("records"):
-        best, at = _clean(r.get("reward_smooth_best")), _clean(r.get("reward_best_step"))
+        best, at = _clean(r.get("reward_best")), _clean(r.get("reward_best_step"))
         rows.append({
             "run": f"[{r['run']}](/run/{r['run']})", "name": r["run"], "status": r["status"],
             "objective": _clean(r["objective"]) or "", "steps": int(r["n_steps"] or 0),
             "last_step": _clean(r["last_step"]), "last_reward": _clean(r["last_reward"]),
-            "reward_now": _clean(r.get("reward_smooth_last")), "reward_best": best,
+            "reward_now": _clean(r.get("reward_now")), "reward_best": best,
             "reward_best_at": f"step {at}" if at is not None else "", "spark": r.get("reward_spark") or "",
             "collapse_step": _clean(r.get("collapse_step")), "worst": _clean(r.get("worst_severity")) or "none",
             "verdict": (r.get("verdict") or "") + ("*" if r.get("events_computed") else ""),
@@ -99,12 +99,16 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
     {"field": "status", "headerName": "status", "cellStyle": _status_style(), "width": 95},
     {"field": "objective", "headerName": "objective", "width": 110},
     {"field": "steps", "headerName": "steps", "type": "numericColumn", "width": 75},
-    _num("reward_now", "reward now", ".3f", 100, headerTooltip="reward_mean, 16-step trailing mean, at the last step"),
-    _num("reward_best", "best reward", ".3f", 100, headerTooltip="highest 16-step trailing mean of reward_mean"),
+    _num("reward_now", "reward now", ".3f", 100,
+         headerTooltip="the reward level at the last step: median of the last 10 logged reward_mean points (the "
+                       "verdict's, collapsewatch.lab.labels.reward_level)"),
+    _num("reward_best", "best reward", ".3f", 100,
+         headerTooltip="the highest reward level (10-point median of reward_mean): the verdict's 'reward best'"),
     {"field": "reward_best_at", "headerName": "best at", "width": 90},
     {"field": "spark", "headerName": "reward over the run", "width": 190, "sortable": False,
      "cellStyle": {"fontFamily": "monospace", "color": theme.METRIC_COLOURS["reward_mean"], "letterSpacing": "-1px"},
-     "headerTooltip": "16-step trailing mean of reward_mean, first step to last (▁ lowest, █ highest of this run)"},
+     "headerTooltip": "the reward level (10-point median of reward_mean), first full window to last step "
+                      "(▁ lowest, █ highest of this run)"},
     _num("collapse_step", "collapse step", "d", 105,
          headerTooltip="reward collapse: the 10-point median reward falls to ≤ 0.5 × its best and never recovers "
                        "above 0.75 × (collapsewatch.lab.labels, the lab's rule)"),

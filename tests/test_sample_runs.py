@@ -83,6 +83,34 @@ def test_the_run_page_and_the_runs_page_show_the_same_episodes_and_verdict(sampl
         history.clear()
 
 
+def test_the_runs_page_runs_and_the_verdict_show_one_best_reward(samples, runs):
+    """The reward now / best / best-at / collapse step: the verdict's own (the 10-point median reward level of
+    collapsewatch.lab.labels), on the runs page's grid, in `runs --json` (report.runs_table) and in the sentence."""
+    from collapsewatch.dashboard import history, state, tables
+    from collapsewatch.report import runs_table
+
+    state.configure(samples)
+    history.clear()
+    try:
+        with state.borrow() as s:
+            grid = {r["name"]: r for r in tables.runs_rows(history.run_table(s, ("reward_mean",)))}
+            cli = runs_table(s)[1].set_index("run")
+            want = {run: judge(s, run).verdict for run in runs}
+    finally:
+        history.clear()
+    for run, v in want.items():
+        assert v.reward_before is not None and v.reward_best_step is not None, run  # every sample run has a best
+        row = grid[run]
+        assert (row["reward_best"], row["reward_best_at"], row["reward_now"], row["collapse_step"]) == \
+            (v.reward_before, f"step {v.reward_best_step}", v.reward_after, v.collapse_step), run
+        got = cli.loc[run]
+        assert (got["reward_before"], got["reward_best_step"], got["reward_after"]) == \
+            (v.reward_before, v.reward_best_step, v.reward_after), run
+        # the sentence names the same best, at 2 decimals: "reward best 0.80 at 199" / "(reward 0.42 → 0.07)"
+        assert (f"{v.reward_before:.2f} at {v.reward_best_step}" in v.sentence if v.collapse_step is None
+                else f"reward {v.reward_before:.2f} → " in v.sentence), run
+
+
 def _keys(rows) -> list[tuple]:
     return sorted(tuple(r[k] for k in KEY) for r in rows)
 
@@ -107,3 +135,5 @@ def test_detect_runs_and_watch_agree_on_every_sample_run(samples, runs):
             assert len(verdicts) == 1 and verdicts[0]["sentence"] == j.verdict.sentence, (name, run)
             assert all(isinstance(o["evidence"], dict) for o in events)
         assert (table[run]["sentence"], table[run]["n_events"]) == (j.verdict.sentence, len(expected)), run
+        assert (table[run]["reward_before"], table[run]["reward_best_step"]) == (j.verdict.reward_before,
+                                                                                 j.verdict.reward_best_step), run

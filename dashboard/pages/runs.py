@@ -1,4 +1,4 @@
-"""Runs page: every run of the store with its status, objective, size, smoothed reward (now, best, a
+"""Runs page: every run of the store with its status, objective, size, reward level (now, best, a
 sparkline), collapse step, worst severity ever and episodes by severity; tick runs and compare them. Refreshes
 every few seconds so new and crashing runs show up without a reload."""
 

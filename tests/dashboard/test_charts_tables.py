@@ -86,10 +86,10 @@ def test_active_flags_within_window_of_last_step():
     assert tables.active_flags(ev, None) == (0, "") and tables.active_flags(ev.iloc[0:0], 10) == (0, "")
 
 
-def test_runs_rows_smoothed_reward_collapse_and_severity_counts():
+def test_runs_rows_reward_level_collapse_and_severity_counts():
     df = pd.DataFrame([{"run": "exp1", "status": "finished", "objective": "grpo", "n_steps": 200, "last_step": 199,
                         "last_reward": 0.1, "active_flags": None, "n_active": 0, "n_events": 5, "on_policy": False,
-                        "updated_at": None, "reward_smooth_last": 0.07, "reward_smooth_best": 0.41,
+                        "updated_at": None, "reward_now": 0.07, "reward_best": 0.41,
                         "reward_best_step": 40, "reward_spark": "▁█", "collapse_step": 100,
                         "worst_severity": "critical", "n_critical": 2, "n_warning": 3, "n_info": 0}])
     row = tables.runs_rows(df)[0]

@@ -80,27 +80,17 @@ def test_last_values_take_the_last_non_null():
     assert last_values(rows.iloc[0:0])["n_steps"] == 0
 
 
-def test_sparkline_and_smoothed_reward_summary():
+def test_sparkline_of_the_reward_level():
     # chunks of [0, 1, 2, 3] into 2: means 0.5 and 2.5 → lowest ▁ and highest █
-    from collapsewatch.dashboard.series import SUMMARY_SMOOTH, sparkline
+    from collapsewatch.dashboard.series import sparkline
 
     assert sparkline(np.array([0.0, 1.0, 2.0, 3.0]), n=2) == "▁█" and sparkline(np.array([1.0, 1.0])) == "▁▁"
     assert sparkline(np.array([])) == ""
-    # reward 1.0 at step 0 (a lucky start), then 0.2 for 20 steps, then 0.6 for 20: the 16-step trailing mean is
-    # 1.0 at step 0 but the best over full windows is 0.6 (steps 36–40), reached first at step 36 = 21 + 16 − 1
+    # reward 1.0 at step 0 (a lucky start), then 0.2 for 20 steps, then 0.6 for 20: the 10-point median level is
+    # undefined for steps 0–8 (warm-up: the lucky 1.0 never shows), 0.2 at steps 9–24, 0.4 at 25 (window 16–25: five
+    # 0.2s, five 0.6s), 0.6 at 26–40 — 32 levels in 24 chunks (8 of 2 then 16 of 1): eight ▁ (0.2), then 0.4
+    # halfway up the 8 blocks (round(3.5) = 4 → ▅), then fifteen █ (0.6)
     reward = np.array([1.0] + [0.2] * 20 + [0.6] * 20)
     rows = pd.DataFrame({"step": np.arange(41), "has_metrics": True, "on_policy": False, "reward_mean": reward})
-    out = last_values(rows)
-    assert SUMMARY_SMOOTH == 16
-    assert out["reward_smooth_best"] == pytest.approx(0.6) and out["reward_best_step"] == 36
-    assert out["reward_smooth_last"] == pytest.approx(0.6) and len(out["reward_spark"]) == 24
-
-
-def test_runs_summary_collapse_step_is_the_labs_reward_collapse():
-    # reward 0.5 for steps 0–19, then 0.1: the 10-point median is 0.1 once ≥ 6 of its 10 points are 0.1 — at step
-    # 25 (steps 20–25 are six 0.1s; with five, the median is (0.1 + 0.5)/2 = 0.3 > 0.5 × best 0.5) — and it never
-    # climbs back above 0.75 × 0.5, so the collapse step is 25; a flat 0.5 run has none
-    reward = np.array([0.5] * 20 + [0.1] * 20)
-    rows = pd.DataFrame({"step": np.arange(40), "has_metrics": True, "on_policy": False, "reward_mean": reward})
-    assert last_values(rows)["collapse_step"] == 25
-    assert last_values(rows.assign(reward_mean=0.5))["collapse_step"] is None
+    assert last_values(rows)["reward_spark"] == "▁" * 8 + "▅" + "█" * 15
+    assert "reward_smooth_best" not in last_values(rows)  # the best is the verdict's (history.run_table)
