@@ -17,7 +17,7 @@ import pandas as pd
 from collapsewatch.detectors.likelihood import POOLED_COLUMNS, pooled_columns
 
 from . import theme
-from .panels import GRID, MARGIN, PANELS, Panel, Series, grid_for, log_ticks
+from .panels import GRID, MARGIN, PANELS, X_TITLE, X_TITLE_PX, Panel, Series, grid_for, log_ticks
 from .series import GL_THRESHOLD, SAME_AS, downsample, finite_xy, smoothed_tail, trailing_mean
 from .timeline import band_shapes, lld_spiral, threshold_shapes
 
@@ -44,25 +44,29 @@ MISMATCH_NOISE = 1e-4
 
 def _layout(ticks: dict[str, list[float]] | None = None, grid: dict[str, Any] = GRID) -> dict[str, Any]:
     """Axes of the panel ``grid``; ``ticks``: tick values of each log panel (by key), covering its data."""
-    lay = theme.base_layout(grid["height"], showlegend=False, hovermode="x unified", margin=dict(MARGIN, t=10, b=30))
+    lay = theme.base_layout(grid["height"], showlegend=False, hovermode="x unified",
+                            margin=dict(MARGIN, t=10, b=30 + X_TITLE_PX))
     # a plain-dict figure goes to plotly.js as is, and plotly.js knows no template names: every colour is
     # set explicitly instead
     lay.pop("template")
     for panel, cell in zip(PANELS, grid["cells"], strict=True):
         xa, ya = "xaxis" + cell["x"][1:], "yaxis" + cell["y"][1:]
         lay[xa] = theme.axis(**{**dict(domain=cell["xd"], anchor=cell["y"], showticklabels=cell["bottom"]),
+                                **({"title": theme.axis_title(X_TITLE)} if cell["bottom"] else {}),
                                 **({"matches": "x"} if cell["x"] != "x" else {}), **_gone(cell)})
         extra: dict[str, Any] = {"rangemode": "nonnegative"} if panel.nonnegative else {}
         if panel.log_y:
             vals = (ticks or {}).get(panel.key) or log_ticks(0.1, 10)
             extra = dict(type="log", tickvals=vals, ticktext=[f"{v:g}" for v in vals])
-        lay[ya] = theme.axis(**{**dict(domain=cell["yd"], anchor=cell["x"], nticks=5), **extra, **_gone(cell)})
+        lay[ya] = theme.axis(**{**dict(domain=cell["yd"], anchor=cell["x"], nticks=5,
+                                       title=theme.axis_title(panel.y_title)), **extra, **_gone(cell)})
         if panel.key in grid["right_axis"]:
             ra = "yaxis" + grid["right_axis"][panel.key][1:]
             fixed = (dict(range=list(panel.right_range), autorange=False, tickvals=[0.0, 0.5, 1.0])
                      if panel.right_range else {})
             lay[ra] = theme.axis(**{**dict(overlaying=cell["y"], side="right", anchor=cell["x"], showgrid=False,
-                                           nticks=4, tickformat=panel.right_format), **fixed, **_gone(cell)})
+                                           nticks=4, tickformat=panel.right_format,
+                                           title=theme.axis_title(panel.right_title)), **fixed, **_gone(cell)})
     return lay
 
 
@@ -138,7 +142,7 @@ def _title(panel: Panel, smooth: int, summary: dict[str, Any] | None = None) -> 
         keys.append(f"<span style='color:{theme.metric_colour(s.column)}'>{mark} {label}</span>")
     if panel.log_y:
         keys.append(f"<span style='color:{theme.MUTED}'>{MARKS_KEY[panel.ratio_metric]}</span>")
-    how = f"   <span style='color:{theme.MUTED}'>{smooth}-step mean over raw</span>" if smooth > 1 else ""
+    how = f"   <span style='color:{theme.MUTED}'>{smooth}-step mean over raw, every panel</span>" if smooth > 1 else ""
     return f"<b>{panel.title}</b>   " + "  ".join(keys) + how
 
 
@@ -168,12 +172,15 @@ def decorations(events: pd.DataFrame, summary: dict[str, Any], view: dict[str, A
         notes.append(dict(text="collapsed: " + " · ".join(f"<b>{titles[k]}</b> — {why}" for k, why in gone.items()),
                           xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="bottom", showarrow=False,
                           font=dict(size=11, color=theme.MUTED), name="collapsed"))
+    first = True
     for panel, cell in zip(PANELS, grid["cells"], strict=True):
         if cell["hidden"]:
             continue
-        notes.append(dict(text=_title(panel, view.get("smooth", 1), summary), xref="paper", yref="paper",
+        # the smoothing is said once, on the first panel: on every title it pushed long ones into the next column
+        notes.append(dict(text=_title(panel, view.get("smooth", 1) if first else 1, summary), xref="paper", yref="paper",
                           x=cell["xd"][0],
                           y=cell["yd"][1], xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11)))
+        first = False
         note = _panel_note(panel, summary)
         if note:
             notes.append(dict(text=note, xref=f"{cell['x']} domain", yref=f"{cell['y']} domain", x=0.5, y=0.5,

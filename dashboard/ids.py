@@ -24,6 +24,7 @@ OV_RULES_NOTE = "ov-rules-note"  # "showing today's rules' episodes, computed on
 OV_TIMELINE = "ov-timeline"      # phase timeline figure, aligned with the panel columns
 OV_BAND = "ov-band"              # dcc.Store written by the browser: the episode whose band is shown
 OV_ZOOM = "ov-zoom"              # dcc.Store written by the browser: the panels' x range
+OV_CROSSHAIR = "ov-crosshair"    # dcc.Store written by the browser: the hovered step, drawn on every panel
 OV_CONFIG = "ov-config"
 OV_CSV = "ov-csv"                # "data CSV" button and its download
 OV_DOWNLOAD = "ov-download"

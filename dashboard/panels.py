@@ -31,6 +31,8 @@ class Panel:
     right_format: str = ""     # tick format of the right-hand axis ("" = no right axis)
     right_range: tuple[float, float] | None = None  # fixed range of the right axis (shares: 0…1)
     nonnegative: bool = False  # fractions: the axis never goes below 0
+    y_title: str = ""          # the left axis's title: what is measured, in which unit
+    right_title: str = ""      # the right axis's title
 
 
 def _fan(sign: str) -> tuple[Series, ...]:
@@ -40,35 +42,40 @@ def _fan(sign: str) -> tuple[Series, ...]:
 
 PANELS: tuple[Panel, ...] = (
     Panel("reward", "reward", (Series("reward_mean", "mean"), Series("correct_frac", "correct", dash="dot"),
-                               Series("zero_std_group_frac", "zero-std groups", dash="dash"))),
+                               Series("zero_std_group_frac", "zero-std groups", dash="dash")),
+          y_title="reward · share"),
     Panel("entropy", "entropy (nats)", (Series("entropy_p05", "p05", "lower"),
                                         Series("entropy_p95", "p05–p95", "upper"),
-                                        Series("entropy_mean", "mean"))),
+                                        Series("entropy_mean", "mean")), y_title="nats/token"),
     Panel("ratio_pos", "ratio r, A>0 tokens (dotted: per turn, w_k)",
           (*_fan("pos"), Series("turn_ratio_p05_pos", "turn p05", dash="dot"),
-           Series("turn_ratio_p50_pos", "turn median", dash="dot")), ratio_metric=True, log_y=True, ref_y=1.0),
-    Panel("ratio_neg", "ratio r, A<0 tokens", _fan("neg"), ratio_metric=True, log_y=True, ref_y=1.0),
+           Series("turn_ratio_p50_pos", "turn median", dash="dot")), ratio_metric=True, log_y=True, ref_y=1.0,
+          y_title="ratio π_θ/π_old"),
+    Panel("ratio_neg", "ratio r, A<0 tokens", _fan("neg"), ratio_metric=True, log_y=True, ref_y=1.0,
+          y_title="ratio π_θ/π_old"),
     Panel("clip", "clip & low-ratio fractions", (
         Series("clip_low_frac", "clip low (A<0)"), Series("clip_high_frac", "clip high (A>0)"),
         Series("clip_region_frac", "clip region"),  # what verl / OpenRLHF log (an ingested run)
         Series("clip_low_frac_pos", "A>0 r<1−ε (unclipped)", dash="dot"),
-        Series("ratio_lt_0_1_frac_pos", "A>0 r<0.1", dash="dash")), ratio_metric=True, nonnegative=True),
-    Panel("likelihood", "L: logp_old mean (band: pooled L ± 1.96 SE; dotted: sentinels)", (
+        Series("ratio_lt_0_1_frac_pos", "A>0 r<0.1", dash="dash")), ratio_metric=True, nonnegative=True,
+          y_title="share of tokens"),
+    Panel("likelihood", "L: logp_old mean", (  # the key names the band and the dotted sentinels
         Series("L_pooled_lo", "pooled L", "lower"), Series("L_pooled_hi", "pooled L ± 1.96 SE", "upper"),
         Series("logp_old_mean_correct", "correct"), Series("logp_old_mean_incorrect", "incorrect"),
         Series("sentinel_logp_correct_mean", "sentinel correct", dash="dot"),
-        Series("sentinel_logp_incorrect_mean", "sentinel incorrect", dash="dot"))),
+        Series("sentinel_logp_incorrect_mean", "sentinel incorrect", dash="dot")), y_title="logp, nats/token"),
     Panel("displacement", "displacement mean (logp − logp_old)", (
         Series("displacement_mean_correct", "correct"), Series("displacement_mean_incorrect", "incorrect")),
-          ratio_metric=True, ref_y=0.0),
-    Panel("grad", "grad norm (pre-clip)", (Series("grad_norm", "grad norm"),), log_y=True),
+          ratio_metric=True, ref_y=0.0, y_title="Δ logp, nats/token"),
+    Panel("grad", "grad norm (pre-clip)", (Series("grad_norm", "grad norm"),), log_y=True, y_title="L2 norm"),
     Panel("length", "response length", (Series("response_length_mean", "mean tokens"),
                                         Series("truncated_frac", "truncated", dash="dot", right=True),
                                         Series("repeat_frac_max", "repeated token", dash="dash", right=True)),
-          right_format=".0%", right_range=(0.0, 1.02)),
+          right_format=".0%", right_range=(0.0, 1.02), y_title="tokens", right_title="share"),
     Panel("mismatch", "train–inference mismatch", (Series("is_log_ratio_abs_mean", "|is_log_ratio| mean"),
                                                    Series("is_ess", "IS ESS", dash="dot", right=True)),
-          right_format=".1f", right_range=(0.0, 1.02)),  # ESS / n ∈ (0, 1]: a healthy run sits on 1
+          right_format=".1f", right_range=(0.0, 1.02),  # ESS / n ∈ (0, 1]: a healthy run sits on 1
+          y_title="nats/token", right_title="ESS / n"),
 )
 
 N_COLS = 2
@@ -80,6 +87,13 @@ left one, and equal margins put a step at the same x in both figures."""
 
 NOTE_PX = 40
 """Room under the grid for the line naming the collapsed panels (below the bottom row's tick labels)."""
+X_TITLE = "step"
+"""The step axis's title, under each panel that shows its tick labels (the bottom one of its column)."""
+X_TITLE_PX = 16
+"""Extra room under the grid for that title."""
+COL_GAP = 0.045
+"""Space on each side of the middle, as a fraction of the plot width, between the two panel columns: room for a
+right-hand axis of the left column and the tick labels and title of the right column's left axis."""
 
 
 @lru_cache(maxsize=64)
@@ -95,8 +109,8 @@ def grid_for(hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     cells: list[dict[str, Any]] = [{} for _ in PANELS]
     for i in range(len(PANELS)):
         col = shown.index(i) % N_COLS if i in shown else i % N_COLS
-        x0 = col / N_COLS + (0.03 if col else 0.0)
-        x1 = (col + 1) / N_COLS - (0.0 if col else 0.03)
+        x0 = col / N_COLS + (COL_GAP if col else 0.0)
+        x1 = (col + 1) / N_COLS - (0.0 if col else COL_GAP)
         sx = "" if i == 0 else str(i + 1)
         if i in shown:
             row = shown.index(i) // N_COLS
@@ -107,7 +121,7 @@ def grid_for(hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
             yd, bottom = [0.0, 0.5 * frac], False
         cells[i] = {"x": f"x{sx}", "y": f"y{sx}", "xd": [x0, x1], "yd": yd, "bottom": bottom,
                     "hidden": i not in shown}
-    return {"height": height + 40, "cells": cells,
+    return {"height": height + 40 + X_TITLE_PX, "cells": cells,
             "right_axis": {p.key: f"y{len(PANELS) + 1 + j}" for j, p in enumerate(q for q in PANELS if q.right_format)}}
 
 

@@ -94,6 +94,11 @@ def axis(**overrides: Any) -> dict[str, Any]:
     return base
 
 
+def axis_title(text: str) -> dict[str, Any]:
+    """An axis title: small and muted (what is measured and its unit), close to the tick labels."""
+    return dict(text=text, font=dict(size=10, color=MUTED), standoff=4)
+
+
 def base_layout(height: int, **overrides: Any) -> dict[str, Any]:
     """The layout every figure starts from: dark, dense, small fonts, legend on top."""
     layout: dict[str, Any] = dict(

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import dash
-from dash import Input, Output, State, callback, clientside_callback, dcc, html, no_update
+from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, dcc, html, no_update
 
 from collapsewatch.store import queries
 
@@ -157,11 +157,12 @@ def layout(run: str | None = None, smooth: str | None = None, episode: str | Non
                  className="card events"),
         html.Div(className="card", children=[
             dcc.Graph(id=ids.OV_TIMELINE, figure=loaded["timeline"], config=dict(GRAPH_CONFIG, displayModeBar=False)),
-            dcc.Graph(id=ids.OV_GRAPH, figure=live.for_the_wire(loaded["figure"]), config=GRAPH_CONFIG),
+            dcc.Graph(id=ids.OV_GRAPH, figure=live.for_the_wire(loaded["figure"]), config=GRAPH_CONFIG,
+                      clear_on_unhover=True),
         ]),
         config_block(info.get("config") or {}),
         dcc.Store(id=ids.OV_STATE, data=st),
-        dcc.Store(id=ids.OV_BAND), dcc.Store(id=ids.OV_ZOOM),
+        dcc.Store(id=ids.OV_BAND), dcc.Store(id=ids.OV_ZOOM), dcc.Store(id=ids.OV_CROSSHAIR),
         dcc.Interval(id=ids.OV_INTERVAL, interval=live.POLL_MS, disabled=info["status"] == "finished"),
     ])
 
@@ -263,4 +264,9 @@ clientside_callback("""function(rel) {
     }
     return window.dash_clientside.no_update;
 }""".replace("TIMELINE", ids.OV_TIMELINE).replace("GRAPH", ids.OV_GRAPH), Output(ids.OV_ZOOM, "data"), Input(ids.OV_GRAPH, "relayoutData"),
+                    prevent_initial_call=True)
+
+# hover a step on one panel: a line at that step on every panel and the timeline (assets/crosshair.js)
+clientside_callback(ClientsideFunction("collapsewatch", "crosshair"), Output(ids.OV_CROSSHAIR, "data"),
+                    Input(ids.OV_GRAPH, "hoverData"), State(ids.OV_GRAPH, "id"), State(ids.OV_TIMELINE, "id"),
                     prevent_initial_call=True)

@@ -185,8 +185,9 @@ def test_collapsed_panels_close_up_and_keep_their_axes():
     keys = [p.key for p in figures.PANELS]
     hidden_axes = [fig["layout"]["yaxis" + str(keys.index(k) + 1)] for k in ("ratio_pos", "ratio_neg", "mismatch")]
     assert all(a["visible"] is False for a in hidden_axes)
-    # 7 panels in 2 columns: 4 rows (4 × 158 + 3 × 34 + 20 + 40 px) + the 40 px under the grid = 834 px, vs 5 rows
-    assert fig["layout"]["height"] == 4 * 158 + 3 * 34 + 20 + 40 + 40 < figures.GRID["height"]
+    # 7 panels in 2 columns: 4 rows (4 × 158 + 3 × 34 + 20 + 40 px) + the 40 px under the grid + 16 px for the
+    # step axis title = 850 px, vs 5 rows
+    assert fig["layout"]["height"] == 4 * 158 + 3 * 34 + 20 + 40 + 40 + 16 < figures.GRID["height"]
     assert "flat at 1" in _collapsed_line(fig)
     wide = _steps(20, ratio_p05_pos=0.5)  # a real spread: drawn
     assert "ratio_pos" not in figures.collapsed(summarise(wide, figures.COLUMNS))
@@ -302,3 +303,27 @@ def test_a_zoom_from_the_url_fits_each_panels_y_range_to_the_window():
     whole = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), 1,
                                     view={"x_range": [21.5, 25.5]})  # a live full view: autorange kept
     assert "range" not in whole["layout"]["yaxis"]
+
+
+def test_every_panel_has_axis_titles_with_the_catalogues_units():
+    from collapsewatch.catalogue import by_name
+
+    units = {name: m.unit for name, m in by_name("step").items()}
+    df = _steps(20, ratio_p05_pos=0.5)
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS))
+    lay, grid = fig["layout"], figures.GRID
+    for panel, cell in zip(figures.PANELS, grid["cells"], strict=True):
+        title = lay["yaxis" + cell["y"][1:]]["title"]["text"]
+        assert title, panel.key
+        # where the catalogue gives the left axis's series a unit (nats, tokens), the title says it: e.g. entropy_mean
+        # is in nats → "nats/token"; response_length_mean in tokens → "tokens"
+        left = {units.get(s.column) for s in panel.series if not s.right} - {None, ""}
+        assert all(u in title for u in left), (panel.key, title, left)
+        if panel.key in grid["right_axis"]:
+            assert lay["yaxis" + grid["right_axis"][panel.key][1:]]["title"]["text"] == panel.right_title != ""
+        # the step axis is titled where its tick labels are: the bottom panel of each column
+        x = lay["xaxis" + cell["x"][1:]]
+        assert (x.get("title", {}).get("text") == "step") == cell["bottom"], panel.key
+    # 10 panels in 2 columns: 5 rows, and the bottom one of each column (reward … length / … mismatch) is titled
+    assert sum(c["bottom"] for c in grid["cells"]) == 2
+    assert {lay["yaxis2"]["title"]["text"], lay["yaxis9"]["title"]["text"]} == {"nats/token", "tokens"}
