@@ -37,6 +37,12 @@ PUBLISHED = "_published"
 QUARANTINE = "_quarantine"  # where ``collapsewatch check --quarantine`` moves bad files, out of every read
 NOT_MIRRORED = (QUARANTINE, PUBLISHED)  # folders of the store or of a run that readers never need
 MIRROR_SKIPS = (".duckdb",)  # a run's export: the mirror's segments hold the same rows
+TABLE_KEY = b"collapsewatch.table"
+"""Parquet key-value metadata of every segment this package writes: its table's name. A segment of a newer
+collapsewatch may carry columns this reader's migrations do not know (an added column, e.g. 0006's events.rules);
+with this stamp it is read (those columns read as they are, the known ones as usual) instead of being taken for a
+foreign file and skipped (``segments.schema_problem``). Segments written before the stamp existed have none: a
+reader older than a column's migration skips them as bad (docs/store.md, "Readers older than the store")."""
 REPLACES_KEY = b"collapsewatch.replaces"
 """Parquet key-value metadata of a merged segment: the JSON list of the file names it replaces. Readers and
 compaction skip a file that a segment beside it replaces, so a merge killed between writing the merged

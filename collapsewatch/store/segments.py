@@ -24,7 +24,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .location import QUARANTINE, REPLACES_KEY, Location
+from .location import QUARANTINE, REPLACES_KEY, TABLE_KEY, Location
 from .migrations import TABLES
 from .mirror import is_mirror
 from .writer import arrow_schemas, ensure_schema
@@ -98,15 +98,19 @@ def _kind(t: pa.DataType) -> str:
 
 def schema_problem(schema: pa.Schema, table: str) -> str | None:
     """Why a file of this Arrow schema cannot be a segment of ``table`` (None when it can). Older segments
-    may lack newer columns (read as NULL); integer or float widths may differ."""
+    may lack newer columns (read as NULL); integer or float widths may differ. Columns this package does not know
+    are a foreign file's, unless the file is stamped as a segment of ``table`` (``TABLE_KEY``): then they are a
+    newer collapsewatch's additions, and the file is read."""
     want = arrow_schemas()[table]
     foreign = [n for n in schema.names if n not in want.names]
-    if foreign:
+    if foreign and (schema.metadata or {}).get(TABLE_KEY) != table.encode():
         return f"columns not in table {table}: {', '.join(foreign[:5])}"
     missing = [k for k in KEYS if k in want.names and k not in schema.names]
     if missing:
         return f"key column(s) missing: {', '.join(missing)}"
     for f in schema:
+        if f.name not in want.names:  # a newer collapsewatch's column (stamped above)
+            continue
         expected = want.field(f.name).type
         if not pa.types.is_null(f.type) and _kind(f.type) != _kind(expected):
             return f"column {f.name} is {f.type}, table {table} has {expected}"

@@ -36,7 +36,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import location
-from .location import REPLACES_KEY, Location
+from .location import REPLACES_KEY, TABLE_KEY, Location
 from .migrations import SCHEMA_STAMP, TABLES, schema_connection
 from .publisher import Publisher
 
@@ -64,7 +64,9 @@ def arrow_schemas() -> dict[str, pa.Schema]:
     global _SCHEMAS
     if _SCHEMAS is None:
         con = schema_connection()
-        _SCHEMAS = {t: con.sql(f"SELECT * FROM {t} LIMIT 0").to_arrow_table().schema for t in TABLES}
+        # each schema stamped with its table's name (TABLE_KEY): every segment written from it carries the stamp
+        _SCHEMAS = {t: con.sql(f"SELECT * FROM {t} LIMIT 0").to_arrow_table().schema.with_metadata(
+            {TABLE_KEY: t.encode()}) for t in TABLES}
         con.close()
     return _SCHEMAS
 
@@ -101,7 +103,7 @@ def write_merged(table: str, files: list[Path], rank: int) -> Path:
     # the inputs and what they replaced in turn: a reader can still tell that a flush merged twice is accounted for
     names = {f.name for f in files}.union(*(json.loads((pq.read_schema(f).metadata or {}).get(REPLACES_KEY, b"[]"))
                                             for f in files))
-    data = data.replace_schema_metadata({REPLACES_KEY: json.dumps(sorted(names))})
+    data = data.replace_schema_metadata({**(schema.metadata or {}), REPLACES_KEY: json.dumps(sorted(names))})
     target = files[0].parent / f"r{rank}-compact-{uuid.uuid4().hex[:8]}.parquet"
     atomic_write_table(data, target)
     return target
