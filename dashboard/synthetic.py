@@ -33,12 +33,14 @@ class Shape:
 
 
 def _curves(steps: np.ndarray, n_total: int, collapse: bool, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Step metrics as smooth stories plus noise; ``collapse`` bends them after 55 % of the run."""
+    """Step metrics as smooth stories plus noise; ``collapse`` bends them after 55 % of the run (the reward has
+    fallen all the way by 85 %: a collapse must hold for 10 points to be one, ``collapsewatch.lab.labels``)."""
     t = steps / max(n_total - 1, 1)
     c = np.clip((t - 0.55) / 0.45, 0, 1) if collapse else np.zeros_like(t)  # 0 before, 1 at the end
+    c_reward = np.clip((t - 0.55) / 0.3, 0, 1) if collapse else c  # 0 before, 1 from 85 % of the run on
     n = len(steps)
     noise = lambda s: rng.normal(0, s, n)  # noqa: E731
-    reward = 0.15 + 0.6 / (1 + np.exp(-(t - 0.25) * 12)) - 0.55 * c ** 1.5 + noise(0.03)
+    reward = 0.15 + 0.6 / (1 + np.exp(-(t - 0.25) * 12)) - 0.55 * c_reward ** 1.5 + noise(0.03)
     p50_pos = np.exp(-1.2 * c ** 1.6 + noise(0.01))
     p05_pos = np.exp(-0.16 - 4.2 * c ** 1.3 + noise(0.03))
     out = {

@@ -111,7 +111,7 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
                       "(▁ lowest, █ highest of this run)"},
     _num("collapse_step", "collapse step", "d", 105,
          headerTooltip="reward collapse: the 10-point median reward falls to ≤ 0.5 × its best and never recovers "
-                       "above 0.75 × (collapsewatch.lab.labels, the lab's rule)"),
+                       "above 0.75 ×, for ≥ 10 more points (collapsewatch.lab.labels, the lab's rule)"),
     {"field": "worst", "headerName": "worst severity", "cellStyle": _severity_style(), "width": 110,
      "headerTooltip": "the worst severity any detector episode ever had in this run"},
     {"field": "episodes", "headerName": "episodes by severity", "width": 190},

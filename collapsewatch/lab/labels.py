@@ -4,8 +4,13 @@
 * **Reward collapse** (the documented rule, one home): level = median of ``reward_mean`` over the last
   ``SMOOTH`` logged (non-NULL) points, undefined until ``SMOOTH`` points exist (warm-up: one lucky early rollout
   must not set the best); best = running max of the level. The collapse step is the first step where
-  best ≥ ``MIN_BEST``, level ≤ ``COLLAPSE_FRAC`` × best, and the level never again exceeds
-  ``RECOVER_FRAC`` × that best later in the run (a dip the run recovers from is not a collapse).
+  best ≥ ``MIN_BEST``, level ≤ ``COLLAPSE_FRAC`` × best, and the level then stays ≤ ``RECOVER_FRAC`` × that
+  best *for the rest of the run and for at least* ``SUSTAIN`` *more logged points* (sustained: a dip the run
+  recovers from is not a collapse, and neither is a dip in the run's last ``SUSTAIN`` points, which has had no
+  time to recover — the last level then comes from a window disjoint from the one that first fell).
+  ``MIN_BEST`` 0.1 keeps runs that never learned out (a best under one success in ten is within a rollout's
+  noise of 0) and keeps runs whose best is ≈ 0.15 in: the built-in warm starts succeed at ≈ 0.2, and a run that
+  peaks at a level of 0.15 and then scores 0 for 300 steps collapsed.
 * **Near best**: the severity gate's rule (``detectors.severity.near_best_points``) — a ``critical`` flag
   there breaks the severity promise (DESIGN.md §6); one definition for the gate and the lab.
 * **User labels**: a CSV with columns ``run, kind, onset, collapse`` (empty cells = none) overrides the
@@ -30,9 +35,10 @@ from ..detectors.config import DetectorConfig
 from ..detectors.severity import near_best_points
 
 SMOOTH = 10
-MIN_BEST = 0.2
+MIN_BEST = 0.1
 COLLAPSE_FRAC = 0.5
 RECOVER_FRAC = 0.75
+SUSTAIN = 10
 
 
 @dataclass(frozen=True)
@@ -67,15 +73,19 @@ def reward_level(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) ->
     return level, best
 
 
-def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> int | None:
+def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
+                    sustain: int = SUSTAIN) -> int | None:
     """First step of a sustained reward collapse by the rule of the module docstring, or None."""
     level, best = reward_level(steps, reward, smooth)
-    for i in range(len(steps)):
+    defined = np.flatnonzero(~np.isnan(level))  # rows with a level: logged points past the warm-up
+    for j, i in enumerate(defined):
         b = best[i]
         if not (b >= MIN_BEST and level[i] <= COLLAPSE_FRAC * b):
             continue
-        later = level[i + 1:]
-        if not np.any(later[~np.isnan(later)] > RECOVER_FRAC * b):
+        later = level[defined[j + 1:]]
+        if len(later) < sustain:  # too close to the run's end to tell a dip from a collapse (nor can any later row)
+            return None
+        if not np.any(later > RECOVER_FRAC * b):
             return int(steps[i])
     return None
 

@@ -83,16 +83,34 @@ def test_a_collapse_before_onset_gives_no_lead():
 
 
 def test_reward_collapse_rule():
-    r = np.array([.1, .3, .5, .5, .5, .5, .5] + [.1] * 8)
+    r = np.array([.1, .3, .5, .5, .5, .5, .5] + [.1] * 18)  # 25 points
     # the rule with a 5-point window (the default, 10, needs longer series); trailing medians of 5: undefined for
-    # steps 0-3 (warm-up), .5 .5 .5 .5 .5 for steps 4-8, then .1 from step 9 (three of the last five are .1);
-    # best .5 ≥ 0.2 and .1 ≤ 0.5 × .5 with no later level above .375 → collapse at step 9
-    assert reward_collapse(np.arange(15), r, smooth=5) == 9
+    # steps 0-3 (warm-up), .5 for steps 4-8, then .1 from step 9 (steps 7-9 are three .1 of the last five);
+    # best .5 ≥ MIN_BEST 0.1 and .1 ≤ 0.5 × .5; the 15 later levels (steps 10-24) are all .1, never above
+    # .375 = 0.75 × .5, and 15 ≥ SUSTAIN 10 → collapse at step 9
+    assert reward_collapse(np.arange(25), r, smooth=5) == 9
     recovered = np.concatenate([r, [.5] * 10])  # the level returns to .5 > .375: a dip, not a collapse
-    assert reward_collapse(np.arange(25), recovered, smooth=5) is None
-    assert reward_collapse(np.arange(15), r * 0.3, smooth=5) is None  # best .15 < MIN_BEST 0.2: never learned
-    # default window 10 on the same series: the level (median of 10) first reaches .1 at step 12 (six .1 of ten)
-    assert reward_collapse(np.arange(15), r) == 12
+    assert reward_collapse(np.arange(35), recovered, smooth=5) is None
+    # best .5 × .3 = .15 ≥ 0.1 (a run that peaks near 0.15 and scores .03 for good collapsed) …
+    assert reward_collapse(np.arange(25), r * 0.3, smooth=5) == 9
+    # … best .5 × .15 = .075 < MIN_BEST 0.1: it never learned
+    assert reward_collapse(np.arange(25), r * 0.15, smooth=5) is None
+    # default window 10: level at 9 = median(.1 .3 .5 .5 .5 .5 .5 .1 .1 .1) = (.3 + .5)/2 = .4, at 10 also .4
+    # (.3, five .5, four .1), at 11 .3 (five .5, five .1), at 12 .1 (six .1 of ten) ≤ 0.5 × .4, 12 later levels
+    assert reward_collapse(np.arange(25), r) == 12
+
+
+def test_a_fall_in_the_runs_last_points_is_not_yet_a_collapse():
+    # the same fall with the run ending at step 14: the level falls to .1 at step 9 (as above) but only 5 levels
+    # follow (steps 10-14) < SUSTAIN 10: it has had no time to recover (a healthy run's end-of-run dip reads so)
+    r = np.array([.1, .3, .5, .5, .5, .5, .5] + [.1] * 8)
+    assert reward_collapse(np.arange(15), r, smooth=5) is None
+    assert reward_collapse(np.arange(15), r, smooth=5, sustain=5) == 9  # exactly 5 later levels: enough for 5
+    assert reward_collapse(np.arange(15), r, smooth=5, sustain=6) is None
+    # NULL rewards after the fall are not points: ten more NaN rows leave 5 later levels
+    assert reward_collapse(np.arange(25), np.r_[r, [np.nan] * 10], smooth=5) is None
+    # ten more logged .1 points make 15: sustained, collapse at 9 (the step the level first fell, not 9 + 10)
+    assert reward_collapse(np.arange(25), np.r_[r, [.1] * 10], smooth=5) == 9
 
 
 def test_the_first_points_alone_never_set_the_best():
