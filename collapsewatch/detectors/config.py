@@ -135,6 +135,11 @@ class EntropyConfig(Timing):
     healthy runs or on the synthetic ones (docs/detectors.md)."""
     min_points: int = 20
     """Points the history needs before either rule gives a verdict."""
+    severity_smooth_steps: int = 20
+    """Points of the levels the blow-up's severity tests read: the correct responses' entropy and the reward drop
+    (``signals.reward_drop``). 20, chosen on the natural corpus's learning run and its collapsing runs (was
+    ``smooth_steps``, 5): with 5 the correct responses' entropy of a few responses a step read "blown up" on noise
+    (docs/lab/natural-corpus.md, "Entropy per correctness"; held-out runs reported there)."""
 
 
 @dataclass(frozen=True)
@@ -297,6 +302,8 @@ class DetectorConfig:
         for name, steps in needed.items():
             if steps > self.history_steps:
                 raise ValueError(f"{name} = {steps} exceeds history_steps = {self.history_steps}")
+        if not 1 <= self.entropy.severity_smooth_steps <= self.history_steps:
+            raise ValueError("entropy.severity_smooth_steps must be in [1, history_steps]")
         if self.lld.recent_steps >= self.lld.slope_window:
             raise ValueError("lld.recent_steps must be shorter than lld.slope_window")
         if not 3 <= self.lld.sentinel_min_points <= self.lld.sentinel_window:

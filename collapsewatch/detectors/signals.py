@@ -16,18 +16,19 @@ from .history import History
 Signal = tuple["bool | None", dict[str, Any]]
 
 
-def reward_drop(h: History, cfg: DetectorConfig) -> Signal:
-    """Reward level below its running max (over reward_peak_window) by the configured margin."""
+def reward_drop(h: History, cfg: DetectorConfig, smooth: int | None = None) -> Signal:
+    """Reward level (median of the last ``smooth`` points, default smooth_steps) below its running max (over
+    reward_peak_window) by the configured margin."""
     s = cfg.signals
     r = h.series("reward_mean", s.reward_peak_window)
-    k = cfg.smooth_steps
+    k = smooth or cfg.smooth_steps
     if len(r) < 2 * k:
         return None, {}
     levels = r.levels(k)
     peak, now = float(levels.max()), float(levels[-1])
     need = max(s.reward_drop_min, s.reward_drop_frac * abs(peak))
     fired = peak - now >= need
-    return fired, {"reward_peak": peak, "reward_now": now, "drop": peak - now, "drop_needed": need}
+    return fired, {"reward_peak": peak, "reward_now": now, "drop": peak - now, "drop_needed": need, "smooth": k}
 
 
 def _recent_vs_reference(h: History, key: str, cfg: DetectorConfig) -> tuple[np.ndarray, np.ndarray] | None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from collapsewatch.detectors import DetectorConfig
+from collapsewatch.detectors.config import EntropyConfig
 
 from .series import feed, rows, spans
 
@@ -55,12 +58,28 @@ def test_blowup_of_the_correct_responses_too_is_critical():
     assert suite.episodes()[0].evidence["policy_degrades"] == ["correct responses' entropy blown up too"]
 
 
-def test_blowup_with_a_reward_drop_is_critical():
-    # correct entropy sharp, but the reward falls 0.6 → 0.4 at step 50: drop 0.2 ≥ 0.15
+def test_blowup_with_a_reward_drop_alone_is_a_warning():
+    # correct entropy sharp, L not recorded, the reward falls 0.6 → 0.4 at step 50. The drop test reads 20-point
+    # levels (severity_smooth_steps) over the last 150 points: at step 104 the window is steps 0-104, its first
+    # level (steps 0-19) is 0.6, the last 0.4: drop 0.2 ≥ max(0.05, 0.25 × 0.6) = 0.15; at step 180 the window is
+    # 31-180 and the level ending at 50 (nineteen 0.6, one 0.4) is still 0.6. A reward drop alone is a warning
+    # (the noisy rewards of the natural corpus's learning run): the policy's own quantities hold.
     data = rows(181, **BLOWUP, entropy_mean_correct=0.2, reward_mean=lambda s: 0.6 if s < 50 else 0.4)
     _, suite = feed(data, ONLY)
-    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "critical")]
-    assert suite.episodes()[0].evidence["policy_degrades"] == ["reward dropped"]
+    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "warning")]
+    ev = suite.episodes()[0].evidence
+    assert (ev["policy_degrades"], ev["reward_dropped"], ev["reward"]["drop"]) == ([], True, pytest.approx(0.2))
+
+
+def test_a_five_point_reward_dip_is_not_a_drop():
+    # one bad stretch of 8 points (0.6 → 0.2 at steps 120-127) inside the blow-up: a 5-point median falls to 0.2
+    # (drop 0.4 ≥ 0.15), the 20-point median never does (at most 8 of 20 points are 0.2) → no drop, info
+    data = rows(181, **BLOWUP, entropy_mean_correct=0.2, reward_mean=lambda s: 0.2 if 120 <= s < 128 else 0.6)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "info")]
+    smooth5 = DetectorConfig(enabled=("entropy",), entropy=EntropyConfig(severity_smooth_steps=5))
+    _, suite5 = feed(data, smooth5)  # the old 5-point level: a warning (a critical before this change)
+    assert spans(suite5.episodes(), "entropy") == [("blowup", 104, 180, "warning")]
 
 
 def test_blowup_with_pooled_L_falling_is_critical():
