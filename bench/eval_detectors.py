@@ -1,6 +1,6 @@
 """Evaluate the collapse detectors on labelled synthetic runs (and on stored runs in sample_runs/, if any).
 
-    .venv/bin/python bench/eval_detectors.py [--seeds 5] [--noise 1 2] [--steps 300] [--no-gaps]
+    .venv/bin/python bench/eval_detectors.py [--seeds 5] [--first-seed 0] [--noise 1 2] [--steps 300] [--no-gaps]
 
 Every scenario of ``collapsewatch.detectors.synthetic`` is built for each seed and noise level (with ~2 %
 missing steps and ~1 % NULL cells unless --no-gaps) and run through ``detect_frame``. A *flag* is an
@@ -132,14 +132,15 @@ def healthy_summary(runs: list[tuple[Label, list[Event]]], on_policy_isdd: list[
             f"on-policy runs where ISDD reports not_applicable: {na}/{len(on_policy_isdd)}")
 
 
-def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool, config: DetectorConfig | None = None) -> None:
+def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool, config: DetectorConfig | None = None,
+              first_seed: int = 0) -> None:
     runs: list[tuple[Label, list[Event]]] = []
     on_policy_isdd: list[str] = []
     noise_of: list[float] = []
     n_rows, cpu = 0, 0.0
     for scenario in SCENARIOS:
         for noise in noises:
-            for seed in range(seeds):
+            for seed in range(first_seed, first_seed + seeds):
                 run = make_run(scenario, seed=seed, noise=noise, n_steps=steps, gaps=gaps)
                 suite = DetectorSuite(config)
                 t0 = time.process_time()
@@ -151,7 +152,7 @@ def synthetic(seeds: int, noises: list[float], steps: int, gaps: bool, config: D
                 noise_of.append(noise)
                 if scenario == "on_policy":
                     on_policy_isdd.append(suite.applicability()["isdd"].status)
-    print(f"## Synthetic runs: {len(SCENARIOS)} scenarios × {seeds} seeds × noise {noises} × {steps} steps, "
+    print(f"## Synthetic runs: {len(SCENARIOS)} scenarios × {seeds} seeds (from {first_seed}) × noise {noises} × {steps} steps, "
           f"gaps={'on' if gaps else 'off'}; tolerance {TOLERANCE} steps\n")
     print(table(score(runs)))
     print()
@@ -188,6 +189,8 @@ def sample_runs(folder: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds first-seed … first-seed + seeds − 1 (another range = runs held out from tuning)")
     ap.add_argument("--noise", type=float, nargs="+", default=[1.0, 2.0, 3.0])
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--no-gaps", action="store_true")
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-sample-runs", action="store_true", help="synthetic runs only")
     args = ap.parse_args(argv)
     config = DetectorConfig.from_file(args.detectors) if args.detectors else None
-    synthetic(args.seeds, args.noise, args.steps, not args.no_gaps, config)
+    synthetic(args.seeds, args.noise, args.steps, not args.no_gaps, config, args.first_seed)
     if args.no_sample_runs:
         return 0
     sample_runs(args.sample_runs)

@@ -125,8 +125,8 @@ def _grad(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
     g, med, n = _num(ev.get("grad_norm")), _num(ev.get("reference_median")), ev.get("reference_points")
     if g is None or not med:
         return None
-    over = ev.get("consecutive_over_bar")
-    tail = f", {over} logged points in a row over the bar" if over and over > 1 else ""
+    run = ev.get("elevated_run")
+    tail = f", still up {run} logged points after the spike" if run and run > 1 else ""
     return f"grad norm {g:.3g} is {g / med:.1f}× its median {med:.3g} over the previous {n} logged points{tail}"
 
 

@@ -9,17 +9,21 @@ from collapsewatch import Monitor, connect
 
 
 def _spiky_run(mon: Monitor) -> None:
-    # grad_norm 1.0 with 30.0 at step 40: 30 × the median of the previous points ≥ critical_factor 20 →
-    # a grad explosion opened at 40 (no reward logged: the severity gate cannot lower it)
+    # grad_norm 1.0 with 30.0 at steps 40–42: 30 × the median of the previous points (1.0) is over the bar;
+    # an info spike at 40 and 41, a critical explosion from 42 on (3 = sustain_steps points still up, peak
+    # 30 ≥ critical_factor 20); no reward logged, so the severity gate cannot lower it
     for step in range(50):
-        mon.log(step, {"grad_norm": 30.0 if step == 40 else 1.0})
+        mon.log(step, {"grad_norm": 30.0 if 40 <= step <= 42 else 1.0})
 
 
 def test_on_event_sees_each_event_as_the_store_does(store):
     seen = []
     with Monitor(store, run="hook", on_event=seen.append, flush_steps=5) as mon:
         _spiky_run(mon)
-    assert [(e.detector, e.phase, e.step_start, e.severity) for e in seen] == [("grad", "explosion", 40, "critical")]
+    # the episode as it opens (40, info), is extended (to 41, still info) and escalates (to 42, critical)
+    assert [(e.detector, e.phase, e.step_start, e.step_end, e.severity) for e in seen] == [
+        ("grad", "explosion", 40, 40, "info"), ("grad", "explosion", 40, 41, "info"),
+        ("grad", "explosion", 40, 42, "critical")]
     stored = connect(store).execute("SELECT detector, phase, step_start, severity FROM events").fetchall()
     assert stored == [("grad", "explosion", 40, "critical")]
 
@@ -34,6 +38,6 @@ def test_a_raising_hook_is_logged_and_training_goes_on(store, caplog):
     with caplog.at_level(logging.ERROR, logger="collapsewatch"):
         with Monitor(store, run="raise", on_event=hook, flush_steps=5) as mon:
             _spiky_run(mon)  # no exception reaches the loop
-    assert len(calls) == 1 and "on_event callback raised" in caplog.text and "receiver down" in caplog.text
+    assert len(calls) == 3 and "on_event callback raised" in caplog.text and "receiver down" in caplog.text
     steps = connect(store).execute("SELECT count(*) FROM steps WHERE run = 'raise'").fetchone()
     assert steps == (50,)  # every step recorded

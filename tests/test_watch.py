@@ -98,21 +98,22 @@ def test_not_a_store_is_one_line(tmp_path):
 
 
 def test_a_rising_severity_is_reported_again_and_nothing_twice(tmp_path):
-    # grad_norm 1.0, then 8.0 at steps 40 and 41, 30.0 at 42 (median 1, bar 5): step 40 opens an info
-    # episode (one point over the bar), 41 makes it a warning (2 consecutive points), 42 critical (≥ 20 ×).
-    # No reward is logged, so the severity gate cannot lower it. Polled after each step: info, warning,
-    # critical, each once; a poll with nothing new returns nothing.
+    # grad_norm 1.0, then 8.0 at steps 40–42, 30.0 at 43 (median 1, bar 5): step 40 opens an info
+    # episode (a spike), 41 keeps it info (2 points up < sustain_steps 3), 42 makes it a warning (3 points
+    # still ≥ recover_factor 3 × median), 43 critical (peak ≥ 20 ×). No reward is logged, so the severity
+    # gate cannot lower it. Polled after each step: info, warning, critical, each once; a poll with nothing
+    # new returns nothing.
     follower = None
     with Monitor(tmp_path, run="g", flush_steps=1) as mon:
-        for step in range(45):
-            mon.log(step, {"grad_norm": {40: 8.0, 41: 8.0, 42: 30.0}.get(step, 1.0)})
+        for step in range(46):
+            mon.log(step, {"grad_norm": {40: 8.0, 41: 8.0, 42: 8.0, 43: 30.0}.get(step, 1.0)})
             if step >= 40:
                 mon.log(step + 1, {})  # the step is finalised (and detected) when the next one starts
                 mon.flush()
                 follower = follower or EventFollower(tmp_path, "g", "info")
                 got = [(e["phase"], e["step_start"], e["severity"]) for e in follower.poll()]
-                expected = {40: [("explosion", 40, "info")], 41: [("explosion", 40, "warning")],
-                            42: [("explosion", 40, "critical")]}.get(step, [])
+                expected = {40: [("explosion", 40, "info")], 42: [("explosion", 40, "warning")],
+                            43: [("explosion", 40, "critical")]}.get(step, [])
                 assert got == expected, step
     assert follower.critical and follower.poll() == [] and follower.ended
 

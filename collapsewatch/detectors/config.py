@@ -156,8 +156,12 @@ class GradConfig(Timing):
     """Explosion: grad_norm ≥ this × the reference median (warning) …"""
     spike_z: float = 5.0
     """… and ≥ exp(this × robust σ of log grad_norm over the window) × the median (jumpy runs need more)."""
-    sustain_steps: int = 2
-    """An isolated spike is info; this many consecutive logged points over the bar make it a warning."""
+    recover_factor: float = 3.0
+    """A point ≥ this × the reference median is still elevated: a spike has recovered once the norm is back
+    under it."""
+    sustain_steps: int = 3
+    """An elevated run (holding a point over the bar) shorter than this is an info spike; this many
+    consecutive elevated points make it a warning (critical by critical_factor)."""
     critical_factor: float = 20.0
     """… ≥ this × the reference median: critical."""
 

@@ -1,4 +1,5 @@
-"""Gradient explosion: isolated spike (info), sustained (warning), huge (critical)."""
+"""Gradient explosion: a spike that recovers (info, whatever its size), sustained (warning), huge and
+sustained (critical)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,22 @@ ONLY = DetectorConfig(enabled=("grad",))
 
 
 def test_spike_sustained_and_critical_episodes():
-    # grad_norm 1.0 (MAD 0 → bar = spike_factor 5): step 100 = 6 (one step: info); steps 150–151 = 8 (two
-    # consecutive rows over the bar: warning from 151); step 170 = 30 ≥ 20 × median: critical. Each closes
-    # after 3 rows back at 1.0. A 7.0 at step 5 comes before the 10 reference points: no verdict.
-    spikes = {5: 7.0, 100: 6.0, 150: 8.0, 151: 8.0, 170: 30.0}
+    # grad_norm 1.0 (MAD 0 → bar = spike_factor 5; elevated ≥ recover_factor 3; the median of any 50-point
+    # window stays 1.0, the spikes are a minority). A 7.0 at step 5 comes before the 10 reference points:
+    # no verdict. Step 100 = 6 and step 120 = 60 are single points over the bar that fall back to 1.0 at
+    # once: info, however big. Steps 140–142 = 3.5, 4, 6: a ramp (elevated, not over the bar) up to one
+    # spike at 142 — the ramp does not count, 143 is back: info. Steps 150–152 = 8, 8, 4: the third point
+    # since the spike is still ≥ 3 × median (sustain_steps 3): warning at 152. Steps 170–172 = 30, 5, 5:
+    # sustained and the peak 30 ≥ critical_factor 20 × median: critical at 172. No reward is logged, so the
+    # severity gate cannot lower it. Each episode opens at its spike and closes after 3 rows back at 1.0.
+    spikes = {5: 7.0, 100: 6.0, 120: 60.0, 140: 3.5, 141: 4.0, 142: 6.0, 150: 8.0, 151: 8.0, 152: 4.0,
+              170: 30.0, 171: 5.0, 172: 5.0}
     _, suite = feed(rows(200, grad_norm=lambda s: spikes.get(s, 1.0)), ONLY)
     assert spans(suite.episodes(), "grad") == [
-        ("explosion", 100, 100, "info"), ("explosion", 150, 151, "warning"), ("explosion", 170, 170, "critical")]
+        ("explosion", 100, 100, "info"), ("explosion", 120, 120, "info"), ("explosion", 142, 142, "info"),
+        ("explosion", 150, 152, "warning"), ("explosion", 170, 172, "critical")]
     crit = suite.episodes()[-1]
-    assert crit.value == 30.0 and crit.threshold == 5.0 and crit.evidence["ratio"] == 30.0
+    assert crit.threshold == 5.0 and crit.evidence["elevated_run"] == 3 and crit.evidence["peak_ratio"] == 30.0
 
 
 def test_jumpy_runs_need_a_bigger_jump():
@@ -57,20 +65,30 @@ def _logged_every_10th(tmp_path) -> list[dict]:
 def test_a_run_logging_every_10th_step_is_judged(tmp_path):
     # Windows count logged points: at step 150 the reference is the 15 previous logged grad norms (steps
     # 0–140; real values 0.25–2.03, median 1.0075, robust log spread 0.29 → bar max(5, e^(5 · 0.29) = 4.3)
-    # = 5). A 100× jump at step 150 (0.469 → 46.9 = 46.6 × the median ≥ critical_factor 20) is flagged at
-    # once. Windows counted in steps (the old rule) saw 5 points in 51 steps < min_points 10: no verdict.
-    # Severity: the reward level there (median of the last 5 logged rewards, 0.531) is its running best,
-    # so the shared gate lowers critical to warning.
+    # = 5). A 100× jump at step 150 (0.469 → 46.9 = 46.6 × the median) is seen at once; windows counted in
+    # steps (the old rule) saw 5 points in 51 steps < min_points 10: no verdict. Alone (step 160 is back to
+    # its real 0.73 < 3 × median) it is an info spike. Kept up at 160 and 170 too (× 100 each), step 170 is
+    # the third point since the spike: at 170 the reference is the 17 points 0–160, two of them raised, so
+    # its median is the 9th smallest, 1.1179 (step 10's value), and 113.4 = 101.5 × it ≥ critical_factor
+    # 20. Severity: the reward level there (median of the logged rewards at 130–170: 0.531) is its running
+    # best, so the shared gate lowers critical to warning.
     data = _logged_every_10th(tmp_path)
     assert len(data) == 20 and data[15]["step"] == 150
     _, suite = feed(data, ONLY)
     assert suite.episodes() == []  # the real run as logged: nothing
     data[15]["grad_norm"] *= 100
     _, suite = feed(data, ONLY)
-    assert spans(suite.episodes(), "grad") == [("explosion", 150, 150, "warning")]
+    assert spans(suite.episodes(), "grad") == [("explosion", 150, 150, "info")]
     ev = suite.episodes()[0].evidence
     assert ev["reference_points"] == 15 and round(ev["reference_median"], 4) == 1.0075
-    assert round(ev["ratio"], 1) == 46.6 and ev["severity_now"] == "warning"
+    assert round(ev["ratio"], 1) == 46.6 and ev["elevated_run"] == 1
+    for i in (16, 17):
+        data[i]["grad_norm"] *= 100
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "grad") == [("explosion", 150, 170, "warning")]
+    ev = suite.episodes()[0].evidence
+    assert ev["reference_points"] == 17 and round(ev["reference_median"], 4) == 1.1179
+    assert round(ev["ratio"], 1) == 101.5 and ev["elevated_run"] == 3 and ev["severity_now"] == "warning"
     assert ev["severity_gate"]["reward_now"] == ev["severity_gate"]["reward_best"] == 0.53125
 
 
