@@ -1,6 +1,7 @@
 """Screenshots of every dashboard page into docs/img/, from a synthetic store (headless Debian Chromium).
 
     .venv/bin/python bench/screenshots.py [--out docs/img] [--keep STORE_DIR]
+    .venv/bin/python bench/screenshots.py --run STORE RUN PNG     # one run's overview from any store
 
 Then the shipped sample runs (``sample_runs/store``, real trainer runs): ``sample-*.png``.
 
@@ -171,14 +172,36 @@ def shoot_samples(url: str, out: Path) -> None:
         browser.close()
 
 
+def shoot_run(url: str, run: str, path: Path) -> None:
+    """One run's overview (e.g. an ingested public run: lab/public/score.sh STORE, then --run STORE RUN PNG)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser, page = _browser(p)
+        _open(page, f"{url}/run/{run}", OV)
+        page.screenshot(path=path, full_page=True)
+        browser.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="docs/img")
     ap.add_argument("--keep", help="build the store here and keep it (default: a temporary folder)")
     ap.add_argument("--samples-only", action="store_true", help="only the shipped sample runs (no synthetic store)")
+    ap.add_argument("--run", nargs=3, metavar=("STORE", "RUN", "PNG"),
+                    help="only RUN's overview from STORE, saved as PNG under --out")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    if a.run:
+        proc, url = serve(Path(a.run[0]))
+        try:
+            shoot_run(url, a.run[1], out / a.run[2])
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        print(f"screenshot: {out / a.run[2]}")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(a.keep) if a.keep else Path(tmp) / "store"
         if not a.samples_only:

@@ -76,6 +76,9 @@ PANELS: tuple[Panel, ...] = (
                                                    Series("is_ess", "IS ESS", dash="dot", right=True)),
           right_format=".1f", right_range=(0.0, 1.02),  # ESS / n ∈ (0, 1]: a healthy run sits on 1
           y_title="nats/token", right_title="ESS / n"),
+    Panel("kl", "KL to the reference policy (nats)", (Series("kl_ref_mean", "mean k3"),), log_y=True,
+          y_title="nats"),
+    # kl_ref_mean: the built-in trainer's, or an ingested run's logged KL (TRL `kl`, verl `actor/kl_loss`, …)
 )
 
 N_COLS = 2

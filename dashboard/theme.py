@@ -46,6 +46,7 @@ METRIC_COLOURS: dict[str, str] = {
     "is_log_ratio_abs_mean": "#f06292",
     "is_ess": "#aed581",
     "ppo_kl": "#fff176",
+    "kl_ref_mean": "#ffb74d",
     "llds_gate_rate": "#7986cb",
     "lr": "#b0bec5",
     "loss": "#e0e0e0",

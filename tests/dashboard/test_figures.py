@@ -324,6 +324,24 @@ def test_every_panel_has_axis_titles_with_the_catalogues_units():
         # the step axis is titled where its tick labels are: the bottom panel of each column
         x = lay["xaxis" + cell["x"][1:]]
         assert (x.get("title", {}).get("text") == "step") == cell["bottom"], panel.key
-    # 10 panels in 2 columns: 5 rows, and the bottom one of each column (reward … length / … mismatch) is titled
+    # 11 panels in 2 columns (6 + 5 rows): the bottom one of each column is titled
     assert sum(c["bottom"] for c in grid["cells"]) == 2
     assert {lay["yaxis2"]["title"]["text"], lay["yaxis9"]["title"]["text"]} == {"nats/token", "tokens"}
+
+
+def test_kl_panel_draws_a_logged_kl_and_collapses_without_one():
+    # An ingested run's logged KL (TRL `kl`, verl `actor/kl_loss` → kl_ref_mean) gets its own log-scaled panel:
+    # 20 points from 0.001 to 0.05, drawn as they are (smooth 1). A run without it: the panel is collapsed to the
+    # "not recorded" line, like every panel whose series are all missing.
+    kl = np.linspace(0.001, 0.05, 20)
+    df = _steps(20, kl_ref_mean=kl)
+    summary = summarise(df, figures.COLUMNS)
+    assert "kl" not in figures.collapsed(summary)
+    fig = figures.overview_figure(df, EVENTS.iloc[0:0], summary)
+    trace = _trace(fig, "kl_ref_mean")
+    assert np.allclose(trace["y"], kl) and trace["x"] == list(range(20))
+    assert trace["line"]["color"] == theme.METRIC_COLOURS["kl_ref_mean"]
+    axis = "yaxis" + str([p.key for p in figures.PANELS].index("kl") + 1)
+    assert trace["yaxis"] == axis.replace("axis", "") and fig["layout"][axis]["type"] == "log"
+    without = summarise(_steps(20, kl_ref_mean=np.nan), figures.COLUMNS)
+    assert figures.collapsed(without)["kl"] == figures.NOT_RECORDED
