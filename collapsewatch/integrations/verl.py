@@ -39,6 +39,7 @@ from verl.utils import tensordict_utils as tu
 from ..batch import TokenBatch
 from ..probe import ClipSpec
 from ._trl_tap import REPLAY_STRIDE
+from .verl_sentinels import decode as decode_sentinels
 
 log = logging.getLogger("collapsewatch")
 
@@ -162,6 +163,10 @@ class WorkerTap:
             step = self._total
         if step != self._step:
             self._step, self._updates = int(step), 0
+            sentinels = _non_tensor(td, KEY + "sentinels") if told else None
+            if sentinels and monitor.rank == 0:  # scored by the driver before this step (.verl_sentinels)
+                scores, seconds = decode_sentinels(sentinels)
+                monitor.log_sentinels(self._step, scores, seconds)
         bypass = bool(_non_tensor(td, KEY + "bypass")) if told else False
         on_policy = (self._updates == 0 and not bypass) if told else None
         # ppo_epochs > 1 trains each sequence once per epoch within one step: its e-th pass is seq_id + e·2⁴⁰ (the

@@ -28,6 +28,7 @@ import torch
 from ..batch import group_zero_std
 from ._trl_tap import turn_ids_from_tool_mask
 from .verl import KEY
+from .verl_sentinels import DriverSentinels
 
 log = logging.getLogger("collapsewatch")
 TRAINER_MODULE = "verl.trainer.ppo.ray_trainer"
@@ -90,7 +91,8 @@ def install(trainer_cls: Any = None) -> None:
     orig = trainer_cls._update_actor
     if getattr(orig, "_collapsewatch", False):
         return
-    failures = [0]
+    failures = [0, 0]
+    sentinels: list[DriverSentinels | None] = []  # read from the env on the first step ($COLLAPSEWATCH_SENTINELS)
 
     def _update_actor(self: Any, batch: Any) -> Any:
         try:
@@ -101,6 +103,16 @@ def install(trainer_cls: Any = None) -> None:
             failures[0] += 1
             if failures[0] == 1:
                 log.exception("collapsewatch: could not annotate verl's batch; per-sequence fields are NULL")
+        try:  # the sentinels, under the policy this step starts from, through verl's own compute_log_prob
+            if not sentinels:
+                sentinels.append(DriverSentinels.from_env())
+            scored = sentinels[0].maybe_score(self, self.global_steps) if sentinels[0] is not None else None
+            if scored is not None:
+                batch.meta_info[KEY + "sentinels"] = scored
+        except Exception:  # the run goes on without sentinel rows
+            failures[1] += 1
+            if failures[1] == 1:
+                log.exception("collapsewatch: could not score the sentinels; the run goes on without them")
         return orig(self, batch)
 
     _update_actor._collapsewatch = True  # type: ignore[attr-defined]

@@ -101,6 +101,11 @@ class CpuLMEngine(transformer_impl.FSDPEngineWithLMHead):
         self.module.train()
         yield
 
+    @contextmanager
+    def eval_mode(self, **kwargs: Any) -> Any:
+        self.module.eval()
+        yield
+
 
 def actor_config(ppo_mini_batch_size: int, micro: int, n: int, loss_mode: str = "collapsewatch",
                  max_tokens: int | None = None, model_dir: str | None = None) -> FSDPActorConfig:
@@ -118,7 +123,8 @@ def training_worker(model: torch.nn.Module, cfg: FSDPActorConfig) -> engine_work
     w = object.__new__(engine_workers.TrainingWorker)
     engine_config = FSDPEngineConfig(strategy="fsdp", use_dynamic_bsz=cfg.use_dynamic_bsz,
                                      max_token_len_per_gpu=cfg.ppo_max_token_len_per_gpu,
-                                     micro_batch_size_per_gpu=cfg.ppo_micro_batch_size_per_gpu)
+                                     micro_batch_size_per_gpu=cfg.ppo_micro_batch_size_per_gpu,
+                                     infer_micro_batch_size_per_gpu=cfg.ppo_micro_batch_size_per_gpu)
     w.engine = CpuLMEngine(model, engine_config, FSDPOptimizerConfig(lr=1e-2, clip_grad=1.0))
     w.engine_config, w.model_config = engine_config, OmegaConf.create({"use_remove_padding": False})
     w.loss_fn, w.profiler, w.device_name = partial(ppo_loss, config=cfg), DistProfiler(rank=0), "cpu"
@@ -127,13 +133,19 @@ def training_worker(model: torch.nn.Module, cfg: FSDPActorConfig) -> engine_work
 
 
 class _WorkerGroup:
-    """The driver's ``actor_rollout_wg``: one in-process worker instead of Ray actors."""
+    """The driver's ``actor_rollout_wg``: one in-process worker instead of Ray actors (``world_size``: what the group
+    reports; verl would split a batch over that many ranks, here the one worker runs all of it)."""
 
-    def __init__(self, worker: engine_workers.TrainingWorker) -> None:
-        self.worker = worker
+    def __init__(self, worker: engine_workers.TrainingWorker, world_size: int = 1) -> None:
+        self.worker, self.world_size = worker, world_size
 
     def update_actor(self, data: Any) -> Any:
         return self.worker.train_mini_batch(data)
+
+    def compute_log_prob(self, data: Any) -> Any:
+        """``ActorRolloutRefWorker.compute_log_prob``'s body: the actor's ``infer_batch``, output to CPU."""
+        output = self.worker.infer_batch(data)
+        return output.cpu() if output is not None else None
 
 
 def driver(worker: engine_workers.TrainingWorker, n: int, mini: int, epochs: int = 1, step: int = 1,
