@@ -58,15 +58,19 @@ def _trainer(model, tok, step: int, world_size: int = 1):
     return trainer
 
 
-@pytest.mark.parametrize("world_size", [1, 2])
-def test_sentinels_scored_through_verls_log_prob_call_equal_the_builtin_scorer(setup, store, world_size):
+@pytest.mark.parametrize("world_size, temperature", [(1, 1.0), (2, 1.3)])
+def test_sentinels_scored_through_verls_log_prob_call_equal_the_builtin_scorer(setup, store, world_size,
+                                                                               temperature):
     tap, tok, model, _ = setup
     sentinels = text_sentinels(tok, PAIRS)
-    # the reference: the built-in trainer's scorer (held to its forward_logps) on the policy the step starts from
-    ref = builtin_score(model, sentinels, 1.0, tok.pad_token_id)
+    # the reference: the built-in trainer's scorer (held to its forward_logps) on the policy the step starts from,
+    # under softmax(logits / τ) at the rollout temperature
+    ref = builtin_score(model, sentinels, temperature, tok.pad_token_id)
     for step in (1, 2):  # every 10 from step 1: step 1 is scored, step 2 is not
         batch = verl_cpu.rollout_batch(model, [1.0, 0.0, 1.0, 0.0], n=2)
-        _trainer(model, tok, step, world_size)._update_actor(batch)
+        trainer = _trainer(model, tok, step, world_size)
+        trainer.config.actor_rollout_ref.rollout.temperature = temperature
+        trainer._update_actor(batch)
     assert tap.errors == 0
     tap.monitor.close()
     con = connect(store)
