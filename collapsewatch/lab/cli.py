@@ -149,3 +149,22 @@ def natural_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsO
     if not as_json:
         typer.echo(f"flags = episodes at warning or above; early = starting ≥ {EARLY} steps before the reward "
                    "collapse (the lab's rule, collapsewatch/lab/labels.py); docs/lab/natural-corpus.md")
+
+
+@app.command("mismatch")
+@friendly
+def mismatch_cmd(store: StoreArg, labels: LabelsOpt = None,
+                 runs: Annotated[bool, typer.Option("--runs", help="One row per run and window instead of per "
+                                                    "arm (setting) and window.")] = False,
+                 window: Annotated[int | None, typer.Option("--window", help="Steps per window (default 40).")] = None,
+                 as_json: JsonOpt = False) -> None:
+    """Undrilled runs: reward, |logp_old − logp_rollout|, IS ESS and the corrections' shares over time, per arm."""
+    from .corpus import load_corpus
+    from .mismatch import WINDOW, arm_windows, run_windows
+
+    corpus = load_corpus(store, labels)
+    per_run = run_windows(corpus.frames, list(corpus.labels.values()), WINDOW if window is None else window)
+    print_frame(per_run if runs else arm_windows(per_run), as_json=as_json)
+    if not as_json:
+        typer.echo("arm = the run name's setting; abs_log_ratio = mean is_log_ratio_abs_mean (nats/token); ess / "
+                   "ess_min = mean / min is_ess; truncated / masked = TIS / MIS shares (docs/lab/mismatch.md)")
