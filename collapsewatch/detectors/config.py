@@ -301,7 +301,7 @@ class DetectorConfig:
             "signals.rise_fall_window": s.rise_fall_window, "signals.reward_peak_window": s.reward_peak_window,
             "isdd.trend_window": self.isdd.trend_window, "lld.slope_window": self.lld.slope_window,
             "lld.stagnation_window": self.lld.stagnation_window,
-            "grad.window + 1": self.grad.window + 1, "mismatch.window": self.mismatch.window,
+            "2 × grad.window + 1": 2 * self.grad.window + 1, "mismatch.window": self.mismatch.window,
         }
         for name, steps in needed.items():
             if steps > self.history_steps:
