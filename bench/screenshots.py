@@ -141,8 +141,23 @@ def shoot(url: str, out: Path) -> None:
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
 
 
+def _crosshair(page, step: int) -> None:
+    """The mouse on ``step`` of the overview's first panel, the panels scrolled to the top of the window: the
+    crosshair at that step on every panel and the timeline."""
+    page.evaluate("() => document.querySelector('#ov-timeline').scrollIntoView()")
+    page.wait_for_timeout(300)
+    x, y = page.evaluate(f"""() => {{ const gd = document.querySelector('#ov-graph .js-plotly-plot');
+        const fl = gd._fullLayout, r = gd.getBoundingClientRect();
+        return [r.left + fl.xaxis._offset + fl.xaxis.c2p({step}), r.top + fl.yaxis._offset + fl.yaxis._length / 2]; }}""")
+    page.mouse.move(x, y)
+    page.wait_for_function(f"() => Array.from(document.querySelectorAll('#ov-graph .cw-xline'))"
+                           f".some(e => e.dataset.step == '{step}')")
+    page.wait_for_timeout(300)
+
+
 def shoot_samples(url: str, out: Path) -> None:
-    """The real sample runs: the runs list, the collapsing GRPO run's overview (whole, then zoomed on the first
+    """The real sample runs: the runs list, the collapsing GRPO run's overview (whole, hovered at step 84 with the
+    crosshair on every panel, then zoomed on the first
     episode of its events table, the cause), a drill run's overview, its tokens, the runs compared (aligned at the
     collapse step), and SQL."""
     from playwright.sync_api import sync_playwright
@@ -153,6 +168,8 @@ def shoot_samples(url: str, out: Path) -> None:
         page.screenshot(path=out / "sample-runs.png")
         _open(page, url + "/run/grpo-collapse", OV)
         page.screenshot(path=out / "sample-overview.png", full_page=True)
+        _crosshair(page, 84)
+        page.screenshot(path=out / "sample-overview-crosshair.png")
         page.locator("#ov-events .ev-row").first.locator(".ev-steps").click()  # the cause: the table's first row
         page.wait_for_url("**episode=*")
         page.wait_for_selector(OV)

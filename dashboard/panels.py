@@ -106,7 +106,7 @@ def grid_for(hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     patches and shapes keep their addresses) on a sliver at the bottom, its axes hidden."""
     shown = [i for i, p in enumerate(PANELS) if p.key not in hidden]
     n_rows = max(1, -(-len(shown) // N_COLS))
-    note = NOTE_PX if len(shown) < len(PANELS) else 0
+    note = NOTE_PX + X_TITLE_PX if len(shown) < len(PANELS) else 0  # under the step axis's title
     height = n_rows * PANEL_PX + (n_rows - 1) * GAP_PX + 20 + note  # + room for the top row's titles
     frac = 1.0 / height
     cells: list[dict[str, Any]] = [{} for _ in PANELS]

@@ -185,9 +185,9 @@ def test_collapsed_panels_close_up_and_keep_their_axes():
     keys = [p.key for p in figures.PANELS]
     hidden_axes = [fig["layout"]["yaxis" + str(keys.index(k) + 1)] for k in ("ratio_pos", "ratio_neg", "mismatch")]
     assert all(a["visible"] is False for a in hidden_axes)
-    # 7 panels in 2 columns: 4 rows (4 × 158 + 3 × 34 + 20 + 40 px) + the 40 px under the grid + 16 px for the
-    # step axis title = 850 px, vs 5 rows
-    assert fig["layout"]["height"] == 4 * 158 + 3 * 34 + 20 + 40 + 40 + 16 < figures.GRID["height"]
+    # 7 panels in 2 columns: 4 rows (4 × 158 + 3 × 34 + 20 px) + the note's 40 px and the step title's 16 px, + the
+    # 40 px under the grid and 16 px more for the step title = 866 px, vs 5 rows (1,002 px)
+    assert fig["layout"]["height"] == 4 * 158 + 3 * 34 + 20 + (40 + 16) + 40 + 16 < figures.GRID["height"]
     assert "flat at 1" in _collapsed_line(fig)
     wide = _steps(20, ratio_p05_pos=0.5)  # a real spread: drawn
     assert "ratio_pos" not in figures.collapsed(summarise(wide, figures.COLUMNS))
