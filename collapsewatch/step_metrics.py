@@ -167,7 +167,8 @@ def _token_stats(parts: list[ObservedPart], m: Tensor, out: dict[str, Tensor]) -
         w = isr.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP).exp()
         out["is_log_ratio_abs_mean"] = _mean(isr.abs(), im)
         w_norm = w / _mean(w, im)
-        out["is_ess"] = 1.0 / _mean(w_norm**2, im)
+        # ESS / n ≤ 1 (Jensen: mean(w_norm²) ≥ mean(w_norm)² = 1); float32 rounding can land an ulp above it
+        out["is_ess"] = (1.0 / _mean(w_norm**2, im)).clamp(max=1.0)
         out["is_chi2"] = _mean(w**2, im) - 1
     kl = _cat_tok(parts, "kl_ref_k3")
     if kl is not None:
