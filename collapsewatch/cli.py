@@ -163,8 +163,8 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                       "console, tensorboard, mlflow, trackio (default: detected).")] = None,
            source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow folder or a "
                                                              "trackio project holding several (name or id).")] = None,
-           follow: Annotated[bool, typer.Option("--follow", help="Keep reading lines appended to FILE (a live "
-                                                             "JSONL or console log) until Ctrl+C.")] = False,
+           follow: Annotated[bool, typer.Option("--follow", help="Keep ingesting what a live run adds to FILE, "
+                                                             "in any format, until Ctrl+C.")] = False,
            detect: Annotated[bool, typer.Option(help="Run the detectors over the ingested run and store their "
                                                      "episodes (the dashboard shows them); not with --follow.")] = True,
            interval: Annotated[float, typer.Option(help="Seconds between reads with --follow.")] = 2.0) -> None:
@@ -176,7 +176,7 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
         return
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
-    tail = Tail(store, file, run, fmt)
+    tail = Tail(store, file, run, fmt, source_run)
     try:
         while True:
             tail.poll()

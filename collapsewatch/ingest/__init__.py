@@ -34,7 +34,7 @@ from typing import Any
 
 from . import console, jsonl, mlflow_folder, tensorboard, trackio_db, trainer_state
 from .keys import KEY_MAP, Meaning, catalogue_values
-from .records import Account, IngestError
+from .records import Account, IngestError, Record, Skip, Step, step_of
 from .sink import RunSink
 
 __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "catalogue_values", "detect",
@@ -119,6 +119,13 @@ def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt
     return Ingested(reader.NAME, len(sink.steps), account.summary(), _detect(store, run) if run_detectors else None)
 
 
+_NONE = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)  # NaN == NaN
+
+
 def _detect(store: str | os.PathLike, run: str) -> list[str]:
     from ..offline import detect_runs
 
@@ -128,46 +135,120 @@ def _detect(store: str | os.PathLike, run: str) -> list[str]:
 
 
 class Tail:
-    """Follows a growing JSONL or console file. Each :meth:`poll` ingests the complete lines appended since the last
-    one as one flush; :meth:`close` marks the run finished. A partial last line (the logger mid-write) waits."""
+    """Follows a run's log while it grows. Each :meth:`poll` ingests what became complete since the last one as one
+    flush; :meth:`close` takes the rest and marks the run finished.
 
-    def __init__(self, store: str | os.PathLike, file: str | os.PathLike, run: str, fmt: str | None = None) -> None:
+    * Text logs (jsonl, console: ``GROWS``) are read from where the last poll stopped; a partial last line (the
+      logger mid-write) waits.
+    * Every other format (TensorBoard, MLflow, trackio …) is re-read whole through its library's reader, and the steps
+      after the last ingested one are taken, except the newest: its values may still be arriving (a logger writes a
+      step's keys one call at a time), so it waits until a later step appears or the tail closes. Values a logger
+      adds to an already-ingested step are left out and counted. The first read happens at once, so a file that
+      is not the format, or a store whose run must be picked with ``source_run``, fails at the start; a later read
+      that fails mid-write (a file being replaced, a partial record) is retried at the next poll, and only the
+      last read's error is reported, at close.
+    """
+
+    def __init__(self, store: str | os.PathLike, file: str | os.PathLike, run: str, fmt: str | None = None,
+                 source_run: str | None = None) -> None:
         self.path = Path(file)
-        reader = detect(self.path, fmt) if self.path.stat().st_size or fmt else jsonl  # an empty file: verl's JSONL
-        if not reader.GROWS:
-            raise IngestError(f"--follow reads growing text logs (jsonl, console); {str(self.path)!r} is "
-                              f"{reader.NAME}")
-        self.format = reader.NAME
-        self.parser: Any = reader.Parser()
+        if not self.path.exists():
+            raise IngestError(f"file {str(self.path)!r} does not exist")
+        empty = self.path.is_file() and not self.path.stat().st_size
+        self.reader = jsonl if empty and not fmt else detect(self.path, fmt)  # an empty file: verl's JSONL
+        if not empty:
+            _sniffed(self.reader, self.path)
+        self.format = self.reader.NAME
+        self.source_run = source_run
+        self.parser: Any = self.reader.Parser() if self.reader.GROWS else None
+        # a reader's Snapshot re-reads only what was appended (TensorBoard); the others re-read the whole file
+        self._snap: Any = getattr(self.reader, "Snapshot", None)
+        if not self.reader.GROWS:  # a file that is not the format, or a --source-run to pick: said now, not retried
+            self._snap = self._snap(self.path, source_run=source_run) if self._snap else None
+            self._read()
         self.account = Account(str(self.path))
-        self.sink = RunSink(store, self.path, run, reader.NAME)
+        self.sink = RunSink(store, self.path, run, self.reader.NAME)
         self.sink.flush()  # listed as running before the first line
         self._offset, self._line = 0, 1
+        self._last: int | None = None  # snapshot formats: the newest step ingested
+        self._got: dict[int, dict[str, Any]] = {}  # snapshot formats: each ingested step's values as read
+        self._late: set[tuple[int, str]] = set()  # (step, key) logged or changed after that step was ingested
+        self._skips: set[str] = set()
+        self._error: str | None = None
 
     @property
     def steps(self) -> set[int]:
         return self.sink.steps
 
-    def poll(self) -> int:
-        """Ingest the new complete lines; returns how many steps they held."""
+    def poll(self, final: bool = False) -> int:
+        """Ingest what became complete; returns how many steps it held."""
+        steps = self._lines() if self.reader.GROWS else self._snapshot(final)
+        if steps:
+            self.sink.add(steps, complete=not self.reader.GROWS)  # a snapshot's steps are whole
+            self.sink.flush()
+        return len({s.step for s in steps})
+
+    def _lines(self) -> list[Step]:
         with self.path.open("rb") as f:
             f.seek(self._offset)
             chunk = f.read()
         end = chunk.rfind(b"\n") + 1
         if end == 0:
-            return 0
+            return []
         text = chunk[:end].decode(errors="replace")
         self._offset += end
         steps = self.account.steps(self.parser.feed(text, self._line))
         self._line += text.count("\n")
+        return steps
+
+    def _snapshot(self, final: bool) -> list[Step]:
+        try:
+            items = self._read()
+        except IngestError as e:
+            self._error = str(e)
+            return []
+        self._error = None
+        fresh: list[Record | Skip] = []
+        try:
+            for item in items:
+                if isinstance(item, Record):
+                    item.step = step_of(item.step, f"{str(self.path)!r} {item.where}")
+        except IngestError as e:
+            self._error = str(e)
+            return []
+        for item in items:
+            if isinstance(item, Skip):
+                if item.where not in self._skips:
+                    self._skips.add(item.where)
+                    fresh.append(item)
+            elif self._last is None or item.step > self._last:
+                fresh.append(item)
+            else:
+                got = self._got.get(item.step, {})
+                self._late.update((item.step, k) for k, v in item.values.items() if not _same(got.get(k, _NONE), v))
+        records = [i for i in fresh if isinstance(i, Record)]
+        if not final and records:  # the newest step waits for a later one
+            newest = max(r.step for r in records)
+            fresh = [i for i in fresh if isinstance(i, Skip) or i.step != newest]
+        steps = self.account.steps(fresh)
+        for r in fresh:
+            if isinstance(r, Record):
+                self._got.setdefault(r.step, {}).update(r.values)
         if steps:
-            self.sink.add(steps)
-            self.sink.flush()
-        return len({s.step for s in steps})
+            self._last = max(s.step for s in steps)
+        return steps
+
+    def _read(self) -> list[Record | Skip]:
+        return list(self._snap.records() if self._snap else self.reader.read(self.path, source_run=self.source_run))
 
     def close(self) -> Ingested:
-        self.poll()
+        self.poll(final=True)
         self.sink.finish()
-        notes = self.parser.notes() if hasattr(self.parser, "notes") else []
-        self.account.notes += notes
+        if self.parser is not None and hasattr(self.parser, "notes"):
+            self.account.notes += self.parser.notes()
+        if self._late:
+            self.account.notes.append(f"left out {len(self._late)} value(s) logged or changed after their step had "
+                                      "been ingested (a resumed run rewinds its steps: ingest it again when it ends)")
+        if self._error:
+            self.account.notes.append(f"the last read failed: {self._error}")
         return Ingested(self.format, len(self.sink.steps), self.account.summary())

@@ -53,8 +53,9 @@ class RunSink:
         self._written: set[int] = set()
         self.steps: set[int] = set()
 
-    def add(self, steps: list[Step]) -> None:
-        """Stage these steps' scalars, and the step_metrics rows of steps before the last one seen."""
+    def add(self, steps: list[Step], complete: bool = False) -> None:
+        """Stage these steps' scalars, and the step_metrics rows of steps before the last one seen — of every step
+        seen when the caller knows they are ``complete`` (no later row can add to them)."""
         cols: dict[str, list] = {"run": [], "rank": [], "step": [], "key": [], "value": []}
         for s in steps:
             cat = catalogue_values(s.values)
@@ -67,7 +68,7 @@ class RunSink:
         if cols["step"]:
             self.writer.append("scalars", _table("scalars", cols))
         if self.steps:
-            self._emit(below=max(self.steps))
+            self._emit(below=max(self.steps) + (1 if complete else 0))
 
     def _merge(self, step: int, values: dict[str, float | None], wall_time: float | None) -> None:
         if step in self._written:  # a step logged again after its row was written: a second row would replace it

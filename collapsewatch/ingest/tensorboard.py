@@ -23,27 +23,37 @@ def sniff(path: Path, head: str) -> bool:
     return path.name.startswith("events.out.tfevents.") or (path.is_dir() and any(path.glob(PATTERN)))
 
 
+class Snapshot:
+    """The run as read so far; each :meth:`records` reads only the events appended since the previous call
+    (``EventAccumulator.Reload`` keeps its place in the files), so following a live run costs its new events."""
+
+    def __init__(self, path: Path, **_: Any) -> None:
+        try:
+            from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
+        except ImportError:
+            raise needs("tensorboard", "TensorBoard files") from None
+        if path.is_dir() and not any(path.glob(PATTERN)):
+            runs = sorted({str(p.parent) for p in path.rglob(PATTERN)})
+            raise IngestError(f"{str(path)!r} holds no event file" + (
+                f"; its sub-folders hold runs: {', '.join(runs[:5])}: ingest one" if runs else ""))
+        if not sniff(path, ""):
+            raise IngestError(f"{str(path)!r} is not a TensorBoard event file (events.out.tfevents.*) or log dir")
+        self.path, self._scalars = path, SCALARS
+        self._acc = EventAccumulator(str(path), size_guidance={SCALARS: 0})  # 0: every point, not a reservoir sample
+
+    def records(self) -> list[Record]:
+        try:
+            self._acc.Reload()
+        except Exception as e:  # a corrupt record: TensorBoard's reader raises its own errors
+            raise IngestError(f"{str(self.path)!r} could not be read as TensorBoard events: {e}") from None
+        steps: dict[int, dict[str, float]] = defaultdict(dict)
+        times: dict[int, float] = {}
+        for tag in self._acc.Tags()[self._scalars]:
+            for ev in self._acc.Scalars(tag):
+                steps[ev.step][tag] = ev.value
+                times[ev.step] = max(times.get(ev.step, ev.wall_time), ev.wall_time)
+        return [Record(f"step {step}", step, steps[step], times[step]) for step in sorted(steps)]
+
+
 def read(path: Path, **_: Any) -> Iterator[Record]:
-    try:
-        from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
-    except ImportError:
-        raise needs("tensorboard", "TensorBoard files") from None
-    if path.is_dir() and not any(path.glob(PATTERN)):
-        runs = sorted({str(p.parent) for p in path.rglob(PATTERN)})
-        raise IngestError(f"{str(path)!r} holds no event file" + (
-            f"; its sub-folders hold runs: {', '.join(runs[:5])}: ingest one" if runs else ""))
-    if not sniff(path, ""):
-        raise IngestError(f"{str(path)!r} is not a TensorBoard event file (events.out.tfevents.*) or log dir")
-    acc = EventAccumulator(str(path), size_guidance={SCALARS: 0})  # 0: keep every point, not a reservoir sample
-    try:
-        acc.Reload()
-    except Exception as e:  # a corrupt record: TensorBoard's reader raises its own errors
-        raise IngestError(f"{str(path)!r} could not be read as TensorBoard events: {e}") from None
-    steps: dict[int, dict[str, float]] = defaultdict(dict)
-    times: dict[int, float] = {}
-    for tag in acc.Tags()[SCALARS]:
-        for ev in acc.Scalars(tag):
-            steps[ev.step][tag] = ev.value
-            times[ev.step] = max(times.get(ev.step, ev.wall_time), ev.wall_time)
-    for step in sorted(steps):
-        yield Record(f"step {step}", step, steps[step], times[step])
+    yield from Snapshot(path).records()

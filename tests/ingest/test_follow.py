@@ -1,0 +1,73 @@
+"""``ingest --follow`` on the formats a library rewrites or appends in binary (TensorBoard, MLflow): each poll takes
+the steps after the last one ingested except the newest, which waits for a later step (its keys may still be
+coming); close takes it. The files are written live by the real libraries between polls."""
+
+from __future__ import annotations
+
+import pytest
+
+from collapsewatch import connect
+from collapsewatch.ingest import IngestError, Tail
+
+
+def _rows(store):
+    return connect(store).execute("SELECT step, entropy_mean, reward_mean FROM steps ORDER BY step").fetchall()
+
+
+def test_a_live_tensorboard_run_is_followed_step_by_step(tmp_path, store):
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(log_dir=str(tmp_path / "tb"))
+    # verl's logger: one add_scalar per key; values exact in float32
+    w.add_scalar("actor/entropy", 0.5, 1)
+    w.add_scalar("critic/score/mean", 0.25, 1)
+    w.flush()
+    tail = Tail(store, tmp_path / "tb", "live")
+    assert tail.format == "tensorboard"
+    assert tail.poll() == 0  # step 1 is the newest: it waits (its keys may still be arriving)
+    w.add_scalar("actor/entropy", 0.25, 2)
+    w.flush()
+    assert tail.poll() == 1  # step 2 seen → step 1 is complete: ingested
+    assert _rows(store) == [(1, 0.5, 0.25)]
+    w.add_scalar("critic/score/mean", 0.5, 2)
+    w.add_scalar("actor/kl_loss", 0.0625, 1)  # a key for step 1 after step 1 was ingested: left out, counted
+    w.add_scalar("actor/entropy", 0.125, 3)
+    w.flush()
+    assert tail.poll() == 1  # step 2, with both keys; step 3 waits
+    assert tail.poll() == 0  # nothing new: nothing taken twice
+    w.close()
+    done = tail.close()  # the tail stops: the newest step is taken as it is
+    assert done.steps == 3 and done.format == "tensorboard"
+    assert "left out 1 value(s) logged or changed after their step had been ingested" in done.summary
+    assert _rows(store) == [(1, 0.5, 0.25), (2, 0.25, 0.5), (3, 0.125, None)]
+    assert connect(store).execute("SELECT status FROM runs WHERE run = 'live'").fetchone() == ("finished",)
+
+
+def test_a_live_mlflow_run_is_followed_and_its_run_chosen(tmp_path, store, monkeypatch):
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
+    with mlflow.start_run(run_name="other"):
+        mlflow.log_metrics({"actor/entropy": 9.0}, step=1)
+    with mlflow.start_run(run_name="live"):
+        mlflow.log_metrics({"actor/entropy": 0.5, "critic/score/mean": 0.25}, step=1)
+        with pytest.raises(IngestError, match=r"holds 2 MLflow run\(s\).*pass one with --source-run"):
+            Tail(store, tmp_path / "mlruns", "m")  # said at the start, before any run is created
+        tail = Tail(store, tmp_path / "mlruns", "m2", source_run="live")
+        assert tail.format == "mlflow" and tail.poll() == 0
+        mlflow.log_metrics({"actor/entropy": 0.25, "critic/score/mean": 0.5}, step=2)
+        assert tail.poll() == 1
+        assert _rows(store) == [(1, 0.5, 0.25)]
+    done = tail.close()
+    assert done.steps == 2 and done.summary == ""
+    assert _rows(store) == [(1, 0.5, 0.25), (2, 0.25, 0.5)]
+
+
+def test_a_missing_file_and_a_forced_wrong_format_say_so(tmp_path, store):
+    with pytest.raises(IngestError, match="does not exist"):
+        Tail(store, tmp_path / "nope", "x")
+    text = tmp_path / "log.txt"
+    text.write_text("not a log\n")
+    with pytest.raises(IngestError, match="is not a TensorBoard event file"):
+        Tail(store, text, "x", fmt="tensorboard")
