@@ -9,7 +9,8 @@ How it reads (one module per format, each with ``sniff`` and ``read``; :data:`FO
 * ``console`` — verl's ``step:N - key:value - …`` lines and HF / TRL's printed dicts, saved with ``tee``
   (:mod:`.console`);
 * ``tensorboard`` — event files, via TensorBoard's ``EventAccumulator`` (:mod:`.tensorboard`);
-* ``mlflow`` — a local ``mlruns/`` folder, via ``MlflowClient`` (:mod:`.mlflow_folder`);
+* ``mlflow`` — MLflow's local stores, ``mlflow.db`` (MLflow 3's default) or an ``mlruns/`` folder, via ``MlflowClient``
+  (:mod:`.mlflow_store`);
 * ``trackio`` — a project's ``.db``, via trackio's ``SQLiteStorage`` (:mod:`.trackio_db`).
 
 The format is detected from the file (:func:`detect`); ``--format`` forces one, and a file that is not that format
@@ -32,15 +33,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import console, jsonl, mlflow_folder, tensorboard, trackio_db, trainer_state
+from . import console, jsonl, mlflow_store, tensorboard, trackio_db, trainer_state
 from .keys import KEY_MAP, Meaning, catalogue_values
-from .records import Account, IngestError, Record, Skip, Step, step_of
+from .records import Account, IngestError, Record, Skip, Step, sqlite_tables, step_of
 from .sink import RunSink
 
 __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "catalogue_values", "detect",
            "ingest_file"]
 
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (tensorboard, mlflow_folder, trackio_db, trainer_state, jsonl,
+FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (tensorboard, mlflow_store, trackio_db, trainer_state, jsonl,
                                                        console)}
 """Format name → reader module, in the order :func:`detect` tries them."""
 HEAD_BYTES = 1024 * 1024  # a console log's first step line may follow a long start-up preamble
@@ -88,6 +89,10 @@ def detect(path: Path, fmt: str | None = None) -> ModuleType:
     for reader in FORMATS.values():
         if reader.sniff(path, head):
             return reader
+    tables = sqlite_tables(path)
+    if tables is not None:
+        raise IngestError(f"{str(path)!r} is a SQLite database but neither MLflow's nor trackio's (its tables: "
+                          f"{', '.join(sorted(tables)[:8]) or 'none'}); --format forces one")
     raise IngestError(f"{str(path)!r} is not a format ingest reads ({', '.join(FORMATS)}); "
                       "--format forces one")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -77,6 +78,28 @@ def one_run(path: Path, kind: str, runs: list[tuple[str, str]], source_run: str 
     names = ", ".join(name if name == rid else f"{name} ({rid})" for rid, name in runs[:10]) or "none"
     raise IngestError(f"{str(path)!r} holds {len(runs)} {kind} run(s) ({names}); "
                       + ("pass one with --source-run" if source_run is None else f"none is {source_run!r}"))
+
+
+SQLITE = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file."""
+
+
+def sqlite_tables(path: Path) -> set[str] | None:
+    """The table names of a SQLite database file, opened read-only (None: not a readable SQLite file). MLflow's and
+    trackio's stores are both SQLite: their tables tell them apart."""
+    if not path.is_file():
+        return None
+    with path.open("rb") as f:
+        if f.read(len(SQLITE)) != SQLITE:
+            return None
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
 
 
 def read_text(path: Path) -> str:

@@ -13,18 +13,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .records import IngestError, Record, needs, one_run
+from .records import IngestError, Record, needs, one_run, sqlite_tables
 
 NAME = "trackio"
 GROWS = False
-SQLITE = b"SQLite format 3\x00"
+TABLES = {"metrics", "configs"}
+"""Tables a trackio project file has (MLflow's database has ``metrics`` too, never ``configs``)."""
 
 
 def sniff(path: Path, head: str) -> bool:
-    if not path.is_file() or path.suffix != ".db":
-        return False
-    with path.open("rb") as f:
-        return f.read(len(SQLITE)) == SQLITE
+    return path.suffix == ".db" and TABLES <= (sqlite_tables(path) or set())
 
 
 def read(path: Path, source_run: str | None = None, **_: Any) -> Iterator[Record]:

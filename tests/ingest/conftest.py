@@ -1,4 +1,4 @@
-"""The real TRL run whose logs the format tests ingest (written once per session, in a subprocess)."""
+"""The real TRL runs whose logs the format tests ingest (written once per session, in a subprocess)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _run(out: Path, *args: str, env: dict[str, str]) -> None:
+    with (out / "console.txt").open("w") as stdout:
+        subprocess.run([sys.executable, "-m", "tests.ingest.trl_logs", str(out), *args], cwd=ROOT, stdout=stdout,
+                       stderr=subprocess.PIPE, check=True, timeout=300, env={**env, "PYTHONPATH": str(ROOT)})
+
+
 @pytest.fixture(scope="session")
 def trl_logs(tmp_path_factory) -> Path:
     """OUT with console.txt (PrinterCallback's stdout), tb/, mlruns/, trackio/cw.db and
@@ -20,7 +26,17 @@ def trl_logs(tmp_path_factory) -> Path:
     for extra in ("tensorboard", "mlflow", "trackio"):
         pytest.importorskip(extra)
     out = tmp_path_factory.mktemp("trl-logs")
-    with (out / "console.txt").open("w") as stdout:
-        subprocess.run([sys.executable, "-m", "tests.ingest.trl_logs", str(out)], cwd=ROOT, stdout=stdout,
-                       stderr=subprocess.PIPE, check=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    _run(out, env=dict(os.environ))
+    return out
+
+
+@pytest.fixture(scope="session")
+def trl_mlflow_db(tmp_path_factory) -> Path:
+    """OUT with mlflow.db — where MLflow 3's default tracking URI puts it when the run sets none — and
+    trl/checkpoint-3/trainer_state.json of the same kind of 3-step TRL run, report_to=["mlflow"]."""
+    pytest.importorskip("trl")
+    for extra in ("mlflow", "sqlalchemy", "alembic"):
+        pytest.importorskip(extra)
+    out = tmp_path_factory.mktemp("trl-mlflow-db")
+    _run(out, "--mlflow-default", env={k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")})
     return out

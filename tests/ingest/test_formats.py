@@ -1,12 +1,15 @@
 """Every format, on files written by the real library: one TRL run's logs (trainer_state.json, the dicts HF's
-PrinterCallback printed, TensorBoard, MLflow, trackio — tests/ingest/trl_logs.py) ingested five ways give the
-values TRL itself logged, on the catalogue's columns; plus verl-style keys through torch's SummaryWriter, and the
-one-line refusals."""
+PrinterCallback printed, TensorBoard, MLflow's folder store, trackio — tests/ingest/trl_logs.py) and a second TRL run
+logging to MLflow's default ``mlflow.db``, ingested six ways, give the values TRL itself logged, on the catalogue's
+columns; plus verl-style keys through torch's SummaryWriter, MLflow databases with several runs or an older schema,
+and the one-line refusals."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import sqlite3
 
 import pytest
 
@@ -17,24 +20,35 @@ from collapsewatch.ingest import IngestError, Tail, detect, ingest_file
 COLUMNS = {"reward": "reward_mean", "entropy": "entropy_mean", "completions/mean_length": "response_length_mean",
            "learning_rate": "lr", "grad_norm": "grad_norm", "clip_ratio/region_mean": "clip_region_frac",
            "frac_reward_zero_std": "zero_std_group_frac", "completions/clipped_ratio": "truncated_frac"}
-FORMATS = {"trainer_state": "trl/checkpoint-3/trainer_state.json", "console": "console.txt", "tensorboard": "tb",
-           "mlflow": "mlruns", "trackio": "trackio/cw.db"}
+# source → (the run that wrote it, its path there, the format detected); both runs keep their trainer_state.json
+SOURCES = {"trainer_state": ("trl_logs", "trl/checkpoint-3/trainer_state.json", "trainer_state"),
+           "console": ("trl_logs", "console.txt", "console"), "tensorboard": ("trl_logs", "tb", "tensorboard"),
+           "mlruns": ("trl_logs", "mlruns", "mlflow"), "trackio": ("trl_logs", "trackio/cw.db", "trackio"),
+           "mlflow.db": ("trl_mlflow_db", "mlflow.db", "mlflow")}
 # console: HF prints f"{v:.4g}" (4 significant digits); TensorBoard stores float32; the others keep float64
 REL = {"console": 5e-4, "tensorboard": 1e-6}
 
 
-def _trl_logged(trl_logs) -> dict[int, dict[str, float]]:
-    state = json.loads((trl_logs / FORMATS["trainer_state"]).read_text())
+def _trl_logged(out) -> dict[int, dict[str, float]]:
+    state = json.loads((out / SOURCES["trainer_state"][1]).read_text())
     return {r["step"]: r for r in state["log_history"] if "loss" in r}  # TRL's own record of each logged step
 
 
-@pytest.mark.parametrize("fmt", list(FORMATS))
-def test_one_trl_run_read_from_every_format_gives_trls_values_on_the_catalogue_columns(trl_logs, store, fmt):
-    path = trl_logs / FORMATS[fmt]
+def _sha(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("source", list(SOURCES))
+def test_one_trl_run_read_from_every_format_gives_trls_values_on_the_catalogue_columns(request, store, source):
+    run, rel, fmt = SOURCES[source]
+    out = request.getfixturevalue(run)
+    path = out / rel
     assert detect(path).NAME == fmt
+    before = _sha(path) if path.is_file() else None
     done = ingest_file(store, path, "r")
     assert done.format == fmt
-    logged = _trl_logged(trl_logs)
+    assert before is None or _sha(path) == before  # read, never written (mlflow.db: MlflowClient reads a copy)
+    logged = _trl_logged(out)
     assert sorted(logged) == [1, 2, 3]  # steps_per_generation 2: reward at steps 1 and 3, entropy at every step
     cols = ", ".join(COLUMNS.values())
     rows = connect(store).execute(f"SELECT step, {cols} FROM steps WHERE step BETWEEN 1 AND 3 ORDER BY step").fetchall()
@@ -43,9 +57,9 @@ def test_one_trl_run_read_from_every_format_gives_trls_values_on_the_catalogue_c
         for (key, col), got in zip(COLUMNS.items(), row[1:], strict=True):
             want = logged[row[0]].get(key)
             if want is None:  # not logged at that step (reward on the step without a generation): NULL, not 0
-                assert got is None, (fmt, row[0], col)
+                assert got is None, (source, row[0], col)
             else:
-                assert got == pytest.approx(want, rel=REL.get(fmt, 1e-12), abs=1e-12), (fmt, row[0], col)
+                assert got == pytest.approx(want, rel=REL.get(fmt, 1e-12), abs=1e-12), (source, row[0], col)
     # TRL's own key is kept beside the catalogue column, and per-token metrics stay NULL
     con = connect(store)
     assert con.execute("SELECT count(*) FROM scalars WHERE key LIKE '%clip_ratio/low_min'").fetchone()[0] >= 3
@@ -107,14 +121,85 @@ def test_mlflow_folder_with_several_runs_needs_source_run(tmp_path, store, monke
     assert connect(store).execute("SELECT entropy_mean FROM steps").fetchall() == [(0.125,)]
 
 
+@pytest.fixture(scope="module")
+def default_db(tmp_path_factory):
+    """mlflow.db as ``mlflow.start_run`` writes it when nothing sets a tracking URI (MLflow 3's default,
+    ``sqlite:///mlflow.db`` in the working directory): run "a" in the Default experiment, run "b" in "grpo"."""
+    mlflow = pytest.importorskip("mlflow")
+    for extra in ("sqlalchemy", "alembic"):
+        pytest.importorskip(extra)
+    cwd = tmp_path_factory.mktemp("cwd")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(cwd)
+        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        mlflow.set_tracking_uri(None)  # forget the URI an earlier test of this process set
+        assert mlflow.get_tracking_uri() == f"sqlite:///{cwd / 'mlflow.db'}"
+        with mlflow.start_run(run_name="a"):
+            mlflow.log_metrics({"actor/entropy": 0.5}, step=1)
+        with mlflow.start_run(run_name="b", experiment_id=mlflow.create_experiment("grpo")):
+            for step, (ent, score) in enumerate([(0.75, 0.25), (0.375, 0.5)], start=1):
+                mlflow.log_metrics({"actor/entropy": ent, "critic/score/mean": score,
+                                    "train/actor_grad_norm": 2.0 * step}, step=step)
+    return cwd / "mlflow.db"
+
+
+def test_mlflow_db_at_the_default_uri_with_runs_in_two_experiments_needs_source_run(default_db, store):
+    assert detect(default_db).NAME == "mlflow"
+    before = _sha(default_db)
+    with pytest.raises(IngestError, match=r"holds 2 MLflow run\(s\) \(.*; pass one with --source-run"):
+        ingest_file(store, default_db, "m")
+    assert ingest_file(store, default_db, "m", source_run="b").steps == 2
+    # b's values, float64 end to end: actor/entropy → entropy_mean, critic/score/mean → reward_mean,
+    # train/actor_grad_norm (OpenRLHF's key behind its loggers' train/) → grad_norm = 2 · step
+    assert connect(store).execute("SELECT step, entropy_mean, reward_mean, grad_norm FROM steps ORDER BY step"
+                                  ).fetchall() == [(1, 0.75, 0.25, 2.0), (2, 0.375, 0.5, 4.0)]
+    assert _sha(default_db) == before
+
+
+def test_an_older_mlflow_db_is_read_through_an_upgraded_copy_and_never_written(default_db, tmp_path, store):
+    from alembic import command
+    from mlflow.store.db.utils import _get_alembic_config
+
+    old = tmp_path / "old.db"
+    old.write_bytes(default_db.read_bytes())
+    # five MLflow migrations back, by MLflow's own downgrade scripts: the schema an older MLflow wrote (tables
+    # missing). MlflowClient itself upgrades such a file in place when it opens it; ingest must not touch it.
+    command.downgrade(_get_alembic_config(f"sqlite:///{old}"), "-5")
+    version = sqlite3.connect(old).execute("SELECT version_num FROM alembic_version").fetchall()
+    before = _sha(old)
+    assert ingest_file(store, old, "old", source_run="a").steps == 1
+    assert _sha(old) == before
+    assert sqlite3.connect(old).execute("SELECT version_num FROM alembic_version").fetchall() == version
+    assert connect(store).execute("SELECT step, entropy_mean FROM steps").fetchall() == [(1, 0.5)]
+
+
+def test_an_mlflow_db_of_a_newer_schema_says_so_in_one_line(default_db, tmp_path, store):
+    newer = tmp_path / "newer.db"
+    newer.write_bytes(default_db.read_bytes())
+    con = sqlite3.connect(newer)  # a revision this MLflow's migrations do not know: what a newer MLflow leaves
+    con.execute("UPDATE alembic_version SET version_num = 'ffffffffffff'")
+    con.commit()
+    con.close()
+    with pytest.raises(IngestError, match="newer.db' has MLflow schema 'ffffffffffff', which MLflow .* cannot "
+                                          "upgrade") as e:
+        ingest_file(store, newer, "n", source_run="a")
+    assert "\n" not in str(e.value)
+
+
 def test_a_file_that_is_not_the_format_says_so_in_one_line(trl_logs, tmp_path, store):
     jsonl = tmp_path / "log.jsonl"
     jsonl.write_text('{"step": 1, "actor/entropy": 0.5}\n')
     event = next((trl_logs / "tb").glob("events.out.tfevents.*"))
+    plain = tmp_path / "other.db"  # SQLite, but some other program's
+    sqlite3.connect(plain).execute("CREATE TABLE losses (step INTEGER, loss REAL)").connection.close()
     cases = [(jsonl, "tensorboard", "is not a TensorBoard event file"), (jsonl, "mlflow", "is not an MLflow"),
              (jsonl, "trackio", "is not a trackio project file"), (event, "jsonl", "is not jsonl"),
              (event, "console", "is not console"), (jsonl, "trainer_state", "is not trainer_state"),
-             (jsonl, "csv", "--format 'csv' is not one of")]
+             (jsonl, "csv", "--format 'csv' is not one of"),
+             (plain, "mlflow", "is a SQLite database without MLflow's tables"),
+             (trl_logs / "trackio" / "cw.db", "mlflow", "is a SQLite database without MLflow's tables"),
+             (plain, "trackio", "is not a trackio project file"),
+             (plain, None, "is a SQLite database but neither MLflow's nor trackio's \\(its tables: losses\\)")]
     for path, fmt, msg in cases:
         with pytest.raises(IngestError, match=msg) as e:
             ingest_file(store, path, "x", fmt)
