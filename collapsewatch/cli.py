@@ -156,12 +156,12 @@ def train(ctx: typer.Context) -> None:
 def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's logs: trainer_state.json (HF / TRL), "
                                                                   "JSONL (verl's file logger too), console text "
                                                                   "(verl / TRL, saved with tee), a TensorBoard "
-                                                                  "event file or log dir, an MLflow mlruns folder "
-                                                                  "or a trackio project .db.")],
+                                                                  "event file or log dir, an MLflow mlflow.db or "
+                                                                  "mlruns folder, or a trackio project .db.")],
            run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")],
            fmt: Annotated[str | None, typer.Option("--format", help="Force a format: trainer_state, jsonl, "
                                                       "console, tensorboard, mlflow, trackio (default: detected).")] = None,
-           source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow folder or a "
+           source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow store or a "
                                                              "trackio project holding several (name or id).")] = None,
            follow: Annotated[bool, typer.Option("--follow", help="Keep ingesting what a live run adds to FILE, "
                                                              "in any format, until Ctrl+C.")] = False,
