@@ -1,8 +1,14 @@
-"""Console text saved with ``tee``: verl's console logger and the dicts HF Trainer / TRL print. Grows live.
+"""Console text saved with ``tee``: verl's console logger, OpenRLHF's step lines and the dicts HF Trainer / TRL
+print. Grows live.
 
 * verl (``trainer.logger=[console]``, ``verl/utils/logger/aggregate_logger.py``): one line per step,
   ``step:12 - actor/entropy:0.53 - critic/score/mean:np.float64(0.25) - …``, possibly behind Ray's
   ``(TaskRunner pid=…)`` prefix; values are ``pprint.pformat`` of numbers (numpy scalars as ``np.float64(x)``).
+* OpenRLHF ≥ 0.8.1 (``openrlhf/trainer/ppo_trainer.py``:
+  ``logger.info(f"✨ Global step {global_step}: {log_status}")``; ``ppo_trainer_async.py`` the same without ✨):
+  ``INFO 11-27 12:00:00 ppo_trainer.py:547] ✨ Global step 3: {'policy_loss': 0.01, …}``, behind Ray's
+  ``(PPOTrainer pid=…)`` prefix — the PPO step's whole status dict, the keys its TensorBoard / wandb loggers write
+  behind ``train/``. Earlier releases print only tqdm bars (a few keys, short names, in the bar's postfix): not read.
 * HF Trainer / TRL (``ProgressCallback`` / ``PrinterCallback``): ``{'loss': '0.1234', 'reward': '0.5', …}`` — a
   Python dict with an ``epoch`` key (HF adds it to every log; other printed dicts are not logs), floats printed as
   strings (``'nan'`` too) by transformers 5, as numbers before. The dicts carry no
@@ -28,6 +34,7 @@ NAME = "console"
 GROWS = True
 
 VERL_LINE = re.compile(r"(?:^|[\s)])step:(\d+) - (.*)$")
+OPENRLHF_LINE = re.compile(r"Global step (\d+): (\{.*\})\s*$")
 DICT_LINE = re.compile(r"(\{'.*\})\s*$")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray's coloured (TaskRunner pid=…) prefixes
 _NAMES = {"nan": math.nan, "inf": math.inf, "NaN": math.nan, "Infinity": math.inf, "None": None}
@@ -82,7 +89,11 @@ def sniff(path: Path, head: str) -> bool:
         d = DICT_LINE.search(line)
         return bool(d) and "epoch" in (_dict(d.group(1)) or {})
 
-    return any(VERL_LINE.search(ln) or hf_log(ln) for ln in head.splitlines())
+    def openrlhf(line: str) -> bool:
+        m = OPENRLHF_LINE.search(line)
+        return bool(m) and _dict(m.group(2)) is not None
+
+    return any(VERL_LINE.search(ln) or openrlhf(ln) or hf_log(ln) for ln in head.splitlines())
 
 
 class Parser:
@@ -103,6 +114,11 @@ class Parser:
                     yield Skip(where, "a verl step line with a part that is not key:value")
                     continue
                 yield Record(where, int(m.group(1)), {k.strip(): _value(v) for k, _, v in pairs})
+                continue
+            m = OPENRLHF_LINE.search(line)
+            values = _dict(m.group(2)) if m else None
+            if values is not None:
+                yield Record(where, int(m.group(1)), values)  # type: ignore[union-attr]
                 continue
             d = DICT_LINE.search(line)
             if not d:

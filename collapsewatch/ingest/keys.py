@@ -32,13 +32,29 @@ class Meaning:
 _GEN = "averaged over the logging interval's generation batches (catalogue: the optimizer step's sequences)"
 _MB = "mean over the step's micro-batches of per-micro-batch means (catalogue: one mean over the step's tokens)"
 
+_ORLHF = "OpenRLHF's step: one rollout batch and every optimizer step trained on it"
+_ORLHF_MB = ("weighted by tokens over the PPO step's micro-batches (before 0.9.8: the mean of per-micro-batch means); "
+             "catalogue: one optimizer step's tokens")
+
 KEY_MAP: dict[str, Meaning] = {
+    # -- OpenRLHF ≥ 0.9.8's rollout statistics (openrlhf/trainer/ppo_trainer.py _compute_rollout_stats), listed first:
+    #    the same step also logs `reward`, `response_length`, `truncated`, which these beat --
+    "rollout/reward_mean": Meaning("reward_mean", "OpenRLHF ≥ 0.9.8", "mean over the rollout batch's samples "
+                                   "(length penalties included); " + _ORLHF),
+    "rollout/reward_std": Meaning("reward_std", "OpenRLHF ≥ 0.9.8", "sample std over the rollout batch, as the "
+                                  "catalogue; " + _ORLHF),
+    "rollout/response_length_mean": Meaning("response_length_mean", "OpenRLHF ≥ 0.9.8", "span of each sample's "
+                                            "action mask (tool observations inside it counted, in agent runs), "
+                                            "mean over the rollout batch"),
+    "rollout/truncated_rate": Meaning("truncated_frac", "OpenRLHF ≥ 0.9.8", "share of the rollout batch's samples "
+                                      "that stopped at the length limit"),
     # -- HF Trainer (every TRL trainer logs these too) --
     "learning_rate": Meaning("lr", "HF Trainer"),
     "grad_norm": Meaning("grad_norm", "HF Trainer", "last optimizer step of the logging interval"),
     "loss": Meaning("loss", "HF Trainer", "averaged over the logging interval"),
     # -- TRL GRPOTrainer (trl/trainer/grpo_trainer.py) --
-    "reward": Meaning("reward_mean", "TRL", _GEN),
+    "reward": Meaning("reward_mean", "TRL, OpenRLHF", "TRL: " + _GEN + "; OpenRLHF: per-sample reward, mean "
+                      "over the PPO step's micro-batches (before 0.9.8: of per-micro-batch means)"),
     "reward_std": Meaning("reward_std", "TRL", "TRL ≥ 0.27: sample std over the generation batch, as the catalogue; "
                           "TRL < 0.27: the mean of the groups' stds (smaller when groups differ)"),
     "frac_reward_zero_std": Meaning("zero_std_group_frac", "TRL ≥ 0.18", "share of *responses* whose group has "
@@ -54,9 +70,10 @@ KEY_MAP: dict[str, Meaning] = {
     "clip_ratio/high_mean": Meaning("clip_high_frac", "TRL ≥ 0.17", "as clip_ratio/low_mean"),
     "clip_ratio/region_mean": Meaning("clip_region_frac", "TRL ≥ 0.17", "as clip_ratio/low_mean"),
     "policy_loss": Meaning("loss_policy", "TRL, OpenRLHF"),
-    "kl": Meaning("kl_ref_mean", "TRL", "k3 to the reference, weighted by r when use_bias_correction_kl (TRL 1.x "
-                  "default; equal on-policy, where r ≡ 1); only logged with beta ≠ 0. OpenRLHF's `kl` (k1 by "
-                  "default) is read as TRL's: a different estimator of the same KL"),
+    "kl": Meaning("kl_ref_mean", "TRL, OpenRLHF", "TRL: k3 to the reference, weighted by r when "
+                  "use_bias_correction_kl (TRL 1.x default; equal on-policy, where r ≡ 1); only logged with beta ≠ 0. "
+                  "OpenRLHF: --algo.kl.estimator (k1 by default, k2, k3: other estimators of the same KL), "
+                  "token-weighted with --algo.kl.use_loss, else per-sample means (the KL in the reward)"),
     # -- verl (verl/workers/actor, verl/trainer/ppo/metric_utils.py, core_algos) --
     "actor/entropy": Meaning("entropy_mean", "verl ≥ 0.5", "agg_loss of π_old's entropy over the rollout batch, "
                              "before the update (token mean under loss_agg_mode=token-mean)"),
@@ -85,15 +102,24 @@ KEY_MAP: dict[str, Meaning] = {
     "rollout_corr/rollout_rs_masked_fraction": Meaning("rs_masked_frac", "verl 0.9"),  # mask tokens rejected
     "timing_s/step": Meaning("step_time", "verl", "the whole PPO step, rollout included"),
     "timing_s/gen": Meaning("rollout_time", "verl"),
-    # -- OpenRLHF (openrlhf/trainer/ray/ppo_actor.py; its TensorBoard / wandb loggers add train/) --
+    # -- OpenRLHF (openrlhf/trainer/ray/ppo_actor.py, models/loss.py; checked at v0.11.0, 3c3be62; its TensorBoard /
+    #    wandb loggers add train/, its console prints `✨ Global step N: {…}` from 0.8.1) --
     "response_length": Meaning("response_length_mean", "OpenRLHF", "span of the action mask (tool tokens "
-                               "included); per sample, averaged over the update's experiences"),
-    "entropy_loss": Meaning("entropy_mean", "OpenRLHF (entropy_coef set)", "token-weighted mean of π_θ's entropy "
-                            "during the update"),
-    "ppo_clip_ratio": Meaning("clip_region_frac", "OpenRLHF", "masked mean of [clipped surrogate < unclipped]: "
-                              "the catalogue's region; 0 on-policy where the catalogue has NULL"),
-    "actor_grad_norm": Meaning("grad_norm", "OpenRLHF", "last optimizer step of the update"),
-    "actor_lr": Meaning("lr", "OpenRLHF"),
+                               "included); per sample, mean over the PPO step's micro-batches"),
+    "truncated": Meaning("truncated_frac", "OpenRLHF ≥ 0.9.7", "share of samples stopped at the length limit, "
+                         "over the PPO step's micro-batches"),
+    "entropy_loss": Meaning("entropy_mean", "OpenRLHF ≥ 0.8 (--actor.entropy_coef set, 0 included)", "π_θ's "
+                            "entropy during the update, " + _ORLHF_MB),
+    "ppo_clip_ratio": Meaning("clip_region_frac", "OpenRLHF ≥ 0.8.3", "masked mean of [clipped surrogate < "
+                              "unclipped] = (A > 0 ∧ r > 1+ε) ∨ (A < 0 ∧ r < 1−ε), the catalogue's region (GSPO: "
+                              "of the sequence ratio); 0 on-policy where the catalogue has NULL; " + _ORLHF_MB),
+    "ppo_kl": Meaning("ppo_kl", "OpenRLHF ≥ 0.8.3", "masked mean of −(logp − logp_old), unclamped; " + _ORLHF_MB),
+    "actor_grad_norm": Meaning("grad_norm", "OpenRLHF ≥ 0.9.6", "DeepSpeed's global norm before clipping, at the "
+                               "last optimizer step of the PPO step"),
+    "actor_lr": Meaning("lr", "OpenRLHF", "at the last optimizer step of the PPO step"),
+    "timing/step_total": Meaning("step_time", "OpenRLHF ≥ 0.9.6", "the whole PPO step: generation, experience "
+                                 "making, training and the weight broadcast summed (async trainer: its wall time)"),
+    "timing/generation": Meaning("rollout_time", "OpenRLHF ≥ 0.9.6", "async trainer: overlapped with training"),
 }
 """Logged key → its catalogue meaning (order = precedence among keys of one step that fill the same metric)."""
 

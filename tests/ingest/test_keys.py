@@ -38,3 +38,17 @@ def test_hf_train_prefix_and_unknown_keys():
 
 def test_docs_print_the_key_map():
     assert markdown_table() in DOCS.read_text(), "docs/ingest.md: python -m collapsewatch.ingest.keys"
+
+
+def test_openrlhf_rollout_statistics_beat_its_micro_batch_means():
+    # OpenRLHF ≥ 0.9.8 logs both in one step (behind train/ in TensorBoard / wandb): rollout/* (over the whole rollout
+    # batch) are listed first, so 0.25, 40 and 0 fill the columns, not the micro-batch means 0.375, 48 and 0.125
+    assert catalogue_values({"train/reward": 0.375, "train/rollout/reward_mean": 0.25, "train/response_length": 48.0,
+                             "train/rollout/response_length_mean": 40.0, "train/truncated": 0.125,
+                             "train/rollout/truncated_rate": 0.0}) == {
+        "reward_mean": 0.25, "response_length_mean": 40.0, "truncated_frac": 0.0}
+    # before 0.9.8 only the micro-batch means were logged: they fill the columns
+    assert catalogue_values({"reward": 0.375, "response_length": 48.0}) == {"reward_mean": 0.375,
+                                                                            "response_length_mean": 48.0}
+    # its group_reward_std (the mean of the groups' stds) and vllm_kl are kept as scalars only
+    assert meaning("group_reward_std") is None and meaning("train/vllm_kl") is None
