@@ -186,6 +186,26 @@ def test_an_mlflow_db_of_a_newer_schema_says_so_in_one_line(default_db, tmp_path
     assert "\n" not in str(e.value)
 
 
+def test_a_live_mlflow_db_is_followed_through_fresh_copies(default_db, tmp_path, store):
+    mlflow = pytest.importorskip("mlflow")
+    live = tmp_path / "mlflow.db"
+    live.write_bytes(default_db.read_bytes())  # at the current schema already: no migration to wait for
+    mlflow.set_tracking_uri(f"sqlite:///{live}")
+    try:
+        with mlflow.start_run(run_name="live"):
+            mlflow.log_metrics({"actor/entropy": 0.5}, step=1)
+            tail = Tail(store, live, "live", source_run="live")
+            assert tail.format == "mlflow" and tail.poll() == 0  # step 1 is the newest: it waits for a later one
+            mlflow.log_metrics({"actor/entropy": 0.25}, step=2)
+            assert tail.poll() == 1  # a new copy of the db sees step 2, so step 1 is complete
+        done = tail.close()
+    finally:
+        mlflow.set_tracking_uri(None)
+    assert done.steps == 2 and done.summary == ""
+    assert connect(store).execute("SELECT step, entropy_mean FROM steps ORDER BY step").fetchall() == [
+        (1, 0.5), (2, 0.25)]
+
+
 def test_a_file_that_is_not_the_format_says_so_in_one_line(trl_logs, tmp_path, store):
     jsonl = tmp_path / "log.jsonl"
     jsonl.write_text('{"step": 1, "actor/entropy": 0.5}\n')
