@@ -17,12 +17,13 @@ from .records import IngestError, Record, needs, one_run, sqlite_tables
 
 NAME = "trackio"
 GROWS = False
-TABLES = {"metrics", "configs"}
-"""Tables a trackio project file has (MLflow's database has ``metrics`` too, never ``configs``)."""
 
 
 def sniff(path: Path, head: str) -> bool:
-    return path.suffix == ".db" and TABLES <= (sqlite_tables(path) or set())
+    """A ``.db`` SQLite file with a ``metrics`` table that is not MLflow's (MLflow's has one too, beside its
+    ``alembic_version``)."""
+    tables = sqlite_tables(path) if path.suffix == ".db" else None
+    return tables is not None and "metrics" in tables and "alembic_version" not in tables
 
 
 def read(path: Path, source_run: str | None = None, **_: Any) -> Iterator[Record]:
