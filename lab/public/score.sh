@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The public-runs corpus (docs/lab/public_runs.md): ingest every run of sources.csv whose raw file is under raw/, then
 # score the detectors on them. Raw files not committed (no licence to redistribute) are fetched by hand from the
-# repository, path and commit in sources.csv into raw/<file>; their sha256 is checked.
+# repository, path and commit in sources.csv into raw/<file>; their sha256 is checked. `lab score --all-kinds` scores
+# every detector against each labelled kind (labels.csv: the collapse each public run's logs show, from its onset).
 #   lab/public/score.sh STORE        (STORE: a new store folder)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -16,5 +17,5 @@ tail -n +2 "$here/sources.csv" | while IFS=, read -r run file _fw _alg _model _t
   [ "$got" = "$sha" ] || { echo "$run: sha256 $got is not the recorded $sha" >&2; exit 1; }
   "$cw" ingest "$store" "$raw" --run "$run"
 done
-"$cw" lab score "$store" --labels "$here/labels.csv"
+"$cw" lab score "$store" --labels "$here/labels.csv" --all-kinds
 "$cw" detect "$store" --csv
