@@ -1,6 +1,6 @@
-"""The public-runs corpus's committed raw files (lab/public/raw, MIT): real verl console output, ingested as it was
-saved. Step 1's values are read by hand from the files' ``step:1 - …`` lines; the detector outcome is the one
-docs/lab/public_runs.md reports."""
+"""The public-runs corpus's committed raw files (lab/public/raw: two MIT verl console logs, one Apache-2.0 TRL console
+log), ingested as they were saved. Step values are read by hand from the files' ``step:1 - …`` lines and printed
+dicts; the detector outcomes are the ones docs/lab/public_runs.md reports."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from collapsewatch.offline import detect_runs
 PUBLIC = Path(__file__).resolve().parents[2] / "lab" / "public"
 SOURCES = {r["run"]: r for r in csv.DictReader((PUBLIC / "sources.csv").open())}
 COMMITTED = [run for run, r in SOURCES.items() if r["raw_in_repo"] == "yes"]
+VERL = ["verl-q7b-math", "verl-q7b-math-megatron"]
 
 
 @pytest.mark.parametrize("run", COMMITTED)
@@ -31,7 +32,7 @@ def test_verl_console_logs_of_the_corpus(store):
     # response_length/clip_ratio:0.036; 211 step lines (step 0 is the validation before training).
     # verl-q7b-math-megatron, step 1: actor/entropy:0.336 - critic/score/mean:0.259 - response_length/mean:198.191 -
     # response_length/clip_ratio:0.002
-    done = {run: ingest_file(store, PUBLIC / "raw" / SOURCES[run]["file"], run) for run in COMMITTED}
+    done = {run: ingest_file(store, PUBLIC / "raw" / SOURCES[run]["file"], run) for run in VERL}
     assert {run: (d.format, d.steps) for run, d in done.items()} == {
         "verl-q7b-math": ("console", 211), "verl-q7b-math-megatron": ("console", 106)}
     con = connect(store)
@@ -46,3 +47,23 @@ def test_verl_console_logs_of_the_corpus(store):
     # falls to a 0.012-nat level at reward 0.95, above entropy.collapse_abs 0.01 (0.05 warned on it); the
     # Megatron run: no warning
     assert warned == [("verl-q7b-math", "length/blowup")]
+
+
+def test_the_trl_length_collapse_of_the_corpus(store):
+    # trl-dapo-vl3b (the run issue 22 was filed on): 49 printed training dicts. Read by hand from the first two:
+    # {'completions/mean_length': 53.35, 'reward': 1.75, 'frac_reward_zero_std': 0.4, 'entropy': 0.9559141263365746,
+    #  'completions/clipped_ratio': 0.0, ...} then {'completions/mean_length': 2.6, 'reward': 3.6,
+    #  'frac_reward_zero_std': 1.0, 'entropy': 0.43631379008293153, ...}: the length collapses at the 2nd step.
+    done = ingest_file(store, PUBLIC / "raw" / SOURCES["trl-dapo-vl3b"]["file"], "trl-dapo-vl3b")
+    assert (done.format, done.steps) == ("console", 49)
+    got = connect(store).execute(
+        "SELECT step, response_length_mean, reward_mean, zero_std_group_frac, entropy_mean, truncated_frac FROM steps "
+        "WHERE run = 'trl-dapo-vl3b' AND step <= 2 ORDER BY step").fetchall()
+    assert got == [(1, 53.35, 1.75, 0.4, 0.9559141263365746, 0.0), (2, 2.6, 3.6, 1.0, 0.43631379008293153, 0.0)]
+    events = detect_runs(store)
+    warned = sorted({(d, p, s, int(st)) for d, p, s, st in events[["detector", "phase", "severity", "step_start"]]
+                     .itertuples(index=False) if s != "info"})
+    # what docs/lab/public_runs.md reports: starvation from step 10 (70-100 % of the 2-response groups score equal;
+    # critical once the 20-point mean reaches 0.95); length/collapse and entropy/collapse miss the collapse (it came
+    # before either rule had its 20 points of history)
+    assert warned == [("starvation", "starvation", "critical", 10)]
