@@ -2,7 +2,8 @@
 # The public-runs corpus (docs/lab/public_runs.md): ingest every run of sources.csv whose raw file is under raw/, then
 # score the detectors on them. Raw files not committed (no licence to redistribute) are fetched by hand from the
 # repository, path and commit in sources.csv into raw/<file>; their sha256 is checked. `lab score --all-kinds` scores
-# every detector against each labelled kind (labels.csv: the collapse each public run's logs show, from its onset).
+# every detector against each labelled kind (labels.csv: the collapse each public run's logs show, from its onset);
+# `lab natural` scores the reward collapses (labels.csv's collapse column) by how early each detector warns.
 #   lab/public/score.sh STORE        (STORE: a new store folder)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -15,7 +16,14 @@ tail -n +2 "$here/sources.csv" | while IFS=, read -r run file _fw _alg _model _t
   fi
   got="$( (case "$file" in *.gz) gzip -dc "$raw" ;; *) cat "$raw" ;; esac) | sha256sum | cut -d' ' -f1)"
   [ "$got" = "$sha" ] || { echo "$run: sha256 $got is not the recorded $sha" >&2; exit 1; }
-  "$cw" ingest "$store" "$raw" --run "$run"
+  case "$file" in
+    *.cs336.jsonl)  # one repository's own logger, no reader in ingest: lab/public/cs336_metrics.py says what its keys mean
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/cs336_metrics.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *) "$cw" ingest "$store" "$raw" --run "$run" ;;
+  esac
 done
 "$cw" lab score "$store" --labels "$here/labels.csv" --all-kinds
+"$cw" lab natural "$store" --labels "$here/labels.csv"           # the reward collapses: flagged ≥ 20 steps before?
+"$cw" lab natural "$store" --labels "$here/labels.csv" --runs    # what fired where
 "$cw" detect "$store" --csv
