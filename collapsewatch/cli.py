@@ -157,12 +157,15 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                                   "JSONL (verl's file logger too), console text "
                                                                   "(verl / TRL, saved with tee), a TensorBoard "
                                                                   "event file or log dir, an MLflow mlflow.db or "
-                                                                  "mlruns folder, or a trackio project .db.")],
+                                                                  "mlruns folder, a trackio project .db, or a W&B "
+                                                                  "run's .wandb file, run folder or wandb/ folder.")],
            run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")],
            fmt: Annotated[str | None, typer.Option("--format", help="Force a format: trainer_state, jsonl, "
-                                                      "console, tensorboard, mlflow, trackio (default: detected).")] = None,
-           source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow store or a "
-                                                             "trackio project holding several (name or id).")] = None,
+                                                      "console, tensorboard, mlflow, trackio, wandb (default: "
+                                                      "detected).")] = None,
+           source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow store, a trackio "
+                                                             "project or a wandb/ folder holding several (name or "
+                                                             "id; W&B: run id or run folder).")] = None,
            follow: Annotated[bool, typer.Option("--follow", help="Keep ingesting what a live run adds to FILE, "
                                                              "in any format, until Ctrl+C.")] = False,
            detect: Annotated[bool, typer.Option(help="Run the detectors over the ingested run and store their "

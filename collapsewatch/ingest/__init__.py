@@ -11,7 +11,8 @@ How it reads (one module per format, each with ``sniff`` and ``read``; :data:`FO
 * ``tensorboard`` — event files, via TensorBoard's ``EventAccumulator`` (:mod:`.tensorboard`);
 * ``mlflow`` — MLflow's local stores, ``mlflow.db`` (MLflow 3's default) or an ``mlruns/`` folder, via ``MlflowClient``
   (:mod:`.mlflow_store`);
-* ``trackio`` — a project's ``.db``, via trackio's ``SQLiteStorage`` (:mod:`.trackio_db`).
+* ``trackio`` — a project's ``.db``, via trackio's ``SQLiteStorage`` (:mod:`.trackio_db`);
+* ``wandb`` — a W&B run's ``.wandb`` log, via wandb's ``wandb leet inspect --json`` (:mod:`.wandb_run`).
 
 The format is detected from the file (:func:`detect`); ``--format`` forces one, and a file that is not that format
 says so in one line naming it. Every reader yields :class:`.records.Record` rows; :class:`.records.Account` turns
@@ -20,8 +21,9 @@ logged key, and the catalogue columns the keys mean (:mod:`.keys`, the one home 
 run's ``steps`` carry ``entropy_mean``, ``reward_mean``, ``response_length_mean`` … for the detectors and the
 dashboard. Per-token metrics cannot be recovered from logs: NULL.
 
-``--follow`` (:class:`Tail`) tails a growing JSONL or console file: each poll ingests the complete lines appended
-since the last one as one flush; the run stays ``running`` until the tail stops.
+``--follow`` (:class:`Tail`) follows a live run in every format: the complete lines appended to a JSONL or console file,
+or the steps after the last ingested one of a snapshot re-read through the format's reader (TensorBoard's and W&B's
+``Snapshot`` read only what was appended); each poll is one flush, and the run stays ``running`` until the tail stops.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import console, jsonl, mlflow_store, tensorboard, trackio_db, trainer_state
+from . import console, jsonl, mlflow_store, tensorboard, trackio_db, trainer_state, wandb_run
 from .keys import KEY_MAP, Meaning, catalogue_values
 from .records import Account, IngestError, Record, Skip, Step, sqlite_tables, step_of
 from .sink import RunSink
@@ -41,8 +43,8 @@ from .sink import RunSink
 __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "catalogue_values", "detect",
            "ingest_file"]
 
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (tensorboard, mlflow_store, trackio_db, trainer_state, jsonl,
-                                                       console)}
+FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (wandb_run, tensorboard, mlflow_store, trackio_db, trainer_state,
+                                                       jsonl, console)}
 """Format name → reader module, in the order :func:`detect` tries them."""
 HEAD_BYTES = 1024 * 1024  # a console log's first step line may follow a long start-up preamble
 
@@ -84,11 +86,11 @@ def detect(path: Path, fmt: str | None = None) -> ModuleType:
             raise IngestError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
         return FORMATS[fmt]
     head = _head(path)
-    if path.is_dir() and any(path.rglob(tensorboard.PATTERN)):
-        return tensorboard  # event files in sub-folders: its reader names them
     for reader in FORMATS.values():
         if reader.sniff(path, head):
             return reader
+    if path.is_dir() and any(path.rglob(tensorboard.PATTERN)):
+        return tensorboard  # event files in sub-folders: its reader names them
     tables = sqlite_tables(path)
     if tables is not None:
         raise IngestError(f"{str(path)!r} is a SQLite database but neither MLflow's nor trackio's (its tables: "
@@ -111,7 +113,7 @@ def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt
     path = Path(file)
     reader = detect(path, fmt)
     _sniffed(reader, path)
-    account, parser = Account(str(path)), console.Parser() if reader is console else None
+    account, parser = Account(str(path)), reader.Parser() if reader in (console, wandb_run) else None
     steps = account.steps(reader.read(path, source_run=source_run, parser=parser))
     if parser is not None:
         account.notes += parser.notes()
@@ -172,7 +174,11 @@ class Tail:
             self._snap = self._snap(self.path, source_run=source_run) if self._snap else None
             self._read()
         self.account = Account(str(self.path))
-        self.sink = RunSink(store, self.path, run, self.reader.NAME)
+        try:
+            self.sink = RunSink(store, self.path, run, self.reader.NAME)
+        except BaseException:
+            self._close_snapshot()  # W&B's: a reader process to stop
+            raise
         self.sink.flush()  # listed as running before the first line
         self._offset, self._line = 0, 1
         self._last: int | None = None  # snapshot formats: the newest step ingested
@@ -246,8 +252,15 @@ class Tail:
     def _read(self) -> list[Record | Skip]:
         return list(self._snap.records() if self._snap else self.reader.read(self.path, source_run=self.source_run))
 
+    def _close_snapshot(self) -> list[str]:
+        """Stop a snapshot that holds a process (W&B's reader); what it reported."""
+        return self._snap.close() if hasattr(self._snap, "close") else []
+
     def close(self) -> Ingested:
-        self.poll(final=True)
+        try:
+            self.poll(final=True)
+        finally:
+            self.account.notes += self._close_snapshot()
         self.sink.finish()
         if self.parser is not None and hasattr(self.parser, "notes"):
             self.account.notes += self.parser.notes()

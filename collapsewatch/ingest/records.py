@@ -5,7 +5,8 @@ Rules (issue 26): a step is an integer or an integral float (``1.0`` → 1) in [
 :class:`IngestError` naming the line. A value is kept when it is a number — ±Inf and NaN included, stored as such
 (the non-finite detector reads ±Inf ``grad_norm`` / ``loss``) — or a string that reads as one (HF's console prints
 ``'0.1234'``); ``null`` is kept as NULL; a nested object is flattened with ``/`` (``{"rewards": {"acc": 1}}`` →
-``rewards/acc``). Everything else (booleans, lists, other strings) is skipped and counted per key; skipped rows are
+``rewards/acc``) unless it names its type (``{"_type": "table-file", …}``: W&B's media, one value that is not a
+number). Everything else (booleans, lists, other strings, typed objects) is skipped and counted per key; skipped rows are
 counted and the first few named ("line 7 not an object").
 """
 
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 MAX_STEP = 2**63 - 1
-STEP_KEYS = ("step", "global_step", "_step")
-"""Keys read as the step when a row names it (JSONL, trainer_state.json); the rest are values."""
+STEP_KEYS = ("step", "global_step", "train/global_step", "eval/global_step", "_step")
+"""Keys read as the step when a row names it, the first present (JSONL, trainer_state.json, W&B history); the rest are
+values. ``train/global_step``: HF's ``WandbCallback`` (TRL) and OpenRLHF log the trainer's step under it beside
+wandb's own ``_step``, which counts ``log`` calls; OpenRLHF's evaluation rows carry ``eval/global_step`` instead."""
 SHOWN = 5
 """Skipped rows named one by one in the summary; the rest are counted."""
 
@@ -137,14 +140,22 @@ def number(value: Any) -> tuple[bool, float | None, str]:
             return True, float(value.strip()), ""
         except ValueError:
             return False, None, "text"
+    if _typed(value):
+        return False, None, f"a {value['_type']}"
     return False, None, f"a {type(value).__name__}"
 
 
-def flatten(values: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+def _typed(value: Any) -> bool:
+    """A logged object that says its type (W&B's tables, images, histograms: ``{"_type": "table-file", …}``)."""
+    return isinstance(value, dict) and isinstance(value.get("_type"), str)
+
+
+def flatten(values: dict[str, Any], prefix: str = "", sep: str = "/") -> Iterator[tuple[str, Any]]:
+    """Nested objects flattened with ``sep``; a typed object (:func:`_typed`) stays one value, its fields no metrics."""
     for key, value in values.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            yield from flatten(value, name + "/")
+        if isinstance(value, dict) and not _typed(value):
+            yield from flatten(value, name + sep, sep)
         else:
             yield name, value
 

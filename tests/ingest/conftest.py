@@ -20,10 +20,10 @@ def _run(out: Path, *args: str, env: dict[str, str]) -> None:
 
 @pytest.fixture(scope="session")
 def trl_logs(tmp_path_factory) -> Path:
-    """OUT with console.txt (PrinterCallback's stdout), tb/, mlruns/, trackio/cw.db and
+    """OUT with console.txt (PrinterCallback's stdout), tb/, mlruns/, trackio/cw.db, wandb/offline-run-*/ and
     trl/checkpoint-3/trainer_state.json of one 3-step tiny TRL GRPO run (tests/ingest/trl_logs.py)."""
     pytest.importorskip("trl")
-    for extra in ("tensorboard", "mlflow", "trackio"):
+    for extra in ("tensorboard", "mlflow", "trackio", "wandb"):
         pytest.importorskip(extra)
     out = tmp_path_factory.mktemp("trl-logs")
     _run(out, env=dict(os.environ))

@@ -1,8 +1,8 @@
 """Every format, on files written by the real library: one TRL run's logs (trainer_state.json, the dicts HF's
-PrinterCallback printed, TensorBoard, MLflow's folder store, trackio — tests/ingest/trl_logs.py) and a second TRL run
-logging to MLflow's default ``mlflow.db``, ingested six ways, give the values TRL itself logged, on the catalogue's
-columns; plus verl-style keys through torch's SummaryWriter, MLflow databases with several runs or an older schema,
-and the one-line refusals."""
+PrinterCallback printed, TensorBoard, MLflow's folder store, trackio, W&B — tests/ingest/trl_logs.py) and a second
+TRL run logging to MLflow's default ``mlflow.db``, ingested seven ways, give the values TRL itself logged, on the
+catalogue's columns; plus verl-style keys through torch's SummaryWriter, MLflow databases with several runs or an older
+schema, and the one-line refusals."""
 
 from __future__ import annotations
 
@@ -24,8 +24,10 @@ COLUMNS = {"reward": "reward_mean", "entropy": "entropy_mean", "completions/mean
 SOURCES = {"trainer_state": ("trl_logs", "trl/checkpoint-3/trainer_state.json", "trainer_state"),
            "console": ("trl_logs", "console.txt", "console"), "tensorboard": ("trl_logs", "tb", "tensorboard"),
            "mlruns": ("trl_logs", "mlruns", "mlflow"), "trackio": ("trl_logs", "trackio/cw.db", "trackio"),
-           "mlflow.db": ("trl_mlflow_db", "mlflow.db", "mlflow")}
-# console: HF prints f"{v:.4g}" (4 significant digits); TensorBoard stores float32; the others keep float64
+           "mlflow.db": ("trl_mlflow_db", "mlflow.db", "mlflow"), "wandb": ("trl_logs", "wandb", "wandb")}
+# console: HF prints f"{v:.4g}" (4 significant digits); TensorBoard stores float32; the others keep float64.
+# wandb: the step is train/global_step, which HF's WandbCallback logs in every row; wandb's own _step counts log calls
+# (21 rows for these 3 steps, TRL's profiling timings included), so reading it would put every value at a wrong step
 REL = {"console": 5e-4, "tensorboard": 1e-6}
 
 
@@ -213,7 +215,8 @@ def test_a_file_that_is_not_the_format_says_so_in_one_line(trl_logs, tmp_path, s
     plain = tmp_path / "other.db"  # SQLite, but some other program's
     sqlite3.connect(plain).execute("CREATE TABLE losses (step INTEGER, loss REAL)").connection.close()
     cases = [(jsonl, "tensorboard", "is not a TensorBoard event file"), (jsonl, "mlflow", "is not an MLflow"),
-             (jsonl, "trackio", "is not a trackio project file"), (event, "jsonl", "is not jsonl"),
+             (jsonl, "trackio", "is not a trackio project file"), (jsonl, "wandb", "is not a W&B run log"),
+             (event, "wandb", "is not a W&B run log"), (event, "jsonl", "is not jsonl"),
              (event, "console", "is not console"), (jsonl, "trainer_state", "is not trainer_state"),
              (jsonl, "csv", "--format 'csv' is not one of"),
              (plain, "mlflow", "is a SQLite database without MLflow's tables"),

@@ -6,9 +6,10 @@
 
 HF's own callbacks write them: ``PrinterCallback`` prints the log dicts (``disable_tqdm``: what ``tee`` saves),
 ``TensorBoardCallback`` writes ``OUT/tb``, ``MLflowCallback`` ``OUT/mlruns``, ``TrackioCallback`` ``OUT/trackio``,
-and the checkpoint at the last step holds ``trainer_state.json``. With ``--mlflow-default`` no tracking URI is set,
-as in most users' runs: MLflow 3 then writes ``sqlite:///mlflow.db`` in the working directory (OUT), and the run's
-own ``trainer_state.json`` is the reference for its values. A subprocess because trackio and MLflow read their
+``WandbCallback`` ``OUT/wandb/offline-run-*/run-<id>.wandb`` (offline: nothing is sent), and the checkpoint at the
+last step holds ``trainer_state.json``. With ``--mlflow-default`` no tracking URI is set, as in most users' runs:
+MLflow 3 then writes ``sqlite:///mlflow.db`` in the working directory (OUT), and the run's own ``trainer_state.json``
+is the reference for its values. A subprocess because trackio and MLflow read their
 folders from the environment when imported, and ``PrinterCallback`` prints to the process's stdout.
 """
 
@@ -31,7 +32,11 @@ def main(out: Path, mlflow_default: bool = False) -> None:
         os.environ.update({"TRACKIO_DIR": str(out / "trackio"), "MLFLOW_TRACKING_URI": (out / "mlruns").as_uri(),
                            "MLFLOW_ALLOW_FILE_STORE": "true", "TENSORBOARD_LOGGING_DIR": str(out / "tb"),
                            "TRACKIO_PROJECT": "cw"})
-        report_to = ["tensorboard", "mlflow", "trackio"]
+        # W&B offline, into OUT/wandb; no console capture (PrinterCallback's stdout stays as printed), no banner, no
+        # error reports sent anywhere
+        os.environ.update({"WANDB_MODE": "offline", "WANDB_DIR": str(out), "WANDB_PROJECT": "cw",
+                           "WANDB_CONSOLE": "off", "WANDB_SILENT": "true", "WANDB_ERROR_REPORTING": "false"})
+        report_to = ["tensorboard", "mlflow", "trackio", "wandb"]
     from tests.integrations.trl_tiny import tiny_grpo_trainer
 
     trainer = tiny_grpo_trainer(str(out / "trl"), max_steps=STEPS, report_to=report_to, save_strategy="steps",
