@@ -80,3 +80,31 @@ def test_verl_console_lines_printed_by_verls_logger(tmp_path, store, capsys):
     con = connect(store)
     assert con.execute("SELECT step, entropy_mean, reward_mean, clip_region_frac FROM steps ORDER BY step"
                        ).fetchall() == [(1, 2.5, 0.25, 0.125), (2, 1.25, 0.5, None)]
+
+
+def test_verls_wandb_logger_writes_a_run_ingest_reads(tmp_path, store, monkeypatch):
+    # verl's Tracking(default_backend="wandb"): wandb.init(project, name, …), then wandb.log(data=…, step=global step);
+    # its ValidationGenerationsLogger logs the validation samples as a wandb.Table under val/generations. Offline into
+    # tmp_path: nothing is sent
+    pytest.importorskip("wandb")
+    from verl.utils.tracking import ValidationGenerationsLogger
+
+    for key, value in {"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true",
+                       "WANDB_CONSOLE": "off", "WANDB_ERROR_REPORTING": "false"}.items():
+        monkeypatch.setenv(key, value)
+    tracker = Tracking(project_name="p", experiment_name="e", default_backend="wandb")
+    tracker.log(data=STEP1, step=1)
+    ValidationGenerationsLogger().log(["wandb"], [("1+1=", "2", 1.0)], step=1)
+    tracker.log(data={"actor/grad_norm": 2.0, "actor/lr": 1e-6}, step=2)
+    tracker.finish()
+    done = ingest_file(store, tmp_path / "wandb", "verl-wandb")
+    # the table is one value that is not a number (its row count and size are no metrics)
+    assert (done.format, done.steps) == ("wandb", 2)
+    assert done.summary == "skipped 1 value(s) that are not numbers: 'val/generations' (a table-file) ×1"
+    con = connect(store)
+    # the same values the file logger's test reads: wandb keeps verl's float64 values exact
+    assert con.execute("SELECT clip_region_frac, ppo_kl, entropy_mean, reward_mean, response_length_mean, "
+                       "truncated_frac, is_chi2, step_time, is_ess FROM steps WHERE step = 1").fetchone() == (
+        0.125, -0.002, 2.5, 0.25, 37.0, 0.0625, 0.01, 12.0, None)
+    assert con.execute("SELECT step, grad_norm, lr FROM steps ORDER BY step").fetchall() == [
+        (1, 1.5, None), (2, 2.0, 1e-6)]
