@@ -9,7 +9,7 @@ the entry, and docs/ingest.md prints this table (a test keeps the two equal). Wh
 the same metric (verl's ``actor/entropy`` and ``actor/entropy_loss``), the one listed first here wins.
 
 A key that is itself a catalogue step column (``entropy_mean``, ``grad_norm`` …) maps onto that column. HF's
-TensorBoard / trackio callbacks write ``train/<key>``: a key not listed is looked up again without ``train/``.
+TensorBoard / trackio / W&B callbacks write ``train/<key>``: a key not listed is looked up again without ``train/``.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ KEY_MAP: dict[str, Meaning] = {
 """Logged key → its catalogue meaning (order = precedence among keys of one step that fill the same metric)."""
 
 HF_PREFIX = "train/"
-"""HF's TensorBoard / trackio callbacks (and OpenRLHF's loggers) write ``train/<key>``."""
+"""HF's TensorBoard / trackio / W&B callbacks (and OpenRLHF's loggers) write ``train/<key>``."""
 
 
 def meaning(key: str) -> Meaning | None:
