@@ -69,6 +69,28 @@ def test_verl_logger_rows_fill_the_catalogue_at_the_global_step(tmp_path, store)
     assert time.time() - 600 < ts <= time.time()
 
 
+def test_openrlhf_rows_take_their_global_step_not_wandbs_call_count(tmp_path, store):
+    run = start(tmp_path, "orlhf")
+    # OpenRLHF's PPO trainer (openrlhf/trainer/ppo_trainer.py): step metrics per prefix, then per PPO step
+    # {"train/<key>": v, "train/global_step": step} and, on evaluation, {"eval/<key>": v, "eval/global_step": step}
+    run.define_metric("train/global_step")
+    run.define_metric("train/*", step_metric="train/global_step", step_sync=True)
+    run.define_metric("eval/global_step")
+    run.define_metric("eval/*", step_metric="eval/global_step", step_sync=True)
+    for step, reward in ((1, 0.25), (2, 0.5)):
+        run.log({"train/rollout/reward_mean": reward, "train/global_step": step})
+        run.log({"eval/pass1": reward / 2, "eval/global_step": step})
+    run.finish()
+    assert ingest_file(store, run_dir(run), "o").steps == 2
+    # wandb's _step counts the 4 log calls (0..3); the rows belong to global steps 1 and 2, eval beside train
+    con = connect(store)
+    assert con.execute("SELECT step, key, value FROM scalars ORDER BY step, key").fetchall() == [
+        (1, "eval/pass1", 0.125), (1, "train/rollout/reward_mean", 0.25),
+        (2, "eval/pass1", 0.25), (2, "train/rollout/reward_mean", 0.5)]
+    # train/rollout/reward_mean: OpenRLHF's rollout/reward_mean behind its train/ prefix → reward_mean
+    assert con.execute("SELECT step, reward_mean FROM steps ORDER BY step").fetchall() == [(1, 0.25), (2, 0.5)]
+
+
 def test_a_wandb_folder_with_several_runs_needs_source_run(tmp_path, store):
     ids = {}
     for name, ent in (("a", 0.5), ("b", 0.125)):
