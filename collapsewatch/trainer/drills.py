@@ -17,6 +17,11 @@ kind           effect (``strength`` = s)
                logp_old (a differently tempered inference engine).
 ``starvation`` a share s ∈ (0, 1] of each rollout's groups get reward 0 for every response (the verifier
                fails on those prompts): their advantages are 0.
+``length``     a baseline s too low: every advantage A + s (A ≥ 0 on most responses). Under a per-sequence-mean
+               loss (``aggregation = "seq_mean_token_mean"``, GRPO's paper default) the offset's gradient
+               s·Σ_i ∇log π(y_i)/|y_i| is a score-function estimate of ∇ E[s/|y|]: the loss's length bias
+               (Dr. GRPO, arXiv 2503.20783 §3.1) pays for brevity while the recorded reward is the task's.
+               (Under a token-sum loss the offset's term is s·Σ_i ∇log π(y_i), 0 in expectation.)
 ``nonfinite``  at step N only, one value of the named ``tensor`` (``logp``, ``advantages``) becomes NaN
                before the objective: the loss turns NaN. (Measured: with ``logp`` the built-in objectives'
                ratio clamp passes no gradient through the NaN, so grad norm and weights stay finite and
@@ -36,10 +41,11 @@ from typing import Any
 
 import torch
 
-KINDS = ("lld", "isdd", "blowup", "mismatch", "starvation", "nonfinite")
-ROLLOUT_KINDS = ("isdd", "mismatch", "starvation")
+KINDS = ("lld", "isdd", "blowup", "mismatch", "starvation", "length", "overlong", "nonfinite")
+ROLLOUT_KINDS = ("isdd", "mismatch", "starvation", "overlong")
 NONFINITE_TENSORS = ("logp", "advantages")
-DEFAULT_STRENGTH = {"lld": 4.0, "isdd": 4.0, "blowup": 20.0, "mismatch": 1.5, "starvation": 0.9, "nonfinite": 1.0}
+DEFAULT_STRENGTH = {"lld": 4.0, "isdd": 4.0, "blowup": 20.0, "mismatch": 1.5, "starvation": 0.9, "length": 2.0, "overlong": 16.0,
+                    "nonfinite": 1.0}
 
 
 @dataclass(frozen=True)
@@ -120,11 +126,20 @@ class Drill:
         starved = groups[torch.randperm(len(groups), generator=gen)[:n]]
         return torch.where(torch.isin(group_ids, starved), torch.zeros_like(rewards), rewards)
 
+    def overlong(self, rewards: torch.Tensor, lengths: torch.Tensor, rollout_step: int) -> torch.Tensor:
+        """PILOT: DAPO soft overlong punishment with expected length s and buffer s."""
+        if not self.active("overlong", rollout_step):
+            return rewards
+        pen = ((self.strength - lengths.to(rewards.dtype)) / self.strength).clamp(-1.0, 0.0)
+        return rewards + pen
+
     def advantages(self, adv: torch.Tensor, step: int, rows: torch.Tensor) -> torch.Tensor:
         """(B,) advantages optimizer step ``step`` trains on; ``rows`` are its mini-batch's rows.
-        lld: A<0 × strength; nonfinite/advantages: NaN on the mini-batch's first row."""
+        lld: A<0 × strength; length: A + strength; nonfinite/advantages: NaN on the mini-batch's first row."""
         if self.active("lld", step):
             return torch.where(adv < 0, adv * self.strength, adv)
+        if self.active("length", step):
+            return adv + self.strength
         if self.active("nonfinite", step) and self.tensor == "advantages":
             adv = adv.clone()
             adv[rows[0]] = float("nan")
