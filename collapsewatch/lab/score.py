@@ -34,7 +34,7 @@ ANY_PHASE = "*"
 # while the sampling distribution flattens — docs/detectors.md); both are scored.
 OWN_DETECTORS: dict[str, tuple[str, ...]] = {
     "lld": ("lld",), "isdd": ("isdd",), "blowup": ("grad", "entropy"), "mismatch": ("mismatch",),
-    "starvation": ("starvation",), "nonfinite": ("nonfinite",)}
+    "starvation": ("starvation",), "length": ("length",), "nonfinite": ("nonfinite",)}
 FLAG_COLUMNS = ["run", "detector", "phase", "severity", "step_start"]
 SCORE_COLUMNS = ["detector", "phase", "severity", "drill", "drilled_runs", "flagged_share", "delay_median",
                  "lead_median", "false_pre_onset_per_1k", "false_healthy_per_1k", "critical_near_best"]

@@ -41,10 +41,10 @@ from typing import Any
 
 import torch
 
-KINDS = ("lld", "isdd", "blowup", "mismatch", "starvation", "length", "overlong", "nonfinite")
-ROLLOUT_KINDS = ("isdd", "mismatch", "starvation", "overlong")
+KINDS = ("lld", "isdd", "blowup", "mismatch", "starvation", "length", "nonfinite")
+ROLLOUT_KINDS = ("isdd", "mismatch", "starvation")
 NONFINITE_TENSORS = ("logp", "advantages")
-DEFAULT_STRENGTH = {"lld": 4.0, "isdd": 4.0, "blowup": 20.0, "mismatch": 1.5, "starvation": 0.9, "length": 2.0, "overlong": 16.0,
+DEFAULT_STRENGTH = {"lld": 4.0, "isdd": 4.0, "blowup": 20.0, "mismatch": 1.5, "starvation": 0.9, "length": 2.0,
                     "nonfinite": 1.0}
 
 
@@ -125,13 +125,6 @@ class Drill:
         gen = torch.Generator().manual_seed(seed * 1_000_003 + rollout_step)
         starved = groups[torch.randperm(len(groups), generator=gen)[:n]]
         return torch.where(torch.isin(group_ids, starved), torch.zeros_like(rewards), rewards)
-
-    def overlong(self, rewards: torch.Tensor, lengths: torch.Tensor, rollout_step: int) -> torch.Tensor:
-        """PILOT: DAPO soft overlong punishment with expected length s and buffer s."""
-        if not self.active("overlong", rollout_step):
-            return rewards
-        pen = ((self.strength - lengths.to(rewards.dtype)) / self.strength).clamp(-1.0, 0.0)
-        return rewards + pen
 
     def advantages(self, adv: torch.Tensor, step: int, rows: torch.Tensor) -> torch.Tensor:
         """(B,) advantages optimizer step ``step`` trains on; ``rows`` are its mini-batch's rows.

@@ -169,7 +169,6 @@ def rollout_batch(engine: RolloutEngine, tasks: list, make_env, cfg: TrainConfig
     def one() -> RolloutBatch:
         b = engine.rollout(tasks, make_env, cfg.group_size)
         env_rewards, b.rewards = b.rewards, drill.rewards(b.rewards, b.group_ids, step, seed)
-        b.rewards = drill.overlong(b.rewards, b.response_lengths(), step)
         moved = (b.rewards != env_rewards) & ~(b.rewards.isnan() & env_rewards.isnan())  # (B,) NaN stays NaN
         for i in torch.nonzero(moved).flatten().tolist():  # GiGPO's per-turn returns follow the drill
             b.turn_rewards[i][-1] += float(b.rewards[i] - env_rewards[i])

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from collapsewatch import connect
+from collapsewatch.objectives import LossInputs, aggregate, compute_advantages, compute_objective
 from collapsewatch.trainer.config import load_config
 from collapsewatch.trainer.drills import Drill
 from collapsewatch.trainer.loop import train
@@ -24,6 +25,75 @@ def test_lld_scales_negative_advantages_from_at_step_only():
     # step 5: A<0 × 3 → [1, -1.5, 0, -6]; A ≥ 0 unchanged
     assert torch.equal(d.advantages(adv, 5, rows), torch.tensor([1.0, -1.5, 0.0, -6.0]))
     assert torch.equal(d.advantages(adv, 50, rows), torch.tensor([1.0, -1.5, 0.0, -6.0]))
+
+
+def test_length_offsets_every_advantage_from_at_step_only():
+    d = Drill.from_dict({"kind": "length", "at_step": 5, "strength": 2.0})
+    adv = torch.tensor([1.0, -0.5, 0.0, -2.0])
+    rows = torch.arange(4)
+    assert torch.equal(d.advantages(adv, 4, rows), adv)  # step 4 < 5: untouched
+    # step 5: A + 2 → [3, 1.5, 2, 0]: a group's advantages no longer sum to 0, they sum to 2 × its size
+    assert torch.equal(d.advantages(adv, 5, rows), torch.tensor([3.0, 1.5, 2.0, 0.0]))
+    assert Drill.from_dict({"kind": "length", "at_step": 0}).strength == 2.0  # the default offset
+
+
+def _offset_loss_grad(aggregation: str, logp: torch.Tensor, mask: torch.Tensor, rewards: torch.Tensor,
+                      step: int) -> torch.Tensor:
+    """d(loss)/d(logp) of the GRPO loss on one group, on-policy (r = 1), with the length drill at step 1."""
+    adv = compute_advantages(rewards, torch.zeros(len(rewards), dtype=torch.long))
+    adv = Drill.from_dict({"kind": "length", "at_step": 1, "strength": 2.0}).advantages(adv, step, torch.arange(2))
+    logp = logp.clone().requires_grad_()
+    out = compute_objective("grpo", LossInputs(logp=logp, logp_old=logp.detach(), advantages=adv, mask=mask))
+    aggregate(out.loss, mask, aggregation, max_len=4).backward()
+    return logp.grad
+
+
+def test_length_drill_gradient_favours_short_responses_under_a_sequence_mean_loss():
+    # One group of two responses with equal rewards: group-normalised A = [0, 0] (no signal), so before the
+    # drill there is no gradient at all. Response 0 has 1 model token, response 1 has 3.
+    logp = torch.full((2, 4), -0.5, dtype=torch.float64)
+    mask = torch.tensor([[1, 0, 0, 0], [1, 1, 1, 0]], dtype=torch.float64)
+    rewards = torch.tensor([1.0, 1.0], dtype=torch.float64)
+    assert not _offset_loss_grad("seq_mean_token_mean", logp, mask, rewards, step=0).any()
+    # From the drill on A = [2, 2]; on-policy ℓ_t = −A·r_t with dℓ_t/dlogp_t = −A·r = −A. seq_mean_token_mean
+    # over S = 2 sequences: d loss/d logp_it = −A_i / (S·n_i): response 0: −2/(2·1) = −1; response 1 (n = 3):
+    # −2/(2·3) = −1/3 on each token. log π(y_i) = Σ_t logp_it is pushed up with weight 1 vs 1/3: the short
+    # response 3 × harder, the ratio of the lengths (∝ 1/|y|, the length bias).
+    grad = _offset_loss_grad("seq_mean_token_mean", logp, mask, rewards, step=1)
+    third = 1 / 3
+    torch.testing.assert_close(grad, torch.tensor([[-1.0, 0, 0, 0], [-third, -third, -third, 0]], dtype=torch.float64))
+    # A per-token-sum loss (seq_mean_token_sum_norm, L = 4): −A/(S·L) = −2/(2·4) = −1/4 on every token, so each
+    # response's log-likelihood gets the same push: no length term
+    grad = _offset_loss_grad("seq_mean_token_sum_norm", logp, mask, rewards, step=1)
+    torch.testing.assert_close(grad, -0.25 * mask)
+
+
+def test_length_drill_expected_gradient_is_the_gradient_of_an_expected_brevity_bonus():
+    # A policy over two responses: "short" (1 token, probability p = σ(θ)) and "long" (3 tokens: first token
+    # 1 − p, then two certain tokens). Exact expectation over both responses of the drilled loss (A = 0 + s, s = 2,
+    # seq_mean_token_mean over one sequence at a time), on-policy:
+    #   E[loss] gradient = Σ_y π(y)·d/dθ[−(s/|y|)·log π(y)] = −s·p(1−p) + (s/3)·p(1−p) = −(2/3)·s·p(1−p),
+    # which is −d/dθ E[s/|y|] = −s·(1 − 1/3)·p(1−p): descending it raises p, the short response.
+    # At θ = 0 (p = 1/2): −(2/3)·2·(1/4) = −1/3. Under seq_mean_token_sum_norm (L = 3) it is
+    # −(s/3)·[(1−p)·p − p·(1−p)] = 0: the offset has no length term in expectation.
+    def expected_grad(aggregation: str) -> float:
+        theta = torch.zeros((), dtype=torch.float64, requires_grad=True)
+        p = torch.sigmoid(theta)
+        zero = torch.zeros((), dtype=torch.float64)
+        logp = torch.stack([torch.stack([torch.log(p), zero, zero]),
+                            torch.stack([torch.log(1 - p), zero, zero])])  # (2, 3)
+        mask = torch.tensor([[1, 0, 0], [1, 1, 1]], dtype=torch.float64)
+        adv = Drill.from_dict({"kind": "length", "at_step": 0}).advantages(torch.zeros(2, dtype=torch.float64), 0,
+                                                                           torch.arange(2))  # [2, 2]
+        out = compute_objective("grpo", LossInputs(logp=logp, logp_old=logp.detach(), advantages=adv, mask=mask))
+        per_response = torch.stack([aggregate(out.loss[i : i + 1], mask[i : i + 1], aggregation, max_len=3)
+                                    for i in range(2)])  # (2,) each response's loss alone
+        weights = torch.stack([p, 1 - p]).detach()  # π(y), the expectation's weights (not differentiated)
+        (weights * per_response).sum().backward()
+        return float(theta.grad)
+
+    assert expected_grad("seq_mean_token_mean") == pytest.approx(-1 / 3)
+    assert expected_grad("seq_mean_token_sum_norm") == pytest.approx(0.0, abs=1e-12)
 
 
 def test_blowup_lr_and_isdd_epochs_and_mismatch_temperature_switch_at_n():
@@ -68,6 +138,8 @@ def test_nonfinite_hits_one_value_at_n_only():
     ({"kind": "lld", "at_step": 3, "strength": -1}, "drill.strength"),
     ({"kind": "starvation", "at_step": 2, "strength": 2}, "drill.strength"),
     ({"kind": "isdd", "at_step": 2, "strength": 1.5}, "drill.strength"),
+    ({"kind": "length", "at_step": 2, "strength": -2.0}, "drill.strength"),
+    ({"kind": "length", "at_step": 2, "strength": float("inf")}, "drill.strength"),
     ({"kind": "lld", "at_step": 3, "when": 1}, "drill: unknown"),
     ({"kind": "nonfinite", "at_step": 3, "tensor": "grad"}, "drill.tensor"),
 ])
@@ -127,3 +199,22 @@ def test_mismatch_drill_moves_rollout_logps_from_n(store):
     # at τ = 2 while π_old is at τ = 1, so |logp_old − logp_rollout| is of order a nat per token
     assert max(vals[0], vals[1]) < 1e-3
     assert min(vals[2], vals[3]) > 0.05
+
+
+def test_length_drill_in_the_trainer_offsets_the_stored_advantages_from_n_only(store):
+    runs = {}
+    for name, drill in (("plain", {}), ("short", {"kind": "length", "at_step": 2, "strength": 2.0})):
+        cfg = load_config(overrides=SMALL, steps=4, store=str(store), run=name, progress=False,
+                          aggregation="seq_mean_token_mean", drill=drill)
+        train(cfg)
+        runs[name] = connect(store).execute(
+            "SELECT step, sum(advantage), sum(reward) FROM sequences WHERE run = ? GROUP BY step ORDER BY step",
+            [name]).fetchall()
+    # 2 questions × 4 responses, 2 mini-batches: each rollout's 8 rows are split over two steps. Group-normalised
+    # advantages sum to 0 over a rollout (each group's do); from step 2 each of the 8 rows carries + 2: Σ = 16.
+    adv = {name: [a for _, a, _ in rows] for name, rows in runs.items()}
+    assert adv["short"][0] + adv["short"][1] == pytest.approx(0.0, abs=1e-5)
+    assert adv["short"][2] + adv["short"][3] == pytest.approx(16.0, abs=1e-5)
+    # before the onset the drilled run is the undrilled one (same seed): same rollouts, same advantages
+    assert runs["short"][:2] == runs["plain"][:2]
+    assert adv["plain"][2] + adv["plain"][3] == pytest.approx(0.0, abs=1e-5)
