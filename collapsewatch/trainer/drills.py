@@ -20,8 +20,10 @@ kind           effect (``strength`` = s)
 ``length``     a baseline s too low: every advantage A + s (A ≥ 0 on most responses). Under a per-sequence-mean
                loss (``aggregation = "seq_mean_token_mean"``, GRPO's paper default) the offset's gradient
                s·Σ_i ∇log π(y_i)/|y_i| is a score-function estimate of ∇ E[s/|y|]: the loss's length bias
-               (Dr. GRPO, arXiv 2503.20783 §3.1) pays for brevity while the recorded reward is the task's.
-               (Under a token-sum loss the offset's term is s·Σ_i ∇log π(y_i), 0 in expectation.)
+               (Dr. GRPO, arXiv 2503.20783) pays for brevity while the recorded reward is the task's.
+               (Under a token-sum loss the offset's term is s·Σ_i ∇log π(y_i), 0 in expectation.) Measured on
+               the built-in search task it only trims rambling turns: every sampled response searches, so no
+               shorter one is ever reinforced (docs/lab/length.md); it is meant for a task with slack.
 ``nonfinite``  at step N only, one value of the named ``tensor`` (``logp``, ``advantages``) becomes NaN
                before the objective: the loss turns NaN. (Measured: with ``logp`` the built-in objectives'
                ratio clamp passes no gradient through the NaN, so grad norm and weights stay finite and
