@@ -17,7 +17,7 @@ kind           effect (``strength`` = s)
                logp_old (a differently tempered inference engine).
 ``starvation`` a share s ∈ (0, 1] of each rollout's groups get reward 0 for every response (the verifier
                fails on those prompts): their advantages are 0.
-``length``     a baseline s too low: every advantage A + s (A ≥ 0 on most responses). Under a per-sequence-mean
+``length``     a baseline s too low: every advantage A + s (> 0 on most responses). Under a per-sequence-mean
                loss (``aggregation = "seq_mean_token_mean"``, GRPO's paper default) the offset's gradient
                s·Σ_i ∇log π(y_i)/|y_i| is a score-function estimate of ∇ E[s/|y|]: the loss's length bias
                (Dr. GRPO, arXiv 2503.20783) pays for brevity while the recorded reward is the task's.
