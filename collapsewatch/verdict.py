@@ -135,7 +135,8 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
     best_i = int(np.nanargmax(upto)) if has.any() else None
     before = float(upto[best_i]) if best_i is not None else None
     best_step = int(steps[best_i]) if best_i is not None else None
-    after = float(level[-1]) if len(level) and not np.isnan(level[-1]) else None
+    defined = level[~np.isnan(level)]  # the last level: a run logging its reward every k-th step (TRL's
+    after = float(defined[-1]) if len(defined) else None  # steps_per_generation) has none on its last step
     first = _first(events)
     first_step = int(first["step_start"]) if first is not None else None
     first_name = phase_name(str(first["detector"]), str(first["phase"])) if first is not None else None

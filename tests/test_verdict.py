@@ -29,6 +29,19 @@ def test_collapsed_run_names_the_collapse_the_first_warning_and_the_first_critic
                           "earlier. First critical at 18: entropy blow-up, 7 steps earlier. Worst: critical.")
 
 
+def test_the_reward_now_is_the_last_level_when_the_last_step_logged_no_reward():
+    # TRL with steps_per_generation 2 (or a rollout every k optimizer steps) logs the reward on every other step:
+    # 40 logged points at steps 0, 2, …, 78 (.5 ×20 then .05 ×20), NaN at the odd steps, and the run ends on 79.
+    # The level is the median of the last 10 logged points: .05 at the last logged step 78 — not NaN at step 79.
+    steps = np.arange(80)
+    reward = np.full(80, np.nan)
+    reward[::2] = np.r_[np.full(20, .5), np.full(20, .05)]
+    v = verdict(_events(), steps, reward)
+    # collapse as in the first test, on logged point 25 = step 50
+    assert (v.collapse_step, v.reward_before, v.reward_after) == (50, .5, .05)
+    assert v.sentence.startswith("Collapsed at step 50 (reward 0.50 → 0.05).")
+
+
 def test_a_warning_after_the_collapse_says_so():
     steps, reward = np.arange(40), np.r_[np.full(20, .5), np.full(20, .05)]
     v = verdict(_events(("lld", "steady_decay", 26, 30, "warning")), steps, reward)
