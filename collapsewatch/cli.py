@@ -157,15 +157,19 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                                   "JSONL (verl's file logger too), console text "
                                                                   "(verl / TRL, saved with tee), a TensorBoard "
                                                                   "event file or log dir, an MLflow mlflow.db or "
-                                                                  "mlruns folder, a trackio project .db, or a W&B "
-                                                                  "run's .wandb file, run folder or wandb/ folder.")],
+                                                                  "mlruns folder, a trackio project .db, a W&B "
+                                                                  "run's .wandb file, run folder or wandb/ folder, or "
+                                                                  "a SwanLab run's .swanlab file, run folder or log "
+                                                                  "dir.")],
            run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")],
            fmt: Annotated[str | None, typer.Option("--format", help="Force a format: trainer_state, jsonl, "
-                                                      "console, tensorboard, mlflow, trackio, wandb (default: "
-                                                      "detected).")] = None,
+                                                      "console, tensorboard, mlflow, trackio, wandb, swanlab "
+                                                      "(default: detected).")] = None,
            source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow store, a trackio "
-                                                             "project or a wandb/ folder holding several (name or "
-                                                             "id; W&B: run id or run folder).")] = None,
+                                                             "project, a wandb/ folder or a SwanLab log dir holding "
+                                                             "several (name or id; W&B: run id or run folder; "
+                                                             "SwanLab: experiment name, run id or run folder).")
+                      ] = None,
            follow: Annotated[bool, typer.Option("--follow", help="Keep ingesting what a live run adds to FILE, "
                                                              "in any format, until Ctrl+C.")] = False,
            detect: Annotated[bool, typer.Option(help="Run the detectors over the ingested run and store their "

@@ -67,9 +67,9 @@ def row_record(row: Any, where: str) -> Record | Skip:
     return Record(where, row[key], {k: v for k, v in row.items() if k != key})
 
 
-def needs(package: str, what: str) -> IngestError:
+def needs(package: str, what: str, extra: str = "ingest") -> IngestError:
     """The error of a reader whose library is not installed."""
-    return IngestError(f"reading {what} needs {package}: pip install 'collapsewatch[ingest]'")
+    return IngestError(f"reading {what} needs {package}: pip install 'collapsewatch[{extra}]'")
 
 
 def one_run(path: Path, kind: str, runs: list[tuple[str, str]], source_run: str | None) -> str:
