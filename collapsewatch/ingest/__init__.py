@@ -13,7 +13,9 @@ How it reads (one module per format, each with ``sniff`` and ``read``; :data:`FO
   (:mod:`.mlflow_store`);
 * ``trackio`` — a project's ``.db``, via trackio's ``SQLiteStorage`` (:mod:`.trackio_db`);
 * ``wandb`` — a W&B run's ``.wandb`` log, via wandb's ``wandb leet inspect --json`` (:mod:`.wandb_run`);
-* ``swanlab`` — a SwanLab run's ``.swanlab`` log, via swanlab's own ``DataStoreReader`` (:mod:`.swanlab_run`).
+* ``swanlab`` — a SwanLab run's ``.swanlab`` log, via swanlab's own ``DataStoreReader`` (:mod:`.swanlab_run`);
+* ``clearml`` — a ClearML offline session's ``metrics.jsonl``, read as ClearML's own importer reads it
+  (:mod:`.clearml_offline`).
 
 The format is detected from the file (:func:`detect`); ``--format`` forces one, and a file that is not that format
 says so in one line naming it. Every reader yields :class:`.records.Record` rows; :class:`.records.Account` turns
@@ -36,7 +38,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import console, jsonl, mlflow_store, swanlab_run, tensorboard, trackio_db, trainer_state, wandb_run
+from . import (
+    clearml_offline,
+    console,
+    jsonl,
+    mlflow_store,
+    swanlab_run,
+    tensorboard,
+    trackio_db,
+    trainer_state,
+    wandb_run,
+)
 from .keys import KEY_MAP, Meaning, catalogue_values
 from .records import Account, IngestError, Record, Skip, Step, sqlite_tables, step_of
 from .sink import RunSink
@@ -44,8 +56,8 @@ from .sink import RunSink
 __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "catalogue_values", "detect",
            "ingest_file"]
 
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (wandb_run, swanlab_run, tensorboard, mlflow_store, trackio_db,
-                                                       trainer_state, jsonl, console)}
+FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (wandb_run, swanlab_run, clearml_offline, tensorboard,
+                                                       mlflow_store, trackio_db, trainer_state, jsonl, console)}
 """Format name → reader module, in the order :func:`detect` tries them."""
 HEAD_BYTES = 1024 * 1024  # a console log's first step line may follow a long start-up preamble
 
@@ -114,7 +126,8 @@ def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt
     path = Path(file)
     reader = detect(path, fmt)
     _sniffed(reader, path)
-    account, parser = Account(str(path)), reader.Parser() if reader in (console, wandb_run, swanlab_run) else None
+    with_notes = (console, wandb_run, swanlab_run, clearml_offline)  # readers whose Parser reports what it left out
+    account, parser = Account(str(path)), reader.Parser() if reader in with_notes else None
     steps = account.steps(reader.read(path, source_run=source_run, parser=parser))
     if parser is not None:
         account.notes += parser.notes()

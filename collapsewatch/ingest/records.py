@@ -80,7 +80,8 @@ def one_run(path: Path, kind: str, runs: list[tuple[str, str]], source_run: str 
         return chosen[0]
     names = ", ".join(name if name == rid else f"{name} ({rid})" for rid, name in runs[:10]) or "none"
     raise IngestError(f"{str(path)!r} holds {len(runs)} {kind} run(s) ({names}); "
-                      + ("pass one with --source-run" if source_run is None else f"none is {source_run!r}"))
+                      + ("pass one with --source-run" if source_run is None else f"none is {source_run!r}" if not chosen
+                         else f"{len(chosen)} are {source_run!r}: pass one's id"))
 
 
 SQLITE = b"SQLite format 3\x00"
