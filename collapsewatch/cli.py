@@ -158,17 +158,19 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                                   "(verl / TRL, saved with tee), a TensorBoard "
                                                                   "event file or log dir, an MLflow mlflow.db or "
                                                                   "mlruns folder, a trackio project .db, a W&B "
-                                                                  "run's .wandb file, run folder or wandb/ folder, or "
+                                                                  "run's .wandb file, run folder or wandb/ folder, "
                                                                   "a SwanLab run's .swanlab file, run folder or log "
-                                                                  "dir.")],
+                                                                  "dir, or a ClearML offline session (folder, .zip, "
+                                                                  "metrics.jsonl) or offline/ folder.")],
            run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")],
            fmt: Annotated[str | None, typer.Option("--format", help="Force a format: trainer_state, jsonl, "
-                                                      "console, tensorboard, mlflow, trackio, wandb, swanlab "
-                                                      "(default: detected).")] = None,
+                                                      "console, tensorboard, mlflow, trackio, wandb, swanlab, "
+                                                      "clearml (default: detected).")] = None,
            source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow store, a trackio "
-                                                             "project, a wandb/ folder or a SwanLab log dir holding "
-                                                             "several (name or id; W&B: run id or run folder; "
-                                                             "SwanLab: experiment name, run id or run folder).")
+                                                             "project, a wandb/ folder, a SwanLab log dir or a "
+                                                             "ClearML offline/ folder holding several (name or id; "
+                                                             "W&B: run id or run folder; SwanLab: experiment name, "
+                                                             "run id or run folder; ClearML: task name or id).")
                       ] = None,
            follow: Annotated[bool, typer.Option("--follow", help="Keep ingesting what a live run adds to FILE, "
                                                              "in any format, until Ctrl+C.")] = False,
