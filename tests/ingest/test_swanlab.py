@@ -166,3 +166,14 @@ def test_a_live_run_is_followed_step_by_step(tmp_path, store):
     rows = connect(store).execute("SELECT step, entropy_mean FROM steps ORDER BY step").fetchall()
     assert rows == [(s, s / 200) for s in range(200)]
     assert connect(store).execute("SELECT status FROM runs WHERE run = 'live'").fetchone() == ("finished",)
+
+
+def test_a_local_mode_run_reads_the_same(tmp_path, store, monkeypatch):
+    # mode="local" also writes logs/<n>/*.log for swanlab's dashboard; its .swanlab file is the one read
+    monkeypatch.setenv("SWANLAB_MODE", "local")
+    swanlab.init(project="p", experiment_name="local", logdir=str(tmp_path / "swanlog"), mode="local")
+    swanlab.log({"actor/entropy": 0.5, "critic/score/mean": 0.25}, step=1)
+    swanlab.finish()
+    assert any((tmp_path / "swanlog").glob("run-*/logs"))
+    assert ingest_file(store, tmp_path / "swanlog", "local").steps == 1
+    assert connect(store).execute("SELECT entropy_mean, reward_mean FROM steps").fetchall() == [(0.5, 0.25)]
