@@ -87,9 +87,9 @@ def write(tmp_path: Path, *runs: tuple[str, int], lines: bool = False) -> list[P
 
 @pytest.fixture(scope="module")
 def long_session(tmp_path_factory) -> list[str]:
-    """The lines of a real session's metrics.jsonl, one per step: step s logs actor/entropy = s / 6."""
+    """The lines of a real session's metrics.jsonl, one per step: step s logs actor/entropy = s / 4."""
     tmp = tmp_path_factory.mktemp("clearml-long")
-    (session,) = write(tmp, ("long", 6), lines=True)
+    (session,) = write(tmp, ("long", 4), lines=True)
     return (session / "metrics.jsonl").read_text().splitlines(keepends=True)
 
 
@@ -132,18 +132,18 @@ def test_an_offline_folder_with_several_sessions_needs_source_run(tmp_path, offl
     assert ingest_file(store, offline, "by-id", source_run=a2.name).steps == 2
 
 
-@pytest.mark.slow  # the first to use long_session waits ~45 s for ClearML's reporter (6 lines × 5 s)
+@pytest.mark.slow  # the first to use long_session waits ~25 s for ClearML's reporter (4 lines × 5 s)
 def test_a_session_cut_mid_line_keeps_the_lines_before_it(tmp_path, store, long_session):
     lines = long_session
-    assert len(lines) == 6  # one line per flush, one flush per step
+    assert len(lines) == 4  # one line per flush, one flush per step
     cut = tmp_path / "cut" / "metrics.jsonl"
     cut.parent.mkdir()
     cut.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2])  # killed while writing step 3's line
     done = ingest_file(store, cut, "cut")
     assert done.summary == "the last line is incomplete (a run still writing, or killed mid-write): left out"
-    # steps 0, 1, 2 as logged (step s: s / 6); step 3's half line is not read, nothing invented
+    # steps 0, 1, 2 as logged (step s: s / 4); step 3's half line is not read, nothing invented
     got = connect(store).execute("SELECT step, entropy_mean FROM steps ORDER BY step").fetchall()
-    assert got == [(0, 0.0), (1, 1 / 6), (2, 2 / 6)]
+    assert got == [(0, 0.0), (1, 0.25), (2, 0.5)]
     # a bad line inside the file is a skipped row, named
     cut.write_text(lines[0] + "not json\n" + lines[1])
     assert ingest_file(store, cut, "bad").summary == "skipped 1 row(s): line 2 not JSON"
@@ -160,7 +160,7 @@ def test_a_file_that_is_not_a_clearml_session_says_so_in_one_line(tmp_path, stor
         assert str(e.value).startswith(repr(str(path))) and "\n" not in str(e.value)
 
 
-@pytest.mark.slow  # the first to use long_session waits ~45 s for ClearML's reporter (6 lines × 5 s)
+@pytest.mark.slow  # the first to use long_session waits ~25 s for ClearML's reporter (4 lines × 5 s)
 def test_a_growing_session_is_followed_step_by_step(tmp_path, store, long_session):
     lines = long_session
     live = tmp_path / "live" / "metrics.jsonl"
@@ -173,7 +173,7 @@ def test_a_growing_session_is_followed_step_by_step(tmp_path, store, long_sessio
     assert tail.poll() == 2 and tail.poll() == 0  # steps 1, 2; nothing taken twice
     live.write_text("".join(lines))
     done = tail.close()
-    assert (done.steps, done.summary) == (6, "")
+    assert (done.steps, done.summary) == (4, "")
     got = connect(store).execute("SELECT step, entropy_mean FROM steps ORDER BY step").fetchall()
-    assert got == [(s, s / 6) for s in range(6)]
+    assert got == [(0, 0.0), (1, 0.25), (2, 0.5), (3, 0.75)]  # s / 4
     assert json.loads(lines[0])[0]["type"] == "training_stats_scalar"
