@@ -13,6 +13,12 @@ from collapsewatch import connect
 from collapsewatch.demo import SAMPLE_RUNS
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C's SIGINT as a terminal delivers it: a test suite started in the background by a script (``cmd &`` without
+    job control) runs with SIGINT ignored, and a child inherits an ignored signal, so the demo would never see it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -22,7 +28,8 @@ def _free_port() -> int:
 def test_demo_serves_the_dashboard_while_it_trains_then_keeps_serving(tmp_path):
     port, store = _free_port(), tmp_path / "demo"
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "demo", "--store", str(store), "--steps", "2",
-                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            preexec_fn=_as_from_a_terminal)
     lines: list[str] = []
     try:
         deadline = time.monotonic() + 600
@@ -35,8 +42,12 @@ def test_demo_serves_the_dashboard_while_it_trains_then_keeps_serving(tmp_path):
         assert "collapsewatch" in page.lower()
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-    assert proc.returncode == 0
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # never leave a demo behind; the failure below says Ctrl-C did not stop it
+            proc.wait()
+    assert proc.returncode == 0, "Ctrl-C did not stop the demo"
     out = "".join(lines)
     assert out.index(f"dashboard: http://127.0.0.1:{port}/run/demo-grpo") < out.index("training demo-grpo")
     assert out.index("training demo-grpo") < out.index("done: 2 steps")  # the dashboard was up during training
