@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
 #
-# Environments are locked (DESIGN.md §7): `make` installs the exact versions in requirements/<venv>.txt, so an
+# Environments are locked: `make` installs the exact versions in requirements/<venv>.txt, so an
 # upstream release changes nothing here until someone runs `make lock` and the suite passes; pyproject.toml keeps
 # ranges for library users; `make test-latest` tries the newest versions those ranges allow, on purpose.
 #

@@ -38,7 +38,7 @@ from tests.integrations.trl_tiny import TINY_BODY, tiny_grpo_trainer
 CONFIGS = {  # name -> (model body, GRPOConfig overrides); 2 micro-batches of per_device_train_batch_size per rollout
     # a ~50 ms step: exposes the monitor's fixed per-step costs
     "tiny": (TINY_BODY, dict(per_device_train_batch_size=16, num_generations=8, max_completion_length=8)),
-    # DESIGN.md §9's reference shape: L2/d128 Qwen2 body, 64 completions × 64 tokens per rollout (vocab 300 here)
+    # the reference CPU shape (docs/trl.md, Cost): L2/d128 Qwen2 body, 64 completions × 64 tokens per rollout (vocab 300 here)
     "design": (PRESETS["tiny"], dict(per_device_train_batch_size=32, num_generations=8, max_completion_length=64)),
 }
 SPENT = {"hooks": 0.0, "recorder": 0.0}  # seconds in the monitor, this run

@@ -1,6 +1,6 @@
 """collapsewatch: watch GRPO-style RL runs of language models for the ways they collapse.
 
-Glossary (fixed here once; DESIGN.md §3):
+Glossary (the full one: docs/architecture.md, *Glossary*):
 
 * ``B`` sequences in a micro-batch, ``G`` group size (responses per prompt), ``T`` tokens per row.
 * ``logp`` = log π_θ(y_t) of the sampled token under the policy being optimised;

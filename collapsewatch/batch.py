@@ -5,7 +5,7 @@ Only ``logp`` and ``mask`` are required; every other field is optional and the m
 are NULL when it is absent. Objectives take the same type (``objectives.LossInputs`` is this class) and
 require ``logp_old`` and ``advantages`` (``require``); one validator (``__post_init__``) checks every shape.
 
-``on_policy`` is *told* by the trainer, never inferred from log-probs (DESIGN §3): True on a mini-batch
+``on_policy`` is *told* by the trainer, never inferred from log-probs (docs/architecture.md, *Glossary*): True on a mini-batch
 trained before any update since its rollout (π_θ = π_old). Then every ratio-derived metric is NULL and
 ``logp`` stands in for ``logp_old`` when that is absent, so the likelihood signals (LLD) exist on every step.
 None (not told) = the ratio metrics are computed from ``logp_old`` when given.

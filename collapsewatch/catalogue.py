@@ -43,7 +43,7 @@ Each convention is decided once; the formulas live in `collapsewatch/policy_math
   `llds_gate_rate`), and the likelihood signals use `logp` as `logp_old` when the trainer has none
   (π_old = π_θ), so `logp_old_mean_*` exist on every step. Never inferred from float equality.
 * **displacement sign**: `d = logp − logp_old`; negative = the likelihood went down (LLDS penalises max(0, −d)).
-* **LLDS gate without turn ids**: a turn is a maximal run of mask = 1 tokens (DESIGN's glossary; the authors'
+* **LLDS gate without turn ids**: a turn is a maximal run of mask = 1 tokens (docs/architecture.md, *Glossary*; the authors'
   chunk rule), for the objective and `llds_gate_rate` alike.
 * **clip level**: clip flags are computed on what the objective clips — the token ratio, Turn-PPO's turn ratio,
   or GSPO's sequence ratio.

@@ -1,4 +1,4 @@
-"""The policy-change quantities shared by the objectives and the probe, defined once (DESIGN §4, STYLE "one home").
+"""The policy-change quantities shared by the objectives and the probe, defined once.
 
     displacement   d_t = logp_t − logp_old,t            negative = the token's likelihood went down (this sign
                                                          everywhere: store, catalogue, LLDS penalty max(0, −d))
@@ -12,7 +12,7 @@
                    response whose Σ d < 0 (R-gate); the probe's ``llds_gate_rate`` counts the same turns
 
 A turn is given by ``turn_ids`` (0-based per row; negative = not a model token); without them a turn is a maximal
-run of eligible tokens — DESIGN's glossary (model tokens between two tool observations, which the loss mask drops)
+run of eligible tokens — the glossary's turn (docs/architecture.md: model tokens between two tool observations, which the loss mask drops)
 and the LLDS authors' ``chunk_sums_vectorized``. All functions are vectorised, shape-stable and sync-free.
 """
 

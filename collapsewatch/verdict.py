@@ -1,4 +1,4 @@
-"""One verdict per run — healthy / warning / collapsed, when and why in one sentence (DESIGN.md §6).
+"""One verdict per run — healthy / warning / collapsed, when and why in one sentence.
 
     verdict(episodes, steps, reward, drill=("lld", 24)) -> Verdict       # pure: no store, no Dash
 

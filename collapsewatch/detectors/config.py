@@ -1,6 +1,6 @@
 """Detector configuration: every threshold a named, documented, overridable default.
 
-No paper publishes numeric thresholds for these phases (DESIGN.md §6). The defaults below follow the scale
+No paper publishes numeric thresholds for these phases (docs/architecture.md, *Detectors*). The defaults below follow the scale
 of the quantities — ratios are dimensionless around 1, log-likelihoods are nats per token, rewards are
 assumed to live on a [0, 1]-like scale — and were checked on the labelled synthetic series of
 :mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py``). ``collapsewatch lab calibrate`` on 28

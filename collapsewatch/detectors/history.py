@@ -6,7 +6,7 @@ kept in :attr:`Row.nonfinite` so the non-finite detector can report it. Windows 
 points* of the column they read (a window of 50 is that column's last 50 non-missing values), not in steps:
 a run that logs every 10th step (TRL's default ``logging_steps=10``), or a column logged more sparsely than
 the others (a grad norm logged every 10th step beside per-step probe metrics), is judged on the points it
-has, exactly like a dense run (DESIGN.md §6). Every rule states the least number of points it needs and
+has, exactly like a dense run (docs/architecture.md, *Detectors*). Every rule states the least number of points it needs and
 gives no verdict below that. Each column keeps its own last ``maxlen`` points.
 
 Statistics: levels are rolling medians (robust to single-step spikes); trends are Theil–Sen slopes with

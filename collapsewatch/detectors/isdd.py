@@ -8,7 +8,7 @@ verdict — it neither flags nor extends nor ends an episode, and its r ≡ 1 va
 * tail rule: level(ratio_p05_pos) < p05_threshold, or level(ratio_lt_0_1_frac_pos) > lt_0_1_frac_threshold.
 
 Either rule holds → warning; confirmed — entropy rose then fell **and** reward fell from its running max
-(DESIGN.md §6) — → critical. One confirmation alone is recorded in the evidence and stays a warning. The PPO clip does not bound a falling ratio when A > 0, so the usual clip metric
+→ critical. One confirmation alone is recorded in the evidence and stays a warning. The PPO clip does not bound a falling ratio when A > 0, so the usual clip metric
 (``clip_low_frac``, TRL semantics: A < 0 only) stays low through the drift; the evidence records it next to
 ``clip_low_frac_pos`` (A>0 tokens under 1 − ε_low, left unclipped) so the reader sees why clip plots missed it.
 """

@@ -1,6 +1,6 @@
 """The severity gate shared by every detector: no ``critical`` while the reward is at or near its running best.
 
-DESIGN.md §6: ``info`` = worth a look, ``warning`` = a mechanism is under way, ``critical`` = act now — and
+docs/architecture.md, *Detectors*: ``info`` = worth a look, ``warning`` = a mechanism is under way, ``critical`` = act now — and
 never critical while the reward is still at or near its running best (a run whose reward is still rising
 to its best is not lost, whatever its entropy or ratios say). A detector's critical finding is lowered to
 ``warning`` at a step where

@@ -190,7 +190,7 @@ class GRPOTap:
         logp = logps.detach()  # (B, T) completion tokens only
         old = inputs.get("old_per_token_logps")
         rollout = inputs.get("sampling_per_token_logps")  # vLLM's sampling log-probs, when TRL has them
-        # On-policy (told, DESIGN §3): TRL's own rule for the whole run, or a micro-batch trained within the optimizer
+        # On-policy (told, never inferred: docs/architecture.md, *Glossary*): TRL's own rule for the whole run, or a micro-batch trained within the optimizer
         # step that generated it (no update since). The probe then stores every ratio metric NULL and uses logp as
         # logp_old where TRL computed none, so the likelihood signals (LLD) and is_log_ratio exist on every step.
         on_policy = self.on_policy or self.trainer.state.global_step == self._gen_step

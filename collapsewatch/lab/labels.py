@@ -12,7 +12,7 @@
   noise of 0) and keeps runs whose best is ≈ 0.15 in: the built-in warm starts succeed at ≈ 0.2, and a run that
   peaks at a level of 0.15 and then scores 0 for 300 steps collapsed.
 * **Near best**: the severity gate's rule (``detectors.severity.near_best_points``) — a ``critical`` flag
-  there breaks the severity promise (DESIGN.md §6); one definition for the gate and the lab.
+  there breaks the severity promise (no critical near the best reward); one definition for the gate and the lab.
 * **User labels**: a CSV with columns ``run, kind, onset, collapse`` (empty cells = none) overrides the
   derived labels of the runs it names — for TRL / verl / ingested histories whose config has no drill.
 """

@@ -1,4 +1,4 @@
-"""The built-in trainer's three separate algorithm axes (glossary: ``collapsewatch`` package docstring, DESIGN §3).
+"""The built-in trainer's three separate algorithm axes (glossary: docs/architecture.md, *Glossary*).
 
 1. advantages  (``advantages.py``):  rewards (B,), group_ids (B,) → A (B,)       group_norm | group_mean
                (``gigpo.py``):       + per-turn returns and anchor states → A (B, T)  gigpo

@@ -4,7 +4,7 @@
 the probe (issue 12 §3). An objective reads ``logp`` (with grad), ``logp_old``, ``advantages``, ``mask`` and, when
 it needs them, ``turn_ids``, ``logp_ref`` and ``entropy`` (with grad: the entropy bonus), plus its own
 hyper-parameters; ``compute_objective`` checks that ``logp_old`` and ``advantages`` are set. Glossary (B, T, logp,
-logp_old, logp_ref, mask, A, r, turn) as in the package docstring / DESIGN.md §3.
+logp_old, logp_ref, mask, A, r, turn) as in docs/architecture.md, *Glossary*.
 """
 
 from __future__ import annotations

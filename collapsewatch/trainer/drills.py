@@ -1,6 +1,6 @@
 """Collapse drills: from step N on, switch one named mechanism on in an otherwise ordinary run.
 
-A drill is the ground truth the lab scores detectors against (DESIGN.md §6, issue 11). It is one field of
+A drill is the ground truth the lab scores detectors against (docs/architecture.md, *Glossary*: drill). It is one field of
 the trainer config, ``drill = {kind = "lld", at_step = 40, strength = 4.0}``, so the run's config in the
 store says which mechanism started when. Nothing changes before ``at_step``; from it on:
 

@@ -4,7 +4,7 @@
         forward (logp, entropy) → objective → aggregate → backward → clip → optimizer → probe → store
 
 Every optimizer step is one monitor step. With ``mini_batches > 1`` (default 2) the later mini-batches of a
-rollout are trained off-policy, so the ratios the detectors watch actually move (DESIGN.md §3). The loop *tells*
+rollout are trained off-policy, so the ratios the detectors watch actually move (on-policy steps have r ≡ 1). The loop *tells*
 the monitor which step is on-policy: the first mini-batch of the first epoch after a rollout (no update yet).
 π_old is recomputed in eval mode (dropout off); the loss forward runs in train mode.
 """

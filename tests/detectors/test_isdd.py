@@ -46,7 +46,7 @@ def ent(s: int) -> float:
 def test_reward_drop_alone_is_recorded_but_stays_warning():
     # Same drift; reward 0.6 until 140, then −0.025/step. Reward level (median of 5) = r(t − 2), running
     # max 0.6; drop needed max(0.05, 0.25 · 0.6) = 0.15 → 0.025 (t − 142) ≥ 0.15 → t ≥ 148. Entropy is flat
-    # (no rise then fall): DESIGN.md §6 wants both confirmations for critical, so the episode stays a warning.
+    # (no rise then fall): a critical needs both confirmations for critical, so the episode stays a warning.
     data = rows(200, ratio_p50_pos=p50_falling_from(100, 0.005), ratio_p05_pos=0.85, entropy_mean=0.5,
                 reward_mean=reward_from(140))
     stream, suite = feed(data, ISDD_ONLY)

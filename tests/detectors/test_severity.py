@@ -1,4 +1,4 @@
-"""The shared severity gate: no critical while the reward is at or near its running best (DESIGN.md §6)."""
+"""The shared severity gate: no critical while the reward is at or near its running best (docs/architecture.md, *Detectors*)."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def test_actor_update_records_rows_joined_to_the_driver_batch(tap, store):
 
 def test_one_mini_batch_per_rollout_is_on_policy(tap, store):
     # ppo_mini_batch_size = 4 prompts × n = 2 = the whole batch: one optimizer step, π_θ = π_old throughout → the
-    # step is told on-policy and every ratio metric is NULL (DESIGN §3), the likelihood signals still exist
+    # step is told on-policy and every ratio metric is NULL (docs/architecture.md, *Glossary*), the likelihood signals still exist
     model = verl_cpu.tiny_model()
     trainer = verl_cpu.driver(verl_cpu.training_worker(model, verl_cpu.actor_config(4, 2, 2)), n=2, mini=4)
     trainer._update_actor(verl_cpu.rollout_batch(model, REWARDS, n=2))
