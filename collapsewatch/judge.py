@@ -1,5 +1,5 @@
 """The episodes a reader shows for a run, and its verdict — one home for the run page, ``runs``, ``detect`` and
-``watch`` (issue 25 §1, §3).
+``watch``.
 
     j = judge(store, run)            # Judgement: events, recorded, computed, note, rules, verdict
 

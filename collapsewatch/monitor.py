@@ -57,8 +57,8 @@ MAX_STEP = 2**63 - 1  # steps are BIGINT in the store
 
 def check_step(step: object, call: str) -> int:
     """``step`` as an int once it is one: a Python or numpy integer, or a one-element integer tensor. A bool, a
-    float (even 3.0), a string or a step beyond BIGINT raises TypeError / ValueError here, at the call — the recorder
-    thread used to truncate 2.5 to 2 or lose the step in the background."""
+    float (even 3.0), a string or a step beyond BIGINT raises TypeError / ValueError here, at the call, not on the
+    recorder thread, where 2.5 would be truncated to 2 or the step lost unseen."""
     if isinstance(step, torch.Tensor) and step.numel() == 1 and not step.is_floating_point() \
             and not step.is_complex() and step.dtype != torch.bool:
         step = step.item()
@@ -208,7 +208,7 @@ class Monitor:
 
     def log(self, step: int, scalars: dict[str, float | int | torch.Tensor | None]) -> None:
         """Record step scalars (grad_norm, lr, loss terms ... under any key): numbers, one-element tensors or numpy
-        values, None for NULL. Anything else raises a TypeError naming the key (it used to be stored as NULL)."""
+        values, None for NULL. Anything else raises a TypeError naming the key (never stored as NULL)."""
         step = check_step(step, "log")
         self._check_open()
         if not self.enabled:

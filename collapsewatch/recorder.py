@@ -227,7 +227,7 @@ class Recorder(threading.Thread):
     def _advance(self, step: int) -> None:
         """Count the message's step as ``put`` does, and finish the open step when a new one begins. A failure to
         finish it costs that step's row only: it is caught here, so the new step still opens and its batch is
-        recorded (it used to abort the batch that triggered it)."""
+        recorded."""
         if step != self._seen_step:
             self._seen_step, self._seen_steps = step, self._seen_steps + 1
         if self._step is not None and step != self._step:

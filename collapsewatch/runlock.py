@@ -1,7 +1,7 @@
 """Who may write a run: one live Monitor per (store, run, rank), and no silent reuse of a run's name.
 
 Two writers on one rank of one run would collide on every step row and double every sequence row, and a new run
-under an old name would merge into it; both used to happen without a word. So a Monitor
+under an old name would merge into it; neither would say a word. So a Monitor
 
 * claims ``<store>/<run>/.writer-r<rank>.lock`` (host, pid) before it writes: a lock whose process is alive on this
   host refuses the second writer with :class:`RunInUseError`; a lock left by a dead process (SIGKILL, OOM) is

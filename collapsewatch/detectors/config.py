@@ -1,10 +1,10 @@
 """Detector configuration: every threshold a named, documented, overridable default.
 
-No paper publishes numeric thresholds for these phases (docs/architecture.md, *Detectors*). The defaults below follow the scale
-of the quantities — ratios are dimensionless around 1, log-likelihoods are nats per token, rewards are
-assumed to live on a [0, 1]-like scale — and were checked on the labelled synthetic series of
-:mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py``). ``collapsewatch lab calibrate`` on 28
-real drill runs kept every one of them (docs/lab/detectors-evaluation.md, "The corpus, measured"): weak evidence still.
+No paper publishes numeric thresholds for these phases (docs/architecture.md, *Detectors*). The defaults below follow
+the scale of the quantities — ratios are dimensionless around 1, log-likelihoods are nats per token, rewards are
+assumed to live on a [0, 1]-like scale — and are checked on the labelled synthetic series of
+:mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py``) and on drill runs, chosen on a training split
+and scored on held-out runs (``collapsewatch lab calibrate``; docs/lab/detectors-evaluation.md, "Calibration").
 Override with ``dataclasses.replace``, :meth:`DetectorConfig.from_file` or :meth:`DetectorConfig.from_dict` (``{"isdd": {"median_threshold": 0.85}}``).
 
 Units of windows: every window (``*_window``, ``*_steps`` lengths, ``history_steps``) counts *logged points*
@@ -123,22 +123,22 @@ class EntropyConfig(Timing):
     """Entropy collapse (exploration gone) and blow-up (policy dissolving)."""
 
     collapse_abs: float = 0.01
-    """Collapse: entropy_mean level below this many nats … 0.01 from the public runs (was 0.05): 7B models on GSM8K
-    converge to 0.011–0.04 nats at rewards ≥ 0.95 in verl's reference runs, which 0.05 warned on (4 of 8); the
-    synthetic bench's collapses (from a plateau: the frac rule) and the sample runs are unchanged
+    """Collapse: entropy_mean level below this many nats … 0.01 from the public runs: 7B models on GSM8K
+    converge to 0.011–0.04 nats at rewards ≥ 0.95 in verl's reference runs, which a bar of 0.05 warns on (4 of 8);
+    the synthetic bench's collapses (from a plateau: the frac rule) and the sample runs give the same episodes at either bar
     (docs/lab/public_runs.md)."""
     collapse_frac: float = 0.1
     """… or below this fraction of its peak level over the history (blow-up levels excluded from the peak)."""
     blowup_factor: float = 1.5
     """Blow-up: level ≥ this × the median of entropy_mean over the history. 1.5 from `collapsewatch lab
-    calibrate` on the lab corpus (was 2.0): held-out blowup drills flagged 3 steps sooner, no false flag on its
-    healthy runs or on the synthetic ones (docs/detectors.md)."""
+    calibrate` on the lab corpus: held-out blowup drills flagged 3 steps sooner than at 2.0, no false flag on its
+    healthy runs or on the synthetic ones (docs/lab/detectors-evaluation.md, "Calibration")."""
     min_points: int = 20
     """Points the history needs before either rule gives a verdict."""
     severity_smooth_steps: int = 20
     """Points of the levels the blow-up's severity tests read: the correct responses' entropy and the reward drop
-    (``signals.reward_drop``). 20, chosen on the natural corpus's learning run and its collapsing runs (was
-    ``smooth_steps``, 5): with 5 the correct responses' entropy of a few responses a step read "blown up" on noise
+    (``signals.reward_drop``). 20, chosen on the natural corpus's learning run and its collapsing runs:
+    with ``smooth_steps`` (5) the correct responses' entropy of a few responses a step read "blown up" on noise
     (docs/lab/natural-corpus.md, "Entropy per correctness"; held-out runs reported there)."""
 
 

@@ -18,9 +18,9 @@
 
   The two level tests read ``severity_smooth_steps`` (20) points, not ``smooth_steps``: the correct responses are a
   few of a step's responses and the reward of a few questions a step swings by a quarter on its own. A reward drop
-  alone is a warning, not a critical: on the natural corpus's learning run (``healthy-grpo-nll04-lr3e-4-s0``,
-  reward 0.25 → 0.49) five of six blow-ups were critical through the reward drop alone, one of them a real dip the
-  run recovered from; the collapsing runs' criticals came from L at the same steps (docs/lab/natural-corpus.md).
+  alone is a warning, not a critical: on a run of the natural corpus that kept learning, blow-ups made critical by the
+  reward drop alone included a real dip the run recovered from, while the collapsing runs' criticals came from L at
+  the same steps (docs/lab/natural-corpus.md, "Entropy per correctness").
 
 Both need min_points points in the history. The history is bounded (history_steps), so a blow-up that
 lasts longer than about half of it becomes the new median and its episode ends: by then the run is gone.

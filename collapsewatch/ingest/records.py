@@ -1,7 +1,7 @@
 """What every reader hands over — :class:`Record` (one logged row) or :class:`Skip` (a row that is not one) — and
 the :class:`Account` that turns them into steps and values while counting everything it leaves out.
 
-Rules (issue 26): a step is an integer or an integral float (``1.0`` → 1) in [0, 2⁶³); any other step is a
+Rules: a step is an integer or an integral float (``1.0`` → 1) in [0, 2⁶³); any other step is a
 :class:`IngestError` naming the line. A value is kept when it is a number — ±Inf and NaN included, stored as such
 (the non-finite detector reads ±Inf ``grad_norm`` / ``loss``) — or a string that reads as one (HF's console prints
 ``'0.1234'``); ``null`` is kept as NULL; a nested object is flattened with ``/`` (``{"rewards": {"acc": 1}}`` →

@@ -1,4 +1,4 @@
-"""`lab hold`: does an objective hold the reward, L and the A>0 ratios under a drill? (issue 11 §4, issue 17)
+"""`lab hold`: does an objective hold the reward, L and the A>0 ratios under a drill?
 
 The seed papers claim that a regulariser (SAPO-search, LLDS, BAPO …) keeps a run alive where GRPO falls. On
 drilled runs the lab can test that: per run with drill onset N, over two windows of ``WINDOW`` steps —

@@ -1,4 +1,4 @@
-"""`lab mismatch`: a grid's train–inference mismatch over time, per run and per correction arm (issue 23 §4).
+"""`lab mismatch`: a grid's train–inference mismatch over time, per run and per correction arm.
 
 A run's *arm* is its setting (``natural.setting_of``: ``healthy-grpo-bf16-tis-s1`` → ``bf16-tis``). Its steps are cut
 into consecutive windows of ``window`` steps counted from its first step (window w holds steps

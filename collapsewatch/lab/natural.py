@@ -24,7 +24,7 @@ from ..detectors.events import SEVERITY_RANK
 from .labels import RunLabel
 
 EARLY = 20
-"""Steps before the reward collapse a flag must start by to count as early (issue 24 §3)."""
+"""Steps before the reward collapse a flag must start by to count as early."""
 NATURAL_COLUMNS = ["detector", "collapsed_runs", "flagged_early_share", "lead_median", "never_collapsed_runs",
                    "false_per_1k", "critical_never_collapsed"]
 

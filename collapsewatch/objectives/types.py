@@ -1,7 +1,7 @@
 """Typed input and output of every objective: ``LossInputs`` in, ``ObjectiveOutput`` out.
 
 ``LossInputs`` is :class:`collapsewatch.batch.TokenBatch` — one batch type and one validator for the objective and
-the probe (issue 12 §3). An objective reads ``logp`` (with grad), ``logp_old``, ``advantages``, ``mask`` and, when
+the probe. An objective reads ``logp`` (with grad), ``logp_old``, ``advantages``, ``mask`` and, when
 it needs them, ``turn_ids``, ``logp_ref`` and ``entropy`` (with grad: the entropy bonus), plus its own
 hyper-parameters; ``compute_objective`` checks that ``logp_old`` and ``advantages`` are set. Glossary (B, T, logp,
 logp_old, logp_ref, mask, A, r, turn) as in docs/architecture.md, *Glossary*.

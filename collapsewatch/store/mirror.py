@@ -6,9 +6,9 @@ it does (a writer publishes, compacts, retires markers), so it
 1. **lists, then downloads** what is new to hidden temporary names; an object **gone** by its GET (merged into a
    compact segment that was uploaded after the listing) means the listing is stale: it **lists again** and downloads
    what is new in that listing, until one listing's objects all arrive (``SYNC_ROUNDS`` tries; if the bucket never
-   holds still that long, the mirror stays as it was and the next sync tries again). Before, such an object was
-   skipped: after an endpoint outage a writer publishes and compacts a burst of flushes, and a reader's sync lost the
-   rows of every flush merged between its listing and its GETs (the issue's 192 of 784 sequence rows);
+   holds still that long, the mirror stays as it was and the next sync tries again). Skipping such
+   an object instead would lose the rows of every flush merged between the listing and the GETs — many after an
+   endpoint outage, when a writer publishes and compacts a burst of flushes;
 2. **checks every published flush** against its marker, which lists the flush's segments (``<table>/<name>``): a
    segment neither listed nor named by a listed merged segment (``collapsewatch.replaces``) is missing, so none of
    that flush's segments is installed (all or nothing), a warning names the marker once per process, and
