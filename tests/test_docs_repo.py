@@ -80,3 +80,9 @@ def test_architecture_names_every_module() -> None:
         if f"`{name}`" not in sections.get(folder + "/", "") and f"`{inner}`" not in sections.get(top + "/", ""):
             missing.append(f)
     assert missing == [], "docs/architecture.md, 'Where each concept lives', lacks a line for:\n" + "\n".join(missing)
+
+
+def test_docs_hold_no_before_screenshots() -> None:
+    # history lives in git and docs/lab/, not as images beside the reference pages
+    stale = [f for f in _git("ls-files", "docs/img") if Path(f).name.startswith("before")]
+    assert stale == [], "before-screenshots in docs/img (git keeps history):\n" + "\n".join(stale)
