@@ -154,7 +154,8 @@ def train(ctx: typer.Context) -> None:
 @app.command()
 @friendly
 def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's logs: trainer_state.json (HF / TRL), "
-                                                                  "JSONL (verl's file logger too), console text "
+                                                                  "a JSON list of log dicts (TRL's log_history "
+                                                                  "dumped alone, step_logs.json), JSONL (verl's file logger too), console text "
                                                                   "(verl / TRL, saved with tee), a TensorBoard "
                                                                   "event file or log dir, an MLflow mlflow.db or "
                                                                   "mlruns folder, a trackio project .db, a W&B "
@@ -163,7 +164,8 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                                   "dir, or a ClearML offline session (folder, .zip, "
                                                                   "metrics.jsonl) or offline/ folder.")],
            run: Annotated[str, typer.Option("--run", "-r", help="Run name to create.")],
-           fmt: Annotated[str | None, typer.Option("--format", help="Force a format: trainer_state, jsonl, "
+           fmt: Annotated[str | None, typer.Option("--format", help="Force a format: trainer_state, log_history, "
+                                                      "jsonl, "
                                                       "console, tensorboard, mlflow, trackio, wandb, swanlab, "
                                                       "clearml (default: detected).")] = None,
            source_run: Annotated[str | None, typer.Option(help="The run to read from an MLflow store, a trackio "

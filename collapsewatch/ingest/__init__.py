@@ -5,6 +5,7 @@
 How it reads (one module per format, each with ``sniff`` and ``read``; :data:`FORMATS`):
 
 * ``trainer_state`` — HF Trainer / TRL ``trainer_state.json`` (:mod:`.trainer_state`);
+* ``log_history`` — a JSON list of per-step log dicts, ``json.dump(trainer.state.log_history, f)`` (:mod:`.log_history`);
 * ``jsonl`` — ``{"step": N, …}`` lines and verl's file logger (:mod:`.jsonl`);
 * ``console`` — verl's ``step:N - key:value - …`` lines and HF / TRL's printed dicts, saved with ``tee``
   (:mod:`.console`);
@@ -42,6 +43,7 @@ from . import (
     clearml_offline,
     console,
     jsonl,
+    log_history,
     mlflow_store,
     swanlab_run,
     tensorboard,
@@ -57,7 +59,8 @@ __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "
            "ingest_file"]
 
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (wandb_run, swanlab_run, clearml_offline, tensorboard,
-                                                       mlflow_store, trackio_db, trainer_state, jsonl, console)}
+                                                       mlflow_store, trackio_db, trainer_state, log_history, jsonl,
+                                                       console)}
 """Format name → reader module, in the order :func:`detect` tries them."""
 HEAD_BYTES = 1024 * 1024  # a console log's first step line may follow a long start-up preamble
 
@@ -114,7 +117,7 @@ def detect(path: Path, fmt: str | None = None) -> ModuleType:
 
 def _sniffed(reader: ModuleType, path: Path) -> None:
     """A forced line format must still look like itself (the binary readers check on their own)."""
-    if reader.NAME in ("jsonl", "console", "trainer_state") and (path.is_dir() or not reader.sniff(path, _head(path))):
+    if reader.NAME in ("jsonl", "console", "trainer_state", "log_history") and (path.is_dir() or not reader.sniff(path, _head(path))):
         raise IngestError(f"{str(path)!r} is not {reader.NAME} (see collapsewatch ingest --help)")
 
 

@@ -1,5 +1,6 @@
 """HF Trainer / TRL ``trainer_state.json``: its ``log_history``, one entry per ``logging_steps`` (train, eval and the
-final summary, each with ``step`` = the global step)."""
+final summary, each with ``step`` = the global step). :func:`log_rows` is the one reader of such a list of log
+dicts; :mod:`.log_history` reads the same list saved on its own (``json.dump(trainer.state.log_history, f)``)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,23 @@ def sniff(path: Path, head: str) -> bool:
     return head.lstrip().startswith("{") and '"log_history"' in head
 
 
-def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
+def load_json(path: Path) -> Any:
+    """The file's JSON; IngestError naming the file when it is not JSON."""
     try:
-        data = json.loads(read_text(path))
+        return json.loads(read_text(path))
     except (json.JSONDecodeError, RecursionError) as e:
         raise IngestError(f"{str(path)!r} is not valid JSON: {e}") from None
+
+
+def log_rows(entries: list[Any], label: str) -> Iterator[Record | Skip]:
+    """One record per log dict, its step under ``step`` / ``global_step`` (records.STEP_KEYS); an entry that is not
+    an object or has no step is skipped and named ``label[i]``."""
+    for i, row in enumerate(entries):
+        yield row_record(row, f"{label}[{i}]")
+
+
+def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
+    data = load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("log_history"), list):
         raise IngestError(f"{str(path)!r} has no 'log_history' list (expected an HF/TRL trainer_state.json)")
-    for i, row in enumerate(data["log_history"]):
-        yield row_record(row, f"log_history[{i}]")
+    yield from log_rows(data["log_history"], "log_history")

@@ -90,6 +90,42 @@ def test_a_bad_step_stops_with_one_line_naming_the_line(tmp_path, store, step, w
     assert len(result.output.strip().splitlines()) == 1
 
 
+def test_a_json_list_that_holds_no_log_dict_is_refused_in_one_line(tmp_path, store):
+    f = tmp_path / "step_logs.json"
+    cases = [("[]", "is an empty JSON list"), ("[1, 2, 3]", "is a JSON list of int values, not of objects"),
+             ('["a", "b"]', "is a JSON list of str values, not of objects"),
+             ('[{"step": 1, "note": "warmup"}, {"step": 2, "done": true}]',  # text and a boolean: no number
+              "is a JSON list of objects none of which holds a number"),
+             ('[{"step": 1}]', "is a JSON list of objects none of which holds a number")]  # a step alone is no metric
+    for text, msg in cases:
+        f.write_text(text)
+        with pytest.raises(IngestError, match=msg) as e:
+            ingest_file(store, f, "r")
+        assert "\n" not in str(e.value) and str(f) in str(e.value), text
+    f.write_text('[{"loss": 0.5}, {"loss": 0.4}]')  # log dicts without a step
+    with pytest.raises(IngestError, match=r"step_logs.json' holds no step rows \(skipped 2 row\(s\): item\[0\] has no"):
+        ingest_file(store, f, "r")
+    f.write_text('{"loss": 0.5}')  # an object, not a list: not forced into the list format
+    with pytest.raises(IngestError, match="step_logs.json' is not log_history"):
+        ingest_file(store, f, "r", "log_history")
+    console = tmp_path / "run.log"
+    console.write_text("[INFO] starting\n{'loss': 0.5, 'reward': 0.25, 'epoch': 0.1}\n")  # opens with "[", not a list
+    assert ingest_file(store, console, "c").format == "console"
+
+
+def test_a_json_list_of_log_dicts_mixed_with_other_items(tmp_path, store):
+    f = tmp_path / "logs.json"
+    # TRL's entries: train rows with step, an eval row, the final summary; a stray non-object is skipped and named
+    f.write_text(json.dumps([{"loss": 0.5, "reward": 0.25, "completions/mean_length": 12.0, "step": 1},
+                             {"loss": 0.4, "reward": 0.75, "completions/mean_length": 10.0, "step": 2}, "note",
+                             {"train_runtime": 3.0, "step": 2}]))
+    done = ingest_file(store, f, "l")
+    assert (done.format, done.steps, done.summary) == ("log_history", 2, "skipped 1 row(s): item[2] not an object")
+    # reward → reward_mean, completions/mean_length → response_length_mean (keys.py); step 2's summary row merged
+    assert connect(store).execute("SELECT step, loss, reward_mean, response_length_mean FROM steps ORDER BY step"
+                                  ).fetchall() == [(1, 0.5, 0.25, 12.0), (2, 0.4, 0.75, 10.0)]
+
+
 def test_bad_files(tmp_path, store):
     bad = tmp_path / "x.json"
     bad.write_text("{")

@@ -90,6 +90,33 @@ def test_console_dicts_are_numbered_in_print_order_and_followed_live(trl_logs, s
     assert all(math.isclose(e, want[s]["entropy"], rel_tol=5e-4) for s, e in got)
 
 
+def test_log_history_dumped_as_a_list_reads_as_the_trainer_state_it_came_from(trl_logs, tmp_path, store):
+    # what a user writes with json.dump(trainer.state.log_history, f): trainer_state.json's log_history is that list
+    state = json.loads((trl_logs / SOURCES["trainer_state"][1]).read_text())
+    dumped = tmp_path / "step_logs.json"
+    dumped.write_text(json.dumps(state["log_history"], indent=2))  # indented: the first line is "[" alone
+    assert detect(dumped).NAME == "log_history"
+    done = ingest_file(store, dumped, "listed")
+    ref = ingest_file(store, trl_logs / SOURCES["trainer_state"][1], "state")
+    assert (done.format, done.steps, ref.steps) == ("log_history", 3, 3)
+    assert done.summary == ref.summary.replace("log_history[", "item[")  # the same rows left out, if any
+    con = connect(store)
+    cols = [c for (c,) in con.execute("SELECT column_name FROM (DESCRIBE steps)").fetchall() if c not in ("run",)]
+    select = f"SELECT {', '.join(cols)} FROM steps WHERE run = ? ORDER BY step"
+    got, want = (con.execute(select, [r]).fetchall() for r in ("listed", "state"))
+    for g, w in zip(got, want, strict=True):  # every column the same, NaN-safe; wall time aside (ingest time)
+        for col, a, b in zip(cols, g, w, strict=True):
+            assert col in ("wall_time", "ts") or a == b or (a != a and b != b), (col, a, b)
+    scal = "SELECT step, key, value FROM scalars WHERE run = ? ORDER BY step, key"
+    assert con.execute(scal, ["listed"]).fetchall() == con.execute(scal, ["state"]).fetchall()
+    # by hand: the list's entry with step 1 holds TRL's "entropy" and "completions/mean_length"; ingest puts them on
+    # step 1's entropy_mean and response_length_mean (keys.py), the same numbers trainer_state.json gives
+    first = next(r for r in state["log_history"] if r.get("step") == 1 and "loss" in r)
+    assert con.execute("SELECT entropy_mean, response_length_mean FROM steps WHERE run = 'listed' AND step = 1"
+                       ).fetchone() == (first["entropy"], first["completions/mean_length"])
+    assert ingest_file(store, dumped, "forced", "log_history").steps == 3  # --format log_history forces it
+
+
 def test_verl_keys_through_torch_summarywriter(tmp_path, store):
     # verl's and OpenRLHF's TensorBoard loggers call SummaryWriter.add_scalar(key, value, step) per key
     pytest.importorskip("tensorboard")
@@ -218,6 +245,7 @@ def test_a_file_that_is_not_the_format_says_so_in_one_line(trl_logs, tmp_path, s
              (jsonl, "trackio", "is not a trackio project file"), (jsonl, "wandb", "is not a W&B run log"),
              (event, "wandb", "is not a W&B run log"), (event, "jsonl", "is not jsonl"),
              (event, "console", "is not console"), (jsonl, "trainer_state", "is not trainer_state"),
+             (jsonl, "log_history", "is not log_history"),
              (jsonl, "csv", "--format 'csv' is not one of"),
              (plain, "mlflow", "is a SQLite database without MLflow's tables"),
              (trl_logs / "trackio" / "cw.db", "mlflow", "is a SQLite database without MLflow's tables"),
