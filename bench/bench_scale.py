@@ -35,7 +35,7 @@ from pathlib import Path
 from bench.scale_store import grow, run_name
 
 ONE_RUN_SQL = "SELECT step, reward_mean, entropy_mean FROM steps WHERE run = '{run}' ORDER BY step"
-SAMPLE = (0, 3, -1)  # runs whose answers are checked against single-run stores (index into the store's runs)
+SAMPLE = (0, 3, 9)  # runs whose answers are checked against single-run stores (where a store holds them)
 PROBE_REFRESHES = 5
 
 
@@ -207,14 +207,15 @@ def main() -> None:
     a.dir.mkdir(parents=True, exist_ok=True)
     paths = stores(a.dir, sizes, a.steps)
     run = run_name(0)
-    check = sorted({run_name(i if i >= 0 else min(sizes) + i) for i in SAMPLE if i < min(sizes)} | {run})
+    check = [run_name(i) for i in SAMPLE if i < max(sizes)]
     singles = {r: copy_runs(paths[max(sizes)], a.dir / f"single-{r}", [r]) for r in check}
     cmd_times: dict[tuple[str, int], list[float]] = {}
     for _ in range(a.repeats):
         for n, p in paths.items():
             for name, cmd in commands(p, run).items():
                 cmd_times.setdefault((name, n), []).append(timed(cmd))
-    probes = {n: run_probe(p, run, check, not a.no_live) for n, p in paths.items()}
+    probes = {n: run_probe(p, run, [r for r in check if int(r.split("-")[1]) < n], not a.no_live)
+              for n, p in paths.items()}
     single_answers = {r: run_probe(p, r, [r], False)["answers"][r] for r, p in singles.items()}
     print_table(sizes, cmd_times, probes, single_answers, check)
 
