@@ -1,7 +1,8 @@
 """What every ``collapsewatch`` subcommand shares: option aliases, one-line errors, table / CSV / JSON output.
 
 Its own module so command groups in subpackages (``collapsewatch.lab.cli``) import it without importing the
-top-level ``collapsewatch.cli``, which imports them.
+top-level ``collapsewatch.cli``, which imports them. Nothing heavy is imported here (pandas, duckdb, torch …): every
+command pays for ``collapsewatch --help``'s imports (``tests/test_cli_startup.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any
 
-import pandas as pd
 import typer
 
 StoreArg = Annotated[Path, typer.Argument(help="Store folder (one per project; runs live inside it), or "
@@ -65,6 +65,8 @@ def print_frame(df, csv: bool = False, as_json: bool = False) -> None:
 
 
 def _fmt(v: Any) -> str:
+    import pandas as pd  # already imported by whoever made the frame
+
     if v is None or (isinstance(v, float) and v != v) or v is pd.NaT:
         return "NULL"
     if isinstance(v, float):
