@@ -2,7 +2,8 @@
 
 A segment is bad when its footer cannot be read (empty, truncated, not Parquet) or its columns are not the
 table's (a foreign file, a key column missing, a column of another kind, e.g. ``step`` as text). Each file is
-checked once per process (cached by path, size and mtime) and a bad one is reported once, in one line naming it.
+checked once (cached by path, size and mtime, in this process and between processes: ``manifest.FileChecks``) and
+a bad one is reported once per process, in one line naming it.
 
 Views scan a table with a glob while every file of it is good (new segments show at the next query) and with
 the explicit list of good files when one is bad (``scan_sql``); ``collapsewatch check`` lists the bad files and
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .location import QUARANTINE, REPLACES_KEY, TABLE_KEY, Location
+from .manifest import FileChecks, file_checks
 from .migrations import TABLES
 from .mirror import is_mirror
 from .writer import arrow_schemas, ensure_schema
@@ -117,12 +119,19 @@ def schema_problem(schema: pa.Schema, table: str) -> str | None:
     return None
 
 
-def _verdict(path: str, table: str, size: int, mtime_ns: int) -> tuple[str | None, tuple[str, ...]]:
-    """``check_file`` without the report: (why the file is not a segment of ``table`` or None, what it replaces)."""
+def _verdict(path: str, table: str, size: int, mtime_ns: int, checks: FileChecks | None = None
+             ) -> tuple[str | None, tuple[str, ...]]:
+    """``check_file`` without the report: (why the file is not a segment of ``table`` or None, what it replaces);
+    from ``checks`` (kept between processes) when that file was checked there at this size and mtime."""
     key = (path, size, mtime_ns)
     with _lock:
         if key in _verdicts:
             return _verdicts[key]
+    known = checks.get(path, size, mtime_ns) if checks is not None else None
+    if known is not None:
+        with _lock:
+            _verdicts[key] = known
+        return known
     replaces: tuple[str, ...] = ()
     if not os.path.exists(path):  # compacted away after listing: neither good nor bad, and not cached
         return "gone", ()
@@ -141,17 +150,20 @@ def _verdict(path: str, table: str, size: int, mtime_ns: int) -> tuple[str | Non
         problem = f"not a readable Parquet file ({str(e).splitlines()[0][:120]})"
     with _lock:
         _verdicts[key] = (problem, replaces)
+    if checks is not None:
+        checks.put(path, size, mtime_ns, problem, replaces)
     return problem, replaces
 
 
-def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | None = None
-               ) -> tuple[str | None, tuple[str, ...]]:
+def check_file(path: str, table: str, size: int | None = None, mtime_ns: int | None = None,
+               checks: FileChecks | None = None) -> tuple[str | None, tuple[str, ...]]:
     """(why ``path`` is not a readable segment of ``table`` or None, the file names it replaces when it is
-    a merged segment); cached per (path, size, mtime); a bad file is reported once, in one line."""
+    a merged segment); cached per (path, size, mtime) in this process and in ``checks`` (the store's checks kept
+    between processes, ``manifest.FileChecks``); a bad file is reported once per process, in one line."""
     if size is None or mtime_ns is None:
         st = os.stat(path)
         size, mtime_ns = st.st_size, st.st_mtime_ns
-    problem, replaces = _verdict(path, table, size, mtime_ns)
+    problem, replaces = _verdict(path, table, size, mtime_ns, checks)
     with _lock:
         report = problem not in (None, "gone") and path not in _reported
         _reported.add(path)
@@ -180,6 +192,7 @@ def table_files(root: Path, table: str, run: str | None = None) -> Listing:
     good: list[tuple[str, int]] = []
     bad: list[tuple[str, str]] = []
     replaced: list[str] = []
+    checks = file_checks(root)
     for folder in _folders(root, table, run):
         found: list[tuple[str, int]] = []
         names: set[str] = set()
@@ -194,7 +207,7 @@ def table_files(root: Path, table: str, run: str | None = None) -> Listing:
                 st = e.stat()
             except FileNotFoundError:  # compacted away while listing
                 continue
-            problem, replaces = check_file(e.path, table, st.st_size, st.st_mtime_ns)
+            problem, replaces = check_file(e.path, table, st.st_size, st.st_mtime_ns, checks)
             if problem == "gone":
                 continue
             if problem is None:
@@ -207,6 +220,7 @@ def table_files(root: Path, table: str, run: str | None = None) -> Listing:
                 replaced.append(path)
             else:
                 good.append((path, size))
+    checks.save()
     return sorted(good), sorted(bad), sorted(replaced)
 
 

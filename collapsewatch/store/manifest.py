@@ -1,0 +1,144 @@
+"""What a reader learned about a store, kept between processes: ``$COLLAPSEWATCH_CACHE/readers/<store>/``.
+
+Segments are immutable with unique names, so what a reader derives from one file (its check: readable, of its
+table, what it replaces) or from one run's set of files (its verdict and episodes under one set of rules) holds for
+as long as those files are there unchanged. Each process used to derive it again (every segment's footer read
+once per process: 2–3 ms a file). This module keeps it on local disk:
+
+* ``FileChecks``: one JSON file per store, ``checks.json``: relative path → [size, mtime_ns, problem, replaces].
+  An entry counts only for the same size and mtime (a file replaced under its name is checked again); entries of
+  files no longer there are dropped when it is saved;
+* ``load_record`` / ``save_record``: one JSON file per run and kind (``<kind>/<run>.json``) holding a key and a
+  value; the value is returned only for an equal key (callers key by what the value was derived from).
+
+Never in the store (reading never writes to it); one folder per store (the resolved folder or the mirror of a URL).
+A cache that cannot be read or written costs the time it saves, never an answer: a write is a temporary file and a
+rename (a concurrent reader sees the old or the new file), and a lost race between two processes costs a check.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .location import cache_dir
+
+VERSION = 1  # of the files' layout: a reader of another layout ignores them
+SAVE_EVERY_S = 2.0
+
+
+def store_dir(root: Path) -> Path:
+    """The folder of one store's reader caches (its resolved path, hashed)."""
+    resolved = str(Path(root).resolve())
+    digest = hashlib.sha1(resolved.encode()).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(resolved).name)[:40]
+    return cache_dir() / "readers" / f"{name}-{digest}"
+
+
+def _read(path: Path) -> Any:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data.get("data") if isinstance(data, dict) and data.get("version") == VERSION else None
+
+
+def _write(path: Path, data: Any) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp.write_text(json.dumps({"version": VERSION, "data": data}, allow_nan=True))
+        os.replace(tmp, path)
+    except OSError:  # a full or read-only cache folder: the next process checks again
+        pass
+
+
+class FileChecks:
+    """Checks of one store's segment files, loaded once per process and saved after a listing found new files."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(Path(root).resolve()).rstrip("/") + "/"
+        self.path = store_dir(root) / "checks.json"
+        loaded = _read(self.path)
+        self.entries: dict[str, list] = loaded if isinstance(loaded, dict) else {}
+        self.dirty = self.pending = False
+        self.saved = float("-inf")
+        self.lock = threading.Lock()
+
+    def _rel(self, path: str) -> str | None:
+        return path[len(self.root):] if path.startswith(self.root) else None
+
+    def get(self, path: str, size: int, mtime_ns: int) -> tuple[str | None, tuple[str, ...]] | None:
+        """(problem, replaces) as checked before, when ``path`` is the same size and mtime; else None."""
+        rel = self._rel(path)
+        entry = self.entries.get(rel) if rel is not None else None
+        if not entry or entry[0] != size or entry[1] != mtime_ns:
+            return None
+        return entry[2], tuple(entry[3])
+
+    def put(self, path: str, size: int, mtime_ns: int, problem: str | None, replaces: tuple[str, ...]) -> None:
+        rel = self._rel(path)
+        if rel is not None:
+            with self.lock:
+                self.entries[rel] = [size, mtime_ns, problem, list(replaces)]
+                self.dirty = True
+
+    def save(self, now: bool = False) -> None:
+        """Write the checks if a listing added one, without the files no longer in the store: at most every
+        ``SAVE_EVERY_S`` (a live run adds files at each flush) unless ``now``, and at the process's exit."""
+        with self.lock:
+            if not self.dirty:
+                return
+            if not now and time.monotonic() - self.saved < SAVE_EVERY_S:
+                if not self.pending:
+                    self.pending = True
+                    atexit.register(self.save, True)
+                return
+            self.saved = time.monotonic()
+            self.entries = {rel: e for rel, e in self.entries.items() if os.path.exists(self.root + rel)}
+            self.dirty = False
+            data = dict(self.entries)
+        _write(self.path, data)
+
+
+_checks: dict[str, FileChecks] = {}
+_lock = threading.Lock()
+
+
+def file_checks(root: Path) -> FileChecks:
+    """This process's ``FileChecks`` of the store at ``root`` (loaded from disk on first use)."""
+    key = str(root)
+    with _lock:
+        if key not in _checks:
+            _checks[key] = FileChecks(root)
+        return _checks[key]
+
+
+def _record_path(root: Path, kind: str, run: str) -> Path:
+    return store_dir(root) / kind / f"{run}.json"
+
+
+def load_record(root: Path, kind: str, run: str, key: Any) -> Any:
+    """The value saved for ``run`` under ``kind`` with an equal ``key`` (JSON-comparable), else None."""
+    data = _read(_record_path(root, kind, run))
+    if not isinstance(data, dict) or data.get("key") != json.loads(json.dumps(key)):
+        return None
+    return data.get("value")
+
+
+def save_record(root: Path, kind: str, run: str, key: Any, value: Any) -> None:
+    _write(_record_path(root, kind, run), {"key": key, "value": value})
+
+
+def clear() -> None:
+    """Forget this process's loaded checks (the files stay)."""
+    with _lock:
+        _checks.clear()
