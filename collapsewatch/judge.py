@@ -12,7 +12,8 @@ stored), computed on read and never written; the stored ones stay in ``recorded`
 
 Cached per (store, run, rank, rules digest, segment files): segments are immutable with unique names, so the
 key changes exactly when a flush adds rows (a new last step) or compaction rewrites them. Detection costs about
-1 ms a step on a quiet 2-core machine, once per key.
+1 ms a step on a quiet 2-core machine, once per key; ``judge``'s judgements are also kept between processes
+(:mod:`collapsewatch.judged`), so a finished run is judged once, not once per command.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import judged
 from .detectors import DetectorConfig, detect_frame
 from .detectors.rules import rules_digest
 from .lab.labels import drill_of
@@ -55,7 +57,9 @@ class Judgement:
     verdict: Verdict
 
 
-def _key_files(store: Store, run: str) -> tuple:
+def key_files(store: Store, run: str) -> tuple:
+    """(path, size) of each run-row, step, scalar and event segment of ``run``, per table: what a judgement of the run
+    is derived from (segments are immutable with unique names)."""
     return tuple(tuple(segment_files(store, run, t)) for t in ("runs", "step_metrics", "scalars", "events"))
 
 
@@ -80,14 +84,23 @@ def stale_reason(recorded: pd.DataFrame, run_rules: str | None, rules: str) -> s
 def judge(store: Store, run: str, config: DetectorConfig | None = None, rank: int | None = None) -> Judgement:
     """The run's episodes under ``config``'s rules (default: built-in) and its verdict, read from ``rank`` (default:
     the run's lowest); ValueError naming the known runs when ``run`` is not one."""
+    rules = rules_digest(config)
+    files = key_files(store, run)
+    kept = judged.key(store.root, rank, rules, files)
+    found = _cached(("kept", str(store.root), run, repr(kept)), lambda: judged.load(store.root, run, kept))
+    if found is not None:  # judged before, by this process or another, on these files under these rules
+        return found
     info = run_info(store, run)
     if info is None:
         raise ValueError(unknown_run_message(store, run))
     if rank is not None:
         info = dict(info, rank=rank)
-    rules = rules_digest(config)
-    key = ("judgement", str(store.root), run, int(info["rank"]), rules, _key_files(store, run))
-    return _cached(key, lambda: _judge(store, run, info, config, rules))
+    key = ("judgement", str(store.root), run, int(info["rank"]), rules, files)
+    j = _cached(key, lambda: _judge(store, run, info, config, rules))
+    judged.save(store.root, run, kept, j)
+    with _lock:
+        _cache[("kept", str(store.root), run, repr(kept))] = j
+    return j
 
 
 def _judge(store: Store, run: str, info: dict, config: DetectorConfig | None, rules: str) -> Judgement:
@@ -123,7 +136,7 @@ def judgement(store: Store, run: str, info: dict, recorded: pd.DataFrame, rows: 
             return pd.DataFrame(events_frame(run, rank, detect_frame(steps, config), COMPUTED, rules),
                                 columns=EVENT_COLUMNS)
 
-        found = _cached(("computed", str(store.root), run, rank, rules, _key_files(store, run)), detect)
+        found = _cached(("computed", str(store.root), run, rank, rules, key_files(store, run)), detect)
         if found is not None:
             events, computed = found, True
     if not computed:

@@ -1,13 +1,19 @@
 """The runs page's table over the store's segment caches (``collapsewatch.store.cache``): run rows, each run's
-step summary (``series.last_values``) and its detector episodes, computed once per set of segments."""
+step summary (``series.last_values``) and its detector episodes, computed once per set of segments and rules (kept
+between processes) and read again at a refresh only for runs whose folders changed."""
 
 from __future__ import annotations
 
 import json
+import os
+import time
+from pathlib import Path
 
 import pandas as pd
 
-from collapsewatch.judge import judgement
+from collapsewatch import judged
+from collapsewatch.detectors.rules import rules_digest
+from collapsewatch.judge import judgement, key_files
 from collapsewatch.store import cache, queries
 from collapsewatch.store.cache import (
     EventLog,
@@ -19,6 +25,7 @@ from collapsewatch.store.cache import (
     step_history,
     token_index,
 )
+from collapsewatch.store.manifest import load_record, save_record
 from collapsewatch.store.queries import Store
 
 from .events_view import run_event_summary
@@ -30,43 +37,92 @@ __all__ = ["EventLog", "Partials", "SegmentIndex", "StepHistory", "TokenIndex", 
 
 SUMMARY_COLUMNS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "entropy_mean", "on_policy",
                    "ratio_p05_pos", "ratio_p95_pos")
-_summaries: dict[tuple[str, str], tuple[frozenset, dict]] = {}
+TABLED = ("runs", "step_metrics", "scalars", "events")
+"""A run's folders whose files the runs page reads: a refresh reads a run again only when one of them changed."""
+BULK = 8  # more runs than this to read again: one query of every run row instead of one query per run
+SETTLE_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime's granularity
+KIND = "runs-page"
+_tables: dict[tuple[str, tuple[str, ...]], dict[str, tuple[tuple | None, dict]]] = {}
 
 
 def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     """One row per run for the runs page: run rows, step summary (``series.last_values``), events and the
     verdict (:func:`collapsewatch.judge.judgement`), whose reward now / best / collapse step the page shows.
 
-    A running run's summary comes from its ``StepHistory`` (incremental; warm when its overview is open);
-    other runs' summaries are computed once per set of segments, so a refresh reads nothing old again."""
-    base = queries.run_rows(store)
-    rows = []
-    for r in base.to_dict("records"):
-        run, rank = r["run"], int(r["rank"])
-        if r["status"] == "running":
-            steps = step_history(store, run, rank, columns).rows_for(store, True)
-            summary = last_values(steps)
-        else:
-            keys = frozenset(queries.segment_files(store, run, "step_metrics") + queries.segment_files(
-                store, run, "scalars"))
-            cached = _summaries.get((str(store.root), run))
-            if cached is None or cached[0] != keys:
-                full = queries.step_rows(store, run, SUMMARY_COLUMNS, rank=rank)
-                cached = (keys, last_values(full), full[["step", "reward_mean"]])
-                _summaries[(str(store.root), run)] = cached
-            summary, steps = cached[1], cached[2]
-        # the episodes and verdict every reader shows (collapsewatch.judge): stored, or today's rules' on read
-        j = judgement(store, run, {**r, "config": _parsed(r.get("config")), "versions": _parsed(r.get("versions"))},
-                      event_log(store, run).events(store), steps)
-        events = j.events
-        n_active, flags = active_flags(events, summary["last_step"])
-        v = j.verdict  # the run's reward now / best / collapse: the verdict's, the same as `runs` and the run page
-        rows.append({**r, **summary, "n_events": len(events), "n_active": n_active, "active_flags": flags,
-                     "reward_now": v.reward_after, "reward_best": v.reward_before,
-                     "reward_best_step": v.reward_best_step, "collapse_step": v.collapse_step,
-                     "verdict": v.status, "verdict_sentence": v.sentence,
-                     "events_computed": j.computed, **run_event_summary(events)})
-    return pd.DataFrame(rows)
+    A refresh reads again only the runs whose folders changed since the last one (``TABLED``: their mtimes) and
+    the running ones, so its cost does not grow with the number of finished runs. A running run's summary comes
+    from its ``StepHistory`` (incremental; warm when its overview is open); a finished run's is computed once per
+    set of segment files and rules and kept between processes (``store.manifest``), like its judgement."""
+    store.refresh()
+    seen = _tables.setdefault((str(store.root), columns), {})
+    now = time.time_ns()
+    sigs = {run: _signature(store.root / run, now) for run in _run_folders(store.root)}
+    stale = [r for r, sig in sigs.items()
+             if r not in seen or sig is None or seen[r][0] != sig or seen[r][1]["status"] == "running"]
+    if stale:
+        base = queries.run_rows(store, None if len(stale) > BULK else stale)
+        for r in base.to_dict("records"):
+            if r["run"] in stale:
+                seen[r["run"]] = (sigs.get(r["run"]), {**r, **_computed(store, r, columns)})
+    for run in [r for r in seen if r not in sigs]:
+        del seen[run]
+    rows = [seen[r][1] for r in sigs if r in seen]
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows)
+    return df.sort_values(["started_at", "run"], ascending=[False, True], kind="stable", ignore_index=True)
+
+
+def _run_folders(root: Path) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(root)
+                      if e.is_dir() and not e.name.startswith((".", "_")) and os.path.isdir(os.path.join(e.path, "runs")))
+    except FileNotFoundError:
+        return []
+
+
+def _signature(folder: Path, now: int) -> tuple | None:
+    """The mtimes of the run's folder and of its ``TABLED`` folders (a segment added, merged or removed, a run row
+    replaced changes its folder's); None while one changed within ``SETTLE_NS``."""
+    out = []
+    for path in (folder, *(folder / t for t in TABLED)):
+        try:
+            m = path.stat().st_mtime_ns
+        except OSError:
+            m = -1
+        if m > now - SETTLE_NS:
+            return None
+        out.append(m)
+    return tuple(out)
+
+
+def _computed(store: Store, r: dict, columns: tuple[str, ...]) -> dict:
+    """The summary and verdict fields of one run's row; a finished run's kept per set of files and rules."""
+    run, rank, running = r["run"], int(r["rank"]), r["status"] == "running"
+    key = None if running else judged.key(store.root, rank, rules_digest(None), key_files(store, run)) + [columns]
+    kept = load_record(store.root, KIND, run, key) if key is not None else None
+    if isinstance(kept, dict):
+        return kept
+    if running:
+        steps = step_history(store, run, rank, columns).rows_for(store, True)
+        summary = last_values(steps)
+    else:
+        full = queries.step_rows(store, run, SUMMARY_COLUMNS, rank=rank)
+        summary, steps = last_values(full), full[["step", "reward_mean"]]
+    # the episodes and verdict every reader shows (collapsewatch.judge): stored, or today's rules' on read
+    j = judgement(store, run, {**r, "config": _parsed(r.get("config")), "versions": _parsed(r.get("versions"))},
+                  event_log(store, run).events(store), steps)
+    events = j.events
+    n_active, flags = active_flags(events, summary["last_step"])
+    v = j.verdict  # the run's reward now / best / collapse: the verdict's, the same as `runs` and the run page
+    out = {**summary, "n_events": len(events), "n_active": n_active, "active_flags": flags,
+           "reward_now": v.reward_after, "reward_best": v.reward_before, "reward_best_step": v.reward_best_step,
+           "collapse_step": v.collapse_step, "verdict": v.status, "verdict_sentence": v.sentence,
+           "events_computed": j.computed, **run_event_summary(events)}
+    out = {k: judged.plain(x, nan=None) for k, x in out.items()}
+    if key is not None:
+        save_record(store.root, KIND, run, key, out)
+    return out
 
 
 def _parsed(text: object) -> dict:
@@ -84,6 +140,6 @@ def clear() -> None:
     from . import live
 
     cache.clear()
-    _summaries.clear()
+    _tables.clear()
     judge.clear()
     live.clear()

@@ -56,7 +56,7 @@ class Store:
         self.root = self.where.local
         self._generation = mirror.refresh(self.where, SYNC_S)  # synced just now, by open_location
         self.con = duckdb.connect(":memory:")
-        self._dirty = self._views()
+        self._dirty = True  # the views are bound at the first query: `sql` (its own process) never binds them here
         allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in segments.readable_dirs(self.root))
         for stmt in (f"SET allowed_directories = [{allowed}]", "SET enable_external_access = false",
                      "SET lock_configuration = true"):
@@ -177,12 +177,16 @@ FROM parquet_metadata(?) WHERE path_in_schema = 'step' GROUP BY file_name ORDER 
                        [[str(f) for f in files]], relist=relist)
 
 
-def run_rows(store: Store) -> pd.DataFrame:
-    """Runs page: one row per run from the run rows alone (status, objective, heartbeat, lowest rank);
-    the step and event summaries come from per-run caches (``store.cache``)."""
-    return store.query("""
+def run_rows(store: Store, runs: Sequence[str] | None = None) -> pd.DataFrame:
+    """Runs page: one row per run (of every run, or of ``runs``: their folders alone are read) from the run rows
+    alone (status, objective, heartbeat, lowest rank); the step and event summaries come from per-run caches."""
+    source = "SELECT * FROM runs" if runs is None else runs_sql(" UNION ALL ".join(
+        f"SELECT * FROM ({store.run_view('run_ranks', r)})" for r in runs))
+    if runs is not None and not runs:
+        source = "SELECT * FROM runs WHERE false"
+    return store.query(f"""
 SELECT run, status, objective, world_size, started_at, updated_at, rank, dropped_batches, write_errors, config, versions
-FROM runs ORDER BY started_at DESC, run""")
+FROM ({source}) ORDER BY started_at DESC, run""")
 
 
 def runs_summary(store: Store) -> pd.DataFrame:

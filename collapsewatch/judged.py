@@ -1,0 +1,83 @@
+"""A run's judgement kept between processes (``store.manifest``), so that ``runs``, the runs page and ``detect`` of a
+finished run read it instead of judging the run again in every process (issue 32).
+
+Keyed by the rules' digest, the rank asked for and the run's segment files (name and size of each run-row, step,
+scalar and event segment, relative to the store): segments are immutable with unique names, so the key changes
+exactly when a flush adds rows (a new last step), compaction rewrites them or another rank appears, and a changed
+rule set is another digest. Values are the ``Judgement``'s fields as JSON, frames with their column types.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .store.manifest import load_record, save_record
+from .verdict import Verdict
+
+if TYPE_CHECKING:
+    from .judge import Judgement
+
+KIND = "judgement"
+
+
+def key(root: Path, rank: int | None, rules: str, files: tuple) -> list:
+    """The JSON key of a judgement: ``files`` as ``judge.key_files`` lists them (per table, (path, size))."""
+    prefix = str(root).rstrip("/") + "/"
+    return [rank, rules, [[[p[len(prefix):] if p.startswith(prefix) else p, n] for p, n in t] for t in files]]
+
+
+def plain(v: Any, nan: Any = "NaN") -> Any:
+    """``v`` as a JSON value: numpy scalars as Python's, NULLs as None, NaN as ``nan`` (JSON has none; "NaN" in a
+    frame's float column is turned back by the column's type)."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return nan
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    return v
+
+
+def frame_out(df: pd.DataFrame) -> dict[str, Any]:
+    return {"columns": [str(c) for c in df.columns], "dtypes": [str(t) for t in df.dtypes],
+            "rows": [[plain(v) for v in row] for row in df.itertuples(index=False)]}
+
+
+def frame_in(d: dict[str, Any]) -> pd.DataFrame:
+    df = pd.DataFrame(d["rows"], columns=d["columns"], dtype=object)
+    for col, dtype in zip(d["columns"], d["dtypes"], strict=True):
+        if dtype.startswith(("float", "int", "bool")):
+            values = df[col].map(lambda v: float("nan") if v == "NaN" else v)
+            df[col] = values.astype(dtype) if len(df) else pd.Series([], dtype=dtype)
+        elif dtype.startswith("datetime"):
+            df[col] = pd.to_datetime(df[col]).astype(dtype)
+        else:
+            df[col] = df[col].astype(dtype)
+    return df
+
+
+def load(root: Path, run: str, k: list) -> Judgement | None:
+    """The judgement saved for ``run`` under key ``k``; None when there is none, or it was of other files or rules."""
+    from .judge import Judgement
+
+    v = load_record(root, KIND, run, k)
+    if not isinstance(v, dict):
+        return None
+    try:
+        return Judgement(run, frame_in(v["events"]), frame_in(v["recorded"]), bool(v["computed"]), v["note"],
+                         v["rules"], Verdict(**v["verdict"]))
+    except (KeyError, TypeError, ValueError):  # an older layout: judged again
+        return None
+
+
+def save(root: Path, run: str, k: list, j: Judgement) -> None:
+    save_record(root, KIND, run, k, {"events": frame_out(j.events), "recorded": frame_out(j.recorded),
+                                     "computed": j.computed, "note": j.note, "rules": j.rules,
+                                     "verdict": {f: plain(x) for f, x in j.verdict.as_dict().items()}})

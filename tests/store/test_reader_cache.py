@@ -1,0 +1,145 @@
+"""What a reader learned about a store is kept between processes (``store.manifest``, ``collapsewatch.judged``):
+each segment file is checked once, not once per process, and a run is judged once per set of files and rules —
+and either is done again exactly when its file, the run's files or the rules change."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from collapsewatch import Monitor, judge, judged  # noqa: F401  (judge: the module)
+from collapsewatch.detectors import DetectorConfig
+from collapsewatch.store import Store, manifest, segments
+from collapsewatch.store.migrations import TABLES
+from tests.conftest import random_batch
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "sample_runs" / "store"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))
+    segments._verdicts.clear()
+    manifest.clear()
+    judge.clear()
+    yield tmp_path / "cache"
+    segments._verdicts.clear()
+    manifest.clear()
+    judge.clear()
+
+
+def _forget() -> None:
+    """This process forgets what it checked and judged (as a new process would); the kept files stay."""
+    segments._verdicts.clear()
+    manifest.clear()
+    judge.clear()
+
+
+def _listing(root: Path) -> dict[str, tuple]:
+    return {t: segments.table_files(root, t) for t in TABLES}
+
+
+def _in_new_process(code: str, env_cache: Path) -> None:
+    env = {"COLLAPSEWATCH_CACHE": str(env_cache), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)
+
+
+def test_a_file_is_checked_once_not_once_per_process(tmp_path, cache, monkeypatch):
+    root = tmp_path / "s"
+    shutil.copytree(SAMPLE, root)
+    _in_new_process(f"from collapsewatch.store import segments, migrations\n"
+                    f"[segments.table_files(__import__('pathlib').Path({str(root)!r}), t) for t in migrations.TABLES]",
+                    cache)
+    kept = json.loads((manifest.store_dir(root) / "checks.json").read_text())["data"]
+    n_files = sum(1 for p in root.rglob("*.parquet") if "_schema" not in p.parts)
+    assert len(kept) == n_files  # every segment of the 7 runs (none bad), keyed by its path in the store
+    expected = _listing(root)
+    _forget()
+
+    def no_footer(*a, **k):
+        raise AssertionError("a footer was read again")
+
+    monkeypatch.setattr(segments.pq, "read_schema", no_footer)
+    assert _listing(root) == expected  # the same good files, from the kept checks alone
+
+
+def test_a_file_replaced_under_its_name_is_checked_again_and_a_gone_one_forgotten(tmp_path, cache):
+    root = tmp_path / "s"
+    shutil.copytree(SAMPLE, root)
+    _listing(root)
+    manifest.file_checks(root).save(now=True)
+    victim = sorted((root / "grpo-healthy" / "sequences").glob("*.parquet"))[0]
+    gone = sorted((root / "llds" / "scalars").glob("*.parquet"))[0]
+    _forget()
+    victim.write_bytes(b"not parquet at all")  # another size and mtime: the kept check no longer counts
+    gone.unlink()
+    good, bad, _ = segments.table_files(root, "sequences")
+    assert [p for p, _ in bad] == [str(victim)] and str(victim) not in [p for p, _ in good]
+    segments.table_files(root, "scalars")
+    manifest.file_checks(root).save(now=True)
+    kept = json.loads((manifest.store_dir(root) / "checks.json").read_text())["data"]
+    assert str(gone.relative_to(root)) not in kept
+    assert kept[str(victim.relative_to(root))][2].startswith("not a readable Parquet file")
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_no_answer(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(blocker))  # mkdir under a file fails
+    _forget()
+    root = tmp_path / "s"
+    shutil.copytree(SAMPLE, root)
+    good = segments.table_files(root, "step_metrics")[0]
+    manifest.file_checks(root).save(now=True)
+    assert len(good) == 7  # one compacted step segment per run
+    _forget()
+
+
+def _write(store: Path, steps: range, resume: bool = False) -> None:
+    mon = Monitor(store, run="r", rank=0, world_size=1, resume=resume)
+    for step in steps:
+        mon.observe(random_batch(seed=step, drift=0.1 + step / 10), step=step)
+    mon.close()
+
+
+def test_a_run_is_judged_once_per_files_and_rules(tmp_path, cache, monkeypatch):
+    store = tmp_path / "s"
+    root = SAMPLE
+    s = Store(root)
+    first = judge.judge(s, "grpo-collapse")  # 15 stored episodes of these rules
+    assert len(first.events) == 15 and not first.computed
+    calls: list[str] = []
+    real = judge._judge
+    monkeypatch.setattr(judge, "_judge", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    _forget()
+    again = judge.judge(Store(root), "grpo-collapse")  # a new process's view: read, not judged
+    assert calls == []
+    pd.testing.assert_frame_equal(again.events, first.events)
+    pd.testing.assert_frame_equal(again.recorded, first.recorded)
+    assert again.verdict == first.verdict and again.note == first.note
+    base = DetectorConfig()
+    other = dataclasses.replace(base, entropy=dataclasses.replace(base.entropy, collapse_frac=0.05))  # other rules
+    computed = judge.judge(Store(root), "grpo-collapse", other)
+    assert calls == ["grpo-collapse"] and computed.computed
+    _forget()
+    assert judge.judge(Store(root), "grpo-collapse", other).events.equals(computed.events) and len(calls) == 1
+
+    _write(store, range(6))
+    judge.judge(Store(store), "r")
+    assert calls[-1] == "r" and len(calls) == 2
+    _forget()
+    judge.judge(Store(store), "r")
+    assert len(calls) == 2  # kept
+    _write(store, range(6, 9), resume=True)  # new segments: a new last step
+    _forget()
+    j = judge.judge(Store(store), "r")
+    assert len(calls) == 3 and j.verdict.last_step == 8
+    assert judged.KIND == "judgement" and (manifest.store_dir(store) / "judgement" / "r.json").is_file()
