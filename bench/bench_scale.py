@@ -85,10 +85,10 @@ def answers(store, run: str) -> dict[str, str]:
     a sample of queries (steps, episodes, token steps, sequences through user SQL)."""
     import pandas as pd
 
+    from collapsewatch.dashboard.figures import COLUMNS
     from collapsewatch.judge import judge
     from collapsewatch.report import runs_table, verdict_object
     from collapsewatch.store import queries
-    from dashboard.figures import COLUMNS
 
     full = runs_table(store)[1]
     row = full[full["run"] == run].drop(columns=["updated_at"], errors="ignore").reset_index(drop=True)
@@ -103,9 +103,9 @@ def answers(store, run: str) -> dict[str, str]:
 
 def probe(store_path: Path, run: str, check: list[str]) -> dict:
     """Timings of the in-process reads on one store (module docstring), and the answers about ``check``."""
+    from collapsewatch.dashboard import history, live, state, tables
+    from collapsewatch.dashboard.figures import COLUMNS
     from collapsewatch.store import Store, queries
-    from dashboard import history, live, state, tables
-    from dashboard.figures import COLUMNS
 
     out: dict = {}
     t0 = time.perf_counter()
