@@ -161,6 +161,7 @@ class Monitor:
         try:
             if not resume:
                 refuse_reuse(self.writer.root, run, self.rank, self.writer.where.show(self.writer.root))
+            self.writer.resume_cut = resume  # the replayed steps replace the old ones in every table
             suite = _default_detectors(detectors)
             versions = _versions() if suite is None else dict(_versions(), detector_rules=suite.rules)
             self.writer.set_run_info(objective=objective, config=config or {}, versions=versions)

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from . import location
+from . import location, restart
 from .location import REPLACES_KEY, TABLE_KEY, Location
 from .migrations import SCHEMA_STAMP, TABLES, schema_connection
 from .publisher import Publisher
@@ -256,6 +256,7 @@ class StoreWriter:
         self._small: dict[str, list[Path]] = defaultdict(list)   # segments this writer flushed, not yet merged
         self._merged: dict[str, list[Path]] = defaultdict(list)  # its compact segments, not yet merged again
         self.publisher = Publisher(self.where, run, upload_retry_s)  # object stores: uploads and markers
+        self.resume_cut = False  # a resumed run (Monitor(resume=True)): cut the old branch at the first flush
         self.write_errors = 0
         self.dropped_rows = 0
         self.dropped_batches = 0
@@ -308,6 +309,8 @@ class StoreWriter:
         ok = True
         staged: list[tuple[str, Path]] = []
         tables = [t for t in self._pending if self._pending[t]]
+        if self.resume_cut and tables and not restart.before_first_flush(self, tables):
+            return False  # a resumed run's old branch is cut first (restart.py); its rows wait for the next flush
         if tables:
             self._flush_n += 1
         for table in tables:
