@@ -1,6 +1,9 @@
 """Scale bench: what each command and page costs on stores of 1, 10, 100 (and, with ``--big``, 1,000) runs.
 
-    python -m bench.bench_scale [--dir DIR] [--sizes 1,10,100] [--big] [--repeats 3] [--no-live]
+    python -m bench.bench_scale [--dir DIR] [--sizes 1,10,100] [--big] [--repeats 3] [--no-live] [--baseline SRC]
+
+``--baseline SRC`` (a checkout of other code, e.g. ``git archive main | tar -x -C SRC``) times every command and probe
+under both that code and this, interleaved in one run, each with its own reader caches (emptied at the start).
 
 Writes the runs through the public ``Monitor`` API (``bench.scale_store``: 50 steps of 16 × 48 tokens each, grown
 once into ``DIR/n<largest>``, kept between invocations; the smaller stores copy its first runs), then times, side by
@@ -32,8 +35,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.scale_store import grow, run_name
-
 ONE_RUN_SQL = "SELECT step, reward_mean, entropy_mean FROM steps WHERE run = '{run}' ORDER BY step"
 SAMPLE = (0, 3, 9)  # runs whose answers are checked against single-run stores (where a store holds them)
 PROBE_REFRESHES = 5
@@ -48,9 +49,9 @@ def floor_cmd(sql: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=tempfile.gettempdir())
     took = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -85,10 +86,10 @@ def answers(store, run: str) -> dict[str, str]:
     a sample of queries (steps, episodes, token steps, sequences through user SQL)."""
     import pandas as pd
 
-    from collapsewatch.dashboard.figures import COLUMNS
     from collapsewatch.judge import judge
     from collapsewatch.report import runs_table, verdict_object
     from collapsewatch.store import queries
+    from dashboard.figures import COLUMNS
 
     full = runs_table(store)[1]
     row = full[full["run"] == run].drop(columns=["updated_at"], errors="ignore").reset_index(drop=True)
@@ -103,9 +104,9 @@ def answers(store, run: str) -> dict[str, str]:
 
 def probe(store_path: Path, run: str, check: list[str]) -> dict:
     """Timings of the in-process reads on one store (module docstring), and the answers about ``check``."""
-    from collapsewatch.dashboard import history, live, state, tables
-    from collapsewatch.dashboard.figures import COLUMNS
     from collapsewatch.store import Store, queries
+    from dashboard import history, live, state, tables  # the checkout's own (PYTHONPATH), not the installed one
+    from dashboard.figures import COLUMNS
 
     out: dict = {}
     t0 = time.perf_counter()
@@ -159,6 +160,8 @@ def floor(store_path: Path, run: str) -> dict[str, float]:
 
 def stores(base: Path, sizes: list[int], steps: int) -> dict[int, Path]:
     """``base/n<size>`` for each size: the largest grown through ``Monitor``, the others copies of its first runs."""
+    from bench.scale_store import grow, run_name
+
     big = max(sizes)
     top = base / f"n{big}"
     t0 = time.perf_counter()
@@ -190,6 +193,14 @@ def fmt(x: float) -> str:
     return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def version_env(src: Path, cache: Path) -> dict[str, str]:
+    """The environment that runs the code at ``src`` (a checkout) with its reader caches in ``cache``."""
+    return {**os.environ, "PYTHONPATH": str(src), "COLLAPSEWATCH_CACHE": str(cache)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "collapsewatch-scale")
@@ -198,39 +209,53 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-live", action="store_true")
+    ap.add_argument("--baseline", type=Path, help="a checkout of the code to compare with (e.g. `git archive main`): "
+                    "every timing runs under both, interleaved")
     ap.add_argument("--probe", nargs=3, metavar=("STORE", "RUN", "CHECK"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.probe:
         print(json.dumps(probe(Path(a.probe[0]), a.probe[1], a.probe[2].split(","))))
         return
+    from bench.scale_store import run_name
+
     sizes = sorted({int(x) for x in a.sizes.split(",")} | ({1000} if a.big else set()))
     a.dir.mkdir(parents=True, exist_ok=True)
     paths = stores(a.dir, sizes, a.steps)
     run = run_name(0)
     check = [run_name(i) for i in SAMPLE if i < max(sizes)]
     singles = {r: copy_runs(paths[max(sizes)], a.dir / f"single-{r}", [r]) for r in check}
-    cmd_times: dict[tuple[str, int], list[float]] = {}
+    versions = {"this": REPO, **({"baseline": a.baseline.resolve()} if a.baseline else {})}
+    envs = {}
+    for v, src in versions.items():  # reader caches start empty: the first try of each command is cold
+        shutil.rmtree(a.dir / f"cache-{v}", ignore_errors=True)
+        envs[v] = version_env(src, a.dir / f"cache-{v}")
+    cmd_times: dict[tuple[str, int, str], list[float]] = {}
     for _ in range(a.repeats):
         for n, p in paths.items():
             for name, cmd in commands(p, run).items():
-                cmd_times.setdefault((name, n), []).append(timed(cmd))
-    probes = {n: run_probe(p, run, [r for r in check if int(r.split("-")[1]) < n], not a.no_live)
-              for n, p in paths.items()}
-    single_answers = {r: run_probe(p, r, [r], False)["answers"][r] for r, p in singles.items()}
-    print_table(sizes, cmd_times, probes, single_answers, check)
+                for v in versions if not name.startswith("floor") else ["this"]:
+                    cmd_times.setdefault((name, n, v), []).append(timed(cmd, envs[v]))
+    probes = {(n, v): run_probe(p, run, [r for r in check if int(r.split("-")[1]) < n], not a.no_live, envs[v])
+              for n, p in paths.items() for v in versions}
+    single_answers = {r: run_probe(p, r, [r], False, envs["this"])["answers"][r] for r, p in singles.items()}
+    print_table(sizes, list(versions), cmd_times, probes, single_answers, check)
 
 
-def run_probe(store: Path, run: str, check: list[str], with_live: bool) -> dict:
+def run_probe(store: Path, run: str, check: list[str], with_live: bool, env: dict[str, str]) -> dict:
+    """``probe`` in a new process running the code of ``env`` (this file run by path from a neutral folder, so that
+    neither checkout's folder shadows the other), with a live run writing into the store meanwhile."""
     writer = None
     if with_live:
         writer = subprocess.Popen([sys.executable, "-m", "bench.scale_store", str(store), "--live", "live-run",
-                                   "--seconds", "600"], stdout=subprocess.DEVNULL)
+                                   "--seconds", "600"], stdout=subprocess.DEVNULL, cwd=REPO)
         deadline = time.monotonic() + 60
         while not (store / "live-run" / "step_metrics").is_dir() and time.monotonic() < deadline:
             time.sleep(0.2)
+    code = (f"import runpy, sys; sys.argv = ['bench_scale', '--probe', {str(store)!r}, {run!r}, {','.join(check)!r}]; "
+            f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')")
     try:
-        done = subprocess.run([sys.executable, "-m", "bench.bench_scale", "--probe", str(store), run, ",".join(check)],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env,
+                              cwd=tempfile.gettempdir())
         if done.returncode != 0:
             raise SystemExit(f"probe of {store} failed: {done.stderr.strip()[-2000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -241,27 +266,29 @@ def run_probe(store: Path, run: str, check: list[str], with_live: bool) -> dict:
             shutil.rmtree(store / "live-run", ignore_errors=True)
 
 
-def print_table(sizes: list[int], cmd_times: dict, probes: dict, singles: dict, check: list[str]) -> None:
-    head = "| what | " + " | ".join(f"{n:,} run{'s' if n > 1 else ''}" for n in sizes) + " |"
-    print(head)
-    print("|---|" + "---:|" * len(sizes))
-    names = list(dict.fromkeys(k for k, _ in cmd_times))
-    for name in names:
-        cells = []
-        for n in sizes:
-            t = cmd_times[(name, n)]
-            cells.append(f"{fmt(statistics.median(t))} (first {fmt(t[0])})")
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    for key in [k for k in probes[sizes[0]] if k != "answers"]:
-        print(f"| {key} | " + " | ".join(fmt(probes[n][key]) for n in sizes) + " |")
+def _cell(times: list[float]) -> str:
+    return f"{fmt(statistics.median(times))} (first {fmt(times[0])})"
+
+
+def print_table(sizes: list[int], versions: list[str], cmd_times: dict, probes: dict, singles: dict,
+                check: list[str]) -> None:
+    cols = [(n, v) for n in sizes for v in versions]
+    print("| what | " + " | ".join(f"{n:,} run{'s' if n > 1 else ''}, {v}" for n, v in cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    for name in dict.fromkeys(k for k, _, _ in cmd_times):
+        print(f"| {name} | " + " | ".join(_cell(cmd_times[(name, n, v)]) if (name, n, v) in cmd_times else "—"
+                                          for n, v in cols) + " |")
+    for key in [k for k in probes[cols[0]] if k != "answers"]:
+        print(f"| {key} | " + " | ".join(fmt(probes[c][key]) if key in probes[c] else "—" for c in cols) + " |")
     same = []
-    for n in sizes:
+    for c in cols:
         mismatch = [f"{r}: {k}" for r in check for k, v in singles[r].items()
-                    if r in probes[n]["answers"] and probes[n]["answers"][r][k] != v]
+                    if r in probes[c]["answers"] and probes[c]["answers"][r][k] != v]
         same.append("same" if not mismatch else "DIFFERENT: " + "; ".join(mismatch))
     print("| answers vs single-run stores (" + ", ".join(check) + ") | " + " | ".join(same) + " |")
     print(f"\nload: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
-          f"({os.cpu_count()} CPUs); medians of the repeats, commands as new processes")
+          f"({os.cpu_count()} CPUs); medians of the repeats (first: the first try, reader caches empty), commands "
+          "as new processes; single-run answers from this code")
 
 
 if __name__ == "__main__":

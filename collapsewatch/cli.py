@@ -6,13 +6,14 @@ code 1; tracebacks are for bugs only.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .cli_common import CliError, CsvOpt, JsonOpt, RunOpt, StoreArg, friendly, print_frame
+from .cli_common import CliError, CsvOpt, JsonOpt, RunOpt, StoreArg, defer_imports, friendly, print_frame
 from .lab.cli import app as lab_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -215,6 +216,9 @@ app.add_typer(lab_app, name="lab")
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] in (["runs"], ["detect"], ["sql"], ["check"], ["compact"]):
+        defer_imports()  # single-threaded commands: scipy.stats loads only if they detect
     app(args=argv, prog_name="collapsewatch")
 
 
