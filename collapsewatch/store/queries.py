@@ -15,6 +15,7 @@ before they reach a statement.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,13 @@ from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError
 from .segments import raced
 from .sqlproc import run_user_sql
-from .views import create_views, episodes_sql, open_location, runs_sql, view_sql
+from .views import VIEW_ORDER, create_views, episodes_sql, open_location, runs_sql, view_sql
 from .writer import check_run_name, valid_run_name
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
+VIEW_NAMES = re.compile(r"\b(?:FROM|JOIN)\s+(?:" + "|".join(VIEW_ORDER) + r")\b|duckdb_views|information_schema",
+                        re.IGNORECASE)
+"""SQL that reads a store-wide view (the package's own SQL; one run's queries read ``run_view`` scans instead)."""
 SYNC_S = 1.0  # an object-store reader lists the bucket at most this often (each listing is one or more requests)
 
 # Token metrics of the heatmap: name -> (column averaged per bin, transform of the mean). The ratio heatmap
@@ -56,7 +60,9 @@ class Store:
         self.root = self.where.local
         self._generation = mirror.refresh(self.where, SYNC_S)  # synced just now, by open_location
         self.con = duckdb.connect(":memory:")
-        self._dirty = True  # the views are bound at the first query: `sql` (its own process) never binds them here
+        # the views are bound at the first query that reads one (binding reads every segment's footer): `sql` (its
+        # own process) and one run's queries (``run_view``: that run's folder) never bind them
+        self._dirty, self._bound = True, False
         allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in segments.readable_dirs(self.root))
         for stmt in (f"SET allowed_directories = [{allowed}]", "SET enable_external_access = false",
                      "SET lock_configuration = true"):
@@ -90,9 +96,14 @@ class Store:
         self.refresh()
 
         def read() -> pd.DataFrame:
-            if self._dirty:
-                self._dirty = self._views()
+            if self._dirty and (self._bound or VIEW_NAMES.search(sql)):
+                self._dirty, self._bound = self._views(), True
             try:
+                return self.con.execute(sql, params or []).df()
+            except duckdb.CatalogException:
+                if self._bound:
+                    raise
+                self._dirty, self._bound = self._views(), True  # a view the pattern missed: bind them, once
                 return self.con.execute(sql, params or []).df()
             except duckdb.Error as e:
                 if raced(e) or isinstance(e, duckdb.InvalidInputException):
