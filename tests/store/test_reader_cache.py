@@ -113,33 +113,32 @@ def _write(store: Path, steps: range, resume: bool = False) -> None:
 def test_a_run_is_judged_once_per_files_and_rules(tmp_path, cache, monkeypatch):
     store = tmp_path / "s"
     root = SAMPLE
-    s = Store(root)
-    first = judge.judge(s, "grpo-collapse")  # 15 stored episodes of these rules
-    assert len(first.events) == 15 and not first.computed
     calls: list[str] = []
     real = judge._judge
     monkeypatch.setattr(judge, "_judge", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    first = judge.judge(Store(root), "grpo-collapse")  # 15 episodes (stored, or computed if the rules changed since)
+    assert len(first.events) == 15 and calls == ["grpo-collapse"]
     _forget()
     again = judge.judge(Store(root), "grpo-collapse")  # a new process's view: read, not judged
-    assert calls == []
+    assert calls == ["grpo-collapse"]
     pd.testing.assert_frame_equal(again.events, first.events)
     pd.testing.assert_frame_equal(again.recorded, first.recorded)
-    assert again.verdict == first.verdict and again.note == first.note
+    assert again.verdict == first.verdict and again.note == first.note and again.computed == first.computed
     base = DetectorConfig()
     other = dataclasses.replace(base, entropy=dataclasses.replace(base.entropy, collapse_frac=0.05))  # other rules
     computed = judge.judge(Store(root), "grpo-collapse", other)
-    assert calls == ["grpo-collapse"] and computed.computed
+    assert calls == ["grpo-collapse"] * 2 and computed.computed
     _forget()
-    assert judge.judge(Store(root), "grpo-collapse", other).events.equals(computed.events) and len(calls) == 1
+    assert judge.judge(Store(root), "grpo-collapse", other).events.equals(computed.events) and len(calls) == 2
 
     _write(store, range(6))
     judge.judge(Store(store), "r")
-    assert calls[-1] == "r" and len(calls) == 2
+    assert calls[-1] == "r" and len(calls) == 3
     _forget()
     judge.judge(Store(store), "r")
-    assert len(calls) == 2  # kept
+    assert len(calls) == 3  # kept
     _write(store, range(6, 9), resume=True)  # new segments: a new last step
     _forget()
     j = judge.judge(Store(store), "r")
-    assert len(calls) == 3 and j.verdict.last_step == 8
+    assert len(calls) == 4 and j.verdict.last_step == 8
     assert judged.KIND == "judgement" and (manifest.store_dir(store) / "judgement" / "r.json").is_file()
