@@ -23,12 +23,13 @@ if TYPE_CHECKING:
     from .judge import Judgement
 
 KIND = "judgement"
+LAYOUT = 2  # of the values (2: NaN of a text column is NULL): a judgement kept in another layout is judged again
 
 
 def key(root: Path, rank: int | None, rules: str, files: tuple) -> list:
     """The JSON key of a judgement: ``files`` as ``judge.key_files`` lists them (per table, (path, size))."""
     prefix = str(root).rstrip("/") + "/"
-    return [rank, rules, [[[p[len(prefix):] if p.startswith(prefix) else p, n] for p, n in t] for t in files]]
+    return [LAYOUT, rank, rules, [[[p[len(prefix):] if p.startswith(prefix) else p, n] for p, n in t] for t in files]]
 
 
 def plain(v: Any, nan: Any = "NaN") -> Any:
@@ -46,21 +47,26 @@ def plain(v: Any, nan: Any = "NaN") -> Any:
 
 
 def frame_out(df: pd.DataFrame) -> dict[str, Any]:
+    # NaN is "NaN" in a numeric column (turned back by its type), a NULL (None) in any other
+    nan = ["NaN" if pd.api.types.is_numeric_dtype(t) else None for t in df.dtypes]
     return {"columns": [str(c) for c in df.columns], "dtypes": [str(t) for t in df.dtypes],
-            "rows": [[plain(v) for v in row] for row in df.itertuples(index=False)]}
+            "rows": [[plain(v, n) for v, n in zip(row, nan, strict=True)] for row in df.itertuples(index=False)]}
 
 
 def frame_in(d: dict[str, Any]) -> pd.DataFrame:
-    df = pd.DataFrame(d["rows"], columns=d["columns"], dtype=object)
-    for col, dtype in zip(d["columns"], d["dtypes"], strict=True):
+    """The frame ``frame_out`` wrote, column by column with its type (one array each: a run's judgement is read on
+    every ``runs``, so this stays a fraction of a millisecond, not a pandas cast per cell)."""
+    columns = d["columns"]
+    cells = list(zip(*d["rows"], strict=True)) if d["rows"] else [()] * len(columns)
+    data = {}
+    for col, dtype, values in zip(columns, d["dtypes"], cells, strict=True):
         if dtype.startswith(("float", "int", "bool")):
-            values = df[col].map(lambda v: float("nan") if v == "NaN" else v)
-            df[col] = values.astype(dtype) if len(df) else pd.Series([], dtype=dtype)
+            data[col] = np.array([float("nan") if v == "NaN" else v for v in values], dtype=dtype)
         elif dtype.startswith("datetime"):
-            df[col] = pd.to_datetime(df[col]).astype(dtype)
+            data[col] = pd.to_datetime(pd.Series(values, dtype=object)).astype(dtype)
         else:
-            df[col] = df[col].astype(dtype)
-    return df
+            data[col] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(data, columns=columns)
 
 
 def load(root: Path, run: str, k: list) -> Judgement | None:
