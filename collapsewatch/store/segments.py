@@ -12,9 +12,12 @@ moves them to ``<store>/_quarantine/<run>/<table>/`` (out of every glob) with ``
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -25,9 +28,9 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .location import QUARANTINE, REPLACES_KEY, TABLE_KEY, Location
+from .location import QUARANTINE, REPLACES_KEY, TABLE_KEY, Location, cache_dir
 from .manifest import FileChecks, file_checks
-from .migrations import TABLES
+from .migrations import SCHEMA_STAMP, TABLES
 from .mirror import is_mirror
 from .writer import arrow_schemas, ensure_schema
 
@@ -239,19 +242,29 @@ _current: Path | None = None
 
 
 def _current_schema_root() -> Path:
-    """A per-process folder outside the store holding ``_schema`` as this package's migrations define it (written
-    once, on first need): what every read uses as each table's typed empty file."""
+    """A folder outside the store holding ``_schema`` as this package's migrations define it: what every read uses
+    as each table's typed empty file. One folder per schema, shared by every process of this user and kept between
+    them (``$COLLAPSEWATCH_CACHE/schema/<stamp digest>``; ``ensure_schema`` writes each file atomically and repairs
+    a damaged one); where the cache cannot be written, a temporary folder removed when the process exits."""
     global _current
     with _lock:
         if _current is None:
-            _current = Path(tempfile.mkdtemp(prefix="collapsewatch-schema-"))
-            ensure_schema(_current)
+            digest = hashlib.sha1(SCHEMA_STAMP.encode()).hexdigest()[:16]
+            shared = cache_dir() / "schema" / digest
+            try:
+                shared.mkdir(parents=True, exist_ok=True)
+                ensure_schema(shared)
+                _current = shared
+            except OSError:
+                _current = Path(tempfile.mkdtemp(prefix="collapsewatch-schema-"))
+                atexit.register(shutil.rmtree, _current, ignore_errors=True)
+                ensure_schema(_current)
         return _current
 
 
 def schema_file(root: Path, table: str) -> Path:
     """The typed empty file of ``table`` a read of the store at ``root`` uses: always the package's own (rebuilt from
-    the migrations in a per-process folder), never the store's, so a store whose ``_schema`` file is missing,
+    the migrations in a folder of the reader's cache, see _current_schema_root), never the store's, so a store whose ``_schema`` file is missing,
     corrupt or older than the package reads the same, and reading never writes into the store."""
     return _current_schema_root() / SCHEMA / table / "empty.parquet"
 
