@@ -168,3 +168,32 @@ def mismatch_cmd(store: StoreArg, labels: LabelsOpt = None,
     if not as_json:
         typer.echo("arm = the run name's setting; abs_log_ratio = mean is_log_ratio_abs_mean (nats/token); ess / "
                    "ess_min = mean / min is_ess; truncated / masked = TIS / MIS shares (docs/lab/mismatch.md)")
+
+
+@app.command("bench")
+@friendly
+def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Store of the public runs "
+                                                          "(lab/public/score.sh STORE ingests them).")] = None,
+              public_dir: Annotated[Path, typer.Option("--public-dir", help="sources.csv, labels.csv and raw/ "
+                                                       "of the public runs.")] = Path("lab/public"),
+              sample: Annotated[Path, typer.Option("--sample", help="The sample runs' store.")] = Path(
+                  "sample_runs/store"),
+              no_sample: Annotated[bool, typer.Option("--no-sample", help="Leave the sample runs out.")] = False,
+              store: Annotated[list[str] | None, typer.Option("--store", help="NAME=PATH: another store, "
+                                                              "source NAME (repeat).")] = None,
+              labels: Annotated[list[str] | None, typer.Option("--labels", help="NAME=CSV: labels of the --store "
+                                                               "NAME (default: derived).")] = None,
+              detectors: DetectorsOpt = None,
+              runs: Annotated[bool, typer.Option("--runs", help="One row per run instead.")] = False,
+              markdown: Annotated[bool, typer.Option("--markdown", help="Print the trust table (docs/detectors.md) "
+                                                     "of this bench.")] = False,
+              trust_out: Annotated[Path | None, typer.Option("--trust-out", help="Write the trust figures "
+                                                             "(collapsewatch/data/trust.json).")] = None,
+              as_json: JsonOpt = False) -> None:
+    """Every labelled corpus per source: collapses flagged by specific flags, alarms on healthy runs — pooled and
+    held out by source (definitions: collapsewatch/lab/bench.py)."""
+    from .bench_cli import run_bench
+
+    run_bench(public=public, public_dir=public_dir, sample=None if no_sample else sample, stores=store or [],
+              labels=labels or [], config=_detector_config(detectors), per_run=runs, markdown=markdown,
+              trust_out=trust_out, as_json=as_json, argv=sys.argv)

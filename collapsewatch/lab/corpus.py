@@ -38,8 +38,10 @@ class Corpus:
                       {r: self.objectives.get(r, "?") for r in runs})
 
 
-def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | None = None) -> Corpus:
-    """Every run of the store that has step rows, labelled (user labels override derived ones)."""
+def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | None = None,
+                strict: bool = True) -> Corpus:
+    """Every run of the store that has step rows, labelled (user labels override derived ones). ``strict``: a label
+    naming a run the store lacks is an error (False: ignored — the bench lists such runs itself)."""
     user = read_label_file(labels_file) if labels_file is not None else {}
     store = Store(store_path)
     try:
@@ -60,7 +62,7 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
     finally:
         store.close()
     unknown = sorted(set(user) - set(labels))
-    if unknown:
+    if unknown and strict:
         raise ValueError(f"labels name run(s) not in the store: {', '.join(unknown[:5])}")
     online = {r: g.reset_index(drop=True) for r, g in events.groupby("run")}
     return Corpus(frames, labels, near, online, {r: objective_of(configs.get(r)) for r in frames})

@@ -1,0 +1,260 @@
+"""`lab bench`: every labelled corpus scored in one table, per source and overall, pooled and held out by source.
+
+Definitions (fixed before any figure was looked at; the constants below are the only knobs):
+
+* **Source.** Every run belongs to one source: a public run to its repository (``lab/public/sources.csv``: the
+  ``source`` column where the file has one, else ``repo``); the shipped sample runs to ``sample_runs``; a store
+  given as ``--store NAME=PATH`` to NAME. Sources are the unit of holding out.
+* **Label** (:mod:`.labels`, one rule): drill kind and onset from the run's config, the reward collapse by
+  :func:`.labels.reward_collapse`; a labels CSV row overrides both.
+* **Collapse step E**: the label's collapse step; else, for a run whose labels-CSV row names a kind and an onset but
+  no collapse, that onset (``lab/public/labels.csv`` dates a collapse the logs show — a length or grad blow-up — by
+  its onset). A drill onset from a run's config is *not* a collapse: the drill injects, the run may hold.
+* **Untrusted labels** are listed with their reason and scored nowhere:
+  U1 a drilled run (kind from its config) whose derived collapse is before its drill onset — the fall is not the
+  drill's; U2 a derived collapse (not given in a labels CSV) whose reward best was set at one of the run's first
+  ``NOISY_POINTS`` = 2 × ``labels.SMOOTH`` = 20 logged reward points. The rule's level is the median of the last
+  ``SMOOTH`` (10) points and is undefined for the first 10 (its warm-up: one lucky early rollout must not set the
+  best); a level set before point 20 still has start-up points in its window, so the "best" it falls from is the
+  run's noisy starting level, not a level the run learned (issue 31: drilled runs "collapsing" at step 14 from a
+  10-point level at their start, 18 steps before their drill).
+* **Classes** of the trusted runs: *collapsed* (E set), *healthy* (no drill, no E: every alarm on it is false),
+  *other* (a drilled run that did not collapse: counted, not scored).
+* **Alarm**: an offline detector episode (``detect_frame``, today's rules or ``--detectors``) whose worst severity
+  is ≥ warning, dated by its ``step_start``. **Flag class** (detector, phase, s): the episodes of that phase whose
+  worst severity is ≥ s (s = info, warning, critical; score.py's convention).
+* **Share of healthy runs a class fires on**, over a set H of healthy runs: runs of H with an episode of the class /
+  |H|. A class is **specific** on H when |H| > 0 and that share is ≤ ``SPECIFIC_MAX`` (10 %). An alarm of
+  (detector, phase) with worst severity w is a **specific flag** when class (detector, phase, w) is specific (≥
+  critical is a subset of ≥ warning, so a critical can count where its phase's warnings do not).
+* **Pooled (in-sample)**: H = the healthy runs of every source. **Held out** (leave one source out): for the runs
+  of source S, H = the healthy runs of every *other* source — which flags count is decided without S. The overall
+  held-out row adds up each source's held-out figures.
+* **Collapsed runs**: *flagged* — a specific flag starts at or before E; *early* — one starts ≥ ``EARLY`` (20)
+  steps before E; *lead* — E − the first specific flag's start, median over flagged runs.
+* **Early collapses**: E is among the run's first ``FIRST_POINTS`` (10) logged points (fewer than 10 step rows
+  before it); *caught* — a specific flag starts at most ``WITHIN_POINTS`` (2) logged points after E (or before it).
+* **Healthy runs** (no specificity filter: the alarms as a user sees them): runs with an alarm, runs with a
+  critical, alarms per 1,000 healthy steps (a run's steps = last − first + 1); and runs with a specific alarm,
+  pooled and held out.
+
+For a fixed rule a count summed over held-out folds equals the pooled count; what is held out is the choice the
+bench makes from data — which flags are specific. A detector rule tuned on some sources is judged held out by
+reading the rows of the other sources.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..detectors.events import SEVERITY_RANK
+from .labels import SMOOTH, RunLabel, reward_level
+from .natural import EARLY
+from .score import SEVERITIES
+
+SPECIFIC_MAX = 0.10
+"""A flag class firing on more than this share of healthy runs is not evidence of a collapse (issue 31)."""
+FIRST_POINTS = 10
+"""A collapse at one of a run's first this many logged points is an early collapse."""
+WITHIN_POINTS = 2
+"""An early collapse is caught by a specific flag at most this many logged points after it."""
+NOISY_POINTS = 2 * SMOOTH
+"""A derived collapse whose best was set within a run's first this many reward points is untrusted (U2)."""
+ALARM = "warning"
+
+Key = tuple[str, str, str]
+"""A flag class: (detector, phase, severity ≥)."""
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One run of the bench: its source, class (healthy / collapsed / other / untrusted) and logged steps."""
+
+    source: str
+    run: str
+    status: str
+    collapse: int | None
+    n_steps: int
+    steps: tuple[int, ...] = field(repr=False)
+    reason: str = ""
+
+
+def best_point(steps: np.ndarray, reward: np.ndarray, at_step: int) -> int | None:
+    """Index among the logged (non-NaN) reward points where the running best of the reward rule's level, as it
+    stands at ``at_step``, was first reached (None when no level is defined by then)."""
+    reward = np.asarray(reward, dtype="float64")
+    level, best = reward_level(steps, reward)
+    rows = np.flatnonzero(np.asarray(steps) <= at_step)
+    if not len(rows) or not np.isfinite(best[rows[-1]]):
+        return None
+    first = int(np.flatnonzero(level[: rows[-1] + 1] == best[rows[-1]])[0])
+    return int((~np.isnan(reward[:first])).sum())
+
+
+def classify(source: str, label: RunLabel, steps: np.ndarray, reward: np.ndarray, csv_label: bool) -> BenchRun:
+    """The run's bench class by the module docstring (E, U1, U2)."""
+    collapse = label.collapse
+    if collapse is None and csv_label and label.kind and label.onset is not None:
+        collapse = label.onset
+    status, reason = ("collapsed" if collapse is not None else "other" if label.kind else "healthy"), ""
+    if not csv_label and label.collapse is not None:
+        if label.kind and label.onset is not None and label.collapse < label.onset:
+            status, reason = "untrusted", f"U1: collapse at {label.collapse} before the drill onset {label.onset}"
+        else:
+            k = best_point(steps, reward, label.collapse)
+            if k is not None and k < NOISY_POINTS:
+                status, reason = "untrusted", (f"U2: collapse at {label.collapse} from a best set at reward point "
+                                               f"{k} (< {NOISY_POINTS})")
+    return BenchRun(source, label.run, status, collapse, label.n_steps, tuple(int(s) for s in np.sort(steps)),
+                    reason)
+
+
+def fired(flags: pd.DataFrame, runs: set[str]) -> dict[Key, set[str]]:
+    """Per flag class, the runs of ``runs`` with an episode of it."""
+    out: dict[Key, set[str]] = {}
+    for r in flags[flags["run"].isin(runs)].itertuples(index=False):
+        for s in SEVERITIES:
+            if SEVERITY_RANK[r.severity] >= SEVERITY_RANK[s]:
+                out.setdefault((r.detector, r.phase, s), set()).add(r.run)
+    return out
+
+
+@dataclass(frozen=True)
+class Specificity:
+    """Which flag classes are specific on a set of healthy runs."""
+
+    fired: dict[Key, set[str]]
+    n_healthy: int
+
+    def share(self, key: Key) -> float | None:
+        return len(self.fired.get(key, ())) / self.n_healthy if self.n_healthy else None
+
+    def specific(self, key: Key) -> bool:
+        share = self.share(key)
+        return share is not None and share <= SPECIFIC_MAX
+
+
+def specificity(flags: pd.DataFrame, runs: list[BenchRun], exclude: str | None = None) -> Specificity:
+    """Specificity on the healthy runs of every source but ``exclude`` (None: pooled)."""
+    healthy = {r.run for r in runs if r.status == "healthy" and r.source != exclude}
+    return Specificity(fired(flags, healthy), len(healthy))
+
+
+def folds(flags: pd.DataFrame, runs: list[BenchRun]) -> dict[str, Specificity]:
+    """Held-out specificity per source (its own healthy runs left out)."""
+    return {s: specificity(flags, runs, exclude=s) for s in sorted({r.source for r in runs})}
+
+
+def _point(steps: tuple[int, ...], step: int) -> int:
+    """Index of ``step`` among the run's logged steps (the number of logged steps before it)."""
+    return int(np.searchsorted(np.asarray(steps), step, side="left"))
+
+
+def _first_specific(alarms: pd.DataFrame, spec: Specificity) -> int | None:
+    ok = [int(s) for d, p, w, s in alarms[["detector", "phase", "severity", "step_start"]].itertuples(
+        index=False, name=None) if spec.specific((d, p, w))]
+    return min(ok) if ok else None
+
+
+def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Specificity) -> dict:
+    """Per run: what the bench counts for it (``alarms``: its episodes ≥ warning)."""
+    first = {"pooled": _first_specific(alarms, pooled), "held": _first_specific(alarms, held)}
+    rec: dict = {"source": r.source, "run": r.run, "status": r.status, "collapse": r.collapse, "steps": r.n_steps,
+                 "alarms": len(alarms), "critical": bool((alarms["severity"] == "critical").any()),
+                 "first_alarm": int(alarms["step_start"].min()) if len(alarms) else None,
+                 "first_specific_pooled": first["pooled"], "first_specific_held": first["held"],
+                 "first_points": r.collapse is not None and _point(r.steps, r.collapse) < FIRST_POINTS,
+                 "reason": r.reason}
+    for how, f in first.items():
+        rec[f"caught_{how}"] = (f is not None and r.collapse is not None
+                                and _point(r.steps, f) <= _point(r.steps, r.collapse) + WITHIN_POINTS)
+    return rec
+
+
+def run_records(runs: list[BenchRun], flags: pd.DataFrame) -> pd.DataFrame:
+    """One record per run (:func:`run_record`), each judged with the pooled and its source's held-out specificity."""
+    pooled, held = specificity(flags, runs), folds(flags, runs)
+    alarms = flags[flags["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[ALARM]]
+    by_run = {k: g for k, g in alarms.groupby("run")}
+    empty = alarms.iloc[0:0]
+    return pd.DataFrame([run_record(r, by_run.get(r.run, empty), pooled, held[r.source]) for r in runs])
+
+
+def _frac(n: int, of: int) -> str:
+    return f"{n}/{of}" if of else "—"
+
+
+def summarise(recs: pd.DataFrame, name: str) -> dict:
+    """The bench figures of one group of run records (a source, or all of them), as counts."""
+    col = recs[recs["status"] == "collapsed"]
+    healthy = recs[recs["status"] == "healthy"]
+    row: dict = {"source": name, "runs": len(recs), "healthy": len(healthy), "collapsed": len(col),
+                 "other": int((recs["status"] == "other").sum()),
+                 "untrusted": int((recs["status"] == "untrusted").sum())}
+    early_col = col[col["first_points"].astype(bool)]
+    for how in ("pooled", "held"):
+        first = col[f"first_specific_{how}"]
+        before = [(int(e), int(f)) for e, f in zip(col["collapse"], first, strict=True) if pd.notna(f) and f <= e]
+        row[f"flagged_{how}"] = len(before)
+        row[f"early_{how}"] = sum(e - f >= EARLY for e, f in before)
+        row[f"lead_median_{how}"] = float(statistics.median(e - f for e, f in before)) if before else None
+        row[f"first10_caught_{how}"] = int(early_col[f"caught_{how}"].sum())
+        row[f"healthy_specific_{how}"] = int(healthy[f"first_specific_{how}"].notna().sum())
+    steps = int(healthy["steps"].sum())
+    row.update({"first10_collapses": len(early_col), "healthy_alarmed": int((healthy["alarms"] > 0).sum()),
+                "healthy_critical": int(healthy["critical"].sum()),
+                "healthy_alarms_per_1k": 1000.0 * int(healthy["alarms"].sum()) / steps if steps else None})
+    return row
+
+
+def bench_table(recs: pd.DataFrame) -> pd.DataFrame:
+    """One row per source and an ``all`` row (:func:`summarise`)."""
+    rows = [summarise(g, s) for s, g in recs.groupby("source", sort=True)] if len(recs) else []
+    return pd.DataFrame([*rows, summarise(recs, "all")])
+
+
+def _both(r: dict, key: str, of: int) -> str:
+    return f"{_frac(r[key + '_pooled'], of)} | {_frac(r[key + '_held'], of)}"
+
+
+def readable(table: pd.DataFrame) -> pd.DataFrame:
+    """The bench table for a person: 'pooled | held out' side by side, counts as n/of."""
+    out = []
+    for r in table.to_dict("records"):
+        c, h = r["collapsed"], r["healthy"]
+        lead = " | ".join("—" if r[f"lead_median_{w}"] is None else f"{r[f'lead_median_{w}']:g}"
+                          for w in ("pooled", "held"))
+        out.append({"source": r["source"], "runs (h/c/other/untrusted)":
+                    f"{r['runs']} ({h}/{c}/{r['other']}/{r['untrusted']})",
+                    "flagged ≤ collapse": _both(r, "flagged", c), f"≥ {EARLY} before": _both(r, "early", c), "lead": lead,
+                    "first-10 caught": _both(r, "first10_caught", r["first10_collapses"]),
+                    "healthy alarmed": _frac(r["healthy_alarmed"], h), "healthy critical": _frac(r["healthy_critical"], h),
+                    "alarms/1k healthy steps": "—" if r["healthy_alarms_per_1k"] is None
+                    else f"{r['healthy_alarms_per_1k']:.2f}",
+                    "healthy specific alarm": _both(r, "healthy_specific", h)})
+    return pd.DataFrame(out)
+
+
+def trust_rows(runs: list[BenchRun], flags: pd.DataFrame) -> list[dict]:
+    """Per flag class with an episode anywhere in the bench: healthy runs it fired on (all sources), collapsed runs
+    it preceded (an episode starting at or before E), and those it preceded where it was specific on the other
+    sources (held out); in how many sources' folds it was specific. The rows ``collapsewatch.trust`` reads."""
+    trusted = [r for r in runs if r.status in ("healthy", "collapsed")]
+    held = folds(flags, trusted)
+    collapse = {r.run: r.collapse for r in trusted if r.status == "collapsed"}
+    source = {r.run: r.source for r in trusted}
+    healthy_fired = fired(flags, {r.run for r in trusted if r.status == "healthy"})
+    before = flags[[c is not None and s <= c for c, s in zip(flags["run"].map(collapse), flags["step_start"],
+                                                                strict=True)]] if len(flags) else flags
+    preceded = fired(before, set(collapse))
+    keys = sorted(fired(flags, set(source)), key=lambda k: (k[0], k[1], SEVERITY_RANK[k[2]]))
+    n_healthy = sum(r.status == "healthy" for r in trusted)
+    return [{"detector": k[0], "phase": k[1], "severity": k[2], "healthy_fired": len(healthy_fired.get(k, ())),
+             "healthy_runs": n_healthy, "preceded": len(preceded.get(k, ())), "collapsed_runs": len(collapse),
+             "preceded_held_out": sum(held[source[r]].specific(k) for r in preceded.get(k, ())),
+             "specific_sources": sum(f.specific(k) for f in held.values()), "sources": len(held)}
+            for k in keys]

@@ -1,0 +1,120 @@
+"""`collapsewatch lab bench`: gather the corpora (:mod:`.bench_sources`), score them (:mod:`.bench`), print the
+tables or JSON, and write the trust data the product reads (:mod:`collapsewatch.trust`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import typer
+
+from .. import trust
+from ..cli_common import print_frame
+from ..detectors import DetectorConfig
+from ..detectors.rules import rules_digest
+from .bench import (
+    EARLY,
+    FIRST_POINTS,
+    NOISY_POINTS,
+    SPECIFIC_MAX,
+    WITHIN_POINTS,
+    bench_table,
+    readable,
+    run_records,
+    trust_rows,
+)
+from .bench_sources import SAMPLE_SOURCE, Bench, add_public, add_store, named_paths
+
+DEFINITIONS = {"specific_max": SPECIFIC_MAX, "early_steps": EARLY, "first_points": FIRST_POINTS,
+               "within_points": WITHIN_POINTS, "noisy_points": NOISY_POINTS}
+
+
+def gather(public: Path | None, public_dir: Path, sample: Path | None, stores: list[str], labels: list[str],
+           config: DetectorConfig | None, echo=lambda s: None) -> Bench:
+    """Every corpus asked for, in one :class:`.bench_sources.Bench`."""
+    bench = Bench()
+    extra, extra_labels = named_paths(stores, "--store"), named_paths(labels, "--labels")
+    unknown = sorted(set(extra_labels) - set(extra))
+    if unknown:
+        raise ValueError(f"--labels names no --store: {', '.join(unknown)}")
+    if public is not None:
+        echo(f"public runs: {public} (sources {public_dir / 'sources.csv'})")
+        add_public(bench, public, public_dir, config)
+    if sample is not None:
+        if sample.exists():
+            add_store(bench, SAMPLE_SOURCE, sample, None, config)
+        else:
+            bench.missing.append({"source": SAMPLE_SOURCE, "run": "*", "why": f"store {sample} not found"})
+    for name, path in extra.items():
+        add_store(bench, name, path, extra_labels.get(name), config)
+    if not bench.runs:
+        raise ValueError("no runs to score: give --public STORE, --store NAME=PATH or the sample runs")
+    return bench
+
+
+def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores: list[str], labels: list[str],
+              config: DetectorConfig | None, per_run: bool, markdown: bool, trust_out: Path | None,
+              as_json: bool, argv: list[str]) -> None:
+    bench = gather(public, public_dir, sample, stores, labels, config, echo=lambda s: typer.echo(s, err=True))
+    recs = run_records(bench.runs, bench.flags)
+    table = bench_table(recs)
+    rows = trust_rows(bench.runs, bench.flags)
+    meta = {"command": " ".join(["collapsewatch", *(_placeholder(a) for a in argv[1:])]),
+            "date": dt.date.today().isoformat(), "rules": rules_digest(config), "definitions": DEFINITIONS,
+            "sources": {s: {"healthy": int(g["status"].eq("healthy").sum()),
+                            "collapsed": int(g["status"].eq("collapsed").sum())}
+                        for s, g in recs.groupby("source", sort=True)}}
+    if trust_out is not None:
+        trust.dump(rows, meta, trust_out)
+        typer.echo(f"trust figures written to {trust_out}", err=True)
+    if markdown:
+        sys.stdout.write(trust.markdown_table({**meta, "rows": rows}))
+        return
+    untrusted = recs[recs["status"] == "untrusted"][["source", "run", "collapse", "reason"]]
+    if as_json:
+        sys.stdout.write(json.dumps({**meta, "table": table.to_dict("records"), "trust": rows,
+                                     "untrusted": untrusted.to_dict("records"), "missing": bench.missing,
+                                     **({"runs": recs.to_dict("records")} if per_run else {})},
+                                    default=_plain, allow_nan=False) + "\n")
+        return
+    _print_tables(recs, table, rows, untrusted, bench.missing, per_run)
+
+
+def _placeholder(arg: str) -> str:
+    """An argument as the recorded command shows it: an absolute path (a machine's) becomes STORE."""
+    name, sep, value = arg.partition("=")
+    if sep and Path(value).is_absolute():
+        return f"{name}=STORE"
+    return "STORE" if Path(arg).is_absolute() else arg
+
+
+def _plain(value):
+    """JSON for numpy scalars and NaN-free optionals."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _print_tables(recs: pd.DataFrame, table: pd.DataFrame, rows: list[dict], untrusted: pd.DataFrame,
+                  missing: list[dict], per_run: bool) -> None:
+    if per_run:
+        print_frame(recs.drop(columns=["reason"]))
+    else:
+        print_frame(readable(table))
+        typer.echo(f"a | b = pooled | held out (leave one source out); specific = fires on ≤ {SPECIFIC_MAX:.0%} of "
+                   f"healthy runs; flagged = a specific alarm ≤ the collapse; first-10 = collapses at one of a run's "
+                   f"first {FIRST_POINTS} points, caught within {WITHIN_POINTS} points; definitions: "
+                   "collapsewatch/lab/bench.py")
+        alarms = pd.DataFrame([r for r in rows if r["severity"] != "info"])
+        if len(alarms):
+            typer.echo("\nper flag class (severity ≥): healthy runs fired on, collapses preceded, held out:")
+            print_frame(alarms)
+    if len(untrusted):
+        typer.echo(f"\nuntrusted labels ({len(untrusted)}), not scored:")
+        print_frame(untrusted)
+    if missing:
+        typer.echo(f"\nmissing ({len(missing)}), not scored:")
+        print_frame(pd.DataFrame(missing))

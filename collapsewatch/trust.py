@@ -1,0 +1,101 @@
+"""How far to trust each alarm: the held-out benchmark's figures per detector/phase and severity, read from the
+data file ``collapsewatch/data/trust.json`` (written by ``collapsewatch lab bench --trust-out``; the product reads
+the file only, never the lab).
+
+Per flag class (detector, phase, episodes whose worst severity is ≥ s): ``healthy_fired`` of ``healthy_runs``
+healthy runs had one; it started at or before the collapse on ``preceded`` of ``collapsed_runs`` collapsed runs,
+``preceded_held_out`` of them where the class was specific (≤ 10 % of healthy runs) on the *other* sources' healthy
+runs. Definitions: ``collapsewatch/lab/bench.py``. ``python -m collapsewatch.trust`` prints the Markdown table;
+``python -m collapsewatch.trust --docs docs/detectors.md`` rewrites it between the markers there (a test keeps the
+two equal).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+TRUST_FILE = Path(__file__).parent / "data" / "trust.json"
+ROW_FIELDS = ("detector", "phase", "severity", "healthy_fired", "healthy_runs", "preceded", "collapsed_runs",
+              "preceded_held_out", "specific_sources", "sources")
+BEGIN, END = "<!-- trust-table: begin (python -m collapsewatch.trust --docs) -->", "<!-- trust-table: end -->"
+SEVERITY_ORDER = {"info": 0, "warning": 1, "critical": 2}
+
+_cache: dict[Path, dict[str, Any]] = {}
+
+
+def load(path: Path | None = None) -> dict[str, Any]:
+    """The trust data ({} when the file is absent or unreadable: the product then shows no trust line)."""
+    p = Path(path) if path is not None else TRUST_FILE
+    if p not in _cache:
+        try:
+            data = json.loads(p.read_text())
+            _cache[p] = data if isinstance(data, dict) and isinstance(data.get("rows"), list) else {}
+        except (OSError, ValueError):
+            _cache[p] = {}
+    return _cache[p]
+
+
+def dump(rows: list[dict[str, Any]], meta: dict[str, Any], path: Path) -> None:
+    """Write the trust data: ``meta`` (command, date, sources) and one row per flag class (ROW_FIELDS)."""
+    missing = [f for r in rows for f in ROW_FIELDS if f not in r]
+    if missing:
+        raise ValueError(f"trust rows lack field(s) {sorted(set(missing))}")
+    body = {**meta, "rows": [{f: r[f] for f in ROW_FIELDS} for r in rows]}
+    Path(path).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+    _cache.pop(Path(path), None)
+
+
+def row_for(detector: str, phase: str, severity: str, data: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The figures of the class an episode of worst severity ``severity`` belongs to (None without bench data)."""
+    data = load() if data is None else data
+    return next((r for r in data.get("rows", []) if (r["detector"], r["phase"], r["severity"])
+                 == (detector, phase, severity)), None)
+
+
+def trust_line(detector: str, phase: str, severity: str, data: dict[str, Any] | None = None) -> str:
+    """One line for an episode: 'fired on 2 of 29 healthy runs; preceded 4 of 13 collapses (3 held out)'."""
+    r = row_for(detector, phase, severity, data)
+    if r is None:
+        return "no benchmark figures for this alarm"
+    return (f"{severity}+ fired on {r['healthy_fired']} of {r['healthy_runs']} healthy runs; preceded "
+            f"{r['preceded']} of {r['collapsed_runs']} collapses ({r['preceded_held_out']} as a held-out specific "
+            "flag)")
+
+
+def markdown_table(data: dict[str, Any] | None = None) -> str:
+    """The trust data as a Markdown table (the section of docs/detectors.md between BEGIN and END)."""
+    data = load() if data is None else data
+    lines = ["| detector / phase | severity ≥ | healthy runs it fired on | collapses it preceded | "
+             "… held out (specific on the other sources) | sources where specific |", "|---|---|---|---|---|---|"]
+    rows = sorted(data.get("rows", []), key=lambda r: (r["detector"], r["phase"], SEVERITY_ORDER[r["severity"]]))
+    for r in rows:
+        share = f" ({100 * r['healthy_fired'] / r['healthy_runs']:.0f} %)" if r["healthy_runs"] else ""
+        lines.append(f"| `{r['detector']}` / `{r['phase']}` | {r['severity']} | {r['healthy_fired']} of "
+                     f"{r['healthy_runs']}{share} | {r['preceded']} of {r['collapsed_runs']} | "
+                     f"{r['preceded_held_out']} of {r['collapsed_runs']} | {r['specific_sources']} of {r['sources']} |")
+    head = f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}`; rules {data.get('rules', '?')}.\n\n"
+    return head + "\n".join(lines) + "\n"
+
+
+def replace_section(text: str, table: str) -> str:
+    """``text`` with the part between BEGIN and END replaced by ``table``."""
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"no trust-table markers in the document (expected {BEGIN!r} … {END!r})")
+    head, rest = text.split(BEGIN, 1)
+    return head + BEGIN + "\n" + table + rest[rest.index(END):]
+
+
+def section(text: str) -> str:
+    """The part of ``text`` between BEGIN and END (without the newline after BEGIN)."""
+    return text.split(BEGIN, 1)[1].split(END, 1)[0][1:]
+
+
+if __name__ == "__main__":  # python -m collapsewatch.trust [--docs docs/detectors.md]
+    if sys.argv[1:2] == ["--docs"] and len(sys.argv) == 3:
+        doc = Path(sys.argv[2])
+        doc.write_text(replace_section(doc.read_text(), markdown_table()))
+    else:
+        print(markdown_table(), end="")
