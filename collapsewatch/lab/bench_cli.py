@@ -57,12 +57,12 @@ def gather(public: Path | None, public_dir: Path, sample: Path | None, stores: l
 
 def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores: list[str], labels: list[str],
               config: DetectorConfig | None, per_run: bool, markdown: bool, trust_out: Path | None,
-              as_json: bool, argv: list[str]) -> None:
+              as_json: bool, detectors: Path | None = None) -> None:
     bench = gather(public, public_dir, sample, stores, labels, config, echo=lambda s: typer.echo(s, err=True))
     recs = run_records(bench.runs, bench.flags)
     table = bench_table(recs)
     rows = trust_rows(bench.runs, bench.flags)
-    meta = {"command": " ".join(["collapsewatch", *(_placeholder(a) for a in argv[1:])]),
+    meta = {"command": _command(public, public_dir, sample, stores, labels, detectors),
             "date": dt.date.today().isoformat(), "rules": rules_digest(config), "definitions": DEFINITIONS,
             "sources": {s: {"healthy": int(g["status"].eq("healthy").sum()),
                             "collapsed": int(g["status"].eq("collapsed").sum())}
@@ -75,12 +75,24 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
         return
     untrusted = recs[recs["status"] == "untrusted"][["source", "run", "collapse", "reason"]]
     if as_json:
-        sys.stdout.write(json.dumps({**meta, "table": table.to_dict("records"), "trust": rows,
-                                     "untrusted": untrusted.to_dict("records"), "missing": bench.missing,
-                                     **({"runs": recs.to_dict("records")} if per_run else {})},
+        sys.stdout.write(json.dumps({**meta, "table": _records(table), "trust": rows,
+                                     "untrusted": _records(untrusted), "missing": bench.missing,
+                                     **({"runs": _records(recs)} if per_run else {})},
                                     default=_plain, allow_nan=False) + "\n")
         return
     _print_tables(recs, table, rows, untrusted, bench.missing, per_run)
+
+
+def _command(public: Path | None, public_dir: Path, sample: Path | None, stores: list[str], labels: list[str],
+             detectors: Path | None) -> str:
+    """The command that reproduces the bench, as recorded with its figures (machine paths as STORE)."""
+    args = ["collapsewatch", "lab", "bench"]
+    args += ["--public", str(public)] if public is not None else []
+    args += ["--public-dir", str(public_dir)] if public_dir != Path("lab/public") else []
+    args += ["--no-sample"] if sample is None else [] if sample == Path("sample_runs/store") else ["--sample", str(sample)]
+    args += [a for s in stores for a in ("--store", s)] + [a for s in labels for a in ("--labels", s)]
+    args += ["--detectors", str(detectors)] if detectors is not None else []
+    return " ".join(_placeholder(a) for a in args)
 
 
 def _placeholder(arg: str) -> str:
@@ -89,6 +101,13 @@ def _placeholder(arg: str) -> str:
     if sep and Path(value).is_absolute():
         return f"{name}=STORE"
     return "STORE" if Path(arg).is_absolute() else arg
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Records with NaN as null and whole floats (steps, counts) as ints."""
+    return [{k: None if v is None or (isinstance(v, float) and v != v) else
+             int(v) if isinstance(v, float) and v.is_integer() and not k.startswith(("lead", "healthy_alarms")) else v
+             for k, v in r.items()} for r in frame.astype(object).to_dict("records")]
 
 
 def _plain(value):

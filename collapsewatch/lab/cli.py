@@ -196,4 +196,4 @@ def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Stor
 
     run_bench(public=public, public_dir=public_dir, sample=None if no_sample else sample, stores=store or [],
               labels=labels or [], config=_detector_config(detectors), per_run=runs, markdown=markdown,
-              trust_out=trust_out, as_json=as_json, argv=sys.argv)
+              trust_out=trust_out, as_json=as_json, detectors=detectors)

@@ -1,0 +1,197 @@
+"""`lab bench`: three sources built through the real path (JSONL files → `ingest_file` → store → `detect_frame`),
+with the figures the bench must print derived by hand below.
+
+Every run logs only ``step`` (= its point index), ``reward_mean`` and ``grad_norm``, so the only detector with
+inputs is ``grad/explosion`` (docs/detectors.md): grad norm 1.0 everywhere (median 1, log spread 0 → bar 5×)
+except
+* a *warning* at point p: 10.0 at p, p+1, p+2 (3 points ≥ the bar = sustain_steps; 10 < 20 × = critical_factor),
+  one episode starting at p, worst severity warning;
+* an *info* at point p: 10.0 at p alone (falls back at once).
+A point needs 10 earlier points (min_points), so p ≥ 10.
+
+Sources, 60 steps per run unless said:
+* ``alpha/x`` (public, labels.csv): ah1 healthy, warning at 30 (a false alarm); ac1 collapse 50 (labels.csv),
+  warning at 25.
+* ``beta/y`` (public): bh1 healthy, quiet; bh2 healthy, info at 20; bc1 labels.csv kind grad-explosion onset 8, no
+  collapse column → E = 8, at point 8 < 10 (an early collapse), warning at 10; bmiss in sources.csv, no raw file.
+* ``gamma`` (a --store, labels derived by the reward rule): gh1…gh8 healthy, quiet, reward 0.5; gc1 reward 0.2 for
+  steps 0–19, 0.6 for 20–49, 0.1 for 50–79: the 10-point median first reaches 0.6 at step 25 (six 0.6 in 16–25) and
+  falls to 0.1 ≤ 0.5 × 0.6 at step 55 (six 0.1 in 46–55; at 54 it is (0.1 + 0.6) / 2 = 0.35), never back over
+  0.75 × 0.6 → collapse 55, best set at point 25 ≥ 20: trusted; warning at 40. gu1 reward 0.6 for 0–14, then 0.1:
+  best 0.6 at point 9 (the first level), collapse at 20 (six 0.1 in 11–20) → U2, untrusted; warning at 30.
+
+Healthy runs: ah1, bh1, bh2, gh1…gh8 = 11. Class (grad, explosion, ≥ warning) fires on {ah1}; ≥ info on {ah1, bh2}.
+* pooled: warning 1/11 = 9.1 % ≤ 10 % → specific.
+* held out: alpha's fold = beta + gamma healthy (10): 0/10 → specific; beta's = ah1 + gh1…8 (9): 1/9 = 11.1 % →
+  not specific (the LOSO exclusion); gamma's = ah1, bh1, bh2 (3): 1/3 → not specific.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from collapsewatch.ingest import ingest_file
+from collapsewatch.lab.bench import bench_table, classify, run_records, trust_rows
+from collapsewatch.lab.bench_cli import gather
+from collapsewatch.lab.labels import label_run
+
+N = 60
+
+
+def _series(n: int = N, reward=0.5, warning: int | None = None, info: int | None = None) -> list[dict]:
+    grad = np.ones(n)
+    if warning is not None:
+        grad[warning:warning + 3] = 10.0
+    if info is not None:
+        grad[info] = 10.0
+    rew = np.asarray(reward(np.arange(n)) if callable(reward) else np.full(n, reward), dtype=float)
+    return [{"step": i, "reward_mean": float(rew[i]), "grad_norm": float(grad[i])} for i in range(n)]
+
+
+def gc1_reward(s):
+    return np.where(s < 20, 0.2, np.where(s < 50, 0.6, 0.1))
+
+
+def gu1_reward(s):
+    return np.where(s < 15, 0.6, 0.1)
+
+
+PUBLIC = {"ah1": ("alpha/x", _series(warning=30)), "ac1": ("alpha/x", _series(warning=25)),
+          "bh1": ("beta/y", _series()), "bh2": ("beta/y", _series(info=20)),
+          "bc1": ("beta/y", _series(warning=10)), "bmiss": ("beta/y", None)}
+GAMMA = {**{f"gh{i}": _series() for i in range(1, 9)}, "gc1": _series(80, gc1_reward, warning=40),
+         "gu1": _series(60, gu1_reward, warning=30)}
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bench")
+    pub, raw = root / "public", root / "public" / "raw"
+    raw.mkdir(parents=True)
+    with (pub / "sources.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "file", "repo", "path", "commit", "licence", "sha256"])
+        for run, (repo, _) in PUBLIC.items():
+            w.writerow([run, f"{run}.jsonl", repo, f"logs/{run}.jsonl", "0" * 40, "MIT", ""])
+    (pub / "labels.csv").write_text("run,kind,onset,collapse\nah1,,,\nac1,,,50\nbh1,,,\nbh2,,,\n"
+                                    "bc1,grad-explosion,8,\nbmiss,,,\n")
+    for run, (_, rows) in PUBLIC.items():
+        if rows is not None:
+            _write_jsonl(raw / f"{run}.jsonl", rows)
+            ingest_file(root / "public-store", raw / f"{run}.jsonl", run)
+    for run, rows in GAMMA.items():
+        _write_jsonl(root / f"{run}.jsonl", rows)
+        ingest_file(root / "gamma-store", root / f"{run}.jsonl", run)
+    bench = gather(root / "public-store", pub, None, [f"gamma={root / 'gamma-store'}"], [], None)
+    return bench, run_records(bench.runs, bench.flags), root
+
+
+def test_runs_are_classified_and_the_missing_and_untrusted_listed(corpora):
+    bench, recs, _ = corpora
+    status = dict(zip(recs["run"], recs["status"], strict=True))
+    assert status["gu1"] == "untrusted" and status["gc1"] == "collapsed" and status["bc1"] == "collapsed"
+    assert sum(s == "healthy" for s in status.values()) == 11
+    gu1 = recs.set_index("run").loc["gu1"]
+    assert gu1["collapse"] == 20 and gu1["reason"].startswith("U2") and "point 9 " in gu1["reason"]
+    assert recs.set_index("run").loc["gc1", "collapse"] == 55 and recs.set_index("run").loc["bc1", "collapse"] == 8
+    assert bench.missing == [{"source": "beta/y", "run": "bmiss",
+                              "why": "raw file missing: fetch beta/y @ 0000000:logs/bmiss.jsonl to raw/bmiss.jsonl"}]
+    # the real detector found exactly the episodes the docstring plans (grad/explosion only)
+    got = {(r.run, r.phase, r.severity, int(r.step_start)) for r in bench.flags.itertuples()}
+    assert got == {("ah1", "explosion", "warning", 30), ("ac1", "explosion", "warning", 25),
+                   ("bh2", "explosion", "info", 20), ("bc1", "explosion", "warning", 10),
+                   ("gc1", "explosion", "warning", 40), ("gu1", "explosion", "warning", 30)}
+
+
+def test_pooled_and_held_out_figures(corpora):
+    _, recs, _ = corpora
+    t = bench_table(recs).set_index("source")
+    a = t.loc["all"]
+    # pooled: the warning class is specific (1/11): ac1 (25 ≤ 50, lead 25, early) and gc1 (40 ≤ 55, lead 15, not
+    # ≥ 20 before) flagged; bc1's flag at 10 is after its collapse at 8 → 2 of 3, early 1, lead median 20.
+    assert (a["collapsed"], a["flagged_pooled"], a["early_pooled"], a["lead_median_pooled"]) == (3, 2, 1, 20.0)
+    # held out: only alpha's fold finds it specific → ac1 alone: 1 of 3, early 1, lead 25
+    assert (a["flagged_held"], a["early_held"], a["lead_median_held"]) == (1, 1, 25.0)
+    # bc1: a first-10 collapse (point 8), flagged at point 10 ≤ 8 + 2: caught pooled, not held out (beta's fold)
+    assert (a["first10_collapses"], a["first10_caught_pooled"], a["first10_caught_held"]) == (1, 1, 0)
+    # healthy: ah1's one warning over 11 × 60 steps; no critical; bh2's info is no alarm
+    assert (a["healthy"], a["healthy_alarmed"], a["healthy_critical"]) == (11, 1, 0)
+    assert a["healthy_alarms_per_1k"] == pytest.approx(1000 / 660)
+    assert (a["healthy_specific_pooled"], a["healthy_specific_held"]) == (1, 1)  # alpha's fold: specific
+    assert (a["untrusted"], a["other"], a["runs"]) == (1, 0, 15)
+    beta = t.loc["beta/y"]
+    assert (beta["collapsed"], beta["flagged_pooled"], beta["flagged_held"], beta["healthy"]) == (1, 0, 0, 2)
+    gamma = t.loc["gamma"]
+    assert (gamma["flagged_pooled"], gamma["flagged_held"], gamma["untrusted"]) == (1, 0, 1)
+
+
+def test_trust_rows_by_hand(corpora):
+    bench, _, _ = corpora
+    rows = {(r["detector"], r["phase"], r["severity"]): r for r in trust_rows(bench.runs, bench.flags)}
+    assert set(rows) == {("grad", "explosion", "info"), ("grad", "explosion", "warning")}
+    warn = rows[("grad", "explosion", "warning")]
+    # fired on ah1 of 11 healthy; preceded ac1 (25 ≤ 50) and gc1 (40 ≤ 55), not bc1 (10 > 8); held out: ac1 only
+    assert [warn[k] for k in ("healthy_fired", "healthy_runs", "preceded", "collapsed_runs", "preceded_held_out",
+                              "specific_sources", "sources")] == [1, 11, 2, 3, 1, 1, 3]
+    info = rows[("grad", "explosion", "info")]
+    # ≥ info fires on ah1 and bh2: 2 of 11. Alpha's fold: bh2 of 10 = exactly 10 % → specific (≤); beta's 1/9 and
+    # gamma's 2/3 are not → preceded ac1 and gc1, held out ac1 only
+    assert [info[k] for k in ("healthy_fired", "preceded", "preceded_held_out", "specific_sources")] == [2, 2, 1, 1]
+
+
+def test_drilled_runs_u1_and_other():
+    steps = np.arange(60)
+    reward = gu1_reward(steps)  # derived collapse at 20 (module docstring)
+    early = label_run("d1", {"drill": {"kind": "lld", "at_step": 32}}, steps, reward)
+    r = classify("drills", early, steps, reward, csv_label=False)
+    assert (r.status, r.collapse) == ("untrusted", 20) and r.reason.startswith("U1")
+    held = label_run("d2", {"drill": {"kind": "lld", "at_step": 32}}, steps, np.full(60, 0.5))
+    assert classify("drills", held, steps, np.full(60, 0.5), csv_label=False).status == "other"
+    # a labels-CSV collapse is the user's word: neither U1 nor U2 applies
+    given = label_run("d3", None, steps, reward, {"kind": "", "onset": None, "collapse": 20})
+    assert classify("p", given, steps, reward, csv_label=True).status == "collapsed"
+
+
+def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
+    from typer.testing import CliRunner
+
+    from collapsewatch.cli import app
+    from collapsewatch.trust import load, markdown_table, trust_line
+
+    _, _, root = corpora
+    args = ["lab", "bench", "--public", str(root / "public-store"), "--public-dir", str(root / "public"),
+            "--no-sample", "--store", f"gamma={root / 'gamma-store'}"]
+    res = CliRunner().invoke(app, [*args, "--json", "--trust-out", str(tmp_path / "trust.json")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    a = next(r for r in out["table"] if r["source"] == "all")
+    assert (a["flagged_pooled"], a["flagged_held"]) == (2, 1)  # as test_pooled_and_held_out_figures
+    assert [u["run"] for u in out["untrusted"]] == ["gu1"] and [m["run"] for m in out["missing"]] == ["bmiss"]
+    assert "STORE" in out["command"] and str(root) not in out["command"]  # no machine path in the record
+    data = load(tmp_path / "trust.json")
+    assert trust_line("grad", "explosion", "warning", data) == (
+        "warning+ fired on 1 of 11 healthy runs; preceded 2 of 3 collapses (1 as a held-out specific flag)")
+    assert trust_line("length", "blowup", "critical", data) == "no benchmark figures for this alarm"
+    md = CliRunner().invoke(app, [*args, "--markdown"])
+    assert md.exit_code == 0 and md.stdout.split("\n", 2)[2] == markdown_table(data).split("\n", 2)[2]
+    assert "| `grad` / `explosion` | warning | 1 of 11 (9 %) | 2 of 3 | 1 of 3 | 1 of 3 |" in md.stdout
+
+
+def test_bad_store_is_one_line():
+    from typer.testing import CliRunner
+
+    from collapsewatch.cli import app
+
+    res = CliRunner().invoke(app, ["lab", "bench", "--no-sample", "--store", "x=no-such-store"])
+    assert res.exit_code == 1 and "does not exist" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(app, ["lab", "bench", "--no-sample", "--store", "nameless"])
+    assert res.exit_code == 1 and "expected NAME=PATH" in res.output
