@@ -1,4 +1,5 @@
-"""``collapsewatch detect``: each run's verdict line, then its episodes — a compact table for a person, the same JSON
+"""``collapsewatch detect``: each run's verdict line, then its episodes — a compact table for a person (and one trust
+line per alarm class in it: :mod:`collapsewatch.trust`), the same JSON
 objects as ``watch --json`` for a script (one array, ``[]`` when there is nothing), CSV rows for a spreadsheet."""
 
 from __future__ import annotations
@@ -52,3 +53,15 @@ def detect_cmd(store: Path, run: str | None, rank: int | None, write: bool, conf
             typer.echo("  no episodes")
         else:
             print_frame(episode_table(ev, evidence))
+            trust_lines(ev)
+
+
+def trust_lines(events: pd.DataFrame) -> None:
+    """One line per alarm class the table shows (detector · phase at its worst severity), in the table's order: how
+    often the held-out benchmark saw it on healthy runs and before collapses (:mod:`collapsewatch.trust`)."""
+    from .trust import trust_line
+    from .verdict import reader_order
+
+    ordered = reader_order(events)
+    for d, p, s in dict.fromkeys(zip(ordered["detector"], ordered["phase"], ordered["severity"], strict=True)):
+        typer.echo(f"  trust · {d} · {p} ({s}): {trust_line(d, p, s)}")

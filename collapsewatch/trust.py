@@ -56,11 +56,12 @@ def row_for(detector: str, phase: str, severity: str, data: dict[str, Any] | Non
 
 
 def trust_line(detector: str, phase: str, severity: str, data: dict[str, Any] | None = None) -> str:
-    """One line for an episode: 'fired on 2 of 29 healthy runs; preceded 4 of 13 collapses (3 held out)'."""
+    """One line for an episode of worst severity ``severity`` (its class: episodes at ``severity`` or worse): 'fired
+    on 2 of 29 healthy runs; preceded 4 of 13 collapses (3 as a held-out specific flag)'."""
     r = row_for(detector, phase, severity, data)
     if r is None:
         return "no benchmark figures for this alarm"
-    return (f"{severity}+ fired on {r['healthy_fired']} of {r['healthy_runs']} healthy runs; preceded "
+    return (f"fired on {r['healthy_fired']} of {r['healthy_runs']} healthy runs; preceded "
             f"{r['preceded']} of {r['collapsed_runs']} collapses ({r['preceded_held_out']} as a held-out specific "
             "flag)")
 

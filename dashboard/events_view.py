@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import pandas as pd
 
 from collapsewatch.alerts import event_message
+from collapsewatch.trust import trust_line
 
 from .timeline import ordered, row_label
 from .token_view import DETECTOR_RANKING
@@ -35,13 +36,15 @@ def tokens_href(run: str, step: int, detector: str) -> str:
 
 def event_rows(events: pd.DataFrame, run: str, smooth: int | None = None) -> list[dict[str, Any]]:
     """Per episode: ``steps`` ('40–71' or '40'), ``what`` (detector · phase), ``severity``, ``sentence``,
-    ``chart`` and ``tokens`` links, ``episode`` (its id: position in story order)."""
+    ``trust`` (the benchmark's line for its detector · phase and severity), ``chart`` and ``tokens`` links,
+    ``episode`` (its id: position in story order)."""
     rows = []
     for k, ev in enumerate(ordered(events).to_dict("records")):
         start, end = int(ev["step_start"]), int(ev["step_end"])
         rows.append({"episode": k, "steps": f"{start}–{end}" if end > start else str(start),
                      "what": row_label(ev["detector"], ev["phase"]), "detector": ev["detector"],
                      "severity": ev["severity"], "sentence": event_message(ev),
+                     "trust": trust_line(ev["detector"], ev["phase"], ev["severity"]),
                      "chart": chart_href(run, start, end, k, smooth), "tokens": tokens_href(run, end, ev["detector"])})
     return rows
 

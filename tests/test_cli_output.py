@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from collapsewatch.cli import app
 from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
+from collapsewatch.trust import trust_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +41,13 @@ def test_detect_is_a_verdict_and_a_compact_table_with_evidence_on_request(synth)
     n = len(json.loads(_run("detect", str(synth), "--run", "collapse", "--json")[1])) - 1  # minus the verdict
     # verdict line + a table with one row per episode (its sentence may fold onto a second line), no evidence JSON
     assert n > 0 and sum(bool(re.match(r"│ \d", line)) for line in lines) == n and "{" not in out
-    assert len(lines) <= 1 + 4 + 2 * n
+    # then one trust line per detector · phase · severity in the table (collapsewatch.trust, the bench's figures)
+    classes = {(o["detector"], o["phase"], o["severity"]) for o in json.loads(_run("detect", str(synth), "--run",
+                                                                                  "collapse", "--json")[1])[:-1]}
+    trust = [line for line in lines if line.startswith("  trust · ")]
+    assert len(trust) == len(classes) and len(lines) <= 1 + 4 + 2 * n + len(classes)
+    d, p, s = sorted(classes)[0]
+    assert f"  trust · {d} · {p} ({s}): {trust_line(d, p, s)}" in trust
     code, out = _run("detect", str(synth), "--run", "collapse", "--evidence")
     assert code == 0 and "evidence" in out.splitlines()[2] and '{"' in out
 

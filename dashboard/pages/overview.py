@@ -102,7 +102,7 @@ def _event_row(r: dict[str, Any], selected: int | None, same_group: bool) -> htm
         html.Td(dcc.Link(r["steps"], href=r["chart"], className="ev-steps"), className="num"),
         html.Td(what, className="ev-what"),
         html.Td(html.Span(r["severity"], className=f"sev sev-{r['severity']}")),
-        html.Td(r["sentence"], className="ev-sentence"),
+        html.Td([r["sentence"], html.Div(r.get("trust", ""), className="ev-trust note")], className="ev-sentence"),
         html.Td(dcc.Link("tokens →", href=r["tokens"], className="ev-tokens")),
     ])
 

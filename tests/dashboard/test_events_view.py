@@ -6,6 +6,7 @@ import pandas as pd
 
 from collapsewatch.alerts import event_message
 from collapsewatch.dashboard import events_view
+from collapsewatch.trust import trust_line
 
 EVENTS = pd.DataFrame([
     dict(detector="isdd", phase="drift", step_start=80, step_end=119, severity="critical", metric="ratio_p50_pos",
@@ -28,6 +29,10 @@ def test_rows_cause_first_with_links_and_the_shared_sentence():
     assert isdd["tokens"] == "/tokens/exp1?step=119&rank=ratio"
     assert rows[1]["tokens"].endswith("rank=repetition") and rows[1]["chart"].startswith("/run/exp1?from=4&")
     assert isdd["sentence"] == event_message(EVENTS.iloc[0].to_dict())  # one home of the wording
+    # the benchmark's trust line next to each episode, from the product's data file (collapsewatch.trust)
+    assert [r["trust"] for r in rows] == [trust_line("isdd", "drift", "critical"),
+                                          trust_line("length", "blowup", "warning"),
+                                          trust_line("lld", "early_stagnation", "info")]
 
 
 def test_severity_summary_and_first_critical_step():

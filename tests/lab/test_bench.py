@@ -179,7 +179,7 @@ def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
     assert "STORE" in out["command"] and str(root) not in out["command"]  # no machine path in the record
     data = load(tmp_path / "trust.json")
     assert trust_line("grad", "explosion", "warning", data) == (
-        "warning+ fired on 1 of 11 healthy runs; preceded 2 of 3 collapses (1 as a held-out specific flag)")
+        "fired on 1 of 11 healthy runs; preceded 2 of 3 collapses (1 as a held-out specific flag)")
     assert trust_line("length", "blowup", "critical", data) == "no benchmark figures for this alarm"
     md = CliRunner().invoke(app, [*args, "--markdown"])
     assert md.exit_code == 0 and md.stdout.split("\n", 2)[2] == markdown_table(data).split("\n", 2)[2]
