@@ -44,6 +44,7 @@ def dump(rows: list[dict[str, Any]], meta: dict[str, Any], path: Path) -> None:
     if missing:
         raise ValueError(f"trust rows lack field(s) {sorted(set(missing))}")
     body = {**meta, "rows": [{f: r[f] for f in ROW_FIELDS} for r in rows]}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
     _cache.pop(Path(path), None)
 
@@ -72,12 +73,17 @@ def markdown_table(data: dict[str, Any] | None = None) -> str:
     lines = ["| detector / phase | severity ≥ | healthy runs it fired on | collapses it preceded | "
              "… held out (specific on the other sources) | sources where specific |", "|---|---|---|---|---|---|"]
     rows = sorted(data.get("rows", []), key=lambda r: (r["detector"], r["phase"], SEVERITY_ORDER[r["severity"]]))
-    for r in rows:
+    for i, r in enumerate(rows):
+        up = rows[i + 1] if i + 1 < len(rows) else None
+        if up is not None and (up["detector"], up["phase"]) == (r["detector"], r["phase"]) and \
+                all(up[f] == r[f] for f in ROW_FIELDS[3:]):
+            continue  # the same figures as the next severity: no episode of this phase stayed at this one
         share = f" ({100 * r['healthy_fired'] / r['healthy_runs']:.0f} %)" if r["healthy_runs"] else ""
         lines.append(f"| `{r['detector']}` / `{r['phase']}` | {r['severity']} | {r['healthy_fired']} of "
                      f"{r['healthy_runs']}{share} | {r['preceded']} of {r['collapsed_runs']} | "
                      f"{r['preceded_held_out']} of {r['collapsed_runs']} | {r['specific_sources']} of {r['sources']} |")
-    head = f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}`; rules {data.get('rules', '?')}.\n\n"
+    head = (f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}` (rules digest {data.get('rules', '?')}). "
+            "A row whose figures equal the next severity's is left out.\n\n")
     return head + "\n".join(lines) + "\n"
 
 

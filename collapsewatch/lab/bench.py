@@ -226,14 +226,14 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
     out = []
     for r in table.to_dict("records"):
         c, h = r["collapsed"], r["healthy"]
-        lead = " | ".join("—" if r[f"lead_median_{w}"] is None else f"{r[f'lead_median_{w}']:g}"
+        lead = " | ".join("—" if pd.isna(r[f"lead_median_{w}"]) else f"{r[f'lead_median_{w}']:g}"
                           for w in ("pooled", "held"))
         out.append({"source": r["source"], "runs (h/c/other/untrusted)":
                     f"{r['runs']} ({h}/{c}/{r['other']}/{r['untrusted']})",
                     "flagged ≤ collapse": _both(r, "flagged", c), f"≥ {EARLY} before": _both(r, "early", c), "lead": lead,
                     "first-10 caught": _both(r, "first10_caught", r["first10_collapses"]),
                     "healthy alarmed": _frac(r["healthy_alarmed"], h), "healthy critical": _frac(r["healthy_critical"], h),
-                    "alarms/1k healthy steps": "—" if r["healthy_alarms_per_1k"] is None
+                    "alarms/1k healthy steps": "—" if pd.isna(r["healthy_alarms_per_1k"])
                     else f"{r['healthy_alarms_per_1k']:.2f}",
                     "healthy specific alarm": _both(r, "healthy_specific", h)})
     return pd.DataFrame(out)

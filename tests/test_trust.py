@@ -1,0 +1,63 @@
+"""collapsewatch.trust: the bench's trust figures as the product reads them — the trust line, the generated table in
+docs/detectors.md (kept equal to the committed data file by this test), and no lab import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collapsewatch import trust
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _row(detector, phase, severity, fired, preceded, held, specific):
+    return {"detector": detector, "phase": phase, "severity": severity, "healthy_fired": fired, "healthy_runs": 20,
+            "preceded": preceded, "collapsed_runs": 4, "preceded_held_out": held, "specific_sources": specific,
+            "sources": 3}
+
+
+DATA = {"command": "collapsewatch lab bench --public STORE", "date": "2026-01-02", "rules": "abc",
+        "rows": [_row("grad", "explosion", "info", 9, 3, 0, 0), _row("grad", "explosion", "warning", 1, 2, 2, 3),
+                 _row("length", "blowup", "info", 2, 1, 1, 2), _row("length", "blowup", "warning", 2, 1, 1, 2)]}
+
+
+def test_trust_line_and_table_by_hand():
+    assert trust.trust_line("grad", "explosion", "warning", DATA) == (
+        "fired on 1 of 20 healthy runs; preceded 2 of 4 collapses (2 as a held-out specific flag)")
+    assert trust.trust_line("grad", "explosion", "critical", DATA) == "no benchmark figures for this alarm"
+    lines = trust.markdown_table(DATA).splitlines()
+    # header sentence, blank, 2 header rows, then: grad info (9/20 = 45 %) and warning (1/20 = 5 %); length's info
+    # row has the warning row's figures (no length episode stayed at info) → left out
+    assert lines[4:] == ["| `grad` / `explosion` | info | 9 of 20 (45 %) | 3 of 4 | 0 of 4 | 0 of 3 |",
+                         "| `grad` / `explosion` | warning | 1 of 20 (5 %) | 2 of 4 | 2 of 4 | 3 of 3 |",
+                         "| `length` / `blowup` | warning | 2 of 20 (10 %) | 1 of 4 | 1 of 4 | 2 of 3 |"]
+    doc = f"intro\n{trust.BEGIN}\nold table\n{trust.END}\nafter\n"
+    new = trust.replace_section(doc, "T\n")
+    assert new == f"intro\n{trust.BEGIN}\nT\n{trust.END}\nafter\n" and trust.section(new) == "T\n"
+    with pytest.raises(ValueError, match="no trust-table markers"):
+        trust.replace_section("no markers", "T\n")
+
+
+def test_dump_round_trip_and_bad_rows(tmp_path):
+    trust.dump(DATA["rows"], {"command": "c", "date": "d", "rules": "r"}, tmp_path / "t.json")
+    assert trust.load(tmp_path / "t.json")["rows"] == DATA["rows"]
+    with pytest.raises(ValueError, match="lack field"):
+        trust.dump([{"detector": "grad"}], {}, tmp_path / "bad.json")
+    (tmp_path / "broken.json").write_text("{not json")
+    assert trust.load(tmp_path / "broken.json") == {}  # the product then shows no figures, never crashes
+
+
+def test_docs_table_is_generated_from_the_committed_trust_data():
+    assert trust.TRUST_FILE.is_file()
+    doc = (ROOT / "docs" / "detectors.md").read_text()
+    assert trust.section(doc) == trust.markdown_table()
+
+
+def test_the_trust_module_reads_the_data_file_without_the_lab():
+    code = ("import sys, collapsewatch.trust as t; t.trust_line('grad', 'explosion', "
+            "'warning'); assert not [m for m in sys.modules if m.startswith('collapsewatch.lab')], 'lab imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
