@@ -3,6 +3,7 @@
     collapsewatch lab run lab/grid.toml --store S      # grid.py: train drills × objectives × seeds (resumable)
     collapsewatch lab score S [--labels L.csv]         # labels.py + score.py: detection, delay, lead, false flags
     collapsewatch lab calibrate S --out detectors.toml # calibrate.py: thresholds on a train split, held-out score
+    collapsewatch lab bench --public S                 # bench.py: every corpus per source, held out by source
 
 Drills themselves live with the trainer (``collapsewatch.trainer.drills``); docs/lab/detectors-evaluation.md has the tables.
 
