@@ -211,9 +211,18 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
     return row
 
 
-def bench_table(recs: pd.DataFrame) -> pd.DataFrame:
-    """One row per source and an ``all`` row (:func:`summarise`)."""
+def bench_table(recs: pd.DataFrame, tuned_on: list[str] | None = None) -> pd.DataFrame:
+    """One row per source and an ``all`` row (:func:`summarise`); with ``tuned_on`` (sources a rule change was
+    designed on) also a row over those sources and one over every other source — the rule's held-out figure."""
     rows = [summarise(g, s) for s, g in recs.groupby("source", sort=True)] if len(recs) else []
+    if tuned_on:
+        unknown = sorted(set(tuned_on) - set(recs["source"]))
+        if unknown:
+            raise ValueError(f"--tuned-on: no source {', '.join(map(repr, unknown))} "
+                             f"(sources: {', '.join(sorted(set(recs['source'])))})")
+        mine = recs["source"].isin(tuned_on)
+        rows += [summarise(recs[mine], f"tuned on ({len(set(tuned_on))} source(s))"),
+                 summarise(recs[~mine], f"not tuned on ({recs.loc[~mine, 'source'].nunique()} source(s))")]
     return pd.DataFrame([*rows, summarise(recs, "all")])
 
 

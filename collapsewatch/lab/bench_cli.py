@@ -57,10 +57,10 @@ def gather(public: Path | None, public_dir: Path, sample: Path | None, stores: l
 
 def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores: list[str], labels: list[str],
               config: DetectorConfig | None, per_run: bool, markdown: bool, trust_out: Path | None,
-              as_json: bool, detectors: Path | None = None) -> None:
+              as_json: bool, detectors: Path | None = None, tuned_on: list[str] | None = None) -> None:
     bench = gather(public, public_dir, sample, stores, labels, config, echo=lambda s: typer.echo(s, err=True))
     recs = run_records(bench.runs, bench.flags)
-    table = bench_table(recs)
+    table = bench_table(recs, tuned_on)
     rows = trust_rows(bench.runs, bench.flags)
     meta = {"command": _command(public, public_dir, sample, stores, labels, detectors),
             "date": dt.date.today().isoformat(), "rules": rules_digest(config), "definitions": DEFINITIONS,

@@ -185,6 +185,9 @@ def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Stor
                                                                "NAME (default: derived).")] = None,
               detectors: DetectorsOpt = None,
               runs: Annotated[bool, typer.Option("--runs", help="One row per run instead.")] = False,
+              tuned_on: Annotated[list[str] | None, typer.Option("--tuned-on", help="A source a rule change was "
+                                                                 "designed on (repeat): adds rows over those and over "
+                                                                 "the others.")] = None,
               markdown: Annotated[bool, typer.Option("--markdown", help="Print the trust table (docs/detectors.md) "
                                                      "of this bench.")] = False,
               trust_out: Annotated[Path | None, typer.Option("--trust-out", help="Write the trust figures "
@@ -196,4 +199,5 @@ def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Stor
 
     run_bench(public=public, public_dir=public_dir, sample=None if no_sample else sample, stores=store or [],
               labels=labels or [], config=_detector_config(detectors), per_run=runs, markdown=markdown,
-              trust_out=trust_out, as_json=as_json, detectors=detectors)
+              trust_out=trust_out, as_json=as_json, detectors=detectors,
+              tuned_on=tuned_on or [])

@@ -128,6 +128,14 @@ def test_pooled_and_held_out_figures(corpora):
     assert a["healthy_alarms_per_1k"] == pytest.approx(1000 / 660)
     assert (a["healthy_specific_pooled"], a["healthy_specific_held"]) == (1, 1)  # alpha's fold: specific
     assert (a["untrusted"], a["other"], a["runs"]) == (1, 0, 15)
+    # a rule designed on alpha: its row, and the other two sources' (bc1 and gc1 not flagged held out; ah1's alarm
+    # falls in alpha's row)
+    split = bench_table(recs, ["alpha/x"]).set_index("source")
+    assert split.loc["tuned on (1 source(s))", "flagged_held"] == 1 and split.loc["tuned on (1 source(s))", "healthy"] == 1
+    other = split.loc["not tuned on (2 source(s))"]
+    assert (other["collapsed"], other["flagged_held"], other["healthy"], other["healthy_alarmed"]) == (2, 0, 10, 0)
+    with pytest.raises(ValueError, match="no source 'delta'"):
+        bench_table(recs, ["delta"])
     beta = t.loc["beta/y"]
     assert (beta["collapsed"], beta["flagged_pooled"], beta["flagged_held"], beta["healthy"]) == (1, 0, 0, 2)
     gamma = t.loc["gamma"]
