@@ -62,7 +62,7 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
     recs = run_records(bench.runs, bench.flags)
     table = bench_table(recs, tuned_on)
     rows = trust_rows(bench.runs, bench.flags)
-    meta = {"command": _command(public, public_dir, sample, stores, labels, detectors),
+    meta = {"command": _command(public, public_dir, sample, stores, labels, detectors, tuned_on),
             "date": dt.date.today().isoformat(), "rules": rules_digest(config), "definitions": DEFINITIONS,
             "sources": {s: {"healthy": int(g["status"].eq("healthy").sum()),
                             "collapsed": int(g["status"].eq("collapsed").sum())}
@@ -84,7 +84,7 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
 
 
 def _command(public: Path | None, public_dir: Path, sample: Path | None, stores: list[str], labels: list[str],
-             detectors: Path | None) -> str:
+             detectors: Path | None, tuned_on: list[str] | None = None) -> str:
     """The command that reproduces the bench, as recorded with its figures (machine paths as STORE)."""
     args = ["collapsewatch", "lab", "bench"]
     args += ["--public", str(public)] if public is not None else []
@@ -92,6 +92,7 @@ def _command(public: Path | None, public_dir: Path, sample: Path | None, stores:
     args += ["--no-sample"] if sample is None else [] if sample == Path("sample_runs/store") else ["--sample", str(sample)]
     args += [a for s in stores for a in ("--store", s)] + [a for s in labels for a in ("--labels", s)]
     args += ["--detectors", str(detectors)] if detectors is not None else []
+    args += [a for s in tuned_on or [] for a in ("--tuned-on", s)]
     return " ".join(_placeholder(a) for a in args)
 
 
