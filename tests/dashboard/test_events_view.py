@@ -43,3 +43,15 @@ def test_severity_summary_and_first_critical_step():
     assert events_view.worst_severity(calm) == "warning" and events_view.first_critical_step(calm) is None
     assert events_view.first_event_step(EVENTS) == 14
     assert events_view.run_event_summary(EVENTS.iloc[0:0])["worst_severity"] is None
+
+
+def test_the_run_page_shows_the_trust_line_under_each_episode_sentence(synth_store):
+    from collapsewatch.dashboard import create_app
+
+    create_app(synth_store)  # the pages register with an app
+    from collapsewatch.dashboard.pages.overview import events_table
+
+    rows = events_view.event_rows(EVENTS, "exp1")
+    page = str(events_table(rows))
+    # one line per episode, in the sentence's cell (no new page, no new column)
+    assert all(page.count(r["trust"]) >= 1 for r in rows) and page.count("ev-trust") == len(rows)
