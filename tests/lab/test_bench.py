@@ -203,3 +203,13 @@ def test_bad_store_is_one_line():
     assert res.exit_code == 1 and "does not exist" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(app, ["lab", "bench", "--no-sample", "--store", "nameless"])
     assert res.exit_code == 1 and "expected NAME=PATH" in res.output
+
+
+def test_public_sources_take_the_source_column_else_the_repository(tmp_path):
+    from collapsewatch.lab.bench_sources import public_sources
+
+    (tmp_path / "sources.csv").write_text("run,file,repo,source\nr1,r1.log,o/a,\nr2,r2.json,o/b,paper-x\n")
+    assert [(r["run"], r["source"]) for r in public_sources(tmp_path)] == [("r1", "o/a"), ("r2", "paper-x")]
+    (tmp_path / "sources.csv").write_text("run,path\nr1,x\n")
+    with pytest.raises(ValueError, match="expected columns run, file, repo"):
+        public_sources(tmp_path)
