@@ -59,12 +59,20 @@ def row_for(detector: str, phase: str, severity: str, data: dict[str, Any] | Non
 def trust_line(detector: str, phase: str, severity: str, data: dict[str, Any] | None = None) -> str:
     """One line for an episode of worst severity ``severity`` (its class: episodes at ``severity`` or worse): 'fired
     on 2 of 29 healthy runs; preceded 4 of 13 collapses (3 as a held-out specific flag)'."""
+    data = load() if data is None else data
     r = row_for(detector, phase, severity, data)
     if r is None:
         return "no benchmark figures for this alarm"
     return (f"fired on {r['healthy_fired']} of {r['healthy_runs']} healthy runs; preceded "
             f"{r['preceded']} of {r['collapsed_runs']} collapses ({r['preceded_held_out']} as a held-out specific "
-            "flag)")
+            "flag)" + ("" if current(data) else f" — measured on other rules ({data.get('date', '?')})"))
+
+
+def current(data: dict[str, Any]) -> bool:
+    """Whether the figures were measured on today's built-in rules (the rules digest they record is this code's)."""
+    from .detectors.rules import rules_digest
+
+    return data.get("rules") == rules_digest()
 
 
 def markdown_table(data: dict[str, Any] | None = None) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from collapsewatch import trust
+from collapsewatch.detectors.rules import rules_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +27,12 @@ DATA = {"command": "collapsewatch lab bench --public STORE", "date": "2026-01-02
 
 
 def test_trust_line_and_table_by_hand():
+    # DATA records rules digest "abc", not this code's: the line says the figures are another rule set's
     assert trust.trust_line("grad", "explosion", "warning", DATA) == (
+        "fired on 1 of 20 healthy runs; preceded 2 of 4 collapses (2 as a held-out specific flag) — measured on "
+        "other rules (2026-01-02)")
+    today = {**DATA, "rules": rules_digest()}
+    assert trust.trust_line("grad", "explosion", "warning", today) == (
         "fired on 1 of 20 healthy runs; preceded 2 of 4 collapses (2 as a held-out specific flag)")
     assert trust.trust_line("grad", "explosion", "critical", DATA) == "no benchmark figures for this alarm"
     lines = trust.markdown_table(DATA).splitlines()
