@@ -17,8 +17,9 @@ def test_a_run_row_without_dropped_rows_reads_as_null(store):
     pq.write_table(pq.read_table(path).drop_columns(["dropped_rows"]), path)  # as a writer before 0002 wrote it
     st = Store(store)
     assert run_info(st, "old")["status"] == "finished"  # the per-run slice of run_ranks
-    assert st.con.execute("SELECT dropped_rows, dropped_batches FROM runs").fetchall() == [(None, 0)]
-    assert st.con.execute("SELECT dropped_rows, dropped_batches FROM run_ranks").fetchall() == [(None, 0)]
+    for view in ("runs", "run_ranks"):  # through the store's query path (it binds the all-runs views on first use)
+        got = st.query(f"SELECT dropped_rows IS NULL AS missing, dropped_batches FROM {view}")
+        assert got.to_dict("records") == [{"missing": True, "dropped_batches": 0}]
 
 
 def test_a_schema_stamped_before_a_new_catalogue_metric_does_not_hide_it(store):
