@@ -17,6 +17,7 @@ import argparse
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,8 +28,10 @@ from plotly.io.json import to_json_plotly
 
 from collapsewatch.dashboard import create_app, history, live, state
 from collapsewatch.dashboard.figures import COLUMNS
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.store import queries
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fixtures package (tests/fixtures)
+from fixtures.synthetic_store import Shape, SyntheticRun  # noqa: E402
 
 RUN = "bench"
 ROWS: list[tuple[str, str, list[float]]] = []

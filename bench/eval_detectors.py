@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/eval_detectors.py [--seeds 5] [--first-seed 0] [--noise 1 2] [--steps 300] [--no-gaps]
 
-Every scenario of ``collapsewatch.detectors.synthetic`` is built for each seed and noise level (with ~2 %
+Every scenario of ``tests/fixtures/synthetic_steps.py`` is built for each seed and noise level (with ~2 %
 missing steps and ~1 % NULL cells unless --no-gaps) and run through ``detect_frame``. A *flag* is an
 episode of severity warning or critical. Per detector, over the runs built with its failure (positives)
 and the healthy and on-policy runs (negatives):
@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collapsewatch.detectors import DETECTORS, DetectorConfig, DetectorSuite, Event, detect_each
-from collapsewatch.detectors.synthetic import SCENARIOS, Label, make_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fixtures package (tests/fixtures)
+
+from fixtures.synthetic_steps import SCENARIOS, Label, make_run  # noqa: E402
 
 TOLERANCE = 10
 FLAG = ("warning", "critical")

@@ -16,13 +16,16 @@ import argparse
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.demo import start_dashboard
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fixtures package (tests/fixtures)
+from fixtures.synthetic_store import Shape, SyntheticRun  # noqa: E402
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]

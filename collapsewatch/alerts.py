@@ -21,8 +21,9 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-EVENT_FIELDS = ("run", "rank", "source", "rules", "detector", "phase", "step_start", "step_end", "severity",
-                "metric", "value", "threshold", "window_steps", "message")
+from .detectors.events import EPISODE_FIELDS
+
+EVENT_FIELDS = ("run", "rank", "source", "rules", *(c for c in EPISODE_FIELDS if c != "evidence"))
 
 
 class NotifyError(OSError):

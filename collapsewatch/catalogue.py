@@ -250,6 +250,19 @@ def merge_logged(old: float | None, new: float | None) -> float | None:
 
 ALL_STEP_COLUMNS: tuple[str, ...] = tuple(m.name for m in STEP_METRICS + LOGGED_SCALARS)
 
+_KEY_SEP = ("/", "_")
+"""A logged key's ``/`` reads as ``_`` in its step column (``clip_ratio/region_mean`` → ``clip_ratio_region_mean``)."""
+
+
+def scalar_column(key: str) -> str:
+    """The step column a logged scalar key fills (online, the recorder)."""
+    return key.replace(*_KEY_SEP)
+
+
+def scalar_column_sql(key_expr: str) -> str:
+    """:func:`scalar_column` as a SQL expression over the key column ``key_expr`` (offline, the ``steps`` view)."""
+    return f"replace({key_expr}, '{_KEY_SEP[0]}', '{_KEY_SEP[1]}')"
+
 
 def by_name(level: Level) -> dict[str, Metric]:
     table = {"token": TOKEN_METRICS, "sequence": SEQUENCE_METRICS, "step": STEP_METRICS + LOGGED_SCALARS}

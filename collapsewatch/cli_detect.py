@@ -13,6 +13,7 @@ import typer
 
 from .cli_common import print_frame
 from .detectors import DetectorConfig
+from .detectors.events import TIMELINE_COLUMNS
 from .report import RECORDED_HINT, episode_table, event_object, events_of, judge_all, verdict_object
 from .store import Store
 
@@ -38,9 +39,7 @@ def detect_cmd(store: Path, run: str | None, rank: int | None, write: bool, conf
     if csv:
         parts = [events_of(j, recorded).assign(run=j.run) for j in judged]
         frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-        cols = ["run", "detector", "phase", "step_start", "step_end", "severity", "metric", "value", "threshold",
-                "message", "evidence", "source", "rules"]
-        print_frame(frame.reindex(columns=cols), csv=True)
+        print_frame(frame.reindex(columns=[*TIMELINE_COLUMNS, "source", "rules"]), csv=True)
         return
     for j in judged:
         typer.echo(f"{j.run}: {j.verdict.sentence}")

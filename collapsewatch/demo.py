@@ -1,6 +1,6 @@
 """`collapsewatch demo` / `make demo`: a short real training run with the monitor, watched live on the dashboard.
 
-The shipped sample runs (``sample_runs/store``: seven runs — healthy and collapsing GRPO, SAPO-search, LLDS, and the
+The shipped sample runs (``SAMPLE_RUNS``: seven runs — healthy and collapsing GRPO, SAPO-search, LLDS, and the
 lld drill under three objectives) are copied into the demo store next to the fresh run, so the dashboard has
 something to compare against at once.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,9 +17,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-SAMPLE_RUNS = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
-
-
+_PACKAGED = Path(__file__).resolve().parent / "sample_runs"  # a wheel install (pyproject's package-dir)
+SAMPLE_RUNS = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[1] / "sample_runs" / "store"
+"""The shipped sample runs: inside the installed package, or the checkout's ``sample_runs/store``."""
 
 def copy_sample_runs(store: Path) -> list[str]:
     """Copy each sample run folder into ``store`` (skipping ones already there)."""
@@ -43,6 +42,8 @@ def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: fl
     goes to an unnamed temporary file, never a pipe: a pipe nobody reads would fill up and block it.
     A port already in use is refused first (a dashboard left over from an earlier demo would otherwise answer
     the readiness check and be taken for this one)."""
+    from .dashboard.app import port_in_use
+
     if port_in_use(host, port):
         raise RuntimeError(f"port {port} on {host} is already in use (another dashboard or demo still running?): "
                            "stop it or choose another port with --port")
@@ -62,15 +63,6 @@ def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: fl
             time.sleep(0.3)
     proc.kill()
     raise RuntimeError(f"the dashboard did not answer on {host}:{port} within {timeout:.0f} s")
-
-
-def port_in_use(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 WHERE_TO_LOOK = (

@@ -30,14 +30,13 @@ import pandas as pd
 
 from . import judged
 from .detectors import DetectorConfig, detect_frame
+from .detectors.events import EVENT_COLUMNS, events_frame
 from .detectors.rules import rules_digest
-from .lab.labels import drill_of
-from .offline import events_frame, run_steps
+from .offline import run_steps
+from .reward import drill_of
 from .store.queries import Store, run_events, run_info, segment_files, step_rows
 from .verdict import Verdict, verdict
 
-EVENT_COLUMNS = ["detector", "phase", "step_start", "step_end", "severity", "metric", "value", "threshold",
-                 "window_steps", "message", "evidence", "source", "rules"]
 COMPUTED = "computed"
 """``source`` of episodes computed on read (never stored)."""
 

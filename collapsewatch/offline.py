@@ -8,19 +8,15 @@ events (tests/test_offline.py holds them to it).
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
-from typing import Any
 
 import pandas as pd
 
 from .catalogue import ALL_STEP_COLUMNS
-from .detectors import DetectorConfig, Event, detect_frame
+from .detectors import DetectorConfig, detect_frame
+from .detectors.events import TIMELINE_COLUMNS, events_frame
 from .detectors.rules import rules_digest
 from .store.queries import Store, run_names
 from .store.writer import replace_segment
-
-TIMELINE_COLUMNS = ["run", "detector", "phase", "step_start", "step_end", "severity", "metric", "value",
-                    "threshold", "message", "evidence"]
 
 
 def run_steps(store: Store, run: str, rank: int = 0) -> pd.DataFrame:
@@ -28,17 +24,6 @@ def run_steps(store: Store, run: str, rank: int = 0) -> pd.DataFrame:
     cols = ", ".join(["step", "ts", *ALL_STEP_COLUMNS])
     return store.query(f"SELECT {cols} FROM ({store.run_view('steps', run)}) WHERE rank = ? ORDER BY step",
                        [rank])
-
-
-def events_frame(run: str, rank: int, events: list[Event], source: str, rules: str) -> dict[str, list[Any]]:
-    """Events as columns of the ``events`` table (evidence as strict JSON, written now), each carrying the
-    digest of the ``rules`` that found it (:func:`collapsewatch.detectors.rules.rules_digest`)."""
-    now = datetime.now(timezone.utc)
-    cols: dict[str, list[Any]] = {}
-    for ev in events:
-        for k, v in dict(ev.as_row(), run=run, rank=rank, source=source, written_at=now, rules=rules).items():
-            cols.setdefault(k, []).append(v)
-    return cols
 
 
 def detect_runs(store_path: str | os.PathLike, run: str | None = None, rank: int = 0, write: bool = False,
@@ -58,5 +43,5 @@ def detect_runs(store_path: str | os.PathLike, run: str | None = None, rank: int
     store.close()
     out = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     if out.empty:
-        return pd.DataFrame(columns=TIMELINE_COLUMNS)
-    return out[TIMELINE_COLUMNS].sort_values(["run", "step_start", "detector"], ignore_index=True)
+        return pd.DataFrame(columns=list(TIMELINE_COLUMNS))
+    return out[list(TIMELINE_COLUMNS)].sort_values(["run", "step_start", "detector"], ignore_index=True)

@@ -23,14 +23,12 @@ import numpy as np
 import torch
 
 from .batch import TokenBatch
-from .catalogue import LOGGED_SCALARS, STEP_METRICS, merge_logged
+from .catalogue import LOGGED_SCALARS, STEP_METRICS, TOKEN_METRICS, merge_logged, scalar_column
 from .probe import ClipSpec
 from .step_metrics import ObservedPart, compute_step_metrics, observe_part
 from .store.writer import StoreWriter
 
 log = logging.getLogger("collapsewatch")
-TOKEN_COLUMNS = ("logp", "logp_old", "logp_rollout", "log_ratio", "ratio", "entropy", "clip_low", "clip_high",
-                 "is_log_ratio", "kl_ref_k3")
 
 
 @dataclass(frozen=True)
@@ -250,7 +248,7 @@ class Recorder(threading.Thread):
         keys = list(msg.scalars)
         vals = [msg.scalars[k] for k in keys]
         for k, v in zip(keys, vals, strict=True):  # logged twice in a step: the steps view's rule
-            name = k.replace("/", "_")
+            name = scalar_column(k)
             self._scalars[name] = merge_logged(self._scalars.get(name), v)
         w = self.writer
         self.writer.append("scalars", {"run": [w.run] * len(keys), "rank": [w.rank] * len(keys),
@@ -301,8 +299,8 @@ class Recorder(threading.Thread):
         }
         extra = {"token_id": b.token_ids, "turn_id": b.turn_ids, "advantage": part.tok.get("advantage"),
                  "logp_rollout": b.logp_rollout}
-        for name in TOKEN_COLUMNS:
-            extra.setdefault(name, part.tok.get(name))
+        for m in TOKEN_METRICS:  # the catalogue's per-token metrics
+            extra.setdefault(m.name, part.tok.get(m.name))
         for name, t in extra.items():
             if t is not None:
                 cols[name] = _np(t)[rows, pos]
@@ -326,7 +324,7 @@ class Recorder(threading.Thread):
             self._detect(dict(metrics, **logged, step=step))
 
     def _detect(self, row: dict[str, Any]) -> None:
-        from .offline import events_frame
+        from .detectors.events import events_frame
 
         events = self.detectors.update(row)
         if events:

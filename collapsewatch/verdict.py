@@ -2,10 +2,10 @@
 
     verdict(episodes, steps, reward, drill=("lld", 24)) -> Verdict       # pure: no store, no Dash
 
-* **collapsed** — the reward collapsed by the lab's one rule (:func:`collapsewatch.lab.labels.reward_collapse`):
+* **collapsed** — the reward collapsed by the one rule (:func:`collapsewatch.reward.reward_collapse`):
   ``Collapsed at step 84 (reward 0.42 → 0.07). First warning at 54: entropy blow-up, 30 steps earlier. Worst:
   critical.`` (with ``First critical at …`` too when the first critical episode is another one). The two rewards are the best reward level before the collapse and the last level of the run
-  (level = the lab's trailing median, :func:`collapsewatch.lab.labels.reward_level`).
+  (level = the trailing median, :func:`collapsewatch.reward.reward_level`).
 * **warning** — no collapse, but an episode of severity warning or critical: ``Warning from step 54: entropy
   blow-up. No reward collapse in 200 steps (reward best 0.45 at 120). Worst: critical.``
 * **healthy** — neither: ``No warning in 200 steps; reward best 0.80 at 199.`` (info episodes are named by
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .detectors.events import SEVERITY_RANK
-from .lab.labels import reward_collapse, reward_level
+from .reward import reward_collapse, reward_level
 
 Status = Literal["healthy", "warning", "collapsed"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,12 +84,19 @@ def wait_for_store(store: str | Path, poll_s: float = 1.0, say: Callable[[str], 
             time.sleep(poll_s)
 
 
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
 def serve(store: str | Path, host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> None:
     """Serve the dashboard of ``store`` until interrupted. Binds to localhost unless ``host`` says otherwise:
     the SQL console reads every run in the store. A busy port is refused first; a store that does not exist yet
     is waited for."""
-    from collapsewatch.demo import port_in_use
-
     if port_in_use(host, port):
         raise RuntimeError(f"port {port} on {host} is already in use (another dashboard?): stop it or pass --port")
     wait_for_store(store)

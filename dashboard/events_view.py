@@ -57,7 +57,7 @@ def severity_counts(events: pd.DataFrame) -> dict[str, int]:
 
 def first_critical_step(events: pd.DataFrame) -> int | None:
     """Where the run's first critical episode began (None if none ever was critical). Not the reward collapse,
-    whose one rule is :func:`collapsewatch.lab.labels.reward_collapse`."""
+    whose one rule is :func:`collapsewatch.reward.reward_collapse`."""
     critical = events[events["severity"] == "critical"] if not events.empty else events
     return int(critical["step_start"].min()) if len(critical) else None
 

@@ -1,4 +1,4 @@
-"""The runs page's table over the store's segment caches (``collapsewatch.store.cache``): run rows, each run's
+"""The runs page's table over the store's segment caches (:mod:`.cache`): run rows, each run's
 step summary (``series.last_values``) and its detector episodes, computed once per set of segments and rules (kept
 between processes) and read again at a refresh only for runs whose folders changed."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -14,8 +15,12 @@ import pandas as pd
 from collapsewatch import judged
 from collapsewatch.detectors.rules import rules_digest
 from collapsewatch.judge import judgement, key_files
-from collapsewatch.store import cache, queries
-from collapsewatch.store.cache import (
+from collapsewatch.store import queries
+from collapsewatch.store.manifest import load_record, save_record
+from collapsewatch.store.queries import Store
+
+from . import cache
+from .cache import (
     EventLog,
     Partials,
     SegmentIndex,
@@ -25,9 +30,6 @@ from collapsewatch.store.cache import (
     step_history,
     token_index,
 )
-from collapsewatch.store.manifest import load_record, save_record
-from collapsewatch.store.queries import Store
-
 from .events_view import run_event_summary
 from .series import last_values
 from .tables import active_flags
@@ -137,9 +139,17 @@ def clear() -> None:
     """Every server-side cache of the dashboard: segment caches, summaries, judgements, drawn overview figures."""
     from collapsewatch import judge
 
-    from . import live
-
     cache.clear()
     _tables.clear()
     judge.clear()
-    live.clear()
+    for hook in _clear_hooks:
+        hook()
+
+
+_clear_hooks: list[Callable[[], None]] = []
+
+
+def on_clear(hook: Callable[[], None]) -> None:
+    """Have :func:`clear` call ``hook`` too: a module of the dashboard that keeps a cache of its own (the live
+    page's drawn figures) registers it here, so this module need not import it."""
+    _clear_hooks.append(hook)

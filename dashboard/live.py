@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 from dash import Patch
 
+from collapsewatch.detectors.events import EPISODE_KEY
 from collapsewatch.judge import judgement
-from collapsewatch.lab.labels import drill_of
+from collapsewatch.reward import drill_of
 from collapsewatch.store import queries
 
 from . import history, state
@@ -36,7 +37,7 @@ POLL_MS = 2000
 
 def events_key(events: pd.DataFrame) -> str:
     """Changes whenever an episode appears, extends, or changes severity or message."""
-    cols = ["detector", "phase", "step_start", "step_end", "severity", "message"]
+    cols = [*EPISODE_KEY, "step_end", "severity", "message"]
     text = events[cols].to_csv(index=False) if not events.empty else ""
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
@@ -100,6 +101,9 @@ MAX_DRAWN = 16
 def clear() -> None:
     with _drawn_lock:
         _drawn.clear()
+
+
+history.on_clear(clear)
 
 
 def for_the_wire(fig: dict[str, Any]) -> dict[str, Any]:

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 from tsdownsample import MinMaxLTTBDownsampler
 
-from collapsewatch.lab.labels import reward_level
-from collapsewatch.store.cache import complete_rows  # noqa: F401  re-exported: the recorder's write order is a store rule
+from collapsewatch.reward import reward_level
+
+from .cache import complete_rows  # noqa: F401  re-exported: the recorder's write order is a store rule
 
 MAX_POINTS = 2500
 """Points kept per drawn series; longer series are downsampled with MinMaxLTTB (keeps every spike)."""
@@ -161,7 +162,7 @@ def sparkline(y: np.ndarray, n: int = SPARK_POINTS) -> str:
 
 def last_values(rows: pd.DataFrame) -> dict[str, Any]:
     """Runs-table summary of step rows: n_steps, last_step, on_policy, the last non-null value of each of
-    ``LAST_COLUMNS`` and a sparkline of the reward level (:func:`collapsewatch.lab.labels.reward_level`, the
+    ``LAST_COLUMNS`` and a sparkline of the reward level (:func:`collapsewatch.reward.reward_level`, the
     verdict's; its warm-up left out). The reward now / best / collapse step come from the run's verdict
     (``history.run_table``), not from here: one home for the run's best."""
     out: dict[str, Any] = {"n_steps": int(rows["step"].nunique()) if len(rows) else 0,

@@ -101,7 +101,7 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
     {"field": "steps", "headerName": "steps", "type": "numericColumn", "width": 75},
     _num("reward_now", "reward now", ".3f", 100,
          headerTooltip="the reward level at the last step: median of the last 10 logged reward_mean points (the "
-                       "verdict's, collapsewatch.lab.labels.reward_level)"),
+                       "verdict's, collapsewatch.reward.reward_level)"),
     _num("reward_best", "best reward", ".3f", 100,
          headerTooltip="the highest reward level (10-point median of reward_mean): the verdict's 'reward best'"),
     {"field": "reward_best_at", "headerName": "best at", "width": 90},
@@ -111,7 +111,7 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
                       "(▁ lowest, █ highest of this run)"},
     _num("collapse_step", "collapse step", "d", 105,
          headerTooltip="reward collapse: the 10-point median reward falls to ≤ 0.5 × its best and never recovers "
-                       "above 0.75 ×, for ≥ 10 more points (collapsewatch.lab.labels, the lab's rule)"),
+                       "above 0.75 ×, for ≥ 10 more points (collapsewatch.reward, the one rule)"),
     {"field": "worst", "headerName": "worst severity", "cellStyle": _severity_style(), "width": 110,
      "headerTooltip": "the worst severity any detector episode ever had in this run"},
     {"field": "episodes", "headerName": "episodes by severity", "width": 190},

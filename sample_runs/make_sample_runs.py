@@ -89,8 +89,9 @@ def rerecord_events(name: str) -> int:
     import pyarrow.parquet as pq
 
     from collapsewatch.detectors import detect_frame
+    from collapsewatch.detectors.events import events_frame
     from collapsewatch.detectors.rules import rules_digest
-    from collapsewatch.offline import events_frame, run_steps
+    from collapsewatch.offline import run_steps
     from collapsewatch.store import Store
     from collapsewatch.store.writer import atomic_write_table, replace_segment
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from fixtures.synthetic_steps import make_run
 
 from collapsewatch.alerts import NotifyError, event_headline, event_message, event_payload, post_event
 from collapsewatch.detectors import detect_frame
-from collapsewatch.detectors.synthetic import make_run
 
 
 def _first(scenario: str, detector: str, phase: str | None = None):

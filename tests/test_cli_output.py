@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fixtures.synthetic_store import Shape, SyntheticRun
 from typer.testing import CliRunner
 
 from collapsewatch.cli import app
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.trust import trust_line
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,5 +1,6 @@
-"""The package's import structure: no import cycles, between modules or between subpackages, and adapters that do not
-reach into the built-in trainer's code.
+"""The package's import structure — ``collapsewatch/`` and the dashboard (installed as ``collapsewatch.dashboard``
+from ``dashboard/``): no import cycles, between modules or between subpackages; adapters that do not reach into the
+built-in trainer's code; and a product that does not lean on its lab.
 
 Edges are read from the source (``ast``), function-level imports included: a lazy import inside a function still ties
 two modules together, it only hides the cycle from the interpreter at start-up.
@@ -11,16 +12,20 @@ import ast
 from pathlib import Path
 
 import collapsewatch
+import collapsewatch.dashboard
 
-ROOT = Path(collapsewatch.__file__).parent
+ROOTS = {"collapsewatch": Path(collapsewatch.__file__).parent,
+         "collapsewatch.dashboard": Path(collapsewatch.dashboard.__file__).parent}
+"""Package name → its folder (the dashboard is a folder of its own, mapped in by pyproject's package-dir)."""
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
     out = {}
-    for f in ROOT.rglob("*.py"):
-        parts = list(f.relative_to(ROOT.parent).with_suffix("").parts)
-        is_pkg = parts[-1] == "__init__"
-        out[".".join(parts[:-1] if is_pkg else parts)] = (f, is_pkg)
+    for package, root in ROOTS.items():
+        for f in root.rglob("*.py"):
+            parts = [*package.split("."), *f.relative_to(root).with_suffix("").parts]
+            is_pkg = parts[-1] == "__init__"
+            out[".".join(parts[:-1] if is_pkg else parts)] = (f, is_pkg)
     return out
 
 
@@ -101,3 +106,20 @@ def test_adapters_do_not_depend_on_the_builtin_trainer():
     deps = _subpackages(import_graph())["collapsewatch.integrations"]
     assert not deps & {"collapsewatch.models", "collapsewatch.rollout", "collapsewatch.env", "collapsewatch.trainer"}
     assert "collapsewatch.rollout.bench" not in import_graph()  # the rollout benchmark is bench/bench_rollout.py
+
+
+def test_the_dashboard_is_in_the_graph():
+    # the two circles the scan did not see while it read collapsewatch/ only: dashboard.live ↔ dashboard.history
+    # (history.clear imported live) and dashboard.app → demo → dashboard.waiting (port_in_use lived in demo)
+    graph = import_graph()
+    assert "collapsewatch.dashboard.history" in graph["collapsewatch.dashboard.live"]
+    assert "collapsewatch.dashboard.waiting" in graph["collapsewatch.demo"]
+
+
+def test_only_the_lab_imports_the_lab():
+    # the lab uses the product (reward rule, detectors, store), never the reverse; the one exception is the CLI,
+    # which mounts the lab's command group (`collapsewatch lab ...`)
+    lab = "collapsewatch.lab"
+    users = {m for m, deps in import_graph().items()
+             if not (m == lab or m.startswith(lab + ".")) and any(d == lab or d.startswith(lab + ".") for d in deps)}
+    assert users == {"collapsewatch.cli"}

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from fixtures.synthetic_store import Shape, SyntheticRun
 
 from collapsewatch import Monitor
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.follow import EXIT_CRITICAL, EventFollower
 from collapsewatch.judge import judge
 from collapsewatch.store import Store

@@ -1,5 +1,6 @@
 """The wheel a `pip install collapsewatch` user gets: built from the sources, installed into a new venv (no
-editable install, no checkout on sys.path), it has its CLI, its migrations and its dashboard with assets.
+editable install, no checkout on sys.path), it has its CLI, its migrations, its dashboard with assets and the
+sample runs `collapsewatch demo` copies.
 
 To stay inside `make test`'s time the new venv borrows the test venv's installed dependencies through a path
 entry (their versions are the lock's, which `make test` installs); collapsewatch itself comes only from the wheel,
@@ -48,7 +49,7 @@ def wheel_venv(tmp_path_factory) -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for name in ("collapsewatch", "dashboard"):
+    for name in ("collapsewatch", "dashboard", "sample_runs/store"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                     "-w", str(tmp / "dist"), str(src)], check=True, cwd=tmp)
@@ -114,3 +115,26 @@ def test_wheel_has_cli_migrations_and_dashboard(wheel_venv: Path, tmp_path: Path
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+COPY_SAMPLES = """
+import json, pathlib
+from collapsewatch.demo import SAMPLE_RUNS, copy_sample_runs
+from collapsewatch.store.writer import ensure_schema
+ensure_schema(pathlib.Path("demo"))  # as run_demo does
+print(json.dumps([str(SAMPLE_RUNS), copy_sample_runs(pathlib.Path("demo"))]))
+"""
+
+
+def test_wheel_ships_the_sample_runs(wheel_venv: Path, tmp_path: Path) -> None:
+    out = _run(wheel_venv, "python", "-c", COPY_SAMPLES, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    where, copied = json.loads(out.stdout)
+    assert where.startswith(str(wheel_venv)), where  # from the wheel, not the checkout
+    # every run folder of the checkout's sample store (the ones with a runs/ table) is copied from the wheel
+    shipped = sorted(p.name for p in (ROOT / "sample_runs" / "store").iterdir() if (p / "runs").is_dir()
+                     and not p.name.startswith("_"))
+    assert copied == shipped and len(shipped) >= 2
+    runs = _run(wheel_venv, "collapsewatch", "runs", "demo", "--json", cwd=tmp_path)
+    assert runs.returncode == 0, runs.stderr
+    assert sorted(r["run"] for r in json.loads(runs.stdout)) == shipped

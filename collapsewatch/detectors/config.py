@@ -3,7 +3,7 @@
 No paper publishes numeric thresholds for these phases (docs/architecture.md, *Detectors*). The defaults below follow
 the scale of the quantities — ratios are dimensionless around 1, log-likelihoods are nats per token, rewards are
 assumed to live on a [0, 1]-like scale — and are checked on the labelled synthetic series of
-:mod:`collapsewatch.detectors.synthetic` (``bench/eval_detectors.py``) and on drill runs, chosen on a training split
+``tests/fixtures/synthetic_steps.py`` (``bench/eval_detectors.py``) and on drill runs, chosen on a training split
 and scored on held-out runs (``collapsewatch lab calibrate``; docs/lab/detectors-evaluation.md, "Calibration").
 Override with ``dataclasses.replace``, :meth:`DetectorConfig.from_file` or :meth:`DetectorConfig.from_dict` (``{"isdd": {"median_threshold": 0.85}}``).
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 Severity = Literal["info", "warning", "critical"]
@@ -76,7 +77,8 @@ class Event:
 
     @property
     def key(self) -> tuple[str, str, int]:
-        """The store's identity of an episode: later rows with the same key supersede earlier ones."""
+        """The store's identity of an episode (``EPISODE_KEY``): later rows with the same key supersede earlier
+        ones."""
         return (self.detector, self.phase, self.step_start)
 
     def as_row(self) -> dict[str, Any]:
@@ -87,6 +89,27 @@ class Event:
             "value": self.value, "threshold": self.threshold, "window_steps": self.window_steps,
             "message": self.message, "evidence": json.dumps(self.evidence, sort_keys=True, allow_nan=False),
         }
+
+
+EPISODE_KEY = ("detector", "phase", "step_start")
+"""The columns that identify one run's episode (:attr:`Event.key`; the store's key adds the run)."""
+EPISODE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Event))
+"""An :class:`Event`'s fields, in order: the ``events`` table's columns that a detector fills."""
+EVENT_COLUMNS: tuple[str, ...] = (*EPISODE_FIELDS, "source", "rules")
+"""An episode as read back from the store or computed on read (:mod:`collapsewatch.judge`)."""
+TIMELINE_COLUMNS: tuple[str, ...] = ("run", *(c for c in EPISODE_FIELDS if c != "window_steps"))
+"""The phase timeline of ``detect`` (:func:`collapsewatch.offline.detect_runs`); its CSV adds source and rules."""
+
+
+def events_frame(run: str, rank: int, events: list[Event], source: str, rules: str) -> dict[str, list[Any]]:
+    """Events as columns of the ``events`` table (evidence as strict JSON, written now), each carrying the
+    digest of the ``rules`` that found it (:func:`collapsewatch.detectors.rules.rules_digest`)."""
+    now = datetime.now(timezone.utc)
+    cols: dict[str, list[Any]] = {}
+    for ev in events:
+        for k, v in dict(ev.as_row(), run=run, rank=rank, source=source, written_at=now, rules=rules).items():
+            cols.setdefault(k, []).append(v)
+    return cols
 
 
 @dataclass(frozen=True)

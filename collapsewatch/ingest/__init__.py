@@ -36,7 +36,6 @@ import gzip
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from . import (
@@ -52,16 +51,16 @@ from . import (
     wandb_run,
 )
 from .keys import KEY_MAP, Meaning, catalogue_values
-from .records import Account, IngestError, Record, Skip, Step, sqlite_tables, step_of
+from .records import Account, IngestError, Reader, Record, Skip, Step, sqlite_tables, step_of
 from .sink import RunSink
 
 __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "catalogue_values", "detect",
            "ingest_file"]
 
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (wandb_run, swanlab_run, clearml_offline, tensorboard,
-                                                       mlflow_store, trackio_db, trainer_state, log_history, jsonl,
-                                                       console)}
-"""Format name → reader module, in the order :func:`detect` tries them."""
+FORMATS: dict[str, Reader] = {m.NAME: m for m in (wandb_run, swanlab_run, clearml_offline, tensorboard,
+                                                    mlflow_store, trackio_db, trainer_state, log_history, jsonl,
+                                                    console)}
+"""Format name → reader module (each a :class:`.records.Reader`), in the order :func:`detect` tries them."""
 HEAD_BYTES = 1024 * 1024  # a console log's first step line may follow a long start-up preamble
 
 
@@ -93,7 +92,7 @@ def _head(path: Path) -> str:
             return ""
 
 
-def detect(path: Path, fmt: str | None = None) -> ModuleType:
+def detect(path: Path, fmt: str | None = None) -> Reader:
     """The reader for ``path``: ``fmt`` when given (checked by the reader), else the first whose ``sniff`` agrees."""
     if not path.exists():
         raise IngestError(f"file {str(path)!r} does not exist")
@@ -115,9 +114,9 @@ def detect(path: Path, fmt: str | None = None) -> ModuleType:
                       "--format forces one")
 
 
-def _sniffed(reader: ModuleType, path: Path) -> None:
-    """A forced line format must still look like itself (the binary readers check on their own)."""
-    if reader.NAME in ("jsonl", "console", "trainer_state", "log_history") and (path.is_dir() or not reader.sniff(path, _head(path))):
+def _sniffed(reader: Reader, path: Path) -> None:
+    """A forced text format must still look like itself (``SNIFF_FORCED``; the binary readers check on their own)."""
+    if reader.SNIFF_FORCED and (path.is_dir() or not reader.sniff(path, _head(path))):
         raise IngestError(f"{str(path)!r} is not {reader.NAME} (see collapsewatch ingest --help)")
 
 
@@ -129,8 +128,7 @@ def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt
     path = Path(file)
     reader = detect(path, fmt)
     _sniffed(reader, path)
-    with_notes = (console, wandb_run, swanlab_run, clearml_offline)  # readers whose Parser reports what it left out
-    account, parser = Account(str(path)), reader.Parser() if reader in with_notes else None
+    account, parser = Account(str(path)), reader.Parser() if reader.Parser is not None else None
     steps = account.steps(reader.read(path, source_run=source_run, parser=parser))
     if parser is not None:
         account.notes += parser.notes()
@@ -186,7 +184,7 @@ class Tail:
         self.source_run = source_run
         self.parser: Any = self.reader.Parser() if self.reader.GROWS else None
         # a reader's Snapshot re-reads only what was appended (TensorBoard); the others re-read the whole file
-        self._snap: Any = getattr(self.reader, "Snapshot", None)
+        self._snap: Any = self.reader.Snapshot
         if not self.reader.GROWS:  # a file that is not the format, or a --source-run to pick: said now, not retried
             self._snap = self._snap(self.path, source_run=source_run) if self._snap else None
             self._read()

@@ -36,6 +36,7 @@ from .records import IngestError, Record, Skip, one_run
 
 NAME = "clearml"
 GROWS = False  # each flush appends a line holding many steps' events: re-read whole at each poll of --follow
+SNIFF_FORCED = False  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 METRICS, TASK = "metrics.jsonl", "task.json"
 SCALAR = "training_stats_scalar"
 SINGLE_VALUE_ITER = -(2**31)
@@ -195,3 +196,6 @@ def read(path: Path, source_run: str | None = None, parser: Parser | None = None
     parser = parser or Parser()
     parser.feed(text)
     yield from parser.records()
+
+
+Snapshot = None  # re-read whole at each poll of --follow (collapsewatch.ingest.records.Reader)

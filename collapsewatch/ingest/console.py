@@ -32,6 +32,7 @@ from .records import Record, Skip, read_text
 
 NAME = "console"
 GROWS = True
+SNIFF_FORCED = True  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 
 VERL_LINE = re.compile(r"(?:^|[\s)])step:(\d+) - (.*)$")
 OPENRLHF_LINE = re.compile(r"Global step (\d+): (\{.*\})\s*$")
@@ -144,3 +145,6 @@ class Parser:
 
 def read(path: Path, parser: Parser | None = None, **_: Any) -> Iterator[Record | Skip]:
     yield from (parser or Parser()).feed(read_text(path), 1)
+
+
+Snapshot = None  # re-read whole at each poll of --follow (collapsewatch.ingest.records.Reader)

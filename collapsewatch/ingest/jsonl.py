@@ -16,6 +16,7 @@ from .records import Record, Skip, read_text, row_record
 
 NAME = "jsonl"
 GROWS = True
+SNIFF_FORCED = True  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 
 
 def _object(line: str) -> Any:
@@ -34,6 +35,9 @@ def sniff(path: Path, head: str) -> bool:
 class Parser:
     """Lines → records; stateless (kept a class so every growing format is fed alike)."""
 
+    def notes(self) -> list[str]:
+        return []  # every line it skips is a Skip the Account counts
+
     def feed(self, text: str, first_line: int) -> Iterator[Record | Skip]:
         for i, line in enumerate(text.splitlines(), first_line):
             if not line.strip():
@@ -51,3 +55,6 @@ class Parser:
 
 def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
     yield from Parser().feed(read_text(path), 1)
+
+
+Snapshot = None  # re-read whole at each poll of --follow (collapsewatch.ingest.records.Reader)

@@ -123,6 +123,12 @@ KEY_MAP: dict[str, Meaning] = {
 }
 """Logged key → its catalogue meaning (order = precedence among keys of one step that fill the same metric)."""
 
+TRL_ALIASES: dict[str, str] = {key: KEY_MAP[key].metric for key in ("learning_rate", "policy_loss")}
+"""TRL / HF log keys the TRL adapter (:mod:`collapsewatch.integrations.trl`) stores a second time under their
+catalogue name, as :data:`KEY_MAP` maps them (same definition). ``grad_norm``, ``loss`` and ``step_time`` already
+carry catalogue names; ``kl`` becomes ``loss_kl`` = β · kl and, when TRL weights it by the ratio
+(``use_bias_correction_kl``), ``kl_ref_ratio_weighted_mean`` (docs/trl.md, "Step values next to TRL's")."""
+
 HF_PREFIX = "train/"
 """HF's TensorBoard / trackio / W&B callbacks (and OpenRLHF's loggers) write ``train/<key>``."""
 

@@ -19,6 +19,7 @@ from .trainer_state import load_json, log_rows
 
 NAME = "log_history"
 GROWS = False
+SNIFF_FORCED = True  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 _OPENS = re.compile(r"\s*\[\s*(\{|\]|$)")
 """A JSON array whose first item is an object (or an empty one); a console line opening with ``[INFO]`` is not."""
 
@@ -52,3 +53,7 @@ def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
     if not any(_holds_a_number(row) for row in data):
         raise IngestError(f"{str(path)!r} is a JSON list of objects none of which holds a number ({what})")
     yield from log_rows(data, "item")
+
+
+Parser = None  # no parser of its own (collapsewatch.ingest.records.Reader)
+Snapshot = None  # re-read whole at each poll of --follow (collapsewatch.ingest.records.Reader)

@@ -36,6 +36,7 @@ from .records import IngestError, Record, needs, one_run, sqlite_tables
 
 NAME = "mlflow"
 GROWS = False
+SNIFF_FORCED = False  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 TABLES = {"experiments", "runs", "metrics", "alembic_version"}
 """Tables every MLflow tracking database has (MLflow 1.x on): a SQLite file without them is not MLflow's."""
 
@@ -163,3 +164,7 @@ def _forget(uri: str) -> None:
     engine = getattr(SqlAlchemyStore, "_engine_map", {}).pop(uri, None)
     if engine is not None:
         engine.dispose()
+
+
+Parser = None  # no parser of its own (collapsewatch.ingest.records.Reader)
+Snapshot = None  # re-read whole at each poll of --follow (collapsewatch.ingest.records.Reader)

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 MAX_STEP = 2**63 - 1
 STEP_KEYS = ("step", "global_step", "train/global_step", "eval/global_step", "_step")
@@ -209,3 +209,23 @@ class Account:
         if self.nonfinite:
             parts.append(f"kept {self.nonfinite} non-finite value(s) (NaN / ±Inf)")
         return "; ".join(parts + self.notes)
+
+
+class Reader(Protocol):
+    """What every format module of ``collapsewatch.ingest`` declares (:data:`collapsewatch.ingest.FORMATS` holds
+    them; tests/ingest/test_formats.py checks each has all of it). A module is the reader: these are its globals."""
+
+    NAME: str
+    """The format's name (``--format``)."""
+    GROWS: bool
+    """A text log appended to line by line: ``--follow`` reads from where it stopped (else: re-read whole)."""
+    SNIFF_FORCED: bool
+    """A forced ``--format`` must still pass :meth:`sniff` (text formats; binary readers check on their own)."""
+    Parser: type | None
+    """Its stateful parser (``feed`` for a growing log; ``notes()``: what it left out), or None."""
+    Snapshot: type | None
+    """A re-reader that reads only what was appended (``--follow`` of a non-growing format), or None."""
+
+    def sniff(self, path: Path, head: str) -> bool: ...
+
+    def read(self, path: Path, **kwargs: Any) -> Iterator[Record | Skip]: ...

@@ -29,6 +29,7 @@ from .records import IngestError, Record, needs, one_run
 
 NAME = "swanlab"
 GROWS = False  # a binary log: re-read through swanlab's reader at each poll of --follow
+SNIFF_FORCED = False  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 MAGIC = b":SWL\xd6\xe1"
 """A SwanLab run log's header: ident ``:SWL``, magic 0xE1D6 (little-endian); a version byte follows."""
 EXTRA = "swanlab"
@@ -156,3 +157,6 @@ def read(path: Path, source_run: str | None = None, parser: Parser | None = None
     for record in _scan(file):
         parser.add(record)
     yield from parser.records()
+
+
+Snapshot = None  # re-read whole at each poll of --follow (collapsewatch.ingest.records.Reader)

@@ -16,6 +16,7 @@ from .records import IngestError, Record, needs
 
 NAME = "tensorboard"
 GROWS = False
+SNIFF_FORCED = False  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 PATTERN = "events.out.tfevents.*"
 
 
@@ -57,3 +58,6 @@ class Snapshot:
 
 def read(path: Path, **_: Any) -> Iterator[Record]:
     yield from Snapshot(path).records()
+
+
+Parser = None  # no parser of its own (collapsewatch.ingest.records.Reader)

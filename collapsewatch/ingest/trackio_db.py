@@ -17,6 +17,7 @@ from .records import IngestError, Record, needs, one_run, sqlite_tables
 
 NAME = "trackio"
 GROWS = False
+SNIFF_FORCED = False  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -50,3 +51,7 @@ def read(path: Path, source_run: str | None = None, **_: Any) -> Iterator[Record
         stamp = row.get("timestamp")
         wall = datetime.fromisoformat(stamp).timestamp() if isinstance(stamp, str) else None
         yield Record(f"log {i}", row.get("step"), values, wall)
+
+
+Parser = None  # no parser of its own (collapsewatch.ingest.records.Reader)
+Snapshot = None  # re-read whole at each poll of --follow (collapsewatch.ingest.records.Reader)

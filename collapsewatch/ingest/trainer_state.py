@@ -13,6 +13,7 @@ from .records import IngestError, Record, Skip, read_text, row_record
 
 NAME = "trainer_state"
 GROWS = False
+SNIFF_FORCED = True  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -39,3 +40,7 @@ def read(path: Path, **_: Any) -> Iterator[Record | Skip]:
     if not isinstance(data, dict) or not isinstance(data.get("log_history"), list):
         raise IngestError(f"{str(path)!r} has no 'log_history' list (expected an HF/TRL trainer_state.json)")
     yield from log_rows(data["log_history"], "log_history")
+
+
+Parser = None  # no parser of its own (collapsewatch.ingest.records.Reader)
+Snapshot = None  # re-read whole at each poll of --follow (collapsewatch.ingest.records.Reader)

@@ -41,6 +41,7 @@ from .records import IngestError, Record, Skip, flatten, needs, one_run, row_rec
 
 NAME = "wandb"
 GROWS = False  # a binary log: followed through :class:`Snapshot`, not read line by line
+SNIFF_FORCED = False  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 MAGIC = b":W&B\xe1\xbe\x00"
 """A W&B transaction log's header: ident ``:W&B``, magic 0xBEE1 (little-endian), version 0."""
 REPORTS = "wandb leet inspect: "

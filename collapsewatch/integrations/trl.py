@@ -32,6 +32,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from transformers import TrainerCallback
 
+from ..ingest.keys import TRL_ALIASES
 from ..monitor import Monitor
 from ..probe import ClipSpec
 from ..sentinels import Sentinel, due, text_sentinels
@@ -43,11 +44,6 @@ log = logging.getLogger("collapsewatch")
 SUPPORTED_TRL = SpecifierSet(">=1.10,<1.17")
 """TRL versions whose ``GRPOTrainer`` internals the per-token tap was checked against (docs/trl.md says how)."""
 
-SCALAR_ALIASES = {"learning_rate": "lr", "policy_loss": "loss_policy"}
-"""TRL / HF log keys stored a second time under the catalogue's name (``collapsewatch.catalogue.LOGGED_SCALARS``).
-``grad_norm``, ``loss`` and ``step_time`` already carry catalogue names; ``kl`` becomes ``loss_kl`` = β · kl and, when
-TRL weights it by the ratio (``use_bias_correction_kl``), ``kl_ref_ratio_weighted_mean`` (docs/trl.md, "Step values
-next to TRL's")."""
 
 
 class UnsupportedTRLVersion(RuntimeError):
@@ -127,7 +123,7 @@ def catalogue_scalars(logs: dict[str, Any], beta: float | None = None,
     for key, value in logs.items():
         if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
             out[str(key)] = None if value is None else float(value)
-    for key, alias in SCALAR_ALIASES.items():
+    for key, alias in TRL_ALIASES.items():
         if key in out and alias not in out:
             out[alias] = out[key]
     if beta and out.get("kl") is not None and "loss_kl" not in out:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS
+from ..detectors.events import EVENT_COLUMNS
 from . import location, mirror, segments
 from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError
@@ -42,13 +43,14 @@ SYNC_S = 1.0  # an object-store reader lists the bucket at most this often (each
 # Token metrics of the heatmap: name -> (column averaged per bin, transform of the mean). The ratio heatmap
 # averages log_ratio and exponentiates (a geometric mean): an arithmetic mean of ratios is dominated by its
 # largest values and hides the collapse of the small ones.
-TOKEN_METRICS: dict[str, tuple[str, str | None]] = {
+HEATMAP_METRICS: dict[str, tuple[str, str | None]] = {
     "ratio": ("log_ratio", "exp"),
     "log_ratio": ("log_ratio", None),
     "entropy": ("entropy", None),
 }
-TOKEN_COLUMNS = ("pos", "token_id", "turn_id", "mask", "advantage", "logp", "logp_old", "logp_rollout",
-                 "log_ratio", "ratio", "entropy", "clip_low", "clip_high", "is_log_ratio")
+SEQUENCE_TOKEN_COLUMNS = ("pos", "token_id", "turn_id", "mask", "advantage", "logp", "logp_old", "logp_rollout",
+                          "log_ratio", "ratio", "entropy", "clip_low", "clip_high", "is_log_ratio")
+"""The columns of one sequence's tokens (:func:`sequence_tokens`, the token page)."""
 
 
 class Store:
@@ -190,7 +192,8 @@ FROM parquet_metadata(?) WHERE path_in_schema = 'step' GROUP BY file_name ORDER 
 
 def run_rows(store: Store, runs: Sequence[str] | None = None) -> pd.DataFrame:
     """Runs page: one row per run (of every run, or of ``runs``: their folders alone are read) from the run rows
-    alone (status, objective, heartbeat, lowest rank); the step and event summaries come from per-run caches."""
+    alone (status, objective, heartbeat, lowest rank); the step and event summaries come from per-run caches (the dashboard's
+    ``collapsewatch.dashboard.cache``)."""
     source = "SELECT * FROM runs" if runs is None else runs_sql(" UNION ALL ".join(
         f"SELECT * FROM ({store.run_view('run_ranks', r)})" for r in runs))
     if runs is not None and not runs:
@@ -265,8 +268,7 @@ def step_rows(store: Store, run: str, columns: list[str] | tuple[str, ...], *, a
 def run_events(store: Store, run: str, files: Files | None = None) -> pd.DataFrame:
     """Detector episodes of one run (or of the given event segments), one row each, in order of start."""
     return _listed_or_whole(store, lambda f: f"""
-SELECT detector, phase, step_start, step_end, severity, metric, value, threshold, window_steps,
-       message, evidence, source, rules
+SELECT {", ".join(EVENT_COLUMNS)}
 FROM ({episodes_sql(_source(store, run, "events", f))})
 ORDER BY step_start, detector, phase""", [], files)
 
@@ -301,7 +303,7 @@ def sequence_tokens(store: Store, run: str, step: int, seq_id: int, rank: int = 
                     files: Files | None = None) -> pd.DataFrame:
     """Every stored token of one sequence, in position order."""
     return _listed_or_whole(store, lambda f: f"""
-SELECT {", ".join(TOKEN_COLUMNS)} FROM ({_source(store, run, "tokens", f)})
+SELECT {", ".join(SEQUENCE_TOKEN_COLUMNS)} FROM ({_source(store, run, "tokens", f)})
 WHERE step = ? AND seq_id = ? AND rank = ? ORDER BY pos""", [step, seq_id, rank], files)
 
 
@@ -310,9 +312,9 @@ def token_heatmap(store: Store, run: str, metric: str, *, step_bin: int = 1, pos
     """Step × position grid of a token metric over model tokens (mask = 1): ``step`` and ``pos`` are the
     lower edges of bins of ``step_bin`` steps and ``pos_bin`` positions; ``total`` and ``n`` (additive over
     disjoint files) give ``value`` = heatmap_value(metric, total, n)."""
-    if metric not in TOKEN_METRICS:
-        raise ValueError(f"unknown token metric {metric!r}; one of {sorted(TOKEN_METRICS)}")
-    column = TOKEN_METRICS[metric][0]
+    if metric not in HEATMAP_METRICS:
+        raise ValueError(f"unknown token metric {metric!r}; one of {sorted(HEATMAP_METRICS)}")
+    column = HEATMAP_METRICS[metric][0]
     df = store.query(f"""
 SELECT (step // ?) * ? AS step, (pos // ?) * ? AS pos, sum({column}) AS total, count(*) AS n
 FROM ({_source(store, run, "tokens", files)})
@@ -325,7 +327,7 @@ GROUP BY ALL ORDER BY step, pos""", [step_bin, step_bin, pos_bin, pos_bin])
 def heatmap_value(metric: str, total: Any, n: Any) -> Any:
     """The cell value from a bin's sum and count: a mean, exponentiated for ``ratio`` (geometric mean)."""
     mean = total / n
-    return np.exp(mean) if TOKEN_METRICS[metric][1] == "exp" else mean
+    return np.exp(mean) if HEATMAP_METRICS[metric][1] == "exp" else mean
 
 
 def compare_rows(store: Store, runs: list[str], columns: list[str]) -> pd.DataFrame:
@@ -356,6 +358,6 @@ def user_query(store: Store, sql: str, max_rows: int = 10_000, limits: Limits | 
     return store.sql(sql, limits or Limits(max_rows=max_rows))
 
 
-__all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "Store", "runs_summary", "TOKEN_METRICS", "check_columns", "compare_rows", "heatmap_value",
+__all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "Store", "runs_summary", "HEATMAP_METRICS", "check_columns", "compare_rows", "heatmap_value",
            "run_events", "run_info", "run_names", "run_rows", "segment_files", "segment_steps", "sequence_tokens",
            "step_rows", "token_heatmap", "token_sequences", "token_steps", "user_query", "view_columns"]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import duckdb
 
-from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS
+from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS, scalar_column_sql
+from ..detectors import events
 from . import location, mirror
 from .migrations import TABLES
 from .mirror import install_lock
@@ -28,7 +29,7 @@ RUN_STATUS = """CASE WHEN bool_or(status = 'crashed') THEN 'crashed'
             WHEN bool_and(status = 'finished') THEN 'finished' ELSE 'running' END"""
 """A run's status over its ranks' statuses: crashed if one crashed, finished if all finished, else running."""
 
-EPISODE_KEY = ("run", "detector", "phase", "step_start")
+EPISODE_KEY = ("run", *events.EPISODE_KEY)
 """One detector episode: seen by several ranks, re-written as it extends, or found online and offline, it
 is one row, the one with the latest extent (``EPISODE_ORDER`` first)."""
 EPISODE_ORDER = (("step_end", False), ("written_at", False), ("rank", True), ("source", True))
@@ -59,7 +60,7 @@ FROM ({run_ranks}) GROUP BY run"""
 
 def _scalar_pivot() -> str:
     cols = ",\n       ".join(
-        f"{LOGGED_REPEAT}(value) FILTER (WHERE replace(key, '/', '_') = '{m.name}') AS {m.name}"
+        f"{LOGGED_REPEAT}(value) FILTER (WHERE {scalar_column_sql('key')} = '{m.name}') AS {m.name}"
         for m in LOGGED_SCALARS)
     return cols
 

@@ -12,7 +12,7 @@ from dash import Input, Output, State, callback, dcc, html
 
 from collapsewatch.catalogue import ALL_STEP_COLUMNS, by_name
 from collapsewatch.judge import judge
-from collapsewatch.lab.labels import reward_collapse
+from collapsewatch.reward import reward_collapse
 from collapsewatch.store import queries
 
 from .. import charts, history, ids, state, tables

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from fixtures.synthetic_store import Shape, SyntheticRun
 
 from collapsewatch.dashboard import history, state
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 
 SMALL = Shape(seqs=8, token_seqs=2, seq_len=24)
 

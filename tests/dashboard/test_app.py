@@ -103,8 +103,9 @@ def test_second_app_in_process_gets_the_callbacks(app, synth_store):
 def test_serve_waits_for_a_store_a_run_has_not_created_yet(tmp_path):
     import threading
 
+    from fixtures.synthetic_store import Shape, SyntheticRun
+
     from collapsewatch.dashboard.app import wait_for_store
-    from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 
     root = tmp_path / "not-yet"
     said: list[str] = []

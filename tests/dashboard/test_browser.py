@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fixtures.synthetic_store import Shape, SyntheticRun
 
 from collapsewatch.dashboard import ids
 from collapsewatch.dashboard.live import POLL_MS
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.demo import start_dashboard
 
 pytestmark = pytest.mark.browser

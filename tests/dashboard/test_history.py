@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from fixtures.synthetic_store import Shape, SyntheticRun
 
 from collapsewatch.dashboard import history
 from collapsewatch.dashboard.figures import COLUMNS
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.store import queries
 from collapsewatch.store.compact import compact_run
 from collapsewatch.store.queries import Store

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from fixtures.synthetic_store import Shape, SyntheticRun
 
 from collapsewatch.dashboard import history, live, state
 from collapsewatch.dashboard.figures import TRACE_COLUMNS
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 
 
 @pytest.fixture()

@@ -43,9 +43,10 @@ def test_counts_without_a_name_still_flag():
 
 def test_the_tensor_list_is_the_catalogues():
     # one home: the detector reads the catalogue's nonfinite_<tensor> columns, which the probe counts in its order
+    from fixtures.synthetic_steps import NONFINITE_TENSORS
+
     from collapsewatch.catalogue import STEP_METRICS
     from collapsewatch.detectors.nonfinite import TENSORS, Nonfinite
-    from collapsewatch.detectors.synthetic import NONFINITE_TENSORS
     from collapsewatch.probe import NONFINITE_ORDER
 
     columns = [m.name for m in STEP_METRICS if m.name.startswith("nonfinite_")]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from fixtures.synthetic_steps import make_run
+
 from collapsewatch import connect
 from collapsewatch.catalogue import LOGGED_SCALARS, STEP_METRICS
 from collapsewatch.detectors import detect_each, detect_frame
-from collapsewatch.detectors.synthetic import make_run
 from collapsewatch.store import StoreWriter
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from fixtures.synthetic_steps import make_run
 
 from collapsewatch.detectors import DetectorConfig, DetectorSuite, IsddConfig, detect_each, detect_frame, replay
-from collapsewatch.detectors.synthetic import make_run
 
 from .series import feed, latest, rows
 

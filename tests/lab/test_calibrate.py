@@ -6,11 +6,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fixtures.synthetic_steps import make_run
 from typer.testing import CliRunner
 
 from collapsewatch.cli import app
 from collapsewatch.detectors import DetectorConfig
-from collapsewatch.detectors.synthetic import make_run
 from collapsewatch.lab.calibrate import calibrate, split, to_toml
 from collapsewatch.lab.corpus import Corpus
 from collapsewatch.lab.labels import RunLabel

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 import torch
+from fixtures.synthetic_steps import make_run
 
 from collapsewatch.detectors import detect_frame
-from collapsewatch.detectors.synthetic import make_run
 from collapsewatch.trainer.actions import PhaseActions, parse_rule
 from collapsewatch.trainer.config import TrainConfig, load_config
 

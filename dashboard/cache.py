@@ -1,5 +1,5 @@
 """Server-side caches over a run's segments, so that a poll or a drill-down costs the same at step 100 and
-at step 100,000 (the dashboard's, kept with the store whose files they index).
+at step 100,000 (the dashboard's own; they index the store's segment files).
 
 A store's segments are immutable Parquet files with unique names, replaced only by compaction (new
 names, old ones deleted). So:
@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from . import queries, segments
-from .queries import Store
-from .views import EPISODE_KEY, EPISODE_ORDER
+from collapsewatch.store import queries, segments
+from collapsewatch.store.queries import Store
+from collapsewatch.store.views import EPISODE_KEY, EPISODE_ORDER
 
 T = TypeVar("T")
 

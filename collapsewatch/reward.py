@@ -1,0 +1,72 @@
+"""The reward level of a run and its collapse rule, and the drill a run's config records — one home, read by the
+verdict, the judge, the dashboard and the lab.
+
+* **Reward level**: the median of ``reward_mean`` over the last ``SMOOTH`` logged (non-NULL) points, undefined
+  until ``SMOOTH`` points exist (warm-up: one lucky early rollout must not set the best); best = running max of
+  the level.
+* **Reward collapse**: the first step where best ≥ ``MIN_BEST``, level ≤ ``COLLAPSE_FRAC`` × best, and the level
+  then stays ≤ ``RECOVER_FRAC`` × that best *for the rest of the run and for at least* ``SUSTAIN`` *more logged
+  points* (sustained: a dip the run recovers from is not a collapse, and neither is a dip in the run's last
+  ``SUSTAIN`` points, which has had no time to recover — the last level then comes from a window disjoint from
+  the one that first fell). ``MIN_BEST`` 0.1 keeps runs that never learned out (a best under one success in ten
+  is within a rollout's noise of 0) and keeps runs whose best is ≈ 0.15 in: the built-in warm starts succeed at
+  ≈ 0.2, and a run that peaks at a level of 0.15 and then scores 0 for 300 steps collapsed.
+* **Drill**: ``drill.kind`` and ``drill.at_step`` from the run's config in the store (the built-in trainer
+  records them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SMOOTH = 10
+MIN_BEST = 0.1
+COLLAPSE_FRAC = 0.5
+RECOVER_FRAC = 0.75
+SUSTAIN = 10
+
+
+def reward_level(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tuple[np.ndarray, np.ndarray]:
+    """(level, running best) per row: trailing median over the last ``smooth`` non-NaN points, NaN until
+    ``smooth`` of them exist (the warm-up), and its running max (-inf before the first level)."""
+    reward = np.asarray(reward, dtype="float64")
+    logged = ~np.isnan(reward)
+    level = np.full(len(reward), np.nan)
+    level[logged] = pd.Series(reward[logged]).rolling(smooth, min_periods=smooth).median().to_numpy()
+    best = np.fmax.accumulate(np.where(np.isnan(level), -np.inf, level))
+    return level, best
+
+
+def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
+                    sustain: int = SUSTAIN) -> int | None:
+    """First step of a sustained reward collapse by the rule of the module docstring, or None."""
+    level, best = reward_level(steps, reward, smooth)
+    defined = np.flatnonzero(~np.isnan(level))  # rows with a level: logged points past the warm-up
+    for j, i in enumerate(defined):
+        b = best[i]
+        if not (b >= MIN_BEST and level[i] <= COLLAPSE_FRAC * b):
+            continue
+        later = level[defined[j + 1:]]
+        if len(later) < sustain:  # too close to the run's end to tell a dip from a collapse (nor can any later row)
+            return None
+        if not np.any(later > RECOVER_FRAC * b):
+            return int(steps[i])
+    return None
+
+
+def drill_of(config: Mapping[str, Any] | str | None) -> tuple[str, int | None]:
+    """(kind, onset) from a run's stored config (parsed, or its JSON); ("", None) without a drill."""
+    if isinstance(config, str) or config is None:
+        try:
+            config = json.loads(config) if config else {}
+        except json.JSONDecodeError:
+            return "", None
+    drill = config.get("drill") or {}
+    if not drill.get("kind"):
+        return "", None
+    return str(drill["kind"]), int(drill["at_step"])
