@@ -29,19 +29,15 @@ import numpy as np
 import pandas as pd
 
 from .detectors.events import SEVERITY_RANK
+from .detectors.registry import specs
 from .reward import reward_collapse, reward_level
 
 Status = Literal["healthy", "warning", "collapsed"]
 
-PHASE_NAMES: dict[tuple[str, str], str] = {
-    ("entropy", "blowup"): "entropy blow-up", ("entropy", "collapse"): "entropy collapse",
-    ("isdd", "drift"): "ISDD drift", ("lld", "early_stagnation"): "LLD early stagnation",
-    ("lld", "steady_decay"): "LLD steady decay", ("lld", "accelerated_collapse"): "LLD accelerated collapse",
-    ("grad", "explosion"): "gradient explosion", ("nonfinite", "nonfinite"): "non-finite values",
-    ("length", "blowup"): "length blow-up", ("length", "repetition"): "repetition",
-    ("starvation", "starvation"): "signal starvation", ("mismatch", "drift"): "train–inference mismatch",
-}
-"""How a (detector, phase) is named in a sentence; others read ``detector phase`` with spaces."""
+PHASE_NAMES: dict[tuple[str, str], str] = {(name, phase): text for name, spec in specs().items()
+                                           for phase, text in spec.phase_names.items()}
+"""How a (detector, phase) is named in a sentence (each detector's ``phase_names``); others read ``detector phase``
+with spaces."""
 
 
 def phase_name(detector: str, phase: str) -> str:

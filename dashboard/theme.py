@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from collapsewatch.detectors.registry import specs
+
 BG = "#0d1017"
 PANEL = "#141923"
 GRID = "#232a38"
@@ -56,16 +58,8 @@ METRIC_COLOURS: dict[str, str] = {
 CYCLE = ("#4fa3f7", "#ff7043", "#9ccc65", "#ffca28", "#ce93d8", "#4dd0e1", "#f06292", "#a1887f",
          "#fff176", "#7986cb")
 
-DETECTOR_COLOURS: dict[str, str] = {
-    "isdd": "#ffa726",
-    "lld": "#e040fb",
-    "entropy": "#ffee58",
-    "grad": "#ec407a",
-    "nonfinite": "#ff1744",
-    "starvation": "#8d6e63",
-    "length": "#26c6da",
-    "mismatch": "#7e57c2",
-}
+DETECTOR_COLOURS: dict[str, str] = {name: spec.colour for name, spec in specs().items()}
+"""Each detector's own colour (``@register_detector``, :mod:`collapsewatch.detectors.registry`)."""
 SEVERITY_OPACITY = {"info": 0.06, "warning": 0.1, "critical": 0.15}
 SEVERITY_COLOURS = {"critical": "#ff5252", "warning": "#ffa726", "info": "#8b95a8", "none": "#9ccc65"}
 STATUS_COLOURS = {"running": "#4fa3f7", "finished": "#9ccc65", "crashed": "#ff5252"}

@@ -28,16 +28,32 @@ lasts longer than about half of it becomes the new median and its episode ends: 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from . import likelihood, signals
-from .config import DetectorConfig
+from .config import DetectorConfig, EntropyConfig
 from .events import Finding, Severity, Verdict
 from .history import History
+from .registry import num as _num
+from .registry import register_detector
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    level, peak, median = (_num(ev.get(k)) for k in ("entropy_level", "entropy_peak", "entropy_median"))
+    if level is None:
+        return None
+    if phase == "collapse" and peak:
+        return f"entropy fell to {level:.3g} nats, {level / peak:.0%} of its peak {peak:.3g}"
+    if phase == "blowup" and median:
+        return f"entropy rose to {level:.3g} nats, {level / median:.1f}× its median {median:.3g}"
+    return None
+
+
+@register_detector(primary=("entropy_mean",), config=EntropyConfig, sentence=_sentence, colour="#ffee58",
+                   phase_names={"blowup": "entropy blow-up", "collapse": "entropy collapse"}, drills=("blowup",))
 class Entropy:
     name = "entropy"
     phases = ("collapse", "blowup")

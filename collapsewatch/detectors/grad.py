@@ -23,11 +23,16 @@ A non-finite grad_norm is the non-finite detector's business (NaN cannot be told
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from .config import DetectorConfig, GradConfig
 from .events import Finding, Verdict
 from .history import History
+from .registry import num as _num
+from .registry import register_detector
 
 
 def reference(values: np.ndarray, i: int, c: GradConfig) -> tuple[float, float, float] | None:
@@ -44,6 +49,17 @@ def reference(values: np.ndarray, i: int, c: GradConfig) -> tuple[float, float, 
     return median, max(c.spike_factor, float(np.exp(c.spike_z * spread))), spread
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    g, med, n = _num(ev.get("grad_norm")), _num(ev.get("reference_median")), ev.get("reference_points")
+    if g is None or not med:
+        return None
+    run = ev.get("elevated_run")
+    tail = f", still up {run} logged points after the spike" if run and run > 1 else ""
+    return f"grad norm {g:.3g} is {g / med:.1f}× its median {med:.3g} over the previous {n} logged points{tail}"
+
+
+@register_detector(primary=("grad_norm",), config=GradConfig, sentence=_sentence, colour="#ec407a",
+                   phase_names={"explosion": "gradient explosion"}, drills=("blowup",))
 class Grad:
     name = "grad"
     phases = ("explosion",)

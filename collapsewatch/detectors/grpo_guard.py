@@ -16,13 +16,26 @@ opt-in (``DetectorConfig(enabled=(*DEFAULT_ENABLED, "grpo_guard"))``) until it i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from .config import DetectorConfig
+from .config import DetectorConfig, GrpoGuardConfig
 from .events import Finding, Verdict
 from .history import History
+from .registry import fmt as _f
+from .registry import num as _num
+from .registry import register_detector
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    level, clip = _num(ev.get("ratio_mean_pos_level")), _num(ev.get("clip_high_frac_level"))
+    if level is None or clip is None:
+        return None
+    return (f"mean ratio of A>0 tokens is {level:.3g} while clip_high fires on {clip:.1%} of tokens "
+            f"(at most {_f(ev.get('clip_high_max'), '.1%')}): the upper clip no longer bounds positive updates")
+
+
+@register_detector(primary=("ratio_mean_pos",), config=GrpoGuardConfig, sentence=_sentence, colour="#d4e157")
 class GrpoGuard:
     name = "grpo_guard"
     phases = ("ratio_left_shift",)

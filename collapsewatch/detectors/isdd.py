@@ -15,12 +15,16 @@ Either rule holds → warning; confirmed — entropy rose then fell **and** rewa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from . import signals
-from .config import DetectorConfig
+from .config import DetectorConfig, IsddConfig
 from .events import Finding, Verdict
 from .history import History
+from .registry import fmt as _f
+from .registry import num as _num
+from .registry import register_detector
 
 RATIO_COLUMNS = ("ratio_p50_pos", "ratio_p05_pos", "ratio_lt_0_1_frac_pos")
 TURN_COLUMNS = ("turn_ratio_p50_pos", "turn_ratio_p05_pos")
@@ -29,6 +33,32 @@ be read per turn (is it every turn, or the tool-heavy late ones?); no rule reads
 produced a turn-level drift to calibrate one on."""
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    level, peak = _num(ev.get("ratio_p50_pos_level")), _num(ev.get("ratio_p50_pos_peak"))
+    rules = ev.get("rules") or []
+    parts = []
+    if level is not None and ("ratio_p50_pos" in rules or (peak is not None and peak - level >= 0.05)):
+        at = ev.get("ratio_p50_pos_peak_step")
+        over = f" over {now - at} steps" if isinstance(now, int) and isinstance(at, int) else ""
+        parts.append(f"median ratio of A>0 tokens fell from {_f(peak)} to {_f(level)}{over}" if peak is not None
+                     else f"median ratio of A>0 tokens is {_f(level)}")
+    if "ratio_p05_pos" in rules:
+        parts.append(f"its p05 is {_f(ev.get('ratio_p05_pos_level'), '.3g')}")
+    if "ratio_lt_0_1_frac_pos" in rules:
+        parts.append(f"{_f(ev.get('ratio_lt_0_1_frac_pos_level'), '.1%')} of A>0 tokens have r < 0.1")
+    if not parts:
+        return None
+    text = ", ".join(parts) + f" while clip_low stayed {_f(ev.get('clip_low_frac'))}"
+    conf = [c.replace("_", " ") for c in ev.get("confirmations") or []]
+    if len(conf) > 1:
+        return text + f"; confirmed by {' and '.join(conf)}"
+    return text + (f"; confirmation at this step: {conf[0]}" if conf else "")
+
+
+@register_detector(primary=RATIO_COLUMNS, config=IsddConfig, sentence=_sentence, colour="#ffa726",
+                   phase_names={"drift": "ISDD drift"},
+                   not_applicable="on-policy run (r ≡ 1): ISDD needs several optimizer steps per rollout batch",
+                   drills=("isdd",))
 class Isdd:
     name = "isdd"
     phases = ("drift",)

@@ -13,13 +13,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
-from .config import DetectorConfig
+from .config import DetectorConfig, LengthConfig
 from .events import Finding, Verdict
 from .history import History
+from .registry import fmt as _f
+from .registry import num as _num
+from .registry import register_detector
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    length = ev.get("response_length_level")
+    tail = f" (mean length {_f(length, '.0f')} tokens)" if _num(length) is not None else ""
+    if phase == "blowup" and _num(ev.get("truncated_frac_level")) is not None:
+        return f"{_f(ev['truncated_frac_level'], '.0%')} of responses hit the length budget{tail}"
+    if phase == "repetition" and _num(ev.get("repeat_frac_max_level")) is not None:
+        return f"one token id makes up {_f(ev['repeat_frac_max_level'], '.0%')} of a response{tail}"
+    return None
+
+
+@register_detector(primary=("truncated_frac", "repeat_frac_max", "response_length_mean"), config=LengthConfig,
+                   sentence=_sentence, colour="#26c6da",
+                   phase_names={"blowup": "length blow-up", "repetition": "repetition"}, drills=("length",))
 class Length:
     name = "length"
     phases = ("blowup", "repetition", "collapse")

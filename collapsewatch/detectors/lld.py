@@ -21,16 +21,47 @@ hold"), and each can be re-entered:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from . import likelihood, signals
-from .config import DetectorConfig
+from .config import DetectorConfig, LldConfig
 from .events import Finding, Severity, Verdict
 from .history import History, Series, Trend
+from .registry import fmt as _f
+from .registry import num as _num
+from .registry import register_detector
 
 PHASES = ("early_stagnation", "steady_decay", "accelerated_collapse")
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    trend = ev.get("L_trend") or {}
+    change, level = _num(ev.get("L_change_over_window")), _num(ev.get("L_level"))
+    if phase == "early_stagnation":
+        st, rt = ev.get("L_trend_stagnation") or {}, ev.get("reward_trend") or {}
+        if not st or not rt:
+            return None
+        return (f"likelihood of correct responses stayed flat at {_f(level)} nats/token "
+                f"({_f(st.get('slope'), '+.2g')}/step) while the reward rose {_f(rt.get('slope'), '+.2g')}/step")
+    if change is None or not trend:
+        return None
+    text = (f"likelihood of correct responses fell by {_f(-change, '.3f')} nats/token over {trend.get('n')} "
+            f"points (now {_f(level)})")
+    if ev.get("I_falling"):
+        text += ", incorrect responses falling too"
+    if phase == "accelerated_collapse":
+        what = [w for w, hit in (("accelerating", ev.get("acceleration")), ("a cliff", ev.get("cliff"))) if hit]
+        what += [s.replace("_", " ") for s in ev.get("signals") or []]
+        if what:
+            text += f", with {', '.join(what)}"
+    return text
+
+
+@register_detector(primary=("logp_old_mean_correct",), config=LldConfig, sentence=_sentence, colour="#e040fb",
+                   phase_names={"early_stagnation": "LLD early stagnation", "steady_decay": "LLD steady decay", "accelerated_collapse": "LLD accelerated collapse"},
+                   not_applicable="logp_old_mean_correct is NULL on every step (no π_old log-probs or no correct responses)",
+                   drills=("lld",))
 class Lld:
     name = "lld"
     phases = PHASES

@@ -9,15 +9,35 @@ Either → warning; ESS level ≤ ess_critical → critical. NULL when the rollo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from .config import DetectorConfig
+from .config import DetectorConfig, MismatchConfig
 from .events import Finding, Verdict
 from .history import History
+from .registry import fmt as _f
+from .registry import num as _num
+from .registry import register_detector
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    level, ess = _num(ev.get("abs_level")), _num(ev.get("ess_level"))
+    if level is None and ess is None:
+        return None
+    parts = []
+    if level is not None:
+        parts.append(f"|logp_old − logp_rollout| is {level:.3g} nats (bar {_f(ev.get('abs_bar'), '.3g')})")
+    if ess is not None:
+        parts.append(f"IS effective sample size {ess:.2f}")
+    return "train–inference mismatch: " + ", ".join(parts)
+
+
+@register_detector(primary=("is_log_ratio_abs_mean", "is_ess"), config=MismatchConfig, sentence=_sentence,
+                   colour="#7e57c2", phase_names={"drift": "train–inference mismatch"},
+                   not_applicable="no rollout log-probs (is_log_ratio_abs_mean / is_ess NULL on every step)",
+                   drills=("mismatch",))
 class Mismatch:
     name = "mismatch"
     phases = ("drift",)

@@ -8,14 +8,21 @@ step, found by walking back over the consecutive non-finite rows in the history 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..catalogue import STEP_METRICS
-from .config import DetectorConfig
+from .config import DetectorConfig, NonfiniteConfig
 from .events import Finding, Verdict
 from .history import History, Row
+from .registry import fmt as _f
+from .registry import num as _num
+from .registry import register_detector
 
 # The tensors checked for non-finite values: the catalogue's nonfinite_<tensor> step columns, in its order.
 TENSORS = tuple(m.name.removeprefix("nonfinite_") for m in STEP_METRICS if m.name.startswith("nonfinite_"))
 SCALARS = ("grad_norm", "loss")
+INPUTS = ("first_nonfinite", *(f"nonfinite_{t}" for t in TENSORS), *SCALARS)
 
 
 def _tensors(row: Row) -> list[str] | None:
@@ -30,10 +37,22 @@ def _tensors(row: Row) -> list[str] | None:
     return found
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    if not ev.get("first_tensor"):
+        return None
+    counts = ev.get("counts") or {}
+    now = [f"{t} ({_f(counts[t], '.0f')} values)" if _num(counts.get(t)) else str(t)
+           for t in ev.get("tensors_now") or []]
+    return (f"the first non-finite value appeared at step {ev.get('first_step')} in {ev['first_tensor']}"
+            + (f"; this step: {', '.join(now)}" if now else ""))
+
+
+@register_detector(primary=INPUTS, config=NonfiniteConfig, sentence=_sentence, colour="#ff1744",
+                   phase_names={"nonfinite": "non-finite values"}, drills=("nonfinite",))
 class Nonfinite:
     name = "nonfinite"
     phases = ("nonfinite",)
-    inputs = ("first_nonfinite", *(f"nonfinite_{t}" for t in TENSORS), *SCALARS)
+    inputs = INPUTS
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg

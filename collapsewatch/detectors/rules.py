@@ -23,8 +23,8 @@ from importlib import resources
 
 from .config import DetectorConfig
 
-NOT_RULES: tuple[str, ...] = ()
-"""Modules of this package that hold no rule: not part of the digest (none today)."""
+NOT_RULES = ("defaults.py",)
+"""Modules of this package that hold no rule (the docs' defaults table generator): not part of the digest."""
 
 
 def code_text(source: str) -> str:

@@ -12,11 +12,27 @@ run at temperature 0.8 warned this way (correct_frac level 0.5, reward at its be
 
 from __future__ import annotations
 
-from .config import DetectorConfig
+from collections.abc import Mapping
+from typing import Any
+
+from .config import DetectorConfig, StarvationConfig
 from .events import Finding, Verdict
 from .history import History
+from .registry import fmt as _f
+from .registry import num as _num
+from .registry import register_detector
 
 
+def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
+    level = _num(ev.get("zero_std_group_frac_level"))
+    if level is None:
+        return None
+    return (f"{level:.0%} of groups got equal rewards for every response (no GRPO signal; mostly "
+            f"{ev.get('groups', 'unknown')}), reward level {_f(ev.get('reward_level'))}")
+
+
+@register_detector(primary=("zero_std_group_frac",), config=StarvationConfig, sentence=_sentence, colour="#8d6e63",
+                   phase_names={"starvation": "signal starvation"}, drills=("starvation",))
 class Starvation:
     name = "starvation"
     phases = ("starvation",)

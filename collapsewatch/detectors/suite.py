@@ -27,19 +27,11 @@ from typing import Any, Literal, Protocol
 import pandas as pd
 
 from .config import DetectorConfig
-from .entropy import Entropy
 from .events import Event, PhaseState, Verdict, advance
-from .grad import Grad
-from .grpo_guard import GrpoGuard
 from .history import History, Row, column_kinds, normalise
-from .isdd import RATIO_COLUMNS, Isdd
-from .length import Length
-from .lld import Lld
-from .mismatch import Mismatch
-from .nonfinite import Nonfinite
+from .registry import specs
 from .rules import rules_digest
 from .severity import gate
-from .starvation import Starvation
 
 
 class Detector(Protocol):
@@ -50,23 +42,11 @@ class Detector(Protocol):
     def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict: ...
 
 
-REGISTRY: dict[str, type] = {d.name: d for d in (Isdd, Lld, Entropy, Grad, Nonfinite, Starvation, Length, Mismatch,
-                                                 GrpoGuard)}
-PHASES: dict[str, tuple[str, ...]] = {name: d.phases for name, d in REGISTRY.items()}
+REGISTRY: dict[str, type] = {name: spec.cls for name, spec in specs().items()}
+PHASES: dict[str, tuple[str, ...]] = {name: spec.phases for name, spec in specs().items()}
 """Detector → the phases it reports: the one list that phase names given by users are checked against."""
-
-# Columns whose presence makes a detector applicable (ISDD additionally needs an off-policy step).
-PRIMARY: dict[str, tuple[str, ...]] = {
-    "isdd": RATIO_COLUMNS, "lld": ("logp_old_mean_correct",), "entropy": ("entropy_mean",),
-    "grad": ("grad_norm",), "nonfinite": Nonfinite.inputs, "starvation": ("zero_std_group_frac",),
-    "length": ("truncated_frac", "repeat_frac_max", "response_length_mean"), "mismatch": ("is_log_ratio_abs_mean", "is_ess"),
-    "grpo_guard": ("ratio_mean_pos",),
-}
-NOT_APPLICABLE = {
-    "isdd": "on-policy run (r ≡ 1): ISDD needs several optimizer steps per rollout batch",
-    "lld": "logp_old_mean_correct is NULL on every step (no π_old log-probs or no correct responses)",
-    "mismatch": "no rollout log-probs (is_log_ratio_abs_mean / is_ess NULL on every step)",
-}
+PRIMARY: dict[str, tuple[str, ...]] = {name: spec.primary for name, spec in specs().items()}
+"""Columns whose presence makes a detector applicable (ISDD additionally needs an off-policy step)."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +129,7 @@ class DetectorSuite:
             elif self._seen.get(det.name, 0) > 0:
                 out[det.name] = Applicability("applicable")
             else:
-                reason = NOT_APPLICABLE.get(det.name, f"{', '.join(PRIMARY[det.name])} NULL on every step")
+                reason = specs()[det.name].why_not_applicable()
                 if det.name == "isdd" and not self._seen.get("isdd_on_policy"):
                     reason = "ratio columns NULL on every step"
                 out[det.name] = Applicability("not_applicable", reason)

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from ..detectors.events import SEVERITY_RANK
+from ..detectors.registry import specs
 from .labels import RunLabel
 
 SEVERITIES = ("info", "warning", "critical")
@@ -32,9 +33,18 @@ ANY_PHASE = "*"
 # learning-rate blow-up has two textbook signatures: a grad-norm explosion and an entropy blow-up (Adam's
 # step is bounded by lr whatever the gradient, so on the built-in model the pre-clip grad norm does not spike
 # while the sampling distribution flattens — docs/detectors.md); both are scored.
-OWN_DETECTORS: dict[str, tuple[str, ...]] = {
-    "lld": ("lld",), "isdd": ("isdd",), "blowup": ("grad", "entropy"), "mismatch": ("mismatch",),
-    "starvation": ("starvation",), "length": ("length",), "nonfinite": ("nonfinite",)}
+# Each detector declares the drills it answers (``drills`` of ``@register_detector``).
+
+
+def _own_detectors() -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in specs().values():
+        for kind in spec.drills:
+            out[kind] = (*out.get(kind, ()), spec.name)
+    return out
+
+
+OWN_DETECTORS: dict[str, tuple[str, ...]] = _own_detectors()
 FLAG_COLUMNS = ["run", "detector", "phase", "severity", "step_start"]
 SCORE_COLUMNS = ["detector", "phase", "severity", "drill", "drilled_runs", "flagged_share", "delay_median",
                  "lead_median", "false_pre_onset_per_1k", "false_healthy_per_1k", "critical_near_best"]
