@@ -21,7 +21,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,28 +31,14 @@ from . import judged
 from .detectors import DetectorConfig, detect_frame
 from .detectors.events import EVENT_COLUMNS, events_frame
 from .detectors.rules import rules_digest
+from .judged import Judgement
 from .offline import run_steps
 from .reward import drill_of
 from .store.queries import Store, run_events, run_info, segment_files, step_rows
-from .verdict import Verdict, verdict
+from .verdict import verdict
 
 COMPUTED = "computed"
 """``source`` of episodes computed on read (never stored)."""
-
-
-@dataclass(frozen=True)
-class Judgement:
-    run: str
-    events: pd.DataFrame
-    """The episodes of the reader's rules (``EVENT_COLUMNS``), in order of start."""
-    recorded: pd.DataFrame
-    """The episodes as stored."""
-    computed: bool
-    """True when ``events`` were computed on read (the stored ones came from other rules)."""
-    note: str
-    """'' or one sentence saying why the stored episodes are not shown."""
-    rules: str
-    verdict: Verdict
 
 
 def key_files(store: Store, run: str) -> tuple:

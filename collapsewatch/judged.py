@@ -10,8 +10,9 @@ rule set is another digest. Values are the ``Judgement``'s fields as JSON, frame
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,8 +20,24 @@ import pandas as pd
 from .store.manifest import load_record, save_record
 from .verdict import Verdict
 
-if TYPE_CHECKING:
-    from .judge import Judgement
+
+@dataclass(frozen=True)
+class Judgement:
+    """A run's episodes under the reader's rules and its verdict (built by :mod:`collapsewatch.judge`, kept between
+    processes here)."""
+
+    run: str
+    events: pd.DataFrame
+    """The episodes of the reader's rules (``detectors.events.EVENT_COLUMNS``), in order of start."""
+    recorded: pd.DataFrame
+    """The episodes as stored."""
+    computed: bool
+    """True when ``events`` were computed on read (the stored ones came from other rules)."""
+    note: str
+    """'' or one sentence saying why the stored episodes are not shown."""
+    rules: str
+    verdict: Verdict
+
 
 KIND = "judgement"
 LAYOUT = 2  # of the values (2: NaN of a text column is NULL): a judgement kept in another layout is judged again
@@ -71,8 +88,6 @@ def frame_in(d: dict[str, Any]) -> pd.DataFrame:
 
 def load(root: Path, run: str, k: list) -> Judgement | None:
     """The judgement saved for ``run`` under key ``k``; None when there is none, or it was of other files or rules."""
-    from .judge import Judgement
-
     v = load_record(root, KIND, run, k)
     if not isinstance(v, dict):
         return None

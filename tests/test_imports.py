@@ -3,7 +3,8 @@ from ``dashboard/``): no import cycles, between modules or between subpackages; 
 built-in trainer's code; and a product that does not lean on its lab.
 
 Edges are read from the source (``ast``), function-level imports included: a lazy import inside a function still ties
-two modules together, it only hides the cycle from the interpreter at start-up.
+two modules together, it only hides the cycle from the interpreter at start-up. Imports under ``if TYPE_CHECKING:``
+are left out: they name a type for the checker and never run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ def _modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
 def import_graph() -> dict[str, set[str]]:
     """module → the collapsewatch modules it imports (``from .x import y`` points at ``.x.y`` if that is a module)."""
     mods = _modules()
@@ -36,7 +41,11 @@ def import_graph() -> dict[str, set[str]]:
     for name, (path, is_pkg) in mods.items():
         here = name.split(".") if is_pkg else name.split(".")[:-1]
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        typing_only = {id(n) for block in ast.walk(tree) if _is_type_checking(block) for n in ast.walk(block)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             if isinstance(node, ast.Import):
                 deps.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):

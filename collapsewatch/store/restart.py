@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from .location import REPLACES_KEY, Location, published
 from .migrations import TABLES
+from .tables import arrow_schemas, atomic_write_table, conform
 
 if TYPE_CHECKING:
     from .writer import StoreWriter
@@ -76,8 +77,6 @@ def _footer(where: Location, path: Path) -> pq.FileMetaData:
 def cut(where: Location, run: str, rank: int, step: int) -> list[Path]:
     """Rewrite the rank's segments of ``run`` without rows at steps ≥ ``step`` (module docstring); returns the
     new segments. Raises OSError / ArrowException like any write: the caller counts it and tries at its next flush."""
-    from .writer import arrow_schemas, atomic_write_table, conform
-
     written = []
     for table, column in STEP_COLUMN.items():
         for path in _segments(where, run, table, rank):

@@ -36,9 +36,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import location, restart
-from .location import REPLACES_KEY, TABLE_KEY, Location
-from .migrations import SCHEMA_STAMP, TABLES, schema_connection
+from .location import REPLACES_KEY, Location
+from .migrations import SCHEMA_STAMP
 from .publisher import Publisher
+from .tables import ROW_GROUP_ROWS, arrow_schemas, atomic_write_table, conform  # noqa: F401  (re-exported)
 
 log = logging.getLogger("collapsewatch.store")
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -54,45 +55,6 @@ def check_run_name(run: str) -> str:
         raise ValueError(f"run name {run!r} is invalid: use letters, digits, '.', '_' or '-' "
                          "(starting with a letter or digit, at most 128 characters)")
     return run
-
-
-_SCHEMAS: dict[str, pa.Schema] | None = None
-
-
-def arrow_schemas() -> dict[str, pa.Schema]:
-    """Arrow schema of every table, read from the migrated DuckDB schema (one source of truth)."""
-    global _SCHEMAS
-    if _SCHEMAS is None:
-        con = schema_connection()
-        # each schema stamped with its table's name (TABLE_KEY): every segment written from it carries the stamp
-        _SCHEMAS = {t: con.sql(f"SELECT * FROM {t} LIMIT 0").to_arrow_table().schema.with_metadata(
-            {TABLE_KEY: t.encode()}) for t in TABLES}
-        con.close()
-    return _SCHEMAS
-
-
-ROW_GROUP_ROWS = 64 * 1024
-"""Rows per Parquet row group: small enough that a query for one step or sequence of a merged segment skips
-most of it by the row groups' min/max statistics (pyarrow's default is 1 Mi rows)."""
-
-
-def atomic_write_table(table: pa.Table, path: Path) -> None:
-    """Write ``table`` to ``path`` so that no reader ever sees a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        pq.write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """A segment written by an older schema gets the newer columns as NULLs."""
-    cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
-            for f in schema]
-    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def write_merged(table: str, files: list[Path], rank: int) -> Path:
