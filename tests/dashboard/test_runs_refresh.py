@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from fixtures.synthetic_store import Shape, SyntheticRun
 
 from collapsewatch import judge
 from collapsewatch.dashboard import history
 from collapsewatch.dashboard.figures import COLUMNS
-from collapsewatch.dashboard.synthetic import Shape, SyntheticRun
 from collapsewatch.store import manifest, segments
 from collapsewatch.store.queries import Store
 
