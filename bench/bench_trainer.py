@@ -180,13 +180,12 @@ def instrument() -> None:
     micro = loop.micro_step
 
     @functools.wraps(micro)
-    def micro_step(*args, **kwargs):
-        timings = args[-1] if args and isinstance(args[-1], dict) else kwargs["timings"]
-        before = (timings["forward"], timings["backward"])
-        out = micro(*args, **kwargs)
+    def micro_step(inputs, rows, tally, *args, **kwargs):  # the tally holds the step's forward / backward seconds
+        before = (tally.sums["time/forward"], tally.sums["time/backward"])
+        out = micro(inputs, rows, tally, *args, **kwargs)
         if C.active:
-            C.t["forward"] += timings["forward"] - before[0]
-            C.t["backward"] += timings["backward"] - before[1]
+            C.t["forward"] += tally.sums["time/forward"] - before[0]
+            C.t["backward"] += tally.sums["time/backward"] - before[1]
         return out
     loop.micro_step = micro_step
 

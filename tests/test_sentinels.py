@@ -91,7 +91,7 @@ def test_real_model_padding_and_chunking_change_nothing():
         logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1).gather(-1, ids[0, 1:, None])[:, 0]
     assert alone[1] == pytest.approx(float(logp[2:].sum()), abs=1e-5)  # model tokens are ids 3 … 8 (targets 2 …)
     # … and the trainer's own forward (the π_old / logp the batch L is made of) gives the same numbers
-    from collapsewatch.trainer.loop import forward_logps
+    from collapsewatch.trainer.forward import forward_logps
 
     with torch.no_grad():
         trainer_logp, _ = forward_logps(model.eval(), ids, torch.ones_like(ids), 1.0, want_entropy=False)

@@ -23,7 +23,7 @@ A trainer step, with gradient accumulation over micro-batches::
 from collapsewatch.objectives import bapo, gspo, llds, sampo, sapo_search, sapo_soft, turn_ppo  # noqa: F401  (registers)
 from collapsewatch.objectives.advantages import ADVANTAGE_MODES, GroupStats, compute_advantages, group_stats
 from collapsewatch.objectives.aggregation import AGGREGATIONS, aggregate, aggregation_normalizer
-from collapsewatch.objectives.bapo import BapoParams
+from collapsewatch.objectives.bapo import BapoParams, step_contributions
 from collapsewatch.objectives.gigpo import ESTIMATORS, GigpoParams, anchor_ids, gigpo_advantages, turn_returns
 from collapsewatch.objectives.grpo import GrpoParams, grpo
 from collapsewatch.objectives.gspo import GspoParams
@@ -73,5 +73,6 @@ __all__ = [
     "make_params",
     "objective_names",
     "register_objective",
+    "step_contributions",
     "turn_returns",
 ]

@@ -151,7 +151,7 @@ def bapo(inputs: LossInputs, params: BapoParams) -> ObjectiveOutput:
     out = {"log_ratio": log_ratio.detach(), "ratio": ratio.detach(), "log_ratio_clamped": clamped & (mask > 0)}
     out.update(clip_flags(ratio, adv, mask, eps_low, eps_high, params.dual_clip_c))
     # Per-step scalars, broadcast (no copy) to the (B, T) shape every intermediate has.
-    out["bapo_clip_low"] = c_low.to(ratio.dtype).expand_as(ratio)
-    out["bapo_clip_high"] = c_high.to(ratio.dtype).expand_as(ratio)
+    bounds = {"bapo_clip_low": c_low.to(ratio.dtype), "bapo_clip_high": c_high.to(ratio.dtype)}  # () each
+    out.update({name: v.expand_as(ratio) for name, v in bounds.items()})
     out["bapo_pos_neg_ratio"] = balance[pick].expand_as(ratio)
-    return ObjectiveOutput(loss=loss, intermediates=out, terms={"loss_policy": loss.detach()})
+    return ObjectiveOutput(loss=loss, intermediates=out, terms={"loss_policy": loss.detach()}, scalars=bounds)

@@ -161,7 +161,7 @@ def apply_correction(out: ObjectiveOutput, mask: Tensor, weights: Tensor, keep: 
     """(the objective's output with its per-token loss and loss terms × ``weights``, the mask to aggregate with:
     ``mask × keep``). All (B, T); the weights are detached, so the gradient of token t is w_t · ∂ℓ_t."""
     weighted = ObjectiveOutput(loss=out.loss * weights, intermediates=out.intermediates,
-                               terms={k: v * weights for k, v in out.terms.items()})
+                               terms={k: v * weights for k, v in out.terms.items()}, scalars=out.scalars)
     return weighted, mask * keep
 
 

@@ -28,9 +28,12 @@ class ObjectiveOutput:
     detached (B, T) tensors named as in the metric catalogue (``ratio``, ``clip_low``, ...); boolean flags
     are already AND-ed with the mask, float values are left raw. ``terms`` are the scalar loss terms under the
     catalogue's ``loss_*`` names, each a (B, T) per-token tensor aggregated like the loss (``loss_policy``,
-    ``loss_penalty``, ``loss_kl``, ``loss_entropy``), detached.
+    ``loss_penalty``, ``loss_kl``, ``loss_entropy``), detached. ``scalars`` are the objective's own per-step values
+    under catalogue names (BAPO's chosen bounds ``bapo_clip_low`` / ``bapo_clip_high``), 0-dim and detached: a
+    trainer logs them as step scalars (the step's last micro-batch's value) without knowing the objective.
     """
 
     loss: Tensor                                              # (B, T)
     intermediates: dict[str, Tensor] = field(default_factory=dict)
     terms: dict[str, Tensor] = field(default_factory=dict)    # name -> (B, T) detached per-token term
+    scalars: dict[str, Tensor] = field(default_factory=dict)  # name -> () detached per-step value

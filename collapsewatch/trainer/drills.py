@@ -32,6 +32,21 @@ kind           effect (``strength`` = s)
 
 Rollout-level drills (isdd, mismatch, starvation) act on whole rollouts, so ``at_step`` must be a multiple of
 ``mini_batches × ppo_epochs``: a rollout then starts exactly at N, and the first affected optimizer step is N.
+
+Hook points: the trainer calls these methods of :class:`Drill`, and no others (:data:`HOOKS`; a test checks the
+loop against this list). Each returns its input unchanged when the drill is not active.
+
+========================  =======================================  ===========================================
+hook                      called by (trainer/…)                    acts on
+========================  =======================================  ===========================================
+``sampling_temperature``  ``loop.rollout``, once per rollout       the engine's sampling τ (mismatch)
+``rewards``               ``batches.rollout_batch``, each try      the (B,) rewards (starvation)
+``epochs``                ``loop.update``, once per rollout        passes over the rollout (isdd)
+``advantages``            ``loop.optimizer_step``                  the step's (B,) advantages (lld, length,
+                                                                   nonfinite/advantages)
+``logp``                  ``step.micro_step``, first micro-batch   fresh log-probs (nonfinite/logp)
+``lr``                    ``loop.optimizer_step``                  the step's learning rate (blowup)
+========================  =======================================  ===========================================
 """
 
 from __future__ import annotations
@@ -46,6 +61,8 @@ import torch
 KINDS = ("lld", "isdd", "blowup", "mismatch", "starvation", "length", "nonfinite")
 ROLLOUT_KINDS = ("isdd", "mismatch", "starvation")
 NONFINITE_TENSORS = ("logp", "advantages")
+HOOKS = ("sampling_temperature", "rewards", "epochs", "advantages", "logp", "lr")
+"""The methods the trainer calls (the module docstring's table says where)."""
 DEFAULT_STRENGTH = {"lld": 4.0, "isdd": 4.0, "blowup": 20.0, "mismatch": 1.5, "starvation": 0.9, "length": 2.0,
                     "nonfinite": 1.0}
 
@@ -107,7 +124,7 @@ class Drill:
             return False
         return step == self.at_step if kind == "nonfinite" else step >= self.at_step
 
-    # -- the hooks the trainer calls --------------------------------------------------------------------
+    # -- the hooks the trainer calls (HOOKS; where: the module docstring) ---------------------------------
 
     def epochs(self, ppo_epochs: int, rollout_step: int) -> int:
         """Passes over a rollout that starts at optimizer step ``rollout_step`` (isdd: × strength)."""

@@ -49,6 +49,9 @@ def test_bound_search_by_hand(target, bounds, balance):
     assert out.intermediates["bapo_clip_low"][0, 0].item() == pytest.approx(bounds[0])
     assert out.intermediates["bapo_clip_high"][0, 0].item() == pytest.approx(bounds[1])
     assert out.intermediates["bapo_pos_neg_ratio"][0, 0].item() == pytest.approx(balance, rel=1e-7)
+    # the chosen pair is also the objective's step scalars, 0-dim: what a trainer logs without knowing the objective
+    assert {k: (v.shape, v.item()) for k, v in out.scalars.items()} == {
+        "bapo_clip_low": ((), pytest.approx(bounds[0])), "bapo_clip_high": ((), pytest.approx(bounds[1]))}
 
 
 def test_loss_and_gradient_at_chosen_bounds():

@@ -12,7 +12,7 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from collapsewatch import TokenBatch
 from collapsewatch.objectives import GrpoParams, LldsParams, SapoSearchParams, aggregate, compute_objective
-from collapsewatch.trainer.loop import entropy_needs_grad, forward_logps, old_logps
+from collapsewatch.trainer.forward import entropy_needs_grad, forward_logps, old_logps
 
 
 class LogitsModel(torch.nn.Module):
