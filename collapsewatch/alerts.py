@@ -23,6 +23,7 @@ from typing import Any
 from .detectors.events import EPISODE_FIELDS
 from .detectors.registry import Sentence, specs
 from .detectors.registry import num as _num
+from .webhooks import service_of, webhook_body
 
 EVENT_FIELDS = ("run", "rank", "source", "rules", *(c for c in EPISODE_FIELDS if c != "evidence"))
 
@@ -113,12 +114,14 @@ def event_payload(event: Any) -> dict[str, Any]:
 
 
 def post_event(url: str, event: Any, timeout: float = 5.0) -> int:
-    """POST ``event_payload(event)`` as JSON to an http(s) ``url``; the HTTP status, or NotifyError."""
+    """POST the event to an http(s) ``url`` in its service's body (webhooks.py); the HTTP status, or NotifyError."""
+    service, url = service_of(url) if isinstance(url, str) else ("generic", url)
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ValueError(f"notify URL must start with http:// or https://, got {url!r}")
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-    body = json.dumps(event_payload(event), allow_nan=False).encode()
+    payload = event_payload(event)
+    body = json.dumps(webhook_body(service, payload["text"], payload), allow_nan=False).encode()
     req = urllib.request.Request(url, data=body, method="POST",
                                  headers={"Content-Type": "application/json", "User-Agent": "collapsewatch"})
     try:
