@@ -72,3 +72,16 @@ def test_post_event_bad_url_and_refused_connection():
     server.server_close()  # nothing listens there now
     with pytest.raises(NotifyError, match=f"127.0.0.1:{port}"):
         post_event(f"http://127.0.0.1:{port}/", {"detector": "grad"}, timeout=2)
+
+
+def test_post_event_slack_and_discord_bodies_by_prefix(receiver):
+    ev = dict(_first("isdd", "isdd").as_row(), run="r1")
+    text = event_message(ev)
+    # slack: {"text": sentence, "blocks": [one section block whose mrkdwn text is the sentence]}
+    assert post_event(f"slack:{receiver.url}/s", ev, timeout=5) == 200
+    assert receiver.got[-1][2] == {"text": text,
+                                   "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
+    # discord: {"content": sentence} (the sentence is < 2,000 characters, so untruncated)
+    assert post_event(f"discord:{receiver.url}/d", ev, timeout=5) == 200
+    assert receiver.got[-1][2] == {"content": text}
+    assert [g[0] for g in receiver.got] == ["/s", "/d"]   # the prefix is stripped from the POSTed URL
