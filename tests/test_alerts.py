@@ -85,3 +85,20 @@ def test_post_event_slack_and_discord_bodies_by_prefix(receiver):
     assert post_event(f"discord:{receiver.url}/d", ev, timeout=5) == 200
     assert receiver.got[-1][2] == {"content": text}
     assert [g[0] for g in receiver.got] == ["/s", "/d"]   # the prefix is stripped from the POSTed URL
+
+
+def test_webhook_service_from_host_prefix_and_discord_limit():
+    from collapsewatch.webhooks import DISCORD_LIMIT, service_of, webhook_body
+
+    # the host decides; a prefix wins and is stripped; a Discord URL outside /api/webhooks/ is generic
+    assert service_of("https://hooks.slack.com/services/T/B/x") == ("slack", "https://hooks.slack.com/services/T/B/x")
+    assert service_of("https://discord.com/api/webhooks/1/abc")[0] == "discord"
+    assert service_of("https://discordapp.com/api/webhooks/1/abc")[0] == "discord"
+    assert service_of("https://discord.com/channels/1")[0] == "generic"
+    assert service_of("slack:http://127.0.0.1:9/h") == ("slack", "http://127.0.0.1:9/h")
+    assert service_of("http://127.0.0.1:9/h") == ("generic", "http://127.0.0.1:9/h")
+    # 3,000 characters -> the first 1,999 and "…": exactly 2,000
+    body = webhook_body("discord", "x" * 3000, {})
+    assert len(body["content"]) == DISCORD_LIMIT == 2000 and body["content"] == "x" * 1999 + "…"
+    assert webhook_body("discord", "short", {}) == {"content": "short"}
+    assert webhook_body("generic", "s", {"a": 1}) == {"a": 1}
