@@ -134,7 +134,9 @@ class EntropyConfig(Timing):
     calibrate` on the lab corpus: held-out blowup drills flagged 3 steps sooner than at 2.0, no false flag on its
     healthy runs or on the synthetic ones (docs/lab/detectors-evaluation.md, "Calibration")."""
     min_points: int = 20
-    """Points the history needs before either rule gives a verdict."""
+    """Points the history needs before the collapse or blow-up rule gives a verdict."""
+    degenerate_floor: float = 1e-3
+    """Degenerate output (critical, no history needed): the latest entropy_mean below this many nats."""
     severity_smooth_steps: int = 20
     """Points of the levels the blow-up's severity tests read: the correct responses' entropy and the reward drop
     (``signals.reward_drop``). 20, chosen on the natural corpus's learning run and its collapsing runs:
@@ -190,12 +192,19 @@ class StarvationConfig(Timing):
 
 @dataclass(frozen=True)
 class LengthConfig(Timing):
-    """Length blow-up (truncation), repetition (degenerate outputs) and collapse (outputs shrinking)."""
+    """Length budget / blow-up (truncation), degenerate output, repetition and collapse (outputs shrinking)."""
 
     truncated_frac: float = 0.3
-    """Blow-up: truncated_frac level ≥ this (warning)."""
+    """Budget: truncated_frac level and its start (median of the first smooth_steps points) both ≥ this (info).
+    Blow-up: the level ≥ its start + this (warning): truncation rising during the run."""
     truncated_critical: float = 0.7
-    """… ≥ this: critical."""
+    """… and the level and the mean of the last blowup_sustain_points points ≥ this: critical."""
+    blowup_sustain_points: int = 20
+    """Points of truncated_frac whose mean must stay ≥ truncated_critical for a critical blow-up (a blow-up that
+    recovers within them stays a warning; 20 = starvation.critical_window, the same 'sustained')."""
+    degenerate_tokens: float = 2.0
+    """Degenerate output (critical, no history needed): the latest response_length_mean ≤ this many tokens — a
+    letter or a number and the end token, no reasoning and no sentence."""
     repeat_frac: float = 0.6
     """Repetition: repeat_frac_max level ≥ this (one token id is this share of some response)."""
     collapse_frac: float = 0.25
@@ -240,7 +249,7 @@ class GrpoGuardConfig(Timing):
 
 @dataclass(frozen=True)
 class SeverityConfig:
-    """The shared severity gate (:mod:`.severity`): no critical while the reward is at or near its best."""
+    """The shared severity gate (:mod:`.severity`): critical only with harm (a sustained reward fall from its best)."""
 
     enabled: bool = True
     """Apply the gate (False: detectors' severities as they compute them)."""
@@ -248,12 +257,19 @@ class SeverityConfig:
     """'Near its best': reward level within this fraction of |running best| …"""
     near_best_min: float = 0.02
     """… or within this much in reward units, whichever is larger."""
-    exempt: tuple[str, ...] = ("nonfinite",)
-    """Detectors whose critical is never lowered (a NaN ends the run whatever the reward says)."""
+    exempt: tuple[str, ...] = ("nonfinite", "length/degenerate", "entropy/degenerate")
+    """Detectors (or ``detector/phase``) whose critical is never lowered: harm by themselves (a NaN ends the run
+    whatever the reward says; degenerate output is the failure)."""
+    sustain_levels: int = 5
+    """Critical only while each of the last this many reward levels is below the running best by the reward-drop
+    margin (``signals.reward_drop_*``): a sustained fall, not a one-level dip (5 = ``smooth_steps``: the fall
+    outlasts one level's window)."""
 
     def __post_init__(self) -> None:
         if self.near_best_frac < 0 or self.near_best_min < 0:
             raise ValueError("severity.near_best_frac and near_best_min must be ≥ 0")
+        if self.sustain_levels < 1:
+            raise ValueError("severity.sustain_levels must be ≥ 1")
 
 
 DETECTORS = ("isdd", "lld", "entropy", "grad", "nonfinite", "starvation", "length", "mismatch", "grpo_guard")
@@ -288,7 +304,7 @@ class DetectorConfig:
     grpo_guard: GrpoGuardConfig = field(default_factory=GrpoGuardConfig)
 
     def __post_init__(self) -> None:
-        unknown = (set(self.enabled) | set(self.severity.exempt)) - set(DETECTORS)
+        unknown = (set(self.enabled) | {e.split("/")[0] for e in self.severity.exempt}) - set(DETECTORS)
         if unknown:
             raise ValueError(f"unknown detectors {sorted(unknown)}; known: {DETECTORS}")
         if self.rollback_steps < 0:

@@ -1,18 +1,20 @@
-"""The severity gate shared by every detector: no ``critical`` while the reward is at or near its running best.
+"""The severity gate shared by every detector: ``critical`` means harm.
 
-docs/architecture.md, *Detectors*: ``info`` = worth a look, ``warning`` = a mechanism is under way, ``critical`` = act now — and
-never critical while the reward is still at or near its running best (a run whose reward is still rising
-to its best is not lost, whatever its entropy or ratios say). A detector's critical finding is lowered to
-``warning`` at a step where
+docs/architecture.md, *Detectors*: ``info`` = worth a look, ``warning`` = a mechanism is under way, ``critical`` = act now. A mechanism
+seen while the run still learns is a warning at most: a detector's critical finding stays critical only
+at a step where the reward shows harm — a **sustained fall from its best**: each of the last ``sustain_levels``
+reward levels (median of ``smooth_steps`` points of reward_mean) is below the running best level (over
+``signals.reward_peak_window`` points) by the reward-drop margin, max(``signals.reward_drop_min``,
+``signals.reward_drop_frac`` · |best|) (:func:`.signals.reward_fall`). Otherwise — the reward near its best, a
+one-level dip, no reward column, too few reward points to have a best — it is lowered to ``warning`` and the evidence
+records ``severity_gate`` (the levels, ``lowered_from``).
 
-    best − now < max(near_best_min, near_best_frac · |best|)
+Findings that are harm by themselves are never lowered: the entries of ``exempt``, a detector (``"nonfinite"``: a
+NaN ends the run whatever the reward says) or one phase (``"length/degenerate"``, ``"entropy/degenerate"``:
+degenerate output is the failure, not a sign of one).
 
-with ``now`` the reward level (median of the last ``smooth_steps`` points of reward_mean) and ``best`` the
-highest level over the last ``signals.reward_peak_window`` points — the same levels the reward-drop
-confirmation reads (:func:`.signals.reward_drop`). With too few reward points (< 2 · smooth_steps) or no
-reward column the gate cannot tell and leaves the severity alone. Detectors in ``exempt`` (default: the
-non-finite detector — a NaN in the weights ends the run whatever the reward says) are never lowered.
-The evidence of a lowered finding records ``severity_gate`` with both levels.
+The older, weaker promise — never critical while the reward is within ``near_best_frac`` of its best — is implied
+(a sustained drop of ≥ 25 % is not near the best) and kept as :func:`near_best_points`, which the lab scores.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from .config import DetectorConfig
 from .events import Finding
 from .history import History
+from .signals import reward_fall
 
 
 def near_best(levels: np.ndarray, cfg: DetectorConfig) -> tuple[bool, dict[str, float]]:
@@ -61,16 +64,24 @@ def near_best_points(reward: np.ndarray, cfg: DetectorConfig | None = None) -> n
     return out
 
 
-def gate(finding: Finding | None, detector: str, h: History, cfg: DetectorConfig) -> Finding | None:
-    """``finding`` with critical lowered to warning while the reward is near its best (see module doc)."""
+def exempt(detector: str, phase: str, cfg: DetectorConfig) -> bool:
+    """Whether a (detector, phase)'s critical is harm by itself (``severity.exempt``: detector or detector/phase)."""
+    return detector in cfg.severity.exempt or f"{detector}/{phase}" in cfg.severity.exempt
+
+
+def gate(finding: Finding | None, detector: str, h: History, cfg: DetectorConfig, phase: str = "") -> Finding | None:
+    """``finding`` with critical lowered to warning unless the reward fell and stayed down (see module doc)."""
     if finding is None or finding.severity != "critical" or not cfg.severity.enabled:
         return finding
-    if detector in cfg.severity.exempt:
+    if exempt(detector, phase, cfg):
         return finding
-    near = reward_near_best(h, cfg)
-    if near is None or not near[0]:
+    fell, ev = reward_fall(h, cfg, cfg.severity.sustain_levels)
+    if fell:
         return finding
-    evidence = {**finding.evidence, "severity_gate": {**near[1], "lowered_from": "critical"}}
+    if fell is None:
+        why = "no reward fall to show harm (too few reward points)"
+    else:
+        why = f"reward {ev['reward_now']:.3g} has not stayed below its best {ev['reward_best']:.3g} by {ev['drop_needed']:.3g}"
+    evidence = {**finding.evidence, "severity_gate": {**ev, "lowered_from": "critical"}}
     return replace(finding, severity="warning", evidence=evidence,
-                   message=f"{finding.message} (warning, not critical: reward {near[1]['reward_now']:.3g} is "
-                           f"near its best {near[1]['reward_best']:.3g})")
+                   message=f"{finding.message} (warning, not critical: {why})")

@@ -26,9 +26,32 @@ def reward_drop(h: History, cfg: DetectorConfig, smooth: int | None = None) -> S
         return None, {}
     levels = r.levels(k)
     peak, now = float(levels.max()), float(levels[-1])
-    need = max(s.reward_drop_min, s.reward_drop_frac * abs(peak))
+    need = drop_needed(peak, cfg)
     fired = peak - now >= need
     return fired, {"reward_peak": peak, "reward_now": now, "drop": peak - now, "drop_needed": need, "smooth": k}
+
+
+def drop_needed(peak: float, cfg: DetectorConfig) -> float:
+    """How far below its running max a reward level must be to count as a drop: max(reward_drop_min,
+    reward_drop_frac · |max|) — one rule for the confirmation signal and the severity gate's harm test."""
+    return max(cfg.signals.reward_drop_min, cfg.signals.reward_drop_frac * abs(peak))
+
+
+def reward_fall(h: History, cfg: DetectorConfig, sustain: int) -> Signal:
+    """A *sustained* reward drop: each of the last ``sustain`` reward levels (median of smooth_steps points) is
+    below the running max of the levels (over reward_peak_window points) by :func:`drop_needed`. None when there
+    are fewer than 2 · smooth_steps + sustain − 1 reward points (no best to fall from yet)."""
+    k = cfg.smooth_steps
+    r = h.series("reward_mean", cfg.signals.reward_peak_window)
+    if len(r) < 2 * k + sustain - 1:
+        return None, {}
+    levels = r.levels(k)
+    peak = float(levels.max())
+    need = drop_needed(peak, cfg)
+    recent = levels[-sustain:]
+    fired = bool(np.all(peak - recent >= need))
+    return fired, {"reward_best": peak, "reward_now": float(levels[-1]), "drop_needed": need,
+                   "sustain_levels": sustain}
 
 
 def _recent_vs_reference(h: History, key: str, cfg: DetectorConfig) -> tuple[np.ndarray, np.ndarray] | None:

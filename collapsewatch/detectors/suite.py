@@ -102,7 +102,7 @@ class DetectorSuite:
             timing = getattr(self.config, det.name)
             open_phases = frozenset(p for p in det.phases if self._state(det.name, p).episode is not None)
             for phase, finding in det.evaluate(self._history, open_phases).items():
-                finding = gate(finding, det.name, self._history, self.config)
+                finding = gate(finding, det.name, self._history, self.config, phase)
                 state, event = advance(self._state(det.name, phase), r.step, finding, det.name, phase,
                                        timing.confirm_steps, timing.exit_patience)
                 self._states[(det.name, phase)] = state
