@@ -1,4 +1,9 @@
-"""Entropy collapse and blow-up on ``entropy_mean`` (nats), phases ``collapse`` and ``blowup``.
+"""Entropy collapse, blow-up and degenerate output on ``entropy_mean`` (nats), phases ``collapse``, ``blowup`` and
+``degenerate``.
+
+* degenerate (critical): the latest entropy_mean < degenerate_floor — no history needed, so a collapse inside a
+  run's first points is flagged at the first point that shows it (+ confirm_steps − 1). Harm by itself: the
+  severity gate never lowers it (``severity.exempt``);
 
 * collapse (warning): level < collapse_abs, or level < collapse_frac × the *normal peak*: the highest level
   over the history that was not itself a blow-up (below blowup_factor × the history median). Without that
@@ -11,10 +16,11 @@
   - critical when the policy degrades: the correct responses' entropy (``entropy_mean_correct``) is blown up by
     the same rule on its own history, or L — the likelihood of correct responses, from the LLD detector's source
     (:mod:`.likelihood`) — falls significantly by ≥ ``lld.decay_change`` over its window;
-  - warning when neither holds but the reward dropped from its running max (``signals.reward_drop``), or when the
-    correct responses' entropy is not recorded (ingested or older runs): the rule cannot tell;
-  - info when the correct responses' entropy is known (≥ min_points points) and not blown up, L holds and the
-    reward did not drop: the rise is in the incorrect responses.
+  - warning when neither holds but the reward dropped from its running max (``signals.reward_drop``);
+  - info when the reward did not drop and L holds: the correct responses' entropy is known (≥ min_points points)
+    and not blown up — the rise is in the incorrect responses — or it is not recorded (ingested or older runs):
+    the rule cannot tell exploration from collapse, and a rise while the run still earns its reward is not an
+    alarm (issue 31).
 
   The two level tests read ``severity_smooth_steps`` (20) points, not ``smooth_steps``: the correct responses are a
   few of a step's responses and the reward of a few questions a step swings by a quarter on its own. A reward drop
@@ -56,7 +62,7 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
                    phase_names={"blowup": "entropy blow-up", "collapse": "entropy collapse"}, drills=("blowup",))
 class Entropy:
     name = "entropy"
-    phases = ("collapse", "blowup")
+    phases = ("collapse", "blowup", "degenerate")
     inputs = ("entropy_mean", "entropy_mean_correct", "reward_mean", *likelihood.INPUTS)
 
     def __init__(self, cfg: DetectorConfig):
@@ -64,17 +70,22 @@ class Entropy:
 
     def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
         c, k = self.cfg.entropy, self.cfg.smooth_steps
-        if h.row.num("entropy_mean") is None:
+        now = h.row.num("entropy_mean")
+        if now is None:
             return {}
+        degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor else Finding(
+            "critical", "entropy_mean", now, c.degenerate_floor, 1,
+            f"degenerate output: entropy {now:.3g} nats < {c.degenerate_floor:g} (the policy samples one token "
+            f"per position)", {"entropy_now": now})}
         e = h.series("entropy_mean", self.cfg.history_steps)
         if len(e) < max(c.min_points, k):
-            return {}
+            return degenerate
         level = e.level(k)
         levels, median = e.levels(k), float(np.median(e.values))
         normal = levels[levels < c.blowup_factor * median] if median > 0 else levels
         peak = float(normal.max() if len(normal) else levels.max())
         ev = {"entropy_level": level, "entropy_peak": peak, "entropy_median": median, "points": len(e)}
-        verdict: Verdict = {"collapse": None, "blowup": None}
+        verdict: Verdict = {"collapse": None, "blowup": None, **degenerate}
         collapse_at = max(c.collapse_abs, c.collapse_frac * peak)
         if level < collapse_at:
             verdict["collapse"] = Finding(
@@ -121,4 +132,5 @@ class Entropy:
         if sharp:
             return "info", (f"correct responses stay sharp (entropy {ev['entropy_correct_level']:.3g} vs median "
                             f"{ev['entropy_correct_median']:.3g}) and the reward holds: the incorrect ones go diffuse")
-        return "warning", "correct responses' entropy not recorded: cannot tell exploration from collapse"
+        return "info", ("correct responses' entropy not recorded and the reward holds: cannot tell exploration from "
+                        "collapse")
