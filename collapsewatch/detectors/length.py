@@ -1,7 +1,17 @@
-"""Length blow-up (``blowup``: responses hit the length budget), repetition (``repetition``) and collapse
-(``collapse``: responses shrink to a few tokens).
+"""Length budget (``budget``: responses hit the length cap from the run's first points), blow-up (``blowup``:
+truncation rising during the run), degenerate output (``degenerate``: responses of a token or two), repetition
+(``repetition``) and collapse (``collapse``: responses shrink to a few tokens).
 
-* blowup: level(truncated_frac) ≥ truncated_frac → warning, ≥ truncated_critical → critical;
+* budget (info): the truncated_frac level is ≥ truncated_frac and so was the median of the first ``smooth_steps``
+  points the history holds (the run's first points, for its first ``history_steps`` points): a configuration
+  finding — the completion length is set too low — present from the start, never a collapse alarm;
+* blowup: truncation *rising* — level(truncated_frac) ≥ that start median + truncated_frac (a run that starts near
+  0 % truncated: level ≥ truncated_frac, as before) → warning; critical when the mean of the last
+  ``blowup_sustain_points`` points is ≥ truncated_critical too (a blow-up that recovers within that many points
+  stays a warning); the severity gate keeps it critical only with a sustained reward fall;
+* degenerate (critical): the latest response_length_mean ≤ degenerate_tokens — no history needed, so a collapse
+  inside a run's first points is flagged at the first point that shows it (+ confirm_steps − 1). Degenerate
+  output is harm by itself: the severity gate never lowers it (``severity.exempt``);
 * repetition (warning): level(repeat_frac_max) ≥ repeat_frac. repeat_frac_max is a max over the batch's
   sequences, so the rolling median (not one step) must stay up.
 * collapse (warning): level(response_length_mean) ≤ collapse_frac × its *running level* — the median of the
@@ -41,7 +51,7 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
                    phase_names={"blowup": "length blow-up", "repetition": "repetition"}, drills=("length",))
 class Length:
     name = "length"
-    phases = ("blowup", "repetition", "collapse")
+    phases = ("budget", "blowup", "degenerate", "repetition", "collapse")
     inputs = ("truncated_frac", "repeat_frac_max", "response_length_mean", "reward_mean")
 
     def __init__(self, cfg: DetectorConfig):
@@ -53,20 +63,43 @@ class Length:
         length = h.series("response_length_mean", k)
         ev = {"response_length_level": length.level(k) if len(length) else None}
         if h.row.num("truncated_frac") is not None:
-            level = h.series("truncated_frac", k).level(k)
-            verdict["blowup"] = None if level < c.truncated_frac else Finding(
-                "critical" if level >= c.truncated_critical else "warning", "truncated_frac", level,
-                c.truncated_frac, k, f"length blow-up: {level:.0%} of responses truncated",
-                {**ev, "truncated_frac_level": level})
+            verdict.update(self._truncation(h, ev))
         if h.row.num("repeat_frac_max") is not None:
             level = h.series("repeat_frac_max", k).level(k)
             verdict["repetition"] = None if level < c.repeat_frac else Finding(
                 "warning", "repeat_frac_max", level, c.repeat_frac, k,
                 f"repetition: one token id makes up {level:.0%} of a response (rolling median)",
                 {**ev, "repeat_frac_max_level": level})
-        if h.row.num("response_length_mean") is not None:
+        now = h.row.num("response_length_mean")
+        if now is not None:
+            verdict["degenerate"] = None if now > c.degenerate_tokens else Finding(
+                "critical", "response_length_mean", now, c.degenerate_tokens, 1,
+                f"degenerate output: responses {now:.3g} tokens on average (≤ {c.degenerate_tokens:g})", ev)
             verdict.update(self._collapse(h))
         return verdict
+
+    def _truncation(self, h: History, ev: dict) -> Verdict:
+        """budget and blowup (module doc) from the truncated_frac points the history holds."""
+        c, k = self.cfg.length, self.cfg.smooth_steps
+        t = h.series("truncated_frac", self.cfg.history_steps)
+        level, start = t.level(k), float(np.median(t.values[:k]))
+        ev = {**ev, "truncated_frac_level": level, "truncated_frac_start": start, "start_step": int(t.steps[0])}
+        out: Verdict = {"budget": None, "blowup": None}
+        if level >= c.truncated_frac and start >= c.truncated_frac:
+            out["budget"] = Finding(
+                "info", "truncated_frac", level, c.truncated_frac, k,
+                f"length budget: {level:.0%} of responses truncated, {start:.0%} from the first points — the "
+                f"completion length is set too low (a configuration finding, not a collapse)", ev)
+        if level - start >= c.truncated_frac:
+            recent = h.series("truncated_frac", c.blowup_sustain_points)
+            mean = float(recent.values.mean())
+            sustained = len(recent) >= c.blowup_sustain_points and mean >= c.truncated_critical
+            out["blowup"] = Finding(
+                "critical" if level >= c.truncated_critical and sustained else "warning", "truncated_frac", level,
+                start + c.truncated_frac, k,
+                f"length blow-up: {level:.0%} of responses truncated, up from {start:.0%} at the start",
+                {**ev, "truncated_frac_mean": mean, "mean_points": len(recent)})
+        return out
 
     def _collapse(self, h: History) -> Verdict:
         c, k, n = self.cfg.length, self.cfg.smooth_steps, self.cfg.history_steps
