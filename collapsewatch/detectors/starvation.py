@@ -1,19 +1,40 @@
 """Signal starvation, phase ``starvation``: groups whose rewards are all equal have zero GRPO advantage.
 
-level(zero_std_group_frac) ≥ warn_frac → warning; critical when, in addition, the mean over the last
-critical_window points is ≥ critical_frac (sustained: a few all-equal steps in a row are ordinary for small
-batches of groups, so a 5-point level alone must not make it critical). The evidence tells an
-all-correct batch (task too easy) from an all-wrong one (policy lost) by the correct_frac level (≥ 0.5:
-all-correct), and so does the severity: starvation of mostly all-correct groups is ``info`` — the policy
-solves those prompts, there is no signal but nothing is collapsing (the remedy is harder prompts or dynamic
-sampling) — while all-wrong (or unknown) starvation is warning / critical. The lab's corpus had one healthy
-run at temperature 0.8 warned this way (correct_frac level 0.5, reward at its best).
+level(zero_std_group_frac) ≥ warn_frac holds. Whether that is a *starved* policy (all-wrong groups: no signal, the
+policy lost) or a *solved* task (all-correct groups: nothing collapses; the remedy is harder prompts or dynamic
+sampling) is told from what the run has, first that tells:
+
+1. ``correct_frac``: its level ≥ 0.5 → all-correct, else all-wrong;
+2. the reward's level against its range. Per-response rewards lie in [lo, hi]; a share z of the groups is
+   all-equal (each at lo or hi), the rest average anywhere in [lo, hi]. With p = (reward level − lo) / (hi − lo),
+   the share a of the all-equal groups that sit at hi obeys
+
+       (p − (1 − z)) / z  ≤  a  ≤  p / z
+
+   so a ≥ 0.5 for sure once p ≥ 1 − z / 2 (at z = 0.8: p ≥ 0.6 — "near the top of its range", derived, no
+   threshold of its own) → all-correct; a < 0.5 for sure once p < z / 2 → all-wrong. lo = min(0, lowest reward
+   level): rewards that never go negative are floored at 0 (accuracy, format, their sums). hi = the largest of the
+   reward levels and, where ``reward_std`` s is logged beside a reward mean r > lo, r + s² / (r − lo): a variable
+   in [lo, hi] has variance ≤ (hi − r)(r − lo) (Bhatia–Davis), exact for a 0/1 reward — so a run logging only
+   reward 0.9 and reward_std 0.3 reads hi = 1, and one stuck at 0.3 with std 0.46 reads hi = 1 too, not 0.3 (the
+   sample std, n − 1, makes the bound a little wider still). Both estimates err towards a wider range, i.e.
+   towards "cannot tell" and "all-wrong", never towards "solved". A
+   reward that sits at 0 with no range: all-wrong (nothing earned).
+3. otherwise (no correctness, no reward, or p between the two bounds): cannot tell.
+
+Severity: all-wrong → warning, critical when in addition the mean over the last critical_window points is
+≥ critical_frac (sustained: a few all-equal steps in a row are ordinary for small batches of groups); all-correct
+→ ``info`` (solved); cannot tell → ``info`` (the message says so). Why: runs at reward 0.8–1.0 from their first
+step that log no correctness column are solving their prompts, and a warning there fires on healthy and collapsed
+runs alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from .config import DetectorConfig, StarvationConfig
 from .events import Finding, Verdict
@@ -22,13 +43,56 @@ from .registry import fmt as _f
 from .registry import num as _num
 from .registry import register_detector
 
+SOLVED, STARVED, UNKNOWN = "all-correct", "all-wrong", "cannot tell"
+
+
+def reward_range(h: History, n: int, k: int) -> tuple[float, float] | None:
+    """(lo, hi) of the per-response reward as the module doc derives it from the last ``n`` points; None
+    without reward points."""
+    r = h.series("reward_mean", n)
+    if len(r) == 0:
+        return None
+    levels = r.levels(min(k, len(r)))
+    lo, hi = min(0.0, float(levels.min())), max(0.0, float(levels.max()))
+    s = h.series("reward_std", n)
+    if len(s):
+        std = dict(zip(s.steps.tolist(), s.values.tolist(), strict=True))
+        pairs = [(m, std[st]) for st, m in zip(r.steps.tolist(), r.values.tolist(), strict=True) if st in std]
+        bounds = [m + sd * sd / (m - lo) for m, sd in pairs if m > lo and np.isfinite(sd)]
+        if bounds:
+            hi = max(hi, max(bounds))
+    return lo, hi
+
+
+def groups(h: History, z: float, cfg: DetectorConfig) -> tuple[str, dict]:
+    """all-correct / all-wrong / cannot tell for a zero-std share ``z`` (module doc), with what told it."""
+    k = cfg.smooth_steps
+    correct = h.series("correct_frac", k)
+    if len(correct):
+        level = correct.level(k)
+        return (SOLVED if level >= 0.5 else STARVED), {"told_by": "correct_frac", "correct_frac_level": level}
+    rng = reward_range(h, cfg.history_steps, k)
+    if rng is None:
+        return UNKNOWN, {"told_by": None}
+    lo, hi = rng
+    r = h.series("reward_mean", k).level(k)
+    ev = {"told_by": "reward range", "reward_level": r, "reward_lo": lo, "reward_hi": hi}
+    if hi - lo <= 0:
+        return (STARVED if r <= 0 else UNKNOWN), ev
+    p = (r - lo) / (hi - lo)
+    low, high = (p - (1 - z)) / z, p / z
+    ev.update(reward_position=p, solved_share_low=low, solved_share_high=high)
+    return (SOLVED if low >= 0.5 else STARVED if high < 0.5 else UNKNOWN), ev
+
 
 def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
     level = _num(ev.get("zero_std_group_frac_level"))
     if level is None:
         return None
-    return (f"{level:.0%} of groups got equal rewards for every response (no GRPO signal; mostly "
-            f"{ev.get('groups', 'unknown')}), reward level {_f(ev.get('reward_level'))}")
+    kind = ev.get("groups", UNKNOWN)
+    what = "cannot tell all-correct from all-wrong" if kind == UNKNOWN else f"mostly {kind}"
+    return (f"{level:.0%} of groups got equal rewards for every response (no GRPO signal; {what}), "
+            f"reward level {_f(ev.get('reward_level'))}")
 
 
 @register_detector(primary=("zero_std_group_frac",), config=StarvationConfig, sentence=_sentence, colour="#8d6e63",
@@ -36,7 +100,7 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
 class Starvation:
     name = "starvation"
     phases = ("starvation",)
-    inputs = ("zero_std_group_frac", "correct_frac", "reward_mean")
+    inputs = ("zero_std_group_frac", "correct_frac", "reward_mean", "reward_std")
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg
@@ -48,17 +112,17 @@ class Starvation:
         level = h.series("zero_std_group_frac", k).level(k)
         if level < c.warn_frac:
             return {"starvation": None}
-        correct = h.series("correct_frac", k)
-        reward = h.series("reward_mean", k)
-        correct_level = correct.level(k) if len(correct) else None
-        kind = "unknown" if correct_level is None else ("all-correct" if correct_level >= 0.5 else "all-wrong")
+        kind, told = groups(h, level, self.cfg)
         sustained = h.series("zero_std_group_frac", c.critical_window)
         mean = float(sustained.values.mean())
-        ev = {"zero_std_group_frac_level": level, "correct_frac_level": correct_level,
-              "reward_level": reward.level(k) if len(reward) else None, "groups": kind,
+        ev = {"zero_std_group_frac_level": level, "groups": kind, **told,
               "zero_std_group_frac_mean": mean, "mean_points": len(sustained)}
         critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
-        severity = "info" if kind == "all-correct" else "critical" if critical else "warning"
+        severity = "warning" if kind == STARVED else "info"
+        if severity == "warning" and critical:
+            severity = "critical"
+        what = {SOLVED: "mostly all-correct: a solved task, not starvation", STARVED: "mostly all-wrong",
+                UNKNOWN: "cannot tell all-correct from all-wrong"}[kind]
         return {"starvation": Finding(
             severity, "zero_std_group_frac", level, c.warn_frac, k,
-            f"signal starvation: {level:.0%} of groups have zero reward std (mostly {kind})", ev)}
+            f"signal starvation: {level:.0%} of groups have zero reward std ({what})", ev)}
