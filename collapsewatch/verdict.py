@@ -11,6 +11,10 @@
 * **healthy** — neither: ``No warning in 200 steps; reward best 0.80 at 199.`` (info episodes are named by
   their count).
 
+A run with a ``length / budget`` episode (truncation at the cap from its first points: a configuration finding)
+gets one note in any of the three: ``Note: 95 % of responses hit the length budget from the start: raise the
+completion length.`` (:func:`budget_note`).
+
 First warning = the episode of severity ≥ warning that began first; its lead = collapse step − its start
 (negative: it came after). A drill run ends with ``Drill: lld from step 24.`` The run page, ``runs``,
 ``detect`` and ``watch --json`` all print this sentence (:mod:`collapsewatch.judge` feeds it the episodes of
@@ -20,6 +24,7 @@ phase, the cause first (worst severity, then earliest), the noise (info) last.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -63,6 +68,28 @@ def reader_order(events: pd.DataFrame) -> pd.DataFrame:
     order = events.join(keys).sort_values(["_g_rank", "_g_start", "detector", "phase", "step_start"],
                                           kind="stable")
     return order.drop(columns=["_g_rank", "_g_start"]).reset_index(drop=True)
+
+
+def budget_note(events: pd.DataFrame) -> str:
+    """`` Note: 95 % of responses hit the length budget from the start (responses 127 tokens on average): raise the
+    completion length.`` for a run with a ``length / budget`` episode (a configuration finding, info: named once,
+    never a collapse alarm); ``""`` without one. The share is the latest episode's truncated level."""
+    if events.empty:
+        return ""
+    hit = events[(events["detector"] == "length") & (events["phase"] == "budget")]
+    if hit.empty:
+        return ""
+    last = hit.sort_values("step_end", kind="stable").iloc[-1]
+    ev = last.get("evidence")
+    if isinstance(ev, str):
+        try:
+            ev = json.loads(ev)
+        except ValueError:
+            ev = None
+    tokens = ev.get("response_length_level") if isinstance(ev, dict) else None
+    size = f" (responses {tokens:.0f} tokens on average)" if isinstance(tokens, (int, float)) else ""
+    return (f" Note: {float(last['value']):.0%} of responses hit the length budget from the start{size}: raise the "
+            "completion length.")
 
 
 @dataclass(frozen=True)
@@ -162,6 +189,7 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
         text = f"No warning in {n_steps} steps; {best}."
     if worst is not None:
         text += f" Worst: {worst}." if status != "healthy" else f" {len(events)} info episode(s)."
+    text += budget_note(events)
     if kind:
         text += f" Drill: {kind} from step {onset}" + ("; no warning after it." if status == "healthy" else ".")
     return Verdict(status=status, sentence=text, n_steps=n_steps,
