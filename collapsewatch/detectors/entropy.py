@@ -59,7 +59,8 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
 
 
 @register_detector(primary=("entropy_mean",), config=EntropyConfig, sentence=_sentence, colour="#ffee58",
-                   phase_names={"blowup": "entropy blow-up", "collapse": "entropy collapse"}, drills=("blowup",))
+                   phase_names={"blowup": "entropy blow-up", "collapse": "entropy collapse",
+                                "degenerate": "degenerate output (entropy)"}, drills=("blowup",))
 class Entropy:
     name = "entropy"
     phases = ("collapse", "blowup", "degenerate")

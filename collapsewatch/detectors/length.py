@@ -48,7 +48,8 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
 
 @register_detector(primary=("truncated_frac", "repeat_frac_max", "response_length_mean"), config=LengthConfig,
                    sentence=_sentence, colour="#26c6da",
-                   phase_names={"blowup": "length blow-up", "repetition": "repetition"}, drills=("length",))
+                   phase_names={"blowup": "length blow-up", "repetition": "repetition", "budget": "length budget",
+                                "degenerate": "degenerate output (length)"}, drills=("length",))
 class Length:
     name = "length"
     phases = ("budget", "blowup", "degenerate", "repetition", "collapse")
