@@ -176,8 +176,13 @@ class Series:
         return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)  # MAD · Φ⁻¹(¾)⁻¹
 
 
+FIRST_POINTS = 20
+"""Points of each column's start a History keeps beyond its window (rules that compare with the run's start)."""
+
+
 class History:
-    """The last ``maxlen`` rows in step order, plus each column's last ``maxlen`` (step, value, on_policy) points.
+    """The last ``maxlen`` rows in step order, plus each column's last ``maxlen`` (step, value, on_policy) points
+    and its first ``FIRST_POINTS`` points (the run's start, kept when the window has moved on: :meth:`first`).
 
     A row with a step ≤ the last one is the caller's business (the suite truncates first, see suite.py).
     Series are memoised until the next push / truncate: several detectors read the same windows.
@@ -188,6 +193,7 @@ class History:
         self.rows: deque[Row] = deque(maxlen=maxlen)
         self._points: dict[str, deque[tuple[int, float, bool]]] = {}
         self._memo: dict[tuple[str, int, bool], Series] = {}
+        self._first: dict[str, list[tuple[int, float]]] = {}
 
     @property
     def step(self) -> int:
@@ -210,6 +216,9 @@ class History:
                 if points is None:
                     points = self._points[key] = deque(maxlen=self.maxlen)
                 points.append((row.step, v, on))
+                first = self._first.setdefault(key, [])
+                if len(first) < FIRST_POINTS:
+                    first.append((row.step, v))
 
     def truncate(self, step: int) -> None:
         """Drop the rows and points with step ≥ ``step`` (a restart from an earlier checkpoint)."""
@@ -219,6 +228,15 @@ class History:
         for points in self._points.values():
             while points and points[-1][0] >= step:
                 points.pop()
+        for first in self._first.values():
+            while first and first[-1][0] >= step:
+                first.pop()
+
+    def first(self, key: str, n: int) -> Series:
+        """The first ``n`` points of column ``key`` the run logged (at most ``FIRST_POINTS``), oldest first — the
+        run's start, however far the window has moved on since."""
+        pts = self._first.get(key, [])[:n]
+        return Series(np.asarray([p[0] for p in pts], dtype=float), np.asarray([p[1] for p in pts], dtype=float))
 
     def recent(self, n: int) -> Iterator[Row]:
         """The last ``n`` rows, newest first."""

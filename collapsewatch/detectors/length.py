@@ -2,8 +2,8 @@
 truncation rising during the run), degenerate output (``degenerate``: responses of a token or two), repetition
 (``repetition``) and collapse (``collapse``: responses shrink to a few tokens).
 
-* budget (info): the truncated_frac level is ≥ truncated_frac and so was the median of the first ``smooth_steps``
-  points the history holds (the run's first points, for its first ``history_steps`` points): a configuration
+* budget (info): the truncated_frac level is ≥ truncated_frac and so was the median of the run's first
+  ``smooth_steps`` points (:meth:`.History.first`, kept however far the window has moved on): a configuration
   finding — the completion length is set too low — present from the start, never a collapse alarm;
 * blowup: truncation *rising* — level(truncated_frac) ≥ that start median + truncated_frac (a run that starts near
   0 % truncated: level ≥ truncated_frac, as before) → warning; critical when the mean of the last
@@ -82,9 +82,9 @@ class Length:
     def _truncation(self, h: History, ev: dict) -> Verdict:
         """budget and blowup (module doc) from the truncated_frac points the history holds."""
         c, k = self.cfg.length, self.cfg.smooth_steps
-        t = h.series("truncated_frac", self.cfg.history_steps)
-        level, start = t.level(k), float(np.median(t.values[:k]))
-        ev = {**ev, "truncated_frac_level": level, "truncated_frac_start": start, "start_step": int(t.steps[0])}
+        t, first = h.series("truncated_frac", k), h.first("truncated_frac", k)
+        level, start = t.level(k), float(np.median(first.values))
+        ev = {**ev, "truncated_frac_level": level, "truncated_frac_start": start, "start_step": int(first.steps[0])}
         out: Verdict = {"budget": None, "blowup": None}
         if level >= c.truncated_frac and start >= c.truncated_frac:
             out["budget"] = Finding(

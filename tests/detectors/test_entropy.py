@@ -27,9 +27,22 @@ def test_blowup_until_the_history_median_catches_up():
     # 0.5 until 100, then 1.5: the bar is 2 × the median over the history (≤ 200 rows). The level 1.5 ≥ 1.0
     # from 102 → opens at 104. Rows 0…180 hold 100 points at 0.5 and 81 at 1.5: the median is still 0.5,
     # so the episode lasts to the end (at 200 rows with ≥ 100 at 1.5 it would close). No entropy_mean_correct,
-    # reward or L: the rule cannot tell exploration from collapse → warning.
+    # reward or L: the rule cannot tell exploration from collapse, and nothing shows harm → info.
     _, suite = feed(rows(181, entropy_mean=lambda s: 0.5 if s < 100 else 1.5), ONLY)
+    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "info")]
+
+
+def test_blowup_without_correct_entropy_is_a_warning_only_once_the_reward_drops():
+    # The same blow-up, no entropy_mean_correct, reward 0.6 until 50 then 0.4. The drop test reads 20-point
+    # levels: at 104 the first level (steps 0-19) is 0.6, the last 0.4 → drop 0.2 ≥ max(0.05, 0.25 · 0.6) = 0.15
+    # → warning (it stays up to 180: the window 31-180 still holds the level ending at 50, 0.6). The same run
+    # with a reward that holds at 0.6: info, as above.
+    blow = {"entropy_mean": lambda s: 0.5 if s < 100 else 1.5}
+    _, suite = feed(rows(181, **blow, reward_mean=lambda s: 0.6 if s < 50 else 0.4), ONLY)
     assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "warning")]
+    assert suite.episodes()[0].evidence["reward_dropped"] is True
+    _, suite = feed(rows(181, **blow, reward_mean=0.6), ONLY)
+    assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "info")]
 
 
 BLOWUP = {"entropy_mean": lambda s: 0.5 if s < 100 else 1.5}  # the blow-up above: opens at 104
@@ -45,14 +58,15 @@ def test_blowup_in_wrong_answers_while_reward_climbs_is_info():
     assert suite.episodes()[0].evidence["policy_degrades"] == []
 
 
-# The reward sits 0.1 under its best 0.6 from step 50: not near the best (margin max(0.02, 0.1 · 0.6) = 0.06 < 0.1),
-# so the severity gate leaves a critical alone, and no reward drop (needs ≥ max(0.05, 0.25 · 0.6) = 0.15).
-REWARD_BELOW_BEST = {"reward_mean": lambda s: 0.6 if s < 50 else 0.5}
+# The reward falls from 0.6 to 0.4 at step 50 and stays there: every 5-point level from step 52 is 0.2 below the
+# best 0.6 ≥ the margin max(0.05, 0.25 · 0.6) = 0.15, so from step 56 the last 5 levels are all down — the severity
+# gate's sustained fall — and a critical the entropy rule gives from 104 on stays critical.
+REWARD_FELL = {"reward_mean": lambda s: 0.6 if s < 50 else 0.4}
 
 
 def test_blowup_of_the_correct_responses_too_is_critical():
     # correct responses' entropy 0.2 → 0.6 at step 100 (level 0.6 ≥ 1.5 × median 0.2 from 102 on)
-    data = rows(181, **BLOWUP, **REWARD_BELOW_BEST, entropy_mean_correct=lambda s: 0.2 if s < 100 else 0.6)
+    data = rows(181, **BLOWUP, **REWARD_FELL, entropy_mean_correct=lambda s: 0.2 if s < 100 else 0.6)
     _, suite = feed(data, ONLY)
     assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "critical")]
     assert suite.episodes()[0].evidence["policy_degrades"] == ["correct responses' entropy blown up too"]
@@ -83,9 +97,9 @@ def test_a_five_point_reward_dip_is_not_a_drop():
 
 
 def test_blowup_with_pooled_L_falling_is_critical():
-    # correct entropy sharp, reward below best without a drop; the pooled L (20 correct tokens a step) falls
+    # correct entropy sharp, reward fell and stayed down; the pooled L (20 correct tokens a step) falls
     # 0.01 nats/token per step from step 80: over the 30-point window the change is −0.3 ≤ −0.05 (exact line: CI 0)
-    data = rows(181, **BLOWUP, **REWARD_BELOW_BEST, entropy_mean_correct=0.2, model_tokens_correct=20.0,
+    data = rows(181, **BLOWUP, **REWARD_FELL, entropy_mean_correct=0.2, model_tokens_correct=20.0,
                 logp_old_token_mean_correct=lambda s: -0.1 if s < 80 else -0.1 - 0.01 * (s - 80))
     _, suite = feed(data, ONLY)
     assert spans(suite.episodes(), "entropy") == [("blowup", 104, 180, "critical")]

@@ -3,7 +3,9 @@ sustained (critical)."""
 
 from __future__ import annotations
 
-from collapsewatch.detectors import DetectorConfig
+from dataclasses import replace
+
+from collapsewatch.detectors import DetectorConfig, SeverityConfig
 
 from .series import feed, rows, spans
 
@@ -17,14 +19,19 @@ def test_spike_sustained_and_critical_episodes():
     # once: info, however big. Steps 140–142 = 3.5, 4, 6: a ramp (elevated, not over the bar) up to one
     # spike at 142 — the ramp does not count, 143 is back: info. Steps 150–152 = 8, 8, 4: the third point
     # since the spike is still ≥ 3 × median (sustain_steps 3): warning at 152. Steps 170–172 = 30, 5, 5:
-    # sustained and the peak 30 ≥ critical_factor 20 × median: critical at 172. No reward is logged, so the
-    # severity gate cannot lower it. Each episode opens at its spike and closes after 3 rows back at 1.0.
+    # sustained and the peak 30 ≥ critical_factor 20 × median: critical at 172 by the rule. No reward is logged,
+    # so nothing shows harm and the severity gate lowers it to warning (gate off: the rule's critical). Each
+    # episode opens at its spike and closes after 3 rows back at 1.0.
     spikes = {5: 7.0, 100: 6.0, 120: 60.0, 140: 3.5, 141: 4.0, 142: 6.0, 150: 8.0, 151: 8.0, 152: 4.0,
               170: 30.0, 171: 5.0, 172: 5.0}
-    _, suite = feed(rows(200, grad_norm=lambda s: spikes.get(s, 1.0)), ONLY)
-    assert spans(suite.episodes(), "grad") == [
-        ("explosion", 100, 100, "info"), ("explosion", 120, 120, "info"), ("explosion", 142, 142, "info"),
-        ("explosion", 150, 152, "warning"), ("explosion", 170, 172, "critical")]
+    data = rows(200, grad_norm=lambda s: spikes.get(s, 1.0))
+    expected = [("explosion", 100, 100, "info"), ("explosion", 120, 120, "info"), ("explosion", 142, 142, "info"),
+                ("explosion", 150, 152, "warning"), ("explosion", 170, 172, "critical")]
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "grad") == expected[:4] + [("explosion", 170, 172, "warning")]
+    assert suite.episodes()[-1].evidence["severity_gate"]["lowered_from"] == "critical"
+    _, suite = feed(data, replace(ONLY, severity=SeverityConfig(enabled=False)))
+    assert spans(suite.episodes(), "grad") == expected
     crit = suite.episodes()[-1]
     assert crit.threshold == 5.0 and crit.evidence["elevated_run"] == 3 and crit.evidence["peak_ratio"] == 30.0
 

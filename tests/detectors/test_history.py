@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collapsewatch.detectors.history import History, column_kinds, normalise
+from collapsewatch.detectors.history import FIRST_POINTS, History, column_kinds, normalise
 
 KINDS = {"grad_norm": "num", "on_policy": "bool", "first_nonfinite": "text", "reward_mean": "num"}
 
@@ -74,6 +74,23 @@ def test_history_is_bounded():
     assert len(h) == 20
     assert len(h.series("reward_mean", 10_000)) == 20
     assert all(len(points) == 20 for points in h._points.values())
+
+
+def test_first_keeps_the_runs_start_beyond_the_window_and_forgets_a_restart():
+    # window 10, steps 0–99 with value = step: the window holds 90–99, first() still the run's 0, 1, 2 …;
+    # FIRST_POINTS (20) bounds it: asking 50 gives steps 0–19
+    h = History(maxlen=10)
+    for step in range(100):
+        h.push(normalise({"step": step, "reward_mean": float(step)}, KINDS))
+    assert h.series("reward_mean", 100).values.tolist() == list(range(90, 100))
+    assert h.first("reward_mean", 3).values.tolist() == [0, 1, 2]
+    assert h.first("reward_mean", 50).steps.tolist() == list(range(FIRST_POINTS))
+    assert len(h.first("grad_norm", 5)) == 0
+    # a restart from step 2 drops the start's points from 2 on; the rows replayed after it take their place
+    h.truncate(2)
+    assert h.first("reward_mean", 5).values.tolist() == [0, 1]
+    h.push(normalise({"step": 2, "reward_mean": 7.0}, KINDS))
+    assert h.first("reward_mean", 5).values.tolist() == [0, 1, 7]
 
 
 def test_trend_of_a_noise_free_line_is_exact():

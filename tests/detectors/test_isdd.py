@@ -69,14 +69,16 @@ def test_entropy_rise_then_fall_alone_stays_warning():
 
 
 def test_entropy_rise_fall_and_reward_drop_together_make_it_critical():
-    # Both confirmations: rise-fall holds from 144, the reward drop from 148 (derived above) → critical at
-    # 148, not before. The severity gate does not lower it: at 148 the reward level r(146) = 0.45 is
-    # 0.15 below its best 0.6, beyond the near-best margin max(0.02, 0.1 · 0.6) = 0.06.
+    # Both confirmations: rise-fall holds from 144, the reward drop from 148 (derived above) → critical by the
+    # rule at 148. The severity gate keeps a critical only once the fall is sustained: each of the last 5 reward
+    # levels r(t − 2) = 0.6 − 0.025 (t − 142) ≥ 0.15 below the best 0.6, i.e. the oldest of them, at t − 4, is
+    # ≥ 148 → t ≥ 152. Steps 148–151 are lowered to warning; critical from 152.
     data = rows(160, ratio_p50_pos=p50_falling_from(100, 0.005), ratio_p05_pos=0.85, entropy_mean=ent,
                 reward_mean=reward_from(140))
     stream, suite = feed(data, ISDD_ONLY)
     severity = {e.step_end: e.severity for e in stream}
-    assert severity[147] == "warning" and severity[148] == "critical"
+    assert severity[147] == severity[151] == "warning" and severity[152] == "critical"
+    assert [e.evidence.get("severity_gate", {}).get("lowered_from") for e in stream if e.step_end == 151] == ["critical"]
     assert suite.episodes()[0].evidence["confirmations"] == ["entropy_rise_then_fall", "reward_drop"]
 
 

@@ -10,12 +10,69 @@ ONLY = DetectorConfig(enabled=("length",))
 
 
 def test_blowup_and_repetition_open_from_their_own_steps():
-    # truncated 0.02 → 0.5 at 50 (warning; ≥ 0.7 at 90 → critical); repeat 0.2 → 0.7 at 60
-    data = rows(120, truncated_frac=lambda s: 0.02 if s < 50 else (0.5 if s < 90 else 0.8),
-                repeat_frac_max=lambda s: 0.2 if s < 60 else 0.7, response_length_mean=200.0)
-    _, suite = feed(data, ONLY)
-    assert spans(suite.episodes(), "length") == [("blowup", 54, 119, "critical"), ("repetition", 64, 119, "warning")]
+    # truncated 0.02 → 0.5 at 50 → 0.8 at 90; the start (median of the first 5 points) is 0.02. Level (median of
+    # 5) 0.5 from 52 ≥ 0.02 + 0.3 → warning, opens at 54 (3rd hold). The rule's critical needs the level ≥ 0.7
+    # (from 92) and the mean of the last 20 points ≥ 0.7: with n points at 0.8 and 20 − n at 0.5 that is
+    # 0.5 + 0.015 n ≥ 0.7 → n ≥ 14 → step 103. Repeat 0.2 → 0.7 at 60: repetition opens at 64.
+    # No reward column: nothing shows harm, so the severity gate keeps the blow-up a warning.
+    trunc = lambda s: 0.02 if s < 50 else (0.5 if s < 90 else 0.8)  # noqa: E731
+    data = rows(120, truncated_frac=trunc, repeat_frac_max=lambda s: 0.2 if s < 60 else 0.7, response_length_mean=200.0)
+    stream, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "length") == [("blowup", 54, 119, "warning"), ("repetition", 64, 119, "warning")]
     assert suite.episodes()[0].evidence["response_length_level"] == 200.0
+    assert suite.episodes()[0].evidence["truncated_frac_start"] == 0.02
+    # The reward falls 0.6 → 0.2 at 90 and stays: levels 0.4 below the best from 92 (≥ max(0.05, 0.25 · 0.6) =
+    # 0.15), sustained over 5 levels from 96 — so the rule's critical at 103 stands.
+    stream, suite = feed(rows(120, truncated_frac=trunc, response_length_mean=200.0,
+                              reward_mean=lambda s: 0.6 if s < 90 else 0.2), ONLY)
+    severity = {e.step_end: e.severity for e in stream if e.phase == "blowup"}
+    assert severity[102] == "warning" and severity[103] == "critical"
+
+
+def test_a_blowup_that_recovers_stays_a_warning():
+    # truncated 0.02 → 0.8 for steps 50–61, then 0.02 again; reward 0.6 → 0.2 at 50 and stays (harm shown). The
+    # level reaches 0.8 (≥ 0.7) at 52–63, but the mean of the last 20 points is at most 12 · 0.8 / 20 + 8 · 0.02 / 20
+    # = 0.488 < 0.7: the rule never says critical, so the episode (opens 54, last holding step 63) is a warning.
+    data = rows(100, truncated_frac=lambda s: 0.8 if 50 <= s < 62 else 0.02, response_length_mean=200.0,
+                reward_mean=lambda s: 0.6 if s < 50 else 0.2)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "length") == [("blowup", 54, 63, "warning")]
+
+
+def test_truncation_from_the_start_is_a_budget_finding_not_a_blowup():
+    # 95 % of responses truncated from step 0 (a 128-token cap, say): level 0.95 and start 0.95, both ≥ 0.3 →
+    # budget (info), opens at 2 (3rd hold: steps 0, 1, 2); level − start = 0 < 0.3 → never a blow-up, whatever
+    # the reward does (it falls 0.6 → 0.2 at 50 here).
+    data = rows(100, truncated_frac=0.95, response_length_mean=128.0, reward_mean=lambda s: 0.6 if s < 50 else 0.2)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "length") == [("budget", 2, 99, "info")]
+    # budget at 0.4 from the start, then rising to 0.8 at 40: 0.8 − 0.4 = 0.4 ≥ 0.3 → a blow-up on top (level
+    # 0.8 from 42, opens at 44), and the budget stays (level and start both ≥ 0.3)
+    data = rows(100, truncated_frac=lambda s: 0.4 if s < 40 else 0.8, response_length_mean=128.0)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "length") == [("budget", 2, 99, "info"), ("blowup", 44, 99, "warning")]
+
+
+def test_a_long_blowup_stays_a_blowup_after_the_window_moves_on():
+    # truncated 0.02 for steps 0–49, then 0.8 to step 399. The start is the median of the run's first 5 points,
+    # 0.02, kept after the 200-point window has moved past them (from step 200 the window holds only 0.8s):
+    # level 0.8 − 0.02 ≥ 0.3 → the blow-up (opens 54) lasts to the end, never turns into a "budget".
+    data = rows(400, truncated_frac=lambda s: 0.02 if s < 50 else 0.8, response_length_mean=200.0)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "length") == [("blowup", 54, 399, "warning")]
+    assert suite.episodes()[0].evidence["truncated_frac_start"] == 0.02
+
+
+def test_degenerate_output_needs_no_history():
+    # responses of 1 token from logged point 3 (steps 0–2: 60 tokens): the latest value ≤ 2 holds from 3, opens
+    # at 5 (confirm_steps 3: within 2 points of the collapse) — no 20-point history needed — and it is critical
+    # with the reward still at its best (degenerate output is harm by itself: severity.exempt)
+    data = rows(12, response_length_mean=lambda s: 60.0 if s < 3 else 1.0, reward_mean=0.5)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "length") == [("degenerate", 5, 11, "critical")]
+    # 2.5 tokens is not degenerate (> 2): nothing in 12 points
+    _, suite = feed(rows(12, response_length_mean=lambda s: 60.0 if s < 3 else 2.5, reward_mean=0.5), ONLY)
+    assert suite.episodes() == []
 
 
 def test_one_degenerate_batch_is_not_repetition():
@@ -47,8 +104,9 @@ def test_a_gradual_shortening_and_too_few_points_do_not_flag():
     # 200 → 130 tokens over 120 steps (verl's GSM8K reference runs shorten like this): level ≥ 0.65 × running
     _, suite = feed(rows(120, response_length_mean=lambda s: 200.0 - 70.0 * s / 119, reward_mean=0.5), ONLY)
     assert suite.episodes() == []
-    # 15 points (< collapse_min_points 20) of a collapse: no verdict yet
-    _, suite = feed(rows(15, response_length_mean=lambda s: 50.0 if s < 8 else 2.0), ONLY)
+    # 15 points (< collapse_min_points 20) of a shrink to 3 tokens: no collapse verdict yet (and 3 > 2 tokens is
+    # not degenerate)
+    _, suite = feed(rows(15, response_length_mean=lambda s: 50.0 if s < 8 else 3.0), ONLY)
     assert suite.episodes() == []
 
 

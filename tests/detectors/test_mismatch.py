@@ -20,12 +20,18 @@ def test_rising_abs_log_ratio():
     assert suite.episodes()[0].metric == "is_log_ratio_abs_mean"
 
 
-def test_ess_collapse_alone_is_critical():
-    # ESS 0.97 → 0.2 at 50: level ≤ 0.3 from 52, opens at 54, critical
+def test_ess_collapse_alone_is_critical_once_the_reward_falls():
+    # ESS 0.97 → 0.2 at 50: level ≤ 0.3 from 52, opens at 54, critical by the rule. No reward logged: nothing
+    # shows harm, so the severity gate keeps it a warning; with the reward falling 0.6 → 0.1 at 50 (levels 0.5
+    # below the best from 52, sustained over 5 levels from 56) it stays critical.
     data = rows(100, is_log_ratio_abs_mean=0.01, is_ess=lambda s: 0.97 if s < 50 else 0.2)
     _, suite = feed(data, ONLY)
-    assert spans(suite.episodes(), "mismatch") == [("drift", 54, 99, "critical")]
+    assert spans(suite.episodes(), "mismatch") == [("drift", 54, 99, "warning")]
     assert suite.episodes()[0].metric == "is_ess"
+    for r in data:
+        r["reward_mean"] = 0.6 if r["step"] < 50 else 0.1
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "mismatch") == [("drift", 54, 99, "critical")]
 
 
 def test_no_rollout_logprobs_is_not_applicable():

@@ -1,4 +1,5 @@
-"""The shared severity gate: no critical while the reward is at or near its running best (docs/architecture.md, *Detectors*)."""
+"""The shared severity gate: critical means harm — a sustained reward fall from its best, non-finite values or
+degenerate output (docs/architecture.md, *Detectors*)."""
 
 from __future__ import annotations
 
@@ -35,22 +36,47 @@ def test_entropy_blowup_after_the_reward_fell_stays_critical():
 
 
 def test_the_margin_is_configurable_and_the_gate_can_be_switched_off():
-    # reward 0.6 until 90, then 0.5: 0.1 below the best. Default margin max(0.02, 0.1 · 0.6) = 0.06 < 0.1:
-    # critical. near_best_frac 0.2 → margin 0.12 > 0.1: lowered. Gate off: critical whatever the reward.
+    # reward 0.6 until 90, then 0.5: 0.1 below the best. Default margin max(0.05, 0.25 · 0.6) = 0.15 > 0.1: a
+    # 17 % dip is not harm → lowered. reward_drop_frac 0.1 → margin max(0.05, 0.06) = 0.06 ≤ 0.1 → critical.
+    # Gate off: critical whatever the reward.
     data = rows(150, entropy_mean=blowup, entropy_mean_correct=blowup, reward_mean=lambda s: 0.6 if s < 90 else 0.5)
     sev = lambda cfg: spans(feed(data, cfg)[1].episodes(), "entropy")[0][3]  # noqa: E731
-    assert sev(ENTROPY) == "critical"
-    assert sev(replace(ENTROPY, severity=SeverityConfig(near_best_frac=0.2))) == "warning"
+    assert sev(ENTROPY) == "warning"
+    assert sev(replace(ENTROPY, signals=replace(ENTROPY.signals, reward_drop_frac=0.1))) == "critical"
     rising = rows(150, entropy_mean=blowup, entropy_mean_correct=blowup, reward_mean=lambda s: 0.2 + 0.002 * s)
     off = replace(ENTROPY, severity=SeverityConfig(enabled=False))
     assert spans(feed(rising, off)[1].episodes(), "entropy")[0][3] == "critical"
-    assert DetectorConfig.from_dict({"severity": {"near_best_frac": 0.2, "exempt": []}}).severity.exempt == ()
+    assert DetectorConfig.from_dict({"severity": {"sustain_levels": 3, "exempt": []}}).severity.exempt == ()
 
 
-def test_without_reward_the_gate_cannot_tell_and_nonfinite_is_exempt():
-    # No reward column: the gate leaves the blow-up critical.
+def test_a_dip_must_last_sustain_levels_to_be_harm():
+    # reward 0.6 except a dip to 0.3 (0.3 ≥ margin 0.15 below the best). A dip over points d … d + n − 1 makes
+    # the 5-point level 0.3 at steps d + 2 … d + n + 1 (≥ 3 of the last 5 points are 0.3): n levels.
+    # (The entropy rule's own critical needs the correct responses' 20-point level ≥ 1.5 × their median 0.5: with
+    # t − 99 points at 1.5 among the last 20 the median is 1.0 ≥ 0.75 at t = 109 — info before that.)
+    # 3 points (110–112): 3 low levels < sustain_levels 5 → never critical. 8 points (110–117): levels 112–119
+    # low; at 116 the last five (112–116) are all low → critical.
+    def sev(n: int) -> str:
+        data = rows(150, entropy_mean=blowup, entropy_mean_correct=blowup,
+                    reward_mean=lambda s: 0.3 if 110 <= s < 110 + n else 0.6)
+        stream, _ = feed(data, ENTROPY)
+        return {e.step_end: e.severity for e in stream}
+
+    assert "critical" not in sev(3).values()
+    eight = sev(8)
+    assert eight[115] == "warning" and eight[116] == "critical"
+    assert replace(ENTROPY, severity=SeverityConfig(sustain_levels=3)).severity.sustain_levels == 3
+    three = {e.step_end: e.severity for e in feed(rows(150, entropy_mean=blowup, entropy_mean_correct=blowup,
+             reward_mean=lambda s: 0.3 if 110 <= s < 113 else 0.6), replace(ENTROPY, severity=SeverityConfig(
+                 sustain_levels=3)))[0]}
+    # sustain_levels 3: the 3-point dip's levels 112–114 are all low at 114 → critical there
+    assert three[113] == "warning" and three[114] == "critical"
+
+
+def test_without_reward_nothing_shows_harm_but_nonfinite_and_degenerate_are_exempt():
+    # No reward column: the gate cannot see a fall, so the blow-up's critical is lowered to warning.
     _, suite = feed(rows(150, entropy_mean=blowup, entropy_mean_correct=blowup), ENTROPY)
-    assert spans(suite.episodes(), "entropy")[0][3] == "critical"
+    assert spans(suite.episodes(), "entropy")[0][3] == "warning"
     # A NaN at step 50 while the reward rises (at its best): still critical (nonfinite is exempt by default)
     data = rows(60, reward_mean=lambda s: 0.2 + 0.002 * s, nonfinite_logp=lambda s: 3 if s >= 50 else 0,
                 first_nonfinite=lambda s: "logp" if s >= 50 else None)
@@ -58,6 +84,12 @@ def test_without_reward_the_gate_cannot_tell_and_nonfinite_is_exempt():
     assert spans(suite.episodes(), "nonfinite") == [("nonfinite", 50, 59, "critical")]
     not_exempt = DetectorConfig(enabled=("nonfinite",), severity=SeverityConfig(exempt=()))
     assert spans(feed(data, not_exempt)[1].episodes(), "nonfinite") == [("nonfinite", 50, 59, "warning")]
+    # entropy 1e-4 nats from step 5 (< degenerate_floor 1e-3) with the reward at its best: entropy/degenerate is
+    # exempt → critical, opens at 5 + confirm_steps (entropy: 3) − 1 = 7; listed in no exemption → warning
+    data = rows(20, entropy_mean=lambda s: 0.5 if s < 5 else 1e-4, reward_mean=0.5)
+    assert spans(feed(data, ENTROPY)[1].episodes(), "entropy") == [("degenerate", 7, 19, "critical")]
+    none = replace(ENTROPY, severity=SeverityConfig(exempt=()))
+    assert spans(feed(data, none)[1].episodes(), "entropy") == [("degenerate", 7, 19, "warning")]
 
 
 def test_near_best_points_is_the_gates_rule_at_every_point():
