@@ -20,7 +20,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from .detectors.events import EPISODE_FIELDS
+from .detectors.events import EPISODE_FIELDS, evidence_dict
 from .detectors.registry import Sentence, specs
 from .detectors.registry import num as _num
 from .webhooks import service_of, webhook_body
@@ -40,13 +40,7 @@ def _row(event: Any) -> dict[str, Any]:
         row = dict(event)
     else:
         raise TypeError(f"event must be a mapping (an events row) or an Event, got {type(event).__name__}")
-    ev = row.get("evidence")
-    if isinstance(ev, str):
-        try:
-            ev = json.loads(ev) if ev else {}
-        except json.JSONDecodeError:
-            ev = {}
-    row["evidence"] = dict(ev) if isinstance(ev, Mapping) else {}
+    row["evidence"] = evidence_dict(row.get("evidence"))
     return row
 
 

@@ -24,7 +24,6 @@ phase, the cause first (worst severity, then earliest), the noise (info) last.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -33,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .detectors.events import SEVERITY_RANK
+from .detectors.events import SEVERITY_RANK, evidence_dict
 from .detectors.registry import specs
 from .reward import reward_collapse, reward_level
 
@@ -80,13 +79,7 @@ def budget_note(events: pd.DataFrame) -> str:
     if hit.empty:
         return ""
     last = hit.sort_values("step_end", kind="stable").iloc[-1]
-    ev = last.get("evidence")
-    if isinstance(ev, str):
-        try:
-            ev = json.loads(ev)
-        except ValueError:
-            ev = None
-    tokens = ev.get("response_length_level") if isinstance(ev, dict) else None
+    tokens = evidence_dict(last.get("evidence")).get("response_length_level")
     size = f" (responses {tokens:.0f} tokens on average)" if isinstance(tokens, (int, float)) else ""
     return (f" Note: {float(last['value']):.0%} of responses hit the length budget from the start{size}: raise the "
             "completion length.")

@@ -72,3 +72,22 @@ def test_reader_order_groups_episodes_and_puts_the_cause_first_and_the_noise_las
     # three critical groups, placed by their first critical episode: entropy (54), length (70: its warning at 14
     # does not pull it forward), lld (90); each group in order of start; the info group last
     assert got == [["entropy", 54], ["entropy", 85], ["length", 14], ["length", 70], ["lld", 90], ["grad", 3]]
+
+
+def test_a_length_budget_is_named_once_as_a_note_never_as_a_warning():
+    # A run truncated at its cap from the start: the detectors' length/budget episode (info, evidence from the
+    # real rule) — the run stays healthy and the sentence ends with one note: the episode's value 0.95 → "95 %",
+    # the evidence's length level 127.6 → "128 tokens".
+    from collapsewatch.detectors import DetectorConfig
+
+    from tests.detectors.series import feed, rows
+
+    _, suite = feed(rows(100, truncated_frac=0.95, response_length_mean=127.6), DetectorConfig(enabled=("length",)))
+    ev = pd.DataFrame([e.as_row() for e in suite.episodes()])
+    steps, reward = np.arange(100), np.full(100, .8)
+    v = verdict(ev, steps, reward)
+    assert v.status == "healthy"
+    assert v.sentence == ("No warning in 100 steps; reward best 0.80 at 9. 1 info episode(s). Note: 95% of responses "
+                          "hit the length budget from the start (responses 128 tokens on average): raise the "
+                          "completion length.")
+    assert verdict(_events(), steps, reward).sentence == "No warning in 100 steps; reward best 0.80 at 9."

@@ -101,6 +101,17 @@ TIMELINE_COLUMNS: tuple[str, ...] = ("run", *(c for c in EPISODE_FIELDS if c != 
 """The phase timeline of ``detect`` (:func:`collapsewatch.offline.detect_runs`); its CSV adds source and rules."""
 
 
+def evidence_dict(value: Any) -> dict[str, Any]:
+    """An event's evidence as a dict, whether it comes as the dict itself or as the store's JSON text; ``{}`` for
+    missing or unreadable evidence (a reader never fails on one bad row)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value else {}
+        except ValueError:
+            return {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def events_frame(run: str, rank: int, events: list[Event], source: str, rules: str) -> dict[str, list[Any]]:
     """Events as columns of the ``events`` table (evidence as strict JSON, written now), each carrying the
     digest of the ``rules`` that found it (:func:`collapsewatch.detectors.rules.rules_digest`)."""
