@@ -115,7 +115,9 @@ class Starvation:
         kind, told = groups(h, level, self.cfg)
         sustained = h.series("zero_std_group_frac", c.critical_window)
         mean = float(sustained.values.mean())
-        ev = {"zero_std_group_frac_level": level, "groups": kind, **told,
+        reward = h.series("reward_mean", k)
+        ev = {"zero_std_group_frac_level": level, "groups": kind,
+              "reward_level": reward.level(k) if len(reward) else None, **told,
               "zero_std_group_frac_mean": mean, "mean_points": len(sustained)}
         critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
         severity = "warning" if kind == STARVED else "info"
