@@ -31,13 +31,13 @@ from transformers import TrainerCallback
 
 from collapsewatch import Monitor
 from collapsewatch.integrations.trl import watch
-from collapsewatch.models.tiny import PRESETS
+from collapsewatch.models.tiny import PRESETS, TOY_BODY
 from collapsewatch.recorder import Recorder
-from tests.integrations.trl_tiny import TINY_BODY, tiny_grpo_trainer
+from tests.integrations.trl_tiny import tiny_grpo_trainer
 
 CONFIGS = {  # name -> (model body, GRPOConfig overrides); 2 micro-batches of per_device_train_batch_size per rollout
     # a ~50 ms step: exposes the monitor's fixed per-step costs
-    "tiny": (TINY_BODY, dict(per_device_train_batch_size=16, num_generations=8, max_completion_length=8)),
+    "tiny": (TOY_BODY, dict(per_device_train_batch_size=16, num_generations=8, max_completion_length=8)),
     # the reference CPU shape (docs/trl.md, Cost): L2/d128 Qwen2 body, 64 completions × 64 tokens per rollout (vocab 300 here)
     "design": (PRESETS["tiny"], dict(per_device_train_batch_size=32, num_generations=8, max_completion_length=64)),
 }

@@ -11,7 +11,7 @@ from collapsewatch.models.builtin import (
     tokenizer_corpus,
 )
 from collapsewatch.models.loading import Policy, load_policy, smollm2_gguf_path
-from collapsewatch.models.tiny import PRESETS, ModelPreset, build_model, qwen2_config
+from collapsewatch.models.tiny import PRESETS, ModelPreset, build_model, qwen2_config, tiny_model_and_tokenizer
 from collapsewatch.models.tokenizer import CHAT_TEMPLATE, train_tokenizer
 from collapsewatch.models.warmstart import (
     WarmStartConfig,
@@ -41,6 +41,7 @@ __all__ = [
     "sft_loss",
     "smollm2_gguf_path",
     "success_rate",
+    "tiny_model_and_tokenizer",
     "tokenizer_corpus",
     "trace_examples",
     "train_on_traces",

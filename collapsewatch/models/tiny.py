@@ -2,6 +2,8 @@
 
 Presets keep the Qwen2 shape that real recipes train (RMSNorm, RoPE, SwiGLU, grouped-query attention
 with 2 KV heads, tied embeddings) at a size where a GRPO step on 2 CPU cores takes about a second.
+:func:`tiny_model_and_tokenizer` is the smallest of them with its tokenizer, built offline in about a second: what
+docs/trl.md's script, the TRL integration's tests and ``bench/bench_trl.py`` train.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from collapsewatch.models.tokenizer import train_tokenizer
 
 
 @dataclass(frozen=True)
@@ -76,3 +80,22 @@ def build_model(
     model.generation_config.pad_token_id = pad_token_id
     model.generation_config.eos_token_id = eos_token_id
     return model.float().eval()
+
+
+TOY_BODY = ModelPreset(n_layers=1, d_model=32, n_heads=2, n_kv_heads=1, max_positions=128)
+"""The body of :func:`tiny_model_and_tokenizer`: one layer, d=32 (a few thousand weights besides the embedding)."""
+
+TOY_TEXTS: tuple[str, ...] = (
+    "the cat sat on the mat", "a dog ran in the park", "count the apples and pears", "what is two plus two",
+    "name a river in france", "spell banana backwards", "say hello to the user", "list three colours please")
+"""The sentences the toy tokenizer is trained on (byte-level: any other text still encodes)."""
+
+
+def tiny_model_and_tokenizer(seed: int = 0, body: ModelPreset = TOY_BODY
+                             ) -> tuple[Qwen2ForCausalLM, PreTrainedTokenizerFast]:
+    """A random-init Qwen2 causal LM of ``body`` (seeded) and a byte-level BPE tokenizer trained locally on
+    :data:`TOY_TEXTS`: nothing is downloaded, so a TRL or HF example runs offline in seconds. It learns nothing
+    useful; it exercises the real training and monitoring code paths."""
+    tokenizer = train_tokenizer(TOY_TEXTS * 4, vocab_size=300)
+    model = build_model(body, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id, seed=seed)
+    return model, tokenizer

@@ -2,7 +2,8 @@
 
 It ties the TRL adapter to the built-in model code, so it lives with its users, not in the adapter package.
 
-A random-init Qwen2 body (1 layer, d=32) with a byte-level BPE tokenizer trained locally on a few sentences, a
+The package's public :func:`collapsewatch.models.tiny_model_and_tokenizer` (a random-init Qwen2 body, 1 layer, d=32,
+with a byte-level BPE tokenizer trained locally on a few sentences; docs/trl.md's script uses it too), a
 ``datasets.Dataset.from_dict`` of prompts and a continuous reward, so groups almost never have zero reward std.
 Nothing is downloaded. With ``beta != 0`` the model is saved to ``<output_dir>/init-model`` and passed by path,
 because TRL builds its reference model from the policy's path.
@@ -15,14 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collapsewatch.models.tiny import ModelPreset, build_model
-from collapsewatch.models.tokenizer import train_tokenizer
+from collapsewatch.models.tiny import TOY_BODY, ModelPreset, tiny_model_and_tokenizer
 
 PROMPTS: tuple[str, ...] = ("the cat sat", "a dog ran", "count the apples", "what is two plus two",
                             "name a river", "spell banana", "say hello", "list three colours")
-_TEXTS = ("the cat sat on the mat", "a dog ran in the park", "count the apples and pears", "what is two plus two",
-          "name a river in france", "spell banana backwards", "say hello to the user", "list three colours please")
-TINY_BODY = ModelPreset(n_layers=1, d_model=32, n_heads=2, n_kv_heads=1, max_positions=128)
 
 # What a tiny CPU run needs; everything else is TRL's default. Override any of these through **config.
 TINY_CONFIG: dict[str, Any] = dict(
@@ -37,14 +34,13 @@ def letter_a_reward(completions: list[str], **kwargs: Any) -> list[float]:
     return [c.count("a") / max(1, len(c)) for c in completions]
 
 
-def tiny_grpo_trainer(output_dir: str, *, seed: int = 0, body: ModelPreset = TINY_BODY, n_prompts: int = 32,
+def tiny_grpo_trainer(output_dir: str, *, seed: int = 0, body: ModelPreset = TOY_BODY, n_prompts: int = 32,
                       reward_funcs: Any = letter_a_reward, **config: Any):
     """A ``GRPOTrainer`` on the tiny model; ``config`` overrides :data:`TINY_CONFIG` (any ``GRPOConfig`` field)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    tokenizer = train_tokenizer(_TEXTS * 4, vocab_size=300)
-    model = build_model(body, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id, seed=seed)
+    model, tokenizer = tiny_model_and_tokenizer(seed, body)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(n_prompts)]
     args = GRPOConfig(output_dir=str(output_dir), **{**TINY_CONFIG, "seed": seed, **config})
     if args.beta:  # TRL builds the reference model from the policy's path: give it a local folder to load
