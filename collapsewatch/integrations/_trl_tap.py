@@ -65,6 +65,21 @@ def is_on_policy(trainer: Any) -> bool:
     return trainer.args.gradient_accumulation_steps % generate_every == 0
 
 
+def on_policy_note(trainer: Any, run: str) -> str | None:
+    """What :func:`watch` says once when :func:`is_on_policy` holds for ``trainer``: which columns stay NULL, the
+    settings that make ratios exist, and what is still recorded. None for an off-policy schedule."""
+    if not is_on_policy(trainer):
+        return None
+    args = trainer.args
+    return (f"collapsewatch: run {run!r} trains on-policy (gradient_accumulation_steps={args.gradient_accumulation_steps} "
+            f"is a multiple of steps_per_generation × num_iterations = {args.steps_per_generation} × "
+            f"{trainer.num_iterations}): TRL computes no old log-probs, so the importance ratio is 1 by construction "
+            "and the ratio and clip columns (ratio_*, clip_*, ppo_kl, llds_gate_rate) stay NULL. For ratios set "
+            "num_iterations > 1 or steps_per_generation > gradient_accumulation_steps in GRPOConfig. Still recorded: "
+            "entropy, rewards, lengths, zero-std groups, logp_old_* (the LLD detector's input), sentinels, "
+            "non-finite counts, grad norm and every TRL scalar.")
+
+
 def turn_ids_from_tool_mask(completion_mask: Tensor, tool_mask: Tensor | None) -> Tensor | None:
     """(B, T) turn index from TRL's ``tool_mask`` (1 = model token, 0 = tool output); None without tools.
 

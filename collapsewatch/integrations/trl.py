@@ -37,7 +37,7 @@ from ..monitor import Monitor
 from ..probe import ClipSpec
 from ..sentinels import Sentinel, due, text_sentinels
 from ..sentinels import score as score_sentinels
-from ._trl_tap import GRPOTap, clip_spec, objective_name
+from ._trl_tap import GRPOTap, clip_spec, objective_name, on_policy_note
 
 log = logging.getLogger("collapsewatch")
 
@@ -273,6 +273,8 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
         tap = GRPOTap(trainer, lambda: callback.monitor)
         tap.install()
         callback.tap = tap
+        if note := on_policy_note(trainer, run):
+            log.warning(note)
     _close_on_crash(trainer, callback)
     return callback
 
