@@ -8,7 +8,9 @@ under an old name would merge into it; neither would say a word. So a Monitor
   stale and taken over. A lock from another host cannot be checked from here: it is refused, and the message names
   the file to delete once that process is known to be gone;
 * refuses a run this rank already wrote (its run row or a segment exists) with :class:`RunExistsError` unless it
-  was asked to resume, naming ``--resume`` / ``resume=True`` and a fresh name.
+  was asked to resume, naming ``--resume`` / ``resume=True`` and a fresh name;
+* refuses a resume that would start over (:func:`refuse_restart`): a trainer at step 0 with no checkpoint loaded
+  would replace every stored step instead of continuing after them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from .store.restart import last_step
 
 
 class RunInUseError(ValueError):
@@ -115,4 +119,16 @@ def refuse_reuse(root: Path, run: str, rank: int, store: str | None = None) -> N
     while (root / f"{run}-{n}").exists():
         n += 1
     raise RunExistsError(f"run {run!r} already exists in store {store or str(root)!r}: to continue it pass --resume "
-                         f"(Monitor(..., resume=True)); to start a new run choose a fresh name, e.g. {run}-{n}")
+                         f"(Monitor(..., resume=True), watch(..., resume=True)); to start a new run choose a fresh name, e.g. {run}-{n}")
+
+
+def refuse_restart(store: str | os.PathLike, run: str, rank: int, start_step: int, caller: str) -> None:
+    """Raise RunExistsError when a resumed ``run`` would start over: the trainer begins at ``start_step`` 0 (no
+    checkpoint loaded) while this rank already stored steps, which its steps 1, 2 … would replace. A start after a
+    checkpoint (``start_step`` > 0) continues: the steps it replays replace the abandoned ones (``store.restart``)."""
+    if start_step > 0 or (last := last_step(store, run, rank)) is None:
+        return
+    raise RunExistsError(f"{caller}: run {run!r} in store {str(store)!r} holds steps up to {last} (rank {rank}), but "
+                         "the trainer starts at step 0 with no checkpoint loaded and would write them over; continue "
+                         "it with trainer.train(resume_from_checkpoint=True) (or a checkpoint's path), or record a "
+                         "new run under a fresh name")

@@ -118,6 +118,7 @@ class GRPOTap:
         self._pending: dict[str, Any] = {}  # truncation flags / rewards of the generation in flight
         self._capture: list | None = None  # the policy forward's outputs while inside _compute_loss
         self._gen_index = 0
+        self.id_floor = 0  # a resumed run: the first sequence id not stored yet (numbering starts at or above it)
         self._gen_step = -1  # state.global_step when the generation being trained on was made
         self._passes: tuple[int, dict[int, int]] = (-1, {})  # (step, id of a micro-batch's inputs -> passes)
 
@@ -162,6 +163,8 @@ class GRPOTap:
         B, dev = out["completion_ids"].shape[0], out["completion_ids"].device
         rank, world = t.accelerator.process_index, t.accelerator.num_processes
         rows = rank * B + torch.arange(B, device=dev)  # global row; TRL groups G consecutive global rows per prompt
+        if self.id_floor:  # resumed: skip the generations whose ids the store already holds (ceil division)
+            self._gen_index, self.id_floor = max(self._gen_index, -(-self.id_floor // (B * world))), 0
         uid = self._gen_index * B * world + rows  # unique per generated sequence over the run
         out[KEY + "seq_id"] = uid
         out[KEY + "group_id"] = uid // t.num_generations  # B * world is a multiple of G (TRL checks)

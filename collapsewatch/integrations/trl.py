@@ -35,9 +35,11 @@ from transformers import TrainerCallback
 from ..ingest.keys import TRL_ALIASES
 from ..monitor import Monitor
 from ..probe import ClipSpec
+from ..runlock import refuse_restart
 from ..sentinels import Sentinel, due, text_sentinels
 from ..sentinels import score as score_sentinels
-from ._trl_tap import GRPOTap, clip_spec, objective_name, on_policy_note
+from ..store.restart import max_seq_id
+from ._trl_tap import REPLAY_STRIDE, GRPOTap, clip_spec, objective_name, on_policy_note
 
 log = logging.getLogger("collapsewatch")
 
@@ -183,6 +185,10 @@ class CollapsewatchCallback(TrainerCallback):
         if self._open:  # the train() in progress already has its Monitor
             return
         run = self.next_run_name()
+        if self.monitor_kwargs.get("resume"):  # continue after the checkpoint's step, or refuse: never start over
+            refuse_restart(self.store, run, args.process_index, state.global_step, "watch(..., resume=True)")
+            if self.tap is not None and (high := max_seq_id(self.store, run, REPLAY_STRIDE)) is not None:
+                self.tap.id_floor = high + 1  # new sequences never reuse a stored id
         if self.runs:
             log.warning("collapsewatch: train() called again on a watched trainer; run %r is closed, recording this "
                         "one as run %r", self.runs[-1], run)

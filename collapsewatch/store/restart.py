@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .location import REPLACES_KEY, Location, published
+from .location import writer as writer_location
 from .migrations import TABLES
 from .tables import arrow_schemas, atomic_write_table, conform
 
@@ -57,14 +58,15 @@ def _max_step(meta: pq.FileMetaData, column: str) -> int | None:
     return max(highs) if highs else None
 
 
-def _segments(where: Location, run: str, table: str, rank: int) -> list[Path]:
-    """The rank's segments of ``table`` in this run: the local ones, and for an object store the bucket's (their
-    would-be paths in the spool; ``cut`` downloads those it rewrites)."""
+def _segments(where: Location, run: str, table: str, rank: int | None) -> list[Path]:
+    """The rank's (None: every rank's) segments of ``table`` in this run: the local ones, and for an object store the
+    bucket's (their would-be paths in the spool; ``cut`` downloads those it rewrites)."""
+    prefix = "r" if rank is None else f"r{rank}-"
     if where.remote is None:
-        return sorted((where.local / run / table).glob(f"r{rank}-*.parquet"))
+        return sorted((where.local / run / table).glob(f"{prefix}*.parquet"))
     # the published ones only: a flush whose marker never came stays unread, never published by a rewrite
     return [where.local / rel for rel in sorted(published(where.remote.list(run)))
-            if rel.startswith(f"{run}/{table}/r{rank}-") and rel.endswith(".parquet") and rel.count("/") == 2]
+            if rel.startswith(f"{run}/{table}/{prefix}") and rel.endswith(".parquet") and rel.count("/") == 2]
 
 
 def _footer(where: Location, path: Path) -> pq.FileMetaData:
@@ -72,6 +74,30 @@ def _footer(where: Location, path: Path) -> pq.FileMetaData:
         return pq.read_metadata(path)
     with where.remote.fs.open_input_file(where.remote.key(where.rel(path))) as f:
         return pq.ParquetFile(f).metadata  # the footer only: ranged reads
+
+
+def last_step(store: str | Path, run: str, rank: int) -> int | None:
+    """The largest step this rank stored in ``run`` (any table; from segment footers), None when it stored none:
+    where a resumed writer that starts over at step 1 would replace the whole run (``integrations.trl`` refuses)."""
+    where = writer_location(store)
+    highs = [_max_step(_footer(where, path), column) for table, column in STEP_COLUMN.items()
+             for path in _segments(where, run, table, rank)]
+    return max((h for h in highs if h is not None), default=None)
+
+
+def max_seq_id(store: str | Path, run: str, stride: int) -> int | None:
+    """The largest ``seq_id mod stride`` any rank stored in ``run``'s sequences, None when none: where a resumed writer
+    must start numbering so that its new sequences never reuse a stored id (``stride``: the offset an adapter adds to
+    a repeated sequence's id, e.g. the TRL tap's ``REPLAY_STRIDE``)."""
+    where = writer_location(store)
+    highs = []
+    for path in _segments(where, run, "sequences", None):
+        if not path.exists():
+            where.remote.get(where.rel(path), path)
+        ids = pq.read_table(path, columns=["seq_id"])["seq_id"].drop_null().to_numpy()
+        if ids.size:
+            highs.append(int((ids % stride).max()))
+    return max(highs, default=None)
 
 
 def cut(where: Location, run: str, rank: int, step: int) -> list[Path]:

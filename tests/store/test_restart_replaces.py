@@ -98,3 +98,29 @@ def test_a_restart_replaces_on_an_object_store(tmp_path, monkeypatch):
         _check(connect(url))
     finally:
         server.stop()
+
+
+def test_where_a_resumed_writer_starts(tmp_path):
+    # what a resume reads before it writes (integrations.trl): the rank's last stored step, and the largest stored
+    # sequence id modulo the stride an adapter adds to a sequence trained twice in one step (the TRL tap's 2**40)
+    import dataclasses
+
+    import torch
+
+    from collapsewatch.store.restart import last_step, max_seq_id
+
+    store = tmp_path / "s"
+    ids = {0: torch.arange(8), 1: torch.arange(8) + 8, 2: torch.arange(8) + 16,
+           3: torch.arange(8) + 8 + 2**40}  # step 3 trains step 1's sequences again: stored as id + 2**40
+    mon = Monitor(store, run="r", rank=0, world_size=2)
+    for s, seq in ids.items():
+        mon.observe(dataclasses.replace(random_batch(seed=s), seq_ids=seq), step=s)
+    mon.close()
+    mon = Monitor(store, run="r", rank=1, world_size=2)
+    mon.observe(dataclasses.replace(random_batch(seed=9), seq_ids=torch.arange(8) + 24), step=0)
+    mon.close()
+    # rank 0 stored steps 0-3, rank 1 step 0, rank 2 nothing
+    assert (last_step(store, "r", 0), last_step(store, "r", 1), last_step(store, "r", 2)) == (3, 0, None)
+    # ids mod 2**40: rank 0 holds 0-23 (step 3's 8+2**40 … 15+2**40 are 8-15), rank 1 24-31: the largest is 31
+    assert max_seq_id(store, "r", 2**40) == 31
+    assert max_seq_id(store, "other", 2**40) is None
