@@ -176,18 +176,23 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                              "run id or run folder; ClearML: task name or id).")
                       ] = None,
            follow: Annotated[bool, typer.Option("--follow", help="Keep ingesting what a live run adds to FILE, "
-                                                             "in any format, until Ctrl+C.")] = False,
+                                                             "in any format, until Ctrl+C (a FILE not created yet "
+                                                             "is waited for).")] = False,
            detect: Annotated[bool, typer.Option(help="Run the detectors over the ingested run and store their "
                                                      "episodes (the dashboard shows them); not with --follow.")] = True,
            interval: Annotated[float, typer.Option(help="Seconds between reads with --follow.")] = 2.0) -> None:
     """Import the logged step scalars of a run made without the monitor (docs/ingest.md)."""
-    from .ingest import Tail, ingest_file
+    from .ingest import Tail, ingest_file, wait_for_file
 
     if not follow:
         typer.echo(ingest_file(store, file, run, fmt, source_run, detect).message(run))
         return
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
+    try:  # started before the trainer: its logger creates FILE later
+        wait_for_file(file, interval, lambda line: typer.echo(line, err=True))
+    except KeyboardInterrupt:
+        return
     tail = Tail(store, file, run, fmt, source_run)
     try:
         while True:

@@ -28,12 +28,15 @@ dashboard. Per-token metrics cannot be recovered from logs: NULL.
 ``--follow`` (:class:`Tail`) follows a live run in every format: the complete lines appended to a JSONL or console file,
 or the steps after the last ingested one of a snapshot re-read through the format's reader (TensorBoard's and W&B's
 ``Snapshot`` read only what was appended); each poll is one flush, and the run stays ``running`` until the tail stops.
+A file the logger has not created yet is waited for (:func:`wait_for_file`), so the follower can start first.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +58,7 @@ from .records import Account, IngestError, Reader, Record, Skip, Step, sqlite_ta
 from .sink import RunSink
 
 __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "catalogue_values", "detect",
-           "ingest_file"]
+           "ingest_file", "wait_for_file"]
 
 FORMATS: dict[str, Reader] = {m.NAME: m for m in (wandb_run, swanlab_run, clearml_offline, tensorboard,
                                                     mlflow_store, trackio_db, trainer_state, log_history, jsonl,
@@ -154,6 +157,18 @@ def _detect(store: str | os.PathLike, run: str) -> list[str]:
     events = detect_runs(store, run=run, write=True)
     flagged = events[events["severity"] != "info"].groupby(["detector", "phase", "severity"]).step_start.min()
     return [f"{d}/{p} {sev} @{step}" for (d, p, sev), step in sorted(flagged.items(), key=lambda kv: kv[1])]
+
+
+def wait_for_file(file: str | os.PathLike, interval: float, say: Callable[[str], None],
+                  sleep: Callable[[float], None] = time.sleep) -> None:
+    """``--follow`` started before the logger created its file (verl's file logger opens it when the trainer starts):
+    say so once, then check every ``interval`` seconds until the path exists."""
+    path = Path(file)
+    if path.exists():
+        return
+    say(f"{str(path)!r} does not exist yet: waiting for the logger to create it (Ctrl+C to stop)")
+    while not path.exists():
+        sleep(interval)
 
 
 class Tail:

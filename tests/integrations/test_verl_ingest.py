@@ -108,3 +108,45 @@ def test_verls_wandb_logger_writes_a_run_ingest_reads(tmp_path, store, monkeypat
         0.125, -0.002, 2.5, 0.25, 37.0, 0.0625, 0.01, 12.0, None)
     assert con.execute("SELECT step, grad_norm, lr FROM steps ORDER BY step").fetchall() == [
         (1, 1.5, None), (2, 2.0, 1e-6)]
+
+
+def test_follow_started_before_verl_waits_for_its_file(tmp_path, monkeypatch, store):
+    # the order docs/verl.md gives: the follower first, then verl creates its file logger's file at
+    # $VERL_FILE_LOGGER_PATH and logs; the follower says once that it waits, then ingests what verl wrote
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    log = tmp_path / "logs" / "e.jsonl"
+    cmd = [sys.executable, "-m", "collapsewatch", "ingest", str(store), str(log), "--run", "live", "--follow",
+           "--interval", "0.2"]
+    proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": ""})
+    try:
+        assert "does not exist yet: waiting" in proc.stderr.readline()  # said before the file exists
+        assert proc.poll() is None  # still running: waiting, not refused
+        log.parent.mkdir()
+        monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(log))
+        tracker = Tracking(project_name="p", experiment_name="e", default_backend="file")  # creates the file
+        tracker.log(data={"actor/grad_norm": 1.0}, step=1)
+        tracker.log(data={"actor/grad_norm": 2.0}, step=2)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _steps(store) != [(1, 1.0), (2, 2.0)]:  # ingested live, in its loop
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "ingested 2 step(s) of jsonl into run 'live'" in out, out
+    assert _steps(store) == [(1, 1.0), (2, 2.0)]
+
+
+def _steps(store) -> list[tuple] | None:
+    try:
+        return connect(store).execute("SELECT step, grad_norm FROM steps ORDER BY step").fetchall()
+    except Exception:  # the store or its first segment not written yet
+        return None
