@@ -174,14 +174,16 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
                          f"{_when(collapse - cs)}.")
     elif first is not None:
         status = "warning"
-        text = (f"Warning from step {first_step}: {first_name}. No reward collapse in {n_steps} steps "
-                f"(reward best {_f(before)} at {best_step}).")
+        best = f"reward best {_f(before)} at {best_step}" if before is not None else "too few reward points to judge"
+        text = f"Warning from step {first_step}: {first_name}. No reward collapse in {n_steps} steps ({best})."
     else:
         status = "healthy"
         best = f"reward best {_f(before)} at {best_step}" if before is not None else "too few reward points to judge"
         text = f"No warning in {n_steps} steps; {best}."
     if worst is not None:
         text += f" Worst: {worst}." if status != "healthy" else f" {len(events)} info episode(s)."
+        if status == "warning" and worst == "critical":  # the badge says warning: why, beside "Worst: critical"
+            text += " The run is marked warning, not collapsed, because its reward has not collapsed."
     text += budget_note(events)
     if kind:
         text += f" Drill: {kind} from step {onset}" + ("; no warning after it." if status == "healthy" else ".")

@@ -91,3 +91,14 @@ def test_a_length_budget_is_named_once_as_a_note_never_as_a_warning():
                           "hit the length budget from the start (responses 128 tokens on average): raise the "
                           "completion length.")
     assert verdict(_events(), steps, reward).sentence == "No warning in 100 steps; reward best 0.80 at 9."
+
+
+def test_a_short_warning_run_says_why_it_is_a_warning_and_never_prints_none():
+    # 3 steps (a TRL quick start): fewer than the 10 points of a reward level, so no best to print; a critical
+    # length blow-up at 2-3 and no collapse: the status (and the dashboard's badge) is warning
+    v = verdict(_events(("length", "blowup", 2, 3, "critical")), np.arange(1, 4), np.full(3, .05))
+    assert (v.status, v.worst, v.reward_before) == ("warning", "critical", None)
+    assert v.sentence == ("Warning from step 2: length blow-up. No reward collapse in 3 steps (too few reward points "
+                          "to judge). Worst: critical. The run is marked warning, not collapsed, because its reward "
+                          "has not collapsed.")
+    assert "None" not in v.sentence and "—" not in v.sentence
