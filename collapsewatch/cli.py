@@ -13,10 +13,20 @@ from typing import Annotated
 
 import typer
 
-from .cli_common import CliError, CsvOpt, JsonOpt, RunOpt, StoreArg, defer_imports, friendly, print_frame
+from .cli_common import (
+    CliError,
+    CsvOpt,
+    HelpGroup,
+    JsonOpt,
+    RunOpt,
+    StoreArg,
+    defer_imports,
+    friendly,
+    print_frame,
+)
 from .lab.cli import app as lab_app
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
                   help="Watch GRPO-style RL runs for ISDD and lazy-likelihood-displacement collapse.")
 
 

@@ -1,4 +1,5 @@
-"""What every ``collapsewatch`` subcommand shares: option aliases, one-line errors, table / CSV / JSON output.
+"""What every ``collapsewatch`` subcommand shares: option aliases, one-line errors, table / CSV / JSON output, and
+help that reads as written (:class:`HelpGroup` / :class:`HelpCommand`, the click classes of every Typer app here).
 
 Its own module so command groups in subpackages (``collapsewatch.lab.cli``) import it without importing the
 top-level ``collapsewatch.cli``, which imports them. Nothing heavy is imported here (pandas, duckdb, torch …): every
@@ -7,6 +8,7 @@ command pays for ``collapsewatch --help``'s imports (``tests/test_cli_startup.py
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -15,6 +17,50 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
+
+
+def tidy_help(cmd: Any) -> None:
+    """Help as a person reads it, for ``cmd`` and every command under it (once per command object):
+
+    * a plain flag (``--once``, ``--json``, ``--help``) shows no ``<bool>``: it takes no value (``--once true`` fails);
+    * help text is printed as written, not read as Rich markup: ``[base]`` / ``[[grid]]`` stay in the text;
+    * a command's summary in its group's list is its first paragraph on one line, not cut at the docstring's
+      line breaks.
+    """
+    if getattr(cmd, "_tidy_help", False):
+        return
+    cmd._tidy_help = True  # type: ignore[attr-defined]
+    if cmd.help:
+        first = " ".join(inspect.cleandoc(cmd.help).split("\n\n")[0].split())
+        cmd.help, cmd.short_help = escape(cmd.help), cmd.short_help or escape(first)
+    # (typer's own copy of click: duck-typed) the help option, created and cached by click, is tidied like the rest
+    help_option = cmd.get_help_option(cmd.context_class(cmd))
+    for param in [*cmd.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "is_flag", False) and not getattr(param, "count", False):
+            param.metavar = ""
+        if getattr(param, "help", None):
+            param.help = escape(param.help)  # type: ignore[attr-defined]
+    for sub in getattr(cmd, "commands", {}).values():
+        tidy_help(sub)
+
+
+class HelpGroup(TyperGroup):
+    """``typer.Typer(cls=HelpGroup)``: the group and every command under it get :func:`tidy_help`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        tidy_help(self)
+
+
+class HelpCommand(TyperCommand):
+    """``@app.command(cls=HelpCommand)`` for a one-command Typer app (no group): :func:`tidy_help` on it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        tidy_help(self)
+
 
 StoreArg = Annotated[Path, typer.Argument(help="Store folder (one per project; runs live inside it), or "
                                           "s3://bucket/prefix (endpoint and keys from AWS_ENDPOINT_URL, AWS_*).")]

@@ -8,10 +8,12 @@ from typing import Annotated
 
 import typer
 
+from ..cli_common import HelpCommand
+
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def train_command(
     objective: Annotated[str | None, typer.Option(help="A registered objective, e.g. grpo, sapo_search, llds (an unknown name lists them all).")] = None,
     steps: Annotated[int | None, typer.Option(help="Optimizer steps.")] = None,
