@@ -28,6 +28,7 @@ from .probe import ClipSpec
 from .recorder import Close, Flush, Log, Observe, Recorder, Sampling, SentinelRows
 from .runlock import RunLock, refuse_reuse
 from .sentinels import SentinelScores
+from .series import Snapshot
 from .store.writer import StoreWriter, check_run_name
 
 log = logging.getLogger("collapsewatch")
@@ -278,6 +279,12 @@ class Monitor:
     def latest(self) -> dict[str, Any]:
         """Step metrics of the last step the recorder finished (a step behind the trainer)."""
         return self._recorder.latest if self.enabled else {}
+
+    @property
+    def series(self) -> Snapshot | None:
+        """The ``collapsewatch/…`` series after the last step the recorder finished (:mod:`collapsewatch.series`):
+        read, never waited for; None before the first step is finished."""
+        return self._recorder.series if self.enabled else None
 
     @property
     def should_stop(self) -> bool:

@@ -25,6 +25,7 @@ import torch
 from .batch import TokenBatch
 from .catalogue import LOGGED_SCALARS, STEP_METRICS, TOKEN_METRICS, merge_logged, scalar_column
 from .probe import ClipSpec
+from .series import Snapshot, after_step
 from .step_metrics import ObservedPart, compute_step_metrics, observe_part
 from .store.writer import StoreWriter
 
@@ -160,6 +161,7 @@ class Recorder(threading.Thread):
         self._last_flush = time.monotonic()
         self._error_logged = False
         self.latest: dict[str, Any] = {}  # the last finalised step's metrics (for progress displays)
+        self.series: Snapshot | None = None  # the collapsewatch/… series after the last finalised step (series.py)
 
     # -- called from the training thread ---------------------------------------------------------
     def put(self, msg: Observe | Log | SentinelRows) -> None:
@@ -319,11 +321,13 @@ class Recorder(threading.Thread):
                    "ts": [datetime.now(timezone.utc)]}
             row.update({k: [v] for k, v in metrics.items()})
             self.writer.append("step_metrics", row)
-        if self.detectors is not None:  # the same columns the offline `steps` view gives the detectors
-            logged = {m.name: scalars.get(m.name) for m in LOGGED_SCALARS}
-            self._detect(dict(metrics, **logged, step=step))
+        logged = {m.name: scalars.get(m.name) for m in LOGGED_SCALARS}
+        row = dict(metrics, **logged, step=step)  # the same columns the offline `steps` view gives the detectors
+        events = self._detect(row) if self.detectors is not None else None
+        # published whole, after the step's events: a reader on the training thread needs no lock
+        self.series = after_step(self.series, step, row, None if events is None else [e.severity for e in events])
 
-    def _detect(self, row: dict[str, Any]) -> None:
+    def _detect(self, row: dict[str, Any]) -> list[Any]:
         from .detectors.events import events_frame
 
         events = self.detectors.update(row)
@@ -332,6 +336,7 @@ class Recorder(threading.Thread):
                                                          self.detectors.rules))
             for ev in events:
                 self.events_out.put(ev)
+        return events
 
     def _flush(self, status: str | None = None) -> None:
         try:

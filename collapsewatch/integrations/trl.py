@@ -11,7 +11,10 @@ Two layers, usable apart:
   ``Trainer``): opens a :class:`~collapsewatch.Monitor` at train begin (rank and world size from the run's
   accelerate state, the trainer's arguments as the run config), stores every scalar ``on_log`` sees under its
   original key (``clip_ratio/region_mean``, ``learning_rate`` …) plus catalogue aliases (``learning_rate`` → ``lr``),
-  and closes the Monitor at train end.
+  and closes the Monitor at train end. It also adds the ``collapsewatch/…`` series (:mod:`collapsewatch.series`:
+  the A>0 ratio tail, sentinel L and I, entropy of correct and incorrect responses, zero-std group share, the worst
+  severity) to the ``logs`` dict every ``report_to`` backend receives; :func:`watch` puts it first among the
+  trainer's callbacks so that they see them (``log_signals=False``: not added).
 * the per-token tap (:mod:`._trl_tap`), installed by :func:`watch` for TRL in :data:`SUPPORTED_TRL`: captures the
   log-probs, entropies, old / sampling / reference log-probs, advantages and loss masks TRL computed for each
   micro-batch — no extra forward — so the store gets the same token, sequence and step metrics as the built-in
@@ -38,6 +41,7 @@ from ..probe import ClipSpec
 from ..runlock import refuse_restart
 from ..sentinels import Sentinel, due, text_sentinels
 from ..sentinels import score as score_sentinels
+from ..series import Feed
 from ..store.restart import max_seq_id
 from ._trl_tap import REPLAY_STRIDE, GRPOTap, clip_spec, objective_name, on_policy_note
 
@@ -55,6 +59,9 @@ class UnsupportedTRLVersion(RuntimeError):
 class AlreadyWatched(RuntimeError):
     """:func:`watch` was called a second time on the same trainer."""
 
+
+FINAL_LOG_KEY = "train_runtime"
+"""A key of the summary HF's ``Trainer.train`` logs once after its last step (``speed_metrics("train", …)``)."""
 
 SET_BY_WATCH = ("store", "run", "config", "objective", "clip", "rank", "world_size")
 """Monitor arguments the callback fills itself (from the trainer and ``watch``'s own arguments)."""
@@ -155,12 +162,14 @@ class CollapsewatchCallback(TrainerCallback):
         config: extra entries for the run's stored config (the trainer arguments are always stored).
         clip / objective: shown in the store; :func:`watch` fills them from the trainer.
         stop_on_critical: ask the trainer to stop once a detector raises a critical event.
+        log_signals: add the ``collapsewatch/…`` series to the ``logs`` of each ``on_log`` (the callbacks after this
+            one — the ``report_to`` backends when it comes first — log them); False: ``logs`` stay TRL's.
         **monitor_kwargs: passed to :class:`~collapsewatch.Monitor` (``sampling``, ``flush_steps``, ``detectors`` …).
     """
 
     def __init__(self, store: str | os.PathLike, run: str, config: dict | None = None, *, clip: ClipSpec | None = None,
                  objective: str | None = None, stop_on_critical: bool = False, sentinels: Sequence = (),
-                 sentinel_every: int = 10, **monitor_kwargs: Any) -> None:
+                 sentinel_every: int = 10, log_signals: bool = True, **monitor_kwargs: Any) -> None:
         check_monitor_kwargs(monitor_kwargs)  # a typo fails here, not when train() opens the Monitor
         if sentinel_every < 1:
             raise ValueError(f"watch(): sentinel_every must be ≥ 1, got {sentinel_every}")
@@ -169,6 +178,8 @@ class CollapsewatchCallback(TrainerCallback):
         self.store, self.run, self.config = store, run, config
         self.clip, self.objective, self.stop_on_critical = clip, objective, stop_on_critical
         self.monitor_kwargs = monitor_kwargs
+        self.log_signals = log_signals
+        self.feed: Feed | None = None  # what this train()'s logs got of the series (a new one per train())
         self.monitor: Monitor | None = None
         self.tap: GRPOTap | None = None  # set by watch(per_token=True)
         self.beta: float | None = None
@@ -200,6 +211,7 @@ class CollapsewatchCallback(TrainerCallback):
                                **self.monitor_kwargs)
         self.runs.append(run)
         self._open = True
+        self.feed = Feed() if self.log_signals else None
         tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer")
         if tokenizer is not None:
             self.monitor.keep_tokenizer(tokenizer)
@@ -220,8 +232,16 @@ class CollapsewatchCallback(TrainerCallback):
         self.monitor.log_sentinels(state.global_step + 1, scores, time.perf_counter() - t0)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if self.monitor is not None and logs:
-            self.monitor.log(state.global_step, catalogue_scalars(logs, self.beta, self.kl_ratio_weighted))
+        if self.monitor is None or not logs:
+            return
+        self.monitor.log(state.global_step, catalogue_scalars(logs, self.beta, self.kl_ratio_weighted))
+        if self.feed is None:
+            return
+        if FINAL_LOG_KEY in logs:  # train()'s summary, after its last step: finish that step (once, off the hot path)
+            self.monitor.flush()
+        elif state.max_steps and state.global_step >= state.max_steps:
+            return  # the last step's own log: its summary log (next) sends the series with that step finished
+        logs.update(self.feed.take(self.monitor.series))
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.stop_on_critical and self.monitor is not None and self.monitor.should_stop:
@@ -240,7 +260,7 @@ class CollapsewatchCallback(TrainerCallback):
 
 def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool = True, config: dict | None = None,
           success_threshold: float = 1.0, stop_on_critical: bool = False, sentinels: Sequence = (),
-          sentinel_every: int = 10, **monitor_kwargs: Any) -> CollapsewatchCallback:
+          sentinel_every: int = 10, log_signals: bool = True, **monitor_kwargs: Any) -> CollapsewatchCallback:
     """Attach collapsewatch to ``trainer`` (a TRL ``GRPOTrainer``) before ``trainer.train()``.
 
     Args:
@@ -254,6 +274,8 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
         sentinels / sentinel_every: fixed ``(prompt, response, correct)`` texts (or ``collapsewatch.sentinels.Sentinel``
             objects) scored under the current policy every ``sentinel_every`` optimizer steps, no grad, on rank 0:
             the LLD detector reads their L (``sentinel_logp_correct_mean``) before the batch's (docs/trl.md).
+        log_signals: add the ``collapsewatch/…`` series (:mod:`collapsewatch.series`) to the logs TRL sends to every
+            ``report_to`` backend (the callback goes first among the trainer's callbacks); False: TRL's logs only.
         **monitor_kwargs: passed to :class:`~collapsewatch.Monitor` (``sampling``, ``flush_steps``, ``detectors``,
             ``on_event`` — a callable given each new or extended detector event on the training thread, e.g.
             ``lambda ev: post_event(url, ev)`` with :func:`collapsewatch.alerts.post_event` …).
@@ -273,8 +295,9 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
         clip, objective = clip_spec(trainer, success_threshold), objective_name(trainer)
     callback = CollapsewatchCallback(store, run, config, clip=clip, objective=objective,
                                      stop_on_critical=stop_on_critical, sentinels=sentinels,
-                                     sentinel_every=sentinel_every, **monitor_kwargs)
-    trainer.add_callback(callback)
+                                     sentinel_every=sentinel_every, log_signals=log_signals, **monitor_kwargs)
+    # first, so the report_to callbacks (added when the trainer was made) log the series it adds to `logs`
+    trainer.callback_handler.callbacks.insert(0, callback)
     if per_token:
         tap = GRPOTap(trainer, lambda: callback.monitor)
         tap.install()

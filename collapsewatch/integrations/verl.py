@@ -47,6 +47,7 @@ LOSS_MODE = "collapsewatch"
 KEY = "collapsewatch_"  # prefix of the fields the driver hook adds to verl's batch (one home: verl_driver imports it)
 ENV_STORE, ENV_RUN, ENV_WRAPPED = "COLLAPSEWATCH_STORE", "COLLAPSEWATCH_RUN", "COLLAPSEWATCH_WRAPPED"
 ENV_SUCCESS, ENV_RESUME = "COLLAPSEWATCH_SUCCESS_THRESHOLD", "COLLAPSEWATCH_RESUME"
+ENV_SIGNALS = "COLLAPSEWATCH_LOG_SIGNALS"  # "0": the driver adds no collapsewatch/… series to verl's metrics
 TOKEN_CLIP_MODES = ("vanilla",)
 """verl loss modes that PPO-clip the token ratio at 1 − clip_ratio_low / 1 + clip_ratio_high (dual clip c for A < 0):
 clip flags are computed for these only; for the others (gspo clips the sequence ratio, sapo / cispo / gpg … do not

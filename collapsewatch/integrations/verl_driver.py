@@ -12,6 +12,11 @@ Definitions (verl 0.9.1's own, ``trainer/ppo/metric_utils.py``): reward = Σ_t `
 ``responses.shape[-1]`` tokens (verl's ``response_length/clip_ratio`` rule); group = the prompt's ``uid``; turns
 (multi-turn agent runs, where ``response_mask`` is 0 on tool observations) = maximal runs of model tokens, by the
 TRL tap's ``turn_ids_from_tool_mask`` (sent only when a batch has tool tokens: a (B, T) tensor is not free).
+
+The same hook adds the ``collapsewatch/…`` series (:mod:`collapsewatch.series`) to the metrics ``_update_actor``
+returns, which ``RayPPOTrainer.fit`` merges into the step's metrics and logs through its ``Tracking`` backends: read
+from the store the workers write (rank 0's finished steps; the driver has no Monitor), one small query per step on
+the driver, none on the workers. ``COLLAPSEWATCH_LOG_SIGNALS=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import logging
+import os
 import sys
 from typing import Any
 
@@ -26,8 +32,9 @@ import numpy as np
 import torch
 
 from ..batch import group_zero_std
+from ..series import Feed, StoreSnapshots
 from ._trl_tap import turn_ids_from_tool_mask
-from .verl import KEY
+from .verl import ENV_RUN, ENV_SIGNALS, ENV_STORE, KEY
 from .verl_sentinels import DriverSentinels
 
 log = logging.getLogger("collapsewatch")
@@ -91,8 +98,9 @@ def install(trainer_cls: Any = None) -> None:
     orig = trainer_cls._update_actor
     if getattr(orig, "_collapsewatch", False):
         return
-    failures = [0, 0]
+    failures = [0, 0, 0]
     sentinels: list[DriverSentinels | None] = []  # read from the env on the first step ($COLLAPSEWATCH_SENTINELS)
+    signals: list[DriverSignals | None] = []  # read from the env on the first step
 
     def _update_actor(self: Any, batch: Any) -> Any:
         try:
@@ -113,10 +121,42 @@ def install(trainer_cls: Any = None) -> None:
             failures[1] += 1
             if failures[1] == 1:
                 log.exception("collapsewatch: could not score the sentinels; the run goes on without them")
-        return orig(self, batch)
+        out = orig(self, batch)
+        try:  # the collapsewatch/… series into the metrics fit() logs through Tracking
+            if not signals:
+                signals.append(DriverSignals.from_env())
+            if signals[0] is not None:
+                signals[0].add_to(out)
+        except Exception:  # the run goes on without them
+            failures[2] += 1
+            if failures[2] == 1:
+                log.exception("collapsewatch: could not add the collapsewatch/ series to verl's metrics; the run goes "
+                              "on without them")
+        return out
 
     _update_actor._collapsewatch = True  # type: ignore[attr-defined]
     trainer_cls._update_actor = _update_actor
+
+
+class DriverSignals:
+    """The driver's side of the ``collapsewatch/…`` series: the store's newest finished step, once per step."""
+
+    def __init__(self, store: str, run: str) -> None:
+        self.snapshots, self.feed = StoreSnapshots(store, run), Feed()
+
+    @classmethod
+    def from_env(cls) -> DriverSignals | None:
+        """From ``COLLAPSEWATCH_STORE`` / ``COLLAPSEWATCH_RUN``; None without them or with ``COLLAPSEWATCH_LOG_SIGNALS=0``."""
+        store, run = os.environ.get(ENV_STORE), os.environ.get(ENV_RUN)
+        if not store or not run or os.environ.get(ENV_SIGNALS, "1") == "0":
+            return None
+        return cls(store, run)
+
+    def add_to(self, output: Any) -> None:
+        """Add the new values to ``output.meta_info["metrics"]`` (``_update_actor``'s return: ``fit`` reduces and
+        logs that dict); a store the workers have not written yet adds nothing."""
+        metrics = output.meta_info.setdefault("metrics", {})
+        metrics.update(self.feed.take(self.snapshots.read()))
 
 
 class _InstallAfterImport(importlib.abc.MetaPathFinder):

@@ -265,6 +265,17 @@ def step_rows(store: Store, run: str, columns: list[str] | tuple[str, ...], *, a
     return _listed_or_whole(store, sql, [rank, after], files)
 
 
+def event_severities(store: Store, run: str, rank: int, until: int) -> list[str]:
+    """The distinct severities of the online event rows ``rank`` of ``run`` wrote for steps ≤ ``until``: every row
+    an episode was written as while it extended (the ``events`` view keeps only its latest), so an episode that
+    worsened after ``until`` counts with the severity it had then."""
+    with mirror.install_lock(store.root, exclusive=False):
+        scan = segments.scan_sql(store.root, "events", run)[0]
+    df = store.query(f"SELECT DISTINCT severity FROM {scan} WHERE rank = ? AND source = 'online' AND step_end <= ?",
+                     [rank, until])
+    return [str(s) for s in df["severity"]]
+
+
 def run_events(store: Store, run: str, files: Files | None = None) -> pd.DataFrame:
     """Detector episodes of one run (or of the given event segments), one row each, in order of start."""
     return _listed_or_whole(store, lambda f: f"""

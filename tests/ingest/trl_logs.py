@@ -9,7 +9,8 @@ HF's own callbacks write them: ``PrinterCallback`` prints the log dicts (``disab
 ``WandbCallback`` ``OUT/wandb/offline-run-*/run-<id>.wandb`` (offline: nothing is sent), and the checkpoint at the
 last step holds ``trainer_state.json``. With ``--mlflow-default`` no tracking URI is set, as in most users' runs:
 MLflow 3 then writes ``sqlite:///mlflow.db`` in the working directory (OUT), and the run's own ``trainer_state.json``
-is the reference for its values. A subprocess because trackio and MLflow read their
+is the reference for its values. The first run is also watched by collapsewatch (``watch_run``: store OUT/store),
+so its trackers hold the ``collapsewatch/…`` series too. A subprocess because trackio and MLflow read their
 folders from the environment when imported, and ``PrinterCallback`` prints to the process's stdout.
 """
 
@@ -41,7 +42,25 @@ def main(out: Path, mlflow_default: bool = False) -> None:
 
     trainer = tiny_grpo_trainer(str(out / "trl"), max_steps=STEPS, report_to=report_to, save_strategy="steps",
                                 save_steps=STEPS, project="cw", run_name="tiny", steps_per_generation=2)
+    if not mlflow_default:
+        watch_run(trainer, out / "store")
     trainer.train()
+
+
+SENTINELS = [("the cat sat", " on the mat", True), ("a dog ran", " banana", False)]
+
+
+def watch_run(trainer, store: Path) -> None:
+    """collapsewatch watches the run as a user's ``watch()`` would, into STORE (run ``tiny``), and adds its
+    ``collapsewatch/…`` series to the logs every backend receives (tests/ingest/test_series.py reads them back).
+    Sentinels every 2 steps: scored at global steps 0 and 2, stored at steps 1 and 3. Only the starvation detector,
+    with its warning bar at 0: a share of zero-std groups is always ≥ 0, so its rule holds at every step and an
+    episode (warning) opens at step 3, the third step it held (confirm_steps)."""
+    from collapsewatch.detectors import DetectorConfig
+    from collapsewatch.integrations.trl import watch
+
+    cfg = DetectorConfig.from_dict({"enabled": ["starvation"], "starvation": {"warn_frac": 0.0}})
+    watch(trainer, store, "tiny", sentinels=SENTINELS, sentinel_every=2, detectors=cfg)
 
 
 if __name__ == "__main__":
