@@ -31,7 +31,7 @@ from collapsewatch.integrations.trl import (  # noqa: E402
     check_trl,
     watch,
 )
-from tests.integrations.trl_tiny import tiny_grpo_trainer  # noqa: E402
+from tests.integrations.trl_tiny import LogsSeen, tiny_grpo_trainer  # noqa: E402
 
 ALL_TOKENS = Sampling(token_every=1)
 TOL = 1e-6
@@ -375,7 +375,9 @@ def test_sentinels_are_scored_under_the_policy_each_step_starts_from(tmp_path):
     pairs = [("the cat sat", " on the mat", True), ("a dog ran", " banana", False)]
     trainer = tiny_grpo_trainer(str(tmp_path / "out"), max_steps=3)
     store = tmp_path / "store"
-    watch(trainer, store, "sent", detectors=False, sentinels=pairs, sentinel_every=2)
+    watch(trainer, store, "sent", detectors=False, sentinels=pairs, sentinel_every=2, log_signals=False)
+    later = LogsSeen()  # added after watch(), as a report_to backend comes after it
+    trainer.add_callback(later)
     # the policy step 1 starts from is the initial model: score a bit-identical copy (same seed) before training
     fresh = tiny_grpo_trainer(str(tmp_path / "fresh"), max_steps=3)
     expected = score(fresh.model, text_sentinels(fresh.processing_class, pairs))
@@ -391,5 +393,7 @@ def test_sentinels_are_scored_under_the_policy_each_step_starts_from(tmp_path):
                         "ORDER BY step").fetchall()
     n_c = expected.n_tokens[0]
     assert steps[0][1] == pytest.approx(expected.logp_sum[0] / n_c, abs=1e-5) and steps[1][1] is None
+    # log_signals=False: TRL's logs reach the later callbacks without any collapsewatch/ series
+    assert later.logs and not any(k.startswith("collapsewatch/") for _, logs in later.logs for k in logs)
     with pytest.raises(ValueError, match="sentinel_every"):
         watch(tiny_grpo_trainer(str(tmp_path / "bad")), store, "bad", sentinels=pairs, sentinel_every=0)

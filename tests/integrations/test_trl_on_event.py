@@ -9,7 +9,8 @@ pytest.importorskip("trl")
 from collapsewatch import connect  # noqa: E402
 from collapsewatch.detectors import DetectorConfig  # noqa: E402
 from collapsewatch.integrations.trl import watch  # noqa: E402
-from tests.integrations.trl_tiny import tiny_grpo_trainer  # noqa: E402
+from collapsewatch.series import SEVERITY_KEY, STEP_KEY  # noqa: E402
+from tests.integrations.trl_tiny import LogsSeen, tiny_grpo_trainer  # noqa: E402
 
 
 def test_on_event_is_called_on_a_trl_run(tmp_path):
@@ -20,9 +21,17 @@ def test_on_event_is_called_on_a_trl_run(tmp_path):
     seen = []
     trainer = tiny_grpo_trainer(str(tmp_path / "out"))
     watch(trainer, tmp_path / "store", "hooked", detectors=cfg, on_event=seen.append)
+    later = LogsSeen()
+    trainer.add_callback(later)
     trainer.train()
     assert seen and {(e.detector, e.phase) for e in seen} == {("starvation", "starvation")}
     stored = connect(tmp_path / "store").execute(
         "SELECT detector, phase, step_start, step_end FROM events WHERE run = 'hooked'").fetchall()
     latest = {e.key: e for e in seen}
     assert sorted(stored) == sorted((e.detector, e.phase, e.step_start, e.step_end) for e in latest.values())
+    # the series reach the callbacks after watch()'s: train()'s summary log (tracker step 4 of 4) carries S = 4 and
+    # the worst severity so far, warning = 2 (the starvation episode of step 3, the only event); no log of a step
+    # before the last carries its own or a later step
+    step, final = later.logs[-1]
+    assert (step, final[STEP_KEY], final[SEVERITY_KEY]) == (4, 4.0, 2.0) and "train_runtime" in final
+    assert all(logs[STEP_KEY] < s for s, logs in later.logs[:-1] if STEP_KEY in logs)

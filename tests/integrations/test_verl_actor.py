@@ -15,26 +15,14 @@ from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 
 from collapsewatch import connect  # noqa: E402
 from collapsewatch.ingest import KEY_MAP  # noqa: E402
-from collapsewatch.integrations import verl as cw_verl  # noqa: E402
 from collapsewatch.integrations import verl_driver  # noqa: E402
 
 REWARDS = [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0]  # 4 prompts × n = 2: groups mixed, all-1, all-0, mixed
 
 
-def _cpu_tap(monkeypatch, store, run: str):
-    """A CPU 'world', verl's device look-ups patched, the store and run in the env, and a fresh worker tap."""
-    verl_cpu.cpu_world()
-    verl_cpu.patch_cpu_device(monkeypatch)
-    monkeypatch.setenv(cw_verl.ENV_STORE, str(store))
-    monkeypatch.setenv(cw_verl.ENV_RUN, run)
-    fresh = cw_verl.WorkerTap()
-    monkeypatch.setattr(cw_verl, "TAP", fresh)
-    return fresh
-
-
 @pytest.fixture
 def tap(monkeypatch, store):
-    fresh = _cpu_tap(monkeypatch, store, "verl-cpu")
+    fresh = verl_cpu.cpu_tap(monkeypatch, store, "verl-cpu")
     monkeypatch.setattr(RayPPOTrainer, "_update_actor", RayPPOTrainer._update_actor)  # undone after the test
     verl_driver.install(RayPPOTrainer)
     yield fresh
@@ -180,7 +168,7 @@ def test_without_the_driver_hook_each_optimizer_step_is_a_step(monkeypatch, stor
     # a custom trainer that does not go through RayPPOTrainer._update_actor: no driver fields; the worker's own clock
     # numbers its optimizer steps 0, 1 (2 mini-batches); on-policy is not told, so the catalogue's rule gives False
     # (a step with logp_old has ratios); the per-sequence fields are NULL (reward_mean NULL)
-    fresh = _cpu_tap(monkeypatch, store, "no-hook")
+    fresh = verl_cpu.cpu_tap(monkeypatch, store, "no-hook")
     model = verl_cpu.tiny_model()
     worker = verl_cpu.training_worker(model, verl_cpu.actor_config(2, 2, 2))
     try:

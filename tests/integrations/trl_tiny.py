@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainerCallback
+
 from collapsewatch.models.tiny import TOY_BODY, ModelPreset, tiny_model_and_tokenizer
 
 PROMPTS: tuple[str, ...] = ("the cat sat", "a dog ran", "count the apples", "what is two plus two",
@@ -49,3 +51,14 @@ def tiny_grpo_trainer(output_dir: str, *, seed: int = 0, body: ModelPreset = TOY
         model = str(path)
     return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
                        train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tokenizer)
+
+
+class LogsSeen(TrainerCallback):
+    """A callback added after ``watch()``, as a ``report_to`` backend comes after it: records each ``logs`` it is
+    given, with the global step."""
+
+    def __init__(self) -> None:
+        self.logs: list[tuple[int, dict[str, Any]]] = []
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+        self.logs.append((state.global_step, dict(logs or {})))

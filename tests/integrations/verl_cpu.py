@@ -53,6 +53,19 @@ def cpu_world() -> None:
         dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(), rank=0, world_size=1)
 
 
+def cpu_tap(monkeypatch: Any, store: Any, run: str) -> Any:
+    """A CPU 'world', verl's device look-ups patched, the store and run in the env, and a fresh worker tap."""
+    from collapsewatch.integrations import verl as cw_verl
+
+    cpu_world()
+    patch_cpu_device(monkeypatch)
+    monkeypatch.setenv(cw_verl.ENV_STORE, str(store))
+    monkeypatch.setenv(cw_verl.ENV_RUN, run)
+    fresh = cw_verl.WorkerTap()
+    monkeypatch.setattr(cw_verl, "TAP", fresh)
+    return fresh
+
+
 class _CpuMemory:
     """``get_torch_device()`` for ``_postprocess_output``'s GPU-memory log lines: there is no GPU memory here."""
 
