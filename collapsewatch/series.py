@@ -158,9 +158,13 @@ class StoreSnapshots:
     def read(self) -> Snapshot | None:
         """The newest snapshot (the previous one while no new step is finished, None before the first)."""
         from .store.queries import Store, event_severities, step_rows
+        from .store.views import StoreNotFoundError
 
         if self._store is None:
-            self._store = Store(self.path)
+            try:
+                self._store = Store(self.path)
+            except StoreNotFoundError:  # no worker has written it yet
+                return self.snap
         if not self._store.has_run(self.run):
             return self.snap
         rows = step_rows(self._store, self.run, COLUMNS, after=self.snap.step if self.snap else -1, rank=self.rank)

@@ -11,6 +11,7 @@ from collapsewatch.series import (
     SERIES,
     SEVERITY_LEVEL,
     Feed,
+    StoreSnapshots,
     after_step,
     markdown_table,
     severity_level,
@@ -44,6 +45,12 @@ def test_each_value_goes_out_once_and_null_or_nan_never():
                              "collapsewatch/sentinel_logp_correct_mean": -2.5, "collapsewatch/severity": 2.0}
     # detectors off: no severity at all (not 0)
     assert "collapsewatch/severity" not in Feed().take(after_step(None, 1, {"ratio_p05_pos": 0.75}, None))
+
+
+def test_a_store_no_worker_has_written_yet_gives_nothing(tmp_path):
+    # verl's driver reads the store its workers write: before the first flush there is no folder, then no run
+    reader = StoreSnapshots(tmp_path / "not-yet", "r")
+    assert reader.read() is None and Feed().take(reader.read()) == {}
 
 
 def test_the_docs_print_the_table():
