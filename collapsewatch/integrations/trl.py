@@ -239,8 +239,8 @@ class CollapsewatchCallback(TrainerCallback):
             return
         if FINAL_LOG_KEY in logs:  # train()'s summary, after its last step: finish that step (once, off the hot path)
             self.monitor.flush()
-        elif state.max_steps and state.global_step >= state.max_steps:
-            return  # the last step's own log: its summary log (next) sends the series with that step finished
+        elif control.should_training_stop or (state.max_steps and state.global_step >= state.max_steps):
+            return  # the last step's own log (max_steps, stop_on_critical): the summary log next sends that step
         logs.update(self.feed.take(self.monitor.series))
 
     def on_step_end(self, args, state, control, **kwargs):
