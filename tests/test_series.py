@@ -1,5 +1,5 @@
 """collapsewatch/series.py: the severity number, the newest-value-once rule, the docs' table (the trackers' read-back
-of a real TRL run: tests/ingest/test_series.py; verl: tests/integrations/test_verl_series.py)."""
+of a real TRL run: tests/ingest/test_tracker_series.py; verl: tests/integrations/test_verl_series.py)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ SENTINELS = [("the cat sat", " on the mat", True), ("a dog ran", " banana", Fals
 
 def watch_run(trainer, store: Path) -> None:
     """collapsewatch watches the run as a user's ``watch()`` would, into STORE (run ``tiny``), and adds its
-    ``collapsewatch/…`` series to the logs every backend receives (tests/ingest/test_series.py reads them back).
+    ``collapsewatch/…`` series to the logs every backend receives (tests/ingest/test_tracker_series.py reads them back).
     Sentinels every 2 steps: scored at global steps 0 and 2, stored at steps 1 and 3. Only the starvation detector,
     with its warning bar at 0: a share of zero-std groups is always ≥ 0, so its rule holds at every step and an
     episode (warning) opens at step 3, the third step it held (confirm_steps)."""
