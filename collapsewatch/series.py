@@ -62,9 +62,10 @@ SEVERITY_LEVEL: dict[str, int] = {"none": 0, **{name: rank + 1 for name, rank in
 """A severity as a number for a tracker's plot: 0 none, 1 info, 2 warning, 3 critical (the detectors' order + 1)."""
 
 _DEFINITIONS = {
-    STEP_KEY: "S, the last step the monitor had finished when the framework logged (usually the logged step − 1: a "
-              "step is finished when the next one begins; the last step of a TRL train() is finished before its "
-              "final log). The other series are the store's values at steps ≤ S",
+    STEP_KEY: "S, the last step the monitor had finished when the framework logged: usually the logged step − 1 (a "
+              "step is finished when the next one begins); the run's last step is finished before its last log "
+              "(TRL: train()'s summary log; verl: the workers close their Monitors inside that step). The other "
+              "series are the store's values at steps ≤ S",
     SEVERITY_KEY: "the worst severity of the detector events raised at steps ≤ S: " + ", ".join(
         f"{level} {name}" for name, level in SEVERITY_LEVEL.items()) + "; left out when the detectors are off",
 }
