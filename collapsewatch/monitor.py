@@ -15,7 +15,7 @@ import atexit
 import logging
 import os
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from .recorder import Close, Flush, Log, Observe, Recorder, Sampling, SentinelRo
 from .runlock import RunLock, refuse_reuse
 from .sentinels import SentinelScores
 from .series import Snapshot
+from .sinks import Sink, Sinks, run_verdict
 from .store.writer import StoreWriter, check_run_name
 
 log = logging.getLogger("collapsewatch")
@@ -129,6 +130,10 @@ class Monitor:
             extended detector event.
         resume: continue a run this rank already wrote (after a restart from a checkpoint); without it an
             existing run name is refused (``RunExistsError``) instead of merging two runs.
+        sinks: trackers and webhooks that get each episode (once per severity it reaches) and the run's verdict at
+            ``close`` — :class:`collapsewatch.sinks.Sink` objects or ``--to`` strings (``"tensorboard:DIR"``,
+            ``"wandb"``, ``"slack:https://…"``; docs/trackers.md). Rank 0 only; a sink that errors is logged once
+            and never stops training; a missing library is refused here, in one line.
 
     Raises ``RunInUseError`` when another live Monitor writes the same run and rank.
     """
@@ -139,7 +144,7 @@ class Monitor:
                  on_full: str = "block",
                  detectors: bool | Any = True, on_event: Callable[[Any], None] | None = None,
                  rank: int | None = None, world_size: int | None = None, enabled: bool = True,
-                 resume: bool = False) -> None:
+                 resume: bool = False, sinks: Iterable[str | Sink] = ()) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
         if flush_steps < 1 or flush_seconds <= 0 or queue_size < 1:
@@ -154,6 +159,7 @@ class Monitor:
         self.events: list[Any] = []
         self.enabled = enabled
         self._closed = False
+        self._sinks = Sinks(sinks if enabled and self.rank == 0 else ())  # a missing library: refused before anything
         if not enabled:  # a no-op monitor: same API, nothing recorded (to measure the monitor's overhead)
             return
         self.writer = StoreWriter(store, run, self.rank, self.world_size, heartbeat_s=flush_seconds,
@@ -272,8 +278,18 @@ class Monitor:
                         self.writer.drop_spool()  # an object store's: every segment is in the bucket now
                 except Exception:
                     log.exception("collapsewatch: compaction of run %s failed; segments are intact", self.run)
+            self._close_sinks()
         finally:
             self._lock.release()  # after compaction: a resumed writer must not start inside it
+
+    def _close_sinks(self) -> None:
+        if not self._sinks:
+            return
+        try:
+            self._sinks.verdict(run_verdict(self.writer.where.show(self.writer.root), self.run))
+        except Exception as exc:  # the run is written whatever the verdict's reading does
+            log.warning("collapsewatch: the sinks got no verdict for run %s: %s", self.run, exc)
+        self._sinks.close()
 
     @property
     def latest(self) -> dict[str, Any]:
@@ -293,11 +309,16 @@ class Monitor:
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _deliver(self) -> None:
+        got = []
         while True:
             try:
                 ev = self._recorder.events_out.get_nowait()
             except Exception:
-                return
+                break
+            got.append(ev)
+        if got and self._sinks:
+            self._sinks.events([dict(ev.as_row(), run=self.run) for ev in got])
+        for ev in got:
             self.events.append(ev)
             if self.on_event is not None:
                 try:

@@ -28,6 +28,11 @@ Severity = Literal["info", "warning", "critical"]
 SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
 
 
+def severity_number(severity: str | None) -> int:
+    """A severity as a number for a tracker's plot: 0 no episode, 1 info, 2 warning, 3 critical."""
+    return 0 if severity is None else SEVERITY_RANK[str(severity)] + 1
+
+
 def clean(value: Any) -> Any:
     """Evidence values made JSON-safe and stable: floats to 6 significant digits, non-finite to None."""
     if isinstance(value, Mapping):

@@ -21,11 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..sinks import STEP_SCALAR
+
 MAX_STEP = 2**63 - 1
-STEP_KEYS = ("step", "global_step", "train/global_step", "eval/global_step", "_step")
+STEP_KEYS = ("step", "global_step", "train/global_step", "eval/global_step", STEP_SCALAR, "_step")
 """Keys read as the step when a row names it, the first present (JSONL, trainer_state.json, W&B history); the rest are
 values. ``train/global_step``: HF's ``WandbCallback`` (TRL) and OpenRLHF log the trainer's step under it beside
-wandb's own ``_step``, which counts ``log`` calls; OpenRLHF's evaluation rows carry ``eval/global_step`` instead."""
+wandb's own ``_step``, which counts ``log`` calls; OpenRLHF's evaluation rows carry ``eval/global_step`` instead;
+collapsewatch's own W&B sink logs its severity points at ``collapsewatch/step`` (:mod:`collapsewatch.sinks.wandb`)."""
 SHOWN = 5
 """Skipped rows named one by one in the summary; the rest are counted."""
 

@@ -97,6 +97,10 @@ class Parser:
         self.skips: list[Skip] = []
         self.ended = False
         """The run's ``exit`` record was read: nothing more will be written."""
+        self.alerts: list[dict[str, Any]] = []
+        """The run's ``alert`` records (``Run.alert``: title, text, level), in order."""
+        self.summary: dict[str, Any] = {}
+        """The run's summary as its ``summary`` records left it (the ``update`` of each, the later winning)."""
         self._steps: dict[int, tuple[str, dict[str, Any], float | None]] = {}  # step → (where, values, wall time)
 
     def feed(self, lines: Iterable[str], first_line: int = 1) -> None:
@@ -110,6 +114,10 @@ class Parser:
                 continue
             if isinstance(rec, dict) and rec.get("type") == "history" and isinstance(rec.get("history"), dict):
                 self._add(_row(rec))
+            elif isinstance(rec, dict) and rec.get("type") == "alert" and isinstance(rec.get("alert"), dict):
+                self.alerts.append(rec["alert"])
+            elif isinstance(rec, dict) and rec.get("type") == "summary" and isinstance(rec.get("summary"), dict):
+                self.summary.update(rec["summary"].get("update") or {})
             self.ended |= isinstance(rec, dict) and rec.get("type") == "exit"
 
     def _add(self, row: Record | Skip) -> None:

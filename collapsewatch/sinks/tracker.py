@@ -1,0 +1,97 @@
+"""What every tracker sink writes, whatever the tracker: one tracker run per collapsewatch run, and in it
+
+* per reported episode: its one-line headline (:func:`collapsewatch.alerts.event_headline`) as the tracker's text or
+  alert, at the episode's ``step_end``;
+* :data:`~collapsewatch.sinks.SEVERITY_SCALAR` at each reported ``step_end``: the worst severity reported there, as a
+  number (:func:`collapsewatch.detectors.events.severity_number`: 1 info, 2 warning, 3 critical);
+* at the run's verdict: the verdict (status and sentence) and the episodes table (:data:`EPISODE_COLUMNS`, each
+  reported episode in its latest reported version), once.
+
+A tracker sink subclasses :class:`TrackerSink` and fills in ``_open`` / ``_event`` / ``_severity`` / ``_verdict`` /
+``_finish`` with its library's public API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..alerts import event_headline
+from ..detectors.events import severity_number
+from . import Sink
+
+EPISODE_COLUMNS = ("run", "detector", "phase", "step_start", "step_end", "severity", "text")
+"""The episodes table a tracker gets at the verdict."""
+VERDICT_FIELDS = ("status", "sentence", "worst", "n_episodes", "collapse_step", "first_warning_step")
+"""The verdict's fields a tracker keeps (tags, summary)."""
+
+
+def severity_points(rows: list[dict[str, Any]]) -> dict[int, int]:
+    """``step_end`` → the worst severity (as a number) of the rows ending there."""
+    out: dict[int, int] = {}
+    for row in rows:
+        step = int(row["step_end"])
+        out[step] = max(out.get(step, 0), severity_number(str(row["severity"])))
+    return dict(sorted(out.items()))
+
+
+def episode_record(row: dict[str, Any]) -> dict[str, Any]:
+    """One row of the episodes table."""
+    rec = {c: row.get(c) for c in EPISODE_COLUMNS if c != "text"}
+    rec["step_start"], rec["step_end"] = int(rec["step_start"]), int(rec["step_end"])
+    return dict(rec, text=event_headline(row))
+
+
+class TrackerSink(Sink):
+    """Per-run tracker handles, the episodes reported so far, and the common order of writes."""
+
+    def __init__(self) -> None:
+        self._handles: dict[str, Any] = {}
+        self._episodes: dict[str, dict[tuple, dict[str, Any]]] = {}
+
+    def events(self, rows: list[dict[str, Any]]) -> None:
+        for run in dict.fromkeys(str(r["run"]) for r in rows):
+            mine = [r for r in rows if str(r["run"]) == run]
+            handle = self._handle(run)
+            for row in mine:
+                rec = episode_record(row)
+                self._episodes.setdefault(run, {})[(rec["detector"], rec["phase"], rec["step_start"])] = rec
+                self._event(handle, row, rec["text"])
+            for step, value in severity_points(mine).items():
+                self._severity(handle, step, value)
+            self._flush(handle)
+
+    def verdict(self, verdict: dict[str, Any]) -> None:
+        run = str(verdict["run"])
+        handle = self._handle(run)
+        table = sorted(self._episodes.get(run, {}).values(), key=lambda r: (r["step_start"], r["detector"]))
+        self._verdict(handle, {k: verdict.get(k) for k in VERDICT_FIELDS}, table, verdict.get("last_step"))
+        self._flush(handle)
+
+    def close(self) -> None:
+        handles, self._handles = self._handles, {}
+        for handle in handles.values():
+            self._finish(handle)
+
+    def _handle(self, run: str) -> Any:
+        if run not in self._handles:
+            self._handles[run] = self._open(run)
+        return self._handles[run]
+
+    # -- what each tracker fills in -----------------------------------------------------------------------------
+    def _open(self, run: str) -> Any:
+        raise NotImplementedError
+
+    def _event(self, handle: Any, row: dict[str, Any], text: str) -> None:
+        raise NotImplementedError
+
+    def _severity(self, handle: Any, step: int, value: int) -> None:
+        raise NotImplementedError
+
+    def _verdict(self, handle: Any, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
+        raise NotImplementedError
+
+    def _flush(self, handle: Any) -> None:
+        """Make what was written readable (a tracker that buffers)."""
+
+    def _finish(self, handle: Any) -> None:
+        raise NotImplementedError
