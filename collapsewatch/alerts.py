@@ -2,7 +2,9 @@
 
     event_message(event) -> str       # "median ratio of A>0 tokens fell from 0.98 to 0.71 over 40 steps …"
     event_payload(event) -> dict      # JSON-safe: the events row, evidence parsed, plus "text"
-    post_event(url, event, timeout)   # POST event_payload as JSON; returns the HTTP status
+    post_event(url, event, timeout)   # POST event_body as JSON; returns the HTTP status
+    event_body(service, event)        # Slack / Discord: the headline in their shape; else event_payload
+    post_json(url, body, timeout)     # POST any JSON body (a digest: collapsewatch.sinks.webhook)
 
 ``event`` is anything shaped like a row of the store's ``events`` view: a mapping (a DataFrame record, a
 dict) whose ``evidence`` is a JSON string or a mapping, or a :class:`collapsewatch.detectors.Event`. The
@@ -110,13 +112,24 @@ def event_payload(event: Any) -> dict[str, Any]:
 def post_event(url: str, event: Any, timeout: float = 5.0) -> int:
     """POST the event to an http(s) ``url`` in its service's body (webhooks.py); the HTTP status, or NotifyError."""
     service, url = service_of(url) if isinstance(url, str) else ("generic", url)
+    return post_json(url, event_body(service, event), timeout)
+
+
+def event_body(service: str, event: Any) -> dict[str, Any]:
+    """The body ``service`` takes for one event: a chat (Slack, Discord) gets its headline — run, steps, severity
+    and sentence —, any other receiver the event payload."""
+    payload = event_payload(event)
+    return webhook_body(service, event_headline(event) if service != "generic" else payload["text"], payload)
+
+
+def post_json(url: str, body: dict[str, Any], timeout: float = 5.0) -> int:
+    """POST ``body`` as JSON to an http(s) ``url``; the HTTP status, or NotifyError naming the URL."""
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ValueError(f"notify URL must start with http:// or https://, got {url!r}")
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-    payload = event_payload(event)
-    body = json.dumps(webhook_body(service, payload["text"], payload), allow_nan=False).encode()
-    req = urllib.request.Request(url, data=body, method="POST",
+    data = json.dumps(body, allow_nan=False).encode()
+    req = urllib.request.Request(url, data=data, method="POST",
                                  headers={"Content-Type": "application/json", "User-Agent": "collapsewatch"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (scheme checked above)

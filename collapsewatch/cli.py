@@ -126,7 +126,12 @@ def detect(store: StoreArg, run: RunOpt = None,
 @friendly
 def watch(store: StoreArg, run: RunOpt = None,
           severity: Annotated[str, typer.Option(help="Least severity reported: info | warning | critical.")] = "warning",
-          notify: Annotated[str | None, typer.Option(help="POST each reported event as JSON to this http(s) URL.")] = None,
+          notify: Annotated[str | None, typer.Option(help="POST each reported event to this http(s) URL (Slack and "
+                                                     "Discord in their own shape; slack:/discord: prefix).")] = None,
+          to: Annotated[list[str] | None, typer.Option("--to", help="Also send the events and verdicts to a tracker "
+                                                       "or webhook (repeatable): tensorboard:DIR, mlflow[:URI], "
+                                                       "wandb[:PROJECT], trackio[:PROJECT], swanlab[:PROJECT], "
+                                                       "slack:URL, discord:URL.")] = None,
           as_json: Annotated[bool, typer.Option("--json", help="One JSON object per event (JSON lines).")] = False,
           once: Annotated[bool, typer.Option("--once", help="Report the events there now, then exit.")] = False,
           interval: Annotated[float, typer.Option(help="Seconds between polls of the store.")] = 2.0) -> None:
@@ -137,7 +142,7 @@ def watch(store: StoreArg, run: RunOpt = None,
     from .follow import follow
 
     raise typer.Exit(follow(store, run=run, severity=severity, notify=notify, as_json=as_json, once=once,
-                            interval=interval))
+                            interval=interval, sinks=to or ()))
 
 
 @app.command()

@@ -6,7 +6,8 @@ the stored ones when these rules found them, else computed on read — the same 
 when it first reaches the threshold, and once more each time its severity rises (a warning that becomes
 critical is news); a longer ``step_end`` alone is not. Whether a critical was reported is kept for the exit
 code. Following ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C); then each
-run's verdict is printed (a ``{"type": "verdict"}`` object with ``--json``). With ``--once`` a run name the store
+run's verdict is printed (a ``{"type": "verdict"}`` object with ``--json``). What is reported also goes to the sinks
+(``--to``, ``--notify``: :mod:`collapsewatch.sinks`), a check's episodes in one call, then each run's verdict. With ``--once`` a run name the store
 does not have is an error naming the known runs; without it, watch waits for that run to start.
 """
 
@@ -15,14 +16,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .alerts import NotifyError, event_headline, post_event
+from .alerts import event_headline
 from .detectors.events import SEVERITY_RANK
 from .judge import judge, unknown_run_message
 from .report import event_object, verdict_object
+from .sinks import News, Sink, Sinks
 from .store import Store
 from .store.queries import run_rows
 from .store.views import StoreNotFoundError
@@ -48,7 +50,7 @@ class EventFollower:
             s.close()
         self.verdicts: dict[str, dict[str, Any]] = {}
         """Each watched run's verdict object at the last poll."""
-        self._seen: dict[tuple[str, str, str, int], int] = {}
+        self._news = News(severity)
         self.critical = False
         self.ended = False
         """True once every selected run had finished or crashed at the last poll (and one existed)."""
@@ -72,49 +74,54 @@ class EventFollower:
         return sorted(out, key=lambda r: (r["run"], r["step_start"], r["detector"], r["phase"]))
 
     def _new(self, run: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = []
-        for row in rows:
-            rank = SEVERITY_RANK.get(str(row["severity"]), 0)
-            key = (run, str(row["detector"]), str(row["phase"]), int(row["step_start"]))
-            if rank < self.min_rank or rank <= self._seen.get(key, -1):
-                continue
-            self._seen[key] = rank
-            out.append(dict(row, run=run))
-            self.critical |= row["severity"] == "critical"
+        out = self._news(dict(row, run=run) for row in rows)
+        self.critical |= any(row["severity"] == "critical" for row in out)
         return out
 
 
 def follow(store: str | Path, *, run: str | None = None, severity: str = "warning", notify: str | None = None,
-           as_json: bool = False, once: bool = False, interval: float = 2.0,
+           as_json: bool = False, once: bool = False, interval: float = 2.0, sinks: Sequence[str | Sink] = (),
            emit: Callable[[str], None] = print, warn: Callable[[str], None] | None = None) -> int:
     """Report events (a line each, or JSON lines) until the runs end; returns 0, or EXIT_CRITICAL when a
-    critical event was reported. A failed notify POST is a warning on stderr, never the end of watching."""
+    critical event was reported. ``notify`` and ``sinks`` get what is reported; a failed notify POST is one warning
+    on stderr per host, never the end of watching."""
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
-    if notify is not None and not notify.startswith(("http://", "https://")):
-        raise ValueError(f"--notify must be an http:// or https:// URL, got {notify!r}")
     warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
     try:
         follower = EventFollower(store, run, severity, must_exist=once)
     except StoreNotFoundError as e:
         raise ValueError(str(e)) from e
+    out = _sinks(notify, sinks, severity, warn)
     if follower.missing:
         warn(f"run {run!r} is not in the store yet: waiting for it to start")
     try:
         while True:
-            for row in follower.poll():
+            rows = follower.poll()
+            for row in rows:
                 emit(json.dumps(event_object(row, row["run"]), allow_nan=False) if as_json else event_headline(row))
-                if notify is not None:
-                    try:
-                        post_event(notify, row, timeout=5.0)
-                    except NotifyError as e:
-                        warn(f"warning: {e}")
             sys.stdout.flush()
+            out.events(rows)
             if once or follower.ended:
                 for v in follower.verdicts.values():
                     emit(json.dumps(v, allow_nan=False) if as_json else f"{v['run']}: {v['sentence']}")
+                    out.verdict(v)
                 break
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
+    finally:
+        out.close()
     return EXIT_CRITICAL if follower.critical else 0
+
+
+def _sinks(notify: str | None, sinks: Sequence[str | Sink], severity: str, warn: Callable[[str], None]) -> Sinks:
+    """``--to`` sinks plus ``--notify``'s webhook (every event ``watch`` reports: ``severity`` is its filter)."""
+    made = list(Sinks(sinks, severity).sinks)
+    if notify is not None:
+        from .sinks.webhook import WebhookSink
+
+        if not notify.startswith(("http://", "https://", "slack:", "discord:")):
+            raise ValueError(f"--notify must be an http:// or https:// URL, got {notify!r}")
+        made.append(WebhookSink(notify, least=severity, warn=lambda msg: warn(f"warning: {msg}")))
+    return Sinks(made, severity)

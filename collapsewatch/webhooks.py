@@ -2,9 +2,11 @@
 
     service_of(url) -> (service, url)   # "slack" | "discord" | "generic"; a "slack:"/"discord:" prefix is stripped
     webhook_body(service, text, payload) -> dict
+    digest_text(headlines) -> str    # one message for many episodes reported at once
 
-Slack incoming webhooks take ``{"text", "blocks"}`` (one section block, mrkdwn); Discord webhooks take
-``{"content"}`` of at most 2,000 characters; any other URL gets collapsewatch's own event payload unchanged.
+Slack incoming webhooks take ``{"text", "blocks"}`` (one section block, mrkdwn, its text at most 3,000 characters);
+Discord webhooks take ``{"content"}`` of at most 2,000 characters; any other URL gets collapsewatch's own event
+payload unchanged (a digest: ``{"type": "digest", "text", "events": [payload, …]}``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 DISCORD_LIMIT = 2000
+SLACK_BLOCK_LIMIT = 3000
+"""Slack's longest text of a section block (the top-level ``text`` keeps the whole message)."""
+DIGEST_OVER = 3
+"""More episodes than this reported to one URL at once (one check) go out as one digest message."""
 _PREFIXES = ("slack:", "discord:")
 
 
@@ -33,8 +39,17 @@ def service_of(url: str) -> tuple[str, str]:
 def webhook_body(service: str, text: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The JSON body ``service`` accepts for a message whose sentence is ``text``."""
     if service == "slack":
-        return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
+        return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn",
+                                                                      "text": _cut(text, SLACK_BLOCK_LIMIT)}}]}
     if service == "discord":
-        content = text if len(text) <= DISCORD_LIMIT else text[:DISCORD_LIMIT - 1] + "…"
-        return {"content": content}
+        return {"content": _cut(text, DISCORD_LIMIT)}
     return payload
+
+
+def digest_text(headlines: list[str]) -> str:
+    """One message listing episodes reported together, a line each."""
+    return f"collapsewatch: {len(headlines)} episodes\n" + "\n".join(f"• {h}" for h in headlines)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"

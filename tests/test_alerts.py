@@ -76,12 +76,14 @@ def test_post_event_bad_url_and_refused_connection():
 
 def test_post_event_slack_and_discord_bodies_by_prefix(receiver):
     ev = dict(_first("isdd", "isdd").as_row(), run="r1")
-    text = event_message(ev)
-    # slack: {"text": sentence, "blocks": [one section block whose mrkdwn text is the sentence]}
+    # a chat gets the headline: "r1 steps A–B [severity] isdd/drift: " + the sentence (one line a reader places)
+    text = f"r1 steps {ev['step_start']}–{ev['step_end']} [{ev['severity']}] isdd/drift: {event_message(ev)}"
+    assert ev["step_start"] < ev["step_end"] and text == event_headline(ev)
+    # slack: {"text": headline, "blocks": [one section block whose mrkdwn text is the headline]}
     assert post_event(f"slack:{receiver.url}/s", ev, timeout=5) == 200
     assert receiver.got[-1][2] == {"text": text,
                                    "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
-    # discord: {"content": sentence} (the sentence is < 2,000 characters, so untruncated)
+    # discord: {"content": headline} (< 2,000 characters, so untruncated)
     assert post_event(f"discord:{receiver.url}/d", ev, timeout=5) == 200
     assert receiver.got[-1][2] == {"content": text}
     assert [g[0] for g in receiver.got] == ["/s", "/d"]   # the prefix is stripped from the POSTed URL

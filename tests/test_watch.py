@@ -11,9 +11,11 @@ import pytest
 from fixtures.synthetic_store import Shape, SyntheticRun
 
 from collapsewatch import Monitor
+from collapsewatch.alerts import event_headline
 from collapsewatch.follow import EXIT_CRITICAL, EventFollower
 from collapsewatch.judge import judge
 from collapsewatch.store import Store
+from collapsewatch.webhooks import DIGEST_OVER, digest_text
 
 SMALL = Shape(seqs=8, token_seqs=2, seq_len=24)
 RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -59,7 +61,10 @@ def test_once_reports_each_stored_event_and_exits_2_on_critical(synth, receiver)
     got = {(e["detector"], e["phase"], e["step_start"], e["severity"]) for e in lines}
     assert got == _stored(synth, "collapse", "warning") and len(lines) == len(got)  # once each, healthy: none
     assert all(e["run"] == "collapse" and e["text"] and isinstance(e["evidence"], dict) for e in lines)
-    assert [body for _, _, body in receiver.got] == lines  # the same payloads, POSTed in order
+    # more than DIGEST_OVER (3) episodes in one check: one digest message listing the same payloads, in order
+    assert len(lines) > DIGEST_OVER
+    [(_, _, body)] = receiver.got
+    assert body == {"type": "digest", "text": digest_text([event_headline(e) for e in lines]), "events": lines}
     # then one verdict per run (not POSTed): the run page's and detect's (collapsewatch.judge)
     verdicts = {v["run"]: v for v in out[len(lines):]}
     assert out[:len(lines)] == lines and set(verdicts) == {"collapse", "healthy"}
@@ -139,7 +144,10 @@ def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
             assert RANK[sev] > RANK[reported[(d, p, s)]]
         reported[(d, p, s)] = sev
     assert reported == final
-    assert len(receiver.got) == len(lines)
+    # each poll's news is one message each, or one digest when more than DIGEST_OVER: every report sent once
+    sent = [b["events"] if b.get("type") == "digest" else [b] for _, _, b in receiver.got]
+    assert all(len(m) > DIGEST_OVER for m in sent if len(m) > 1)
+    assert [e for m in sent for e in m] == lines
 
 
 def test_the_shipped_sample_store(tmp_path):

@@ -16,8 +16,10 @@ ACTION:
   ``rollback:objective=llds,objective_params.lam=0.2``. Snapshots are in-memory copies taken at every
   rollout boundary while a rollback rule exists (the last :data:`KEEP` are kept). A rollback rule fires once;
   if no snapshot is old enough, training stops instead (said in the log);
-* ``notify:URL`` — POST the event as JSON (:func:`collapsewatch.alerts.event_payload`) to an http(s) URL, on
-  a background thread: a slow or dead receiver never stalls training.
+* ``notify:URL`` — POST the event to an http(s) URL in its service's body (Slack, Discord, else
+  :func:`collapsewatch.alerts.event_payload`) through a :class:`collapsewatch.sinks.webhook.WebhookSink`: on a
+  background thread (a slow or dead receiver never stalls training; a failure is logged once per host), one message
+  per episode and severity, a digest when many are queued at once.
 
 Each rule acts once per episode, when the episode first matches. The Monitor calls :meth:`PhaseActions.on_event`
 on the training thread (inside ``observe`` / ``log``, mid-step), so actions that touch the model only
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -173,7 +174,7 @@ class PhaseActions:
         self._fired: set[tuple[int, tuple]] = set()
         self._rolled_back: set[Rule] = set()
         self._snapshots: deque[Snapshot] = deque(maxlen=KEEP)
-        self._threads: list[threading.Thread] = []
+        self._hooks: dict[str, Any] = {}  # URL → its Sinks (one WebhookSink, its news filter)
 
     def on_event(self, event: Any) -> None:
         """The Monitor's ``on_event``: record what each matching rule asks for (once per episode)."""
@@ -236,25 +237,19 @@ class PhaseActions:
         return Restart(snap.step, new_cfg)
 
     def _notify(self, rule: Rule, event: Any) -> None:
-        from ..alerts import post_event
+        from ..sinks import Sinks
+        from ..sinks.webhook import WebhookSink
 
-        row = dict(event.as_row(), run=self.run)
-
-        def send() -> None:
-            try:
-                post_event(rule.url, row, timeout=10.0)
-            except Exception as e:  # the run goes on whatever the receiver does
-                log.warning("collapsewatch: %s", e)
-
-        t = threading.Thread(target=send, name="collapsewatch-notify", daemon=True)
-        t.start()
-        self._threads.append(t)
-        self._say(f"notify {rule.url}: {event.detector}/{event.phase} at step {event.step_start}")
+        if rule.url not in self._hooks:  # the rule's own @severity decides what is sent: the sink sends from info
+            self._hooks[rule.url] = Sinks([WebhookSink(rule.url, least="info")])
+        if self._hooks[rule.url].events([dict(event.as_row(), run=self.run)]):
+            self._say(f"notify {rule.url}: {event.detector}/{event.phase} at step {event.step_start}")
 
     def close(self, timeout: float = 10.0) -> None:
-        """Wait (bounded) for notify POSTs still in flight."""
-        for t in self._threads:
-            t.join(timeout)
+        """Send the notify messages still queued (waiting at most ``timeout`` seconds per URL)."""
+        for hook in self._hooks.values():
+            for sink in hook.sinks:
+                sink.close(timeout)
 
     def _say(self, line: str) -> None:
         self.done.append(line)

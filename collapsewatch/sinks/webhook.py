@@ -1,0 +1,102 @@
+"""Webhook sink: reported episodes POSTed to one URL (``--notify URL``, ``--to slack:URL``, the trainer's
+``notify:URL`` action) in the body its service takes (:mod:`collapsewatch.webhooks`: Slack, Discord, or
+collapsewatch's own event payload).
+
+Rate limit: one message per (run, episode, severity) — the news filter of :class:`collapsewatch.sinks.Sinks`, so an
+episode that stays open is not sent again, and one that becomes critical is; more than
+:data:`~collapsewatch.webhooks.DIGEST_OVER` episodes reported at once (one check of ``watch``, one delivery of the
+Monitor, or everything queued while a POST was in flight) go out as one digest message listing them.
+
+Fail soft: POSTs run on a background thread, so a slow or dead receiver never holds training or ``watch``; a failed
+POST is reported once per host (one log line, then silence; later messages are still tried) and counted in
+``failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..alerts import NotifyError, event_body, event_headline, event_payload, post_json
+from ..detectors.events import SEVERITY_RANK
+from ..webhooks import DIGEST_OVER, digest_text, service_of, webhook_body
+from . import Sink
+
+log = logging.getLogger("collapsewatch")
+
+
+def message_bodies(service: str, rows: list[dict[str, Any]], digest_over: int = DIGEST_OVER) -> list[dict[str, Any]]:
+    """The JSON bodies for ``rows`` reported together: one per row, or one digest when there are more than
+    ``digest_over``."""
+    if len(rows) <= digest_over:
+        return [event_body(service, row) for row in rows]
+    text = digest_text([event_headline(r) for r in rows])
+    return [webhook_body(service, text, {"type": "digest", "text": text, "events": [event_payload(r) for r in rows]})]
+
+
+class WebhookSink(Sink):
+    """POSTs to ``url`` (``slack:`` / ``discord:`` prefix allowed) the episodes at or above ``least``."""
+
+    name = "webhook"
+
+    def __init__(self, url: str, least: str = "warning", digest_over: int = DIGEST_OVER, timeout: float = 10.0,
+                 warn: Callable[[str], None] | None = None) -> None:
+        self.service, self.url = service_of(url)
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"a webhook URL must start with http:// or https:// (or slack: / discord:), got {url!r}")
+        if least not in SEVERITY_RANK:
+            raise ValueError(f"severity must be one of {', '.join(SEVERITY_RANK)}, got {least!r}")
+        self.host = urlsplit(self.url).netloc
+        self.least, self.digest_over, self.timeout = SEVERITY_RANK[least], digest_over, timeout
+        self.warn = warn or (lambda msg: log.warning("collapsewatch: %s", msg))
+        self.sent = self.failed = 0
+        self._queue: queue.Queue[list[dict[str, Any]] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._warned = False
+
+    def events(self, rows: list[dict[str, Any]]) -> None:
+        rows = [r for r in rows if SEVERITY_RANK.get(str(r["severity"]), 0) >= self.least]
+        if not rows:
+            return
+        self._queue.put(rows)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="collapsewatch-webhook", daemon=True)
+            self._thread.start()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Send what is queued (waiting at most ``timeout`` seconds) and stop the thread."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            batch = self._queue.get()
+            stop = batch is None
+            rows = list(batch or [])
+            while True:  # everything queued meanwhile goes out with it: many at once make one digest
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                stop |= more is None
+                rows += more or []
+            for body in message_bodies(self.service, rows, self.digest_over):
+                self._post(body)
+            if stop:
+                return
+
+    def _post(self, body: dict[str, Any]) -> None:
+        try:
+            post_json(self.url, body, self.timeout)
+            self.sent += 1
+        except (NotifyError, ValueError) as e:
+            self.failed += 1
+            if not self._warned:  # once per host: a dead receiver is one line, not one per event
+                self._warned = True
+                self.warn(f"{e} (webhook to {self.host}: later failures are not reported; training goes on)")
