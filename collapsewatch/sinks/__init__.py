@@ -7,16 +7,18 @@ has open (TensorBoard, MLflow, W&B, trackio, SwanLab) or a webhook (Slack, Disco
 
 A sink receives, through :class:`Sinks`, only the news: each episode once per severity it reaches (rising only,
 :class:`News`), in one call per check (a poll of ``watch``, a delivery of the Monitor's events), then each run's
-verdict, then ``close``. A sink given as a string is made by :func:`make_sink`; its library is imported lazily, and
+verdict, then ``close`` (what a tracker library prints meanwhile goes to stderr). A sink given as a string is made by :func:`make_sink`; its library is imported lazily, and
 a missing one is refused in one line (:class:`SinkUnavailable`) when the sink is made, before training starts. An
 error inside a sink is logged once per sink and never reaches the caller (training and ``watch`` go on).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import logging
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -140,7 +142,8 @@ class Sinks:
 
     def _call(self, sink: Sink, method: str, *args: Any) -> None:
         try:
-            getattr(sink, method)(*args)
+            with contextlib.redirect_stdout(sys.stderr):  # what a tracker prints: `watch --json` keeps stdout JSON
+                getattr(sink, method)(*args)
         except Exception as e:  # a tracker that errors never stops training or watching: said once per sink
             if id(sink) not in self._failed:
                 self._failed.add(id(sink))

@@ -1,0 +1,70 @@
+"""SwanLab sink (``--to swanlab[:PROJECT]``), on swanlab's public run API (``swanlab.init``, ``Run.log_text``,
+``Run.log``; swanlab 0.10). SwanLab has no alert call: each episode is a text entry instead (its *Text* panel), the
+nearest public equivalent.
+
+Where it writes: without a PROJECT, the run open in this process (``swanlab.get_run()``: verl's and TRL's swanlab
+loggers open it), else a new one; with one, one SwanLab run per collapsewatch run (one at a time: swanlab keeps a
+single active run, so a second collapsewatch run finishes the first's), named after it, in PROJECT (default
+``collapsewatch``), mode ``$SWANLAB_MODE`` or ``offline`` (written to disk only; ``swanlab sync`` uploads it).
+
+What it writes:
+
+* text ``collapsewatch/events`` — each reported episode's headline, at its ``step_end``;
+* ``collapsewatch/severity`` at each reported ``step_end``;
+* at the verdict: text ``collapsewatch/verdict`` (status and sentence) and text ``collapsewatch/episodes`` (one entry
+  per episode: its headline), at the run's last step.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from . import SEVERITY_SCALAR, require
+from .tensorboard import EPISODES_TAG, EVENTS_TAG, VERDICT_TAG
+from .tracker import TrackerSink
+
+PROJECT = "collapsewatch"
+
+
+@dataclass
+class _Run:
+    run: Any
+    own: bool
+
+
+class SwanLabSink(TrackerSink):
+    name = "swanlab"
+
+    def __init__(self, project: str | None = None) -> None:
+        require("swanlab", "swanlab")
+        super().__init__()
+        self.project = project
+
+    def _open(self, run: str) -> _Run:
+        import swanlab
+
+        if self.project is None and swanlab.has_run():
+            return _Run(swanlab.get_run(), own=False)
+        for other, handle in list(self._handles.items()):  # swanlab keeps one active run
+            if handle.own:
+                self._finish(self._handles.pop(other))
+        return _Run(swanlab.init(project=self.project or PROJECT, name=run, mode=os.environ.get("SWANLAB_MODE",
+                                                                                                  "offline"),
+                                 config={"collapsewatch_run": run}, reinit=True), own=True)
+
+    def _event(self, handle: _Run, row: dict[str, Any], text: str) -> None:
+        handle.run.log_text(key=EVENTS_TAG, data=text, step=int(row["step_end"]))
+
+    def _severity(self, handle: _Run, step: int, value: int) -> None:
+        handle.run.log({SEVERITY_SCALAR: value}, step=step)
+
+    def _verdict(self, handle: _Run, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
+        handle.run.log_text(key=VERDICT_TAG, data=f"{verdict['status']}: {verdict['sentence']}", step=step)
+        if table:
+            handle.run.log_text(key=EPISODES_TAG, data=[r["text"] for r in table], step=step)
+
+    def _finish(self, handle: _Run) -> None:
+        if handle.own:
+            handle.run.finish()

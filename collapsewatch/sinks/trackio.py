@@ -1,0 +1,87 @@
+"""trackio sink (``--to trackio[:PROJECT]``), on trackio's public API (``trackio.init``, ``Run.alert``, ``Run.log``,
+``trackio.Table``; trackio ≥ 0.43, whose ``alert`` this uses).
+
+Where it writes: without a PROJECT, trackio's current run (TRL's ``report_to="trackio"`` opens it, through
+``trackio.alert`` / ``trackio.log``); with one, one trackio run per collapsewatch run, named after it, in PROJECT
+(trackio's own settings apply: its local SQLite store under ``$TRACKIO_DIR`` unless a Space or server is set).
+
+What it writes:
+
+* ``alert`` for each reported episode — level INFO / WARN / ERROR for info / warning / critical, title
+  ``collapsewatch <severity>: <run> <detector>/<phase> from step <step_start>``, text its headline, at its
+  ``step_end`` (the dashboard's alerts panel; trackio's webhook forwards them if one is set);
+* ``collapsewatch/severity`` at each reported ``step_end``;
+* at the verdict: one more alert (title ``collapsewatch verdict: <status>``, the verdict's sentence, at the level of
+  the worst severity) and the table ``collapsewatch/episodes``, at the run's last step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import SEVERITY_SCALAR, require
+from .tracker import TrackerSink
+from .wandb import EPISODES_KEY, alert_title
+
+
+@dataclass
+class _Run:
+    run: Any  # a trackio Run, or None: trackio's current run, through its module functions
+    own: bool
+
+
+def _level(severity: str | None) -> Any:
+    import trackio
+
+    return {"critical": trackio.AlertLevel.ERROR, "warning": trackio.AlertLevel.WARN}.get(str(severity),
+                                                                                           trackio.AlertLevel.INFO)
+
+
+class TrackioSink(TrackerSink):
+    name = "trackio"
+
+    def __init__(self, project: str | None = None) -> None:
+        require("trackio", "trackio")
+        super().__init__()
+        self.project = project
+
+    def _open(self, run: str) -> _Run:
+        import trackio
+
+        if self.project is None:
+            return _Run(None, own=False)
+        return _Run(trackio.init(project=self.project, name=run, resume="allow", config={"collapsewatch_run": run}),
+                    own=True)
+
+    def _alert(self, handle: _Run, title: str, text: str, severity: str | None, step: int | None) -> None:
+        import trackio
+
+        if handle.run is None:
+            trackio.alert(title=title, text=text, level=_level(severity))  # at trackio's current step
+        else:
+            handle.run.alert(title=title, text=text, level=_level(severity), step=step)
+
+    def _log(self, handle: _Run, values: dict[str, Any], step: int | None) -> None:
+        import trackio
+
+        (trackio.log if handle.run is None else handle.run.log)(values, step=step)
+
+    def _event(self, handle: _Run, row: dict[str, Any], text: str) -> None:
+        self._alert(handle, alert_title(row), text, str(row["severity"]), int(row["step_end"]))
+
+    def _severity(self, handle: _Run, step: int, value: int) -> None:
+        self._log(handle, {SEVERITY_SCALAR: value}, step)
+
+    def _verdict(self, handle: _Run, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
+        import pandas as pd
+        import trackio
+
+        self._alert(handle, f"collapsewatch verdict: {verdict['status']}", str(verdict["sentence"]),
+                    verdict.get("worst"), step)
+        if table:
+            self._log(handle, {EPISODES_KEY: trackio.Table(dataframe=pd.DataFrame(table))}, step)
+
+    def _finish(self, handle: _Run) -> None:
+        if handle.own:
+            handle.run.finish()
