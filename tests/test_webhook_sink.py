@@ -1,48 +1,34 @@
 """The webhook sink's rate limit and fail-soft, on a real Monitor whose grad detector opens one episode that rises
-info → warning → critical, POSTing to the local receiver on 127.0.0.1 (exact bodies)."""
+info → warning → critical (tests/sinks_run.py), POSTing to the local receiver on 127.0.0.1 (exact bodies)."""
 
 from __future__ import annotations
 
 import logging
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-from collapsewatch import Monitor
 from collapsewatch.alerts import event_headline, event_payload
 from collapsewatch.sinks import run_verdict
 from collapsewatch.sinks.webhook import WebhookSink, message_bodies
 from collapsewatch.webhooks import DIGEST_OVER, digest_text
-
-
-def _grad_run(root, sinks) -> list:
-    """grad_norm 1.0, then 8.0 at steps 40–42 and 30.0 at 43 (median 1): the grad detector's explosion episode opens
-    at step 40 as info, is a warning at 42 (up 3 points ≥ sustain_steps), critical at 43 (30 ≥ 20 × the median)
-    (tests/test_watch.py derives the same steps)."""
-    with Monitor(root, run="g", flush_steps=1, sinks=sinks) as mon:
-        for step in range(46):
-            mon.log(step, {"grad_norm": {40: 8.0, 41: 8.0, 42: 8.0, 43: 30.0}.get(step, 1.0)})
-    return [dict(e.as_row(), run="g") for e in mon.events]
-
-
-def _first(events: list, step_end: int, severity: str) -> dict:
-    return next(e for e in events if e["step_end"] == step_end and e["severity"] == severity)
+from tests.sinks_run import first, grad_run
 
 
 def test_one_message_per_episode_and_severity_in_slacks_shape(tmp_path, receiver):
-    events = _grad_run(tmp_path, [f"slack:{receiver.url}/s"])
+    events = grad_run(tmp_path, [f"slack:{receiver.url}/s"])
     # the Monitor delivered the episode at every step it held (40–43, info at 40–41), but Slack gets it once at
     # warning (step 42) and once at critical (step 43): info is below the sink's least severity, an extension is
     # not news
     assert len(events) >= 4 and {e["severity"] for e in events} == {"info", "warning", "critical"}
-    want = [event_headline(_first(events, 42, "warning")), event_headline(_first(events, 43, "critical"))]
+    want = [event_headline(first(events, 42, "warning")), event_headline(first(events, 43, "critical"))]
     assert want[0].startswith("g steps 40–42 [warning] grad/explosion: ")
     assert [(path, body) for path, _, body in receiver.got] == [
         ("/s", {"text": t, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": t}}]}) for t in want]
 
 
 def test_many_at_once_make_one_digest(tmp_path, receiver):
-    events = _grad_run(tmp_path / "s", [])
+    events = grad_run(tmp_path / "s", [])
     # four distinct (episode, severity) reports in one call: more than DIGEST_OVER (3) → one digest message
-    rows = [dict(_first(events, 43, "critical"), run=f"r{i}") for i in range(DIGEST_OVER + 1)]
+    rows = [dict(first(events, 43, "critical"), run=f"r{i}") for i in range(DIGEST_OVER + 1)]
     sink = WebhookSink(f"discord:{receiver.url}/d", least="info")
     sink.events(rows)
     sink.close()
@@ -61,7 +47,7 @@ def test_a_dead_receiver_is_one_log_line_and_training_goes_on(tmp_path, caplog):
     server.server_close()  # nothing listens there now
     sink = WebhookSink(f"http://127.0.0.1:{port}/hook")
     with caplog.at_level(logging.WARNING, logger="collapsewatch"):
-        _grad_run(tmp_path, [sink])
+        grad_run(tmp_path, [sink])
     assert run_verdict(tmp_path, "g")["last_step"] == 45  # the run went to its end
     assert sink.failed == 2 and sink.sent == 0  # warning and critical were both tried
     lines = [r.getMessage() for r in caplog.records if f"127.0.0.1:{port}" in r.getMessage()]
@@ -72,7 +58,7 @@ def test_a_refusing_receiver_is_reported_once(tmp_path, receiver, caplog):
     receiver.status = 500
     sink = WebhookSink(receiver.url)
     with caplog.at_level(logging.WARNING, logger="collapsewatch"):
-        _grad_run(tmp_path, [sink])
+        grad_run(tmp_path, [sink])
     assert len(receiver.got) == 2 and sink.failed == 2
     assert [r.getMessage() for r in caplog.records if "HTTP 500" in r.getMessage()] == [
         f"collapsewatch: notify {receiver.url}: the receiver answered HTTP 500 (webhook to "

@@ -1,0 +1,193 @@
+"""Tracker sinks, offline with the real libraries: one real Monitor run (tests/sinks_run.py: a grad explosion episode
+rising info → warning → critical) writes TensorBoard, MLflow, W&B, trackio and SwanLab at once; each tracker's files
+are read back (TensorBoard, W&B, trackio and SwanLab scalars with the project's own ingest readers, MLflow with its
+client) and compared with what the store holds. Then ``watch --to`` on a stored run, a refusal and a failing sink."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures.synthetic_store import Shape, SyntheticRun
+
+from collapsewatch.alerts import event_headline
+from collapsewatch.judge import judge
+from collapsewatch.sinks import SEVERITY_SCALAR, SinkUnavailable, make_sink, run_verdict
+from collapsewatch.store import Store
+from tests.sinks_run import first, grad_run
+
+SEVERITY_AT = {40: 1, 42: 2, 43: 3}
+"""The severity points every tracker gets (tests/sinks_run.py): info (1) at 40, warning (2) at 42, critical (3) at 43;
+steps 41 (still info) and the critical episode's later steps are not news."""
+EPISODE = {"run": "g", "detector": "grad", "phase": "explosion", "step_start": 40, "step_end": 43, "severity": "critical"}
+"""The episode as the store ends with it (asserted against the store in ``tracked``)."""
+
+
+@pytest.fixture(scope="module")
+def tracked(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sinks")
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true",
+           "TRACKIO_DIR": str(root / "trackio"), "SWANLAB_MODE": "offline", "SWANLAB_LOG_DIR": str(root / "swanlog"),
+           "SWANLAB_ROOT": str(root / "swanlab-root"), "SWANLAB_API_KEY": "", "MLFLOW_ALLOW_FILE_STORE": "true"}
+    sinks = [f"tensorboard:{root / 'tb'}", f"mlflow:{root / 'mlruns'}", "wandb:cw", "trackio:cw", "swanlab:cw"]
+    p = subprocess.run([sys.executable, "-m", "tests.sinks_run", str(root / "store"), str(root / "events.json"), *sinks],
+                       cwd=Path(__file__).parent.parent, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "sink failed" not in p.stderr, p.stderr[-3000:]
+    events = json.loads((root / "events.json").read_text())
+    store = Store(root / "store")
+    stored = judge(store, "g").events.to_dict("records")
+    store.close()
+    assert [{k: e[k] for k in EPISODE if k != "run"} for e in stored] == [{k: v for k, v in EPISODE.items() if k != "run"}]
+    reported = [first(events, 40, "info"), first(events, 42, "warning"), first(events, 43, "critical")]
+    return root, reported, run_verdict(root / "store", "g")
+
+
+def _table_row(reported) -> dict:
+    """The episodes table's one row: the episode as the store holds it, its headline from its last reported version
+    (critical, steps 40–43: the same as the store's)."""
+    return {**EPISODE, "text": event_headline(reported[-1])}
+
+
+def test_tensorboard(tracked):
+    from tensorboard.backend.event_processing.event_accumulator import TENSORS, EventAccumulator
+
+    from collapsewatch.ingest.tensorboard import Snapshot
+    root, reported, verdict = tracked
+    logdir = root / "tb" / "g"
+    assert {r.step: r.values for r in Snapshot(logdir).records()} == {s: {SEVERITY_SCALAR: v}
+                                                                      for s, v in SEVERITY_AT.items()}
+    acc = EventAccumulator(str(logdir), size_guidance={TENSORS: 0})
+    acc.Reload()
+    text = {tag.removesuffix("/text_summary"): [(e.step, e.tensor_proto.string_val[0].decode())
+                                                for e in acc.Tensors(tag)] for tag in acc.Tags()[TENSORS]}
+    assert text["collapsewatch/events"] == [(e["step_end"], event_headline(e)) for e in reported]
+    assert text["collapsewatch/verdict"] == [(45, f"**{verdict['status']}** — {verdict['sentence']}")]
+    [(step, table)] = text["collapsewatch/episodes"]
+    row = _table_row(reported)
+    assert step == 45 and table.splitlines()[-1] == "| " + " | ".join(str(v) for v in row.values()) + " |"
+
+
+def test_mlflow(tracked, monkeypatch):
+    from mlflow import MlflowClient
+
+    root, reported, verdict = tracked
+    (root / "mlflow-read").mkdir()
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # the folder store: fast to open (no migrations)
+    client = MlflowClient(tracking_uri=str(root / "mlruns"))
+    exp = client.get_experiment_by_name("collapsewatch")
+    [run] = client.search_runs([exp.experiment_id])
+    assert run.info.run_name == "g" and run.info.status == "FINISHED"
+    tags = {k: v for k, v in run.data.tags.items() if k.startswith("collapsewatch.")}
+    assert tags == {"collapsewatch.run": "g", "collapsewatch.verdict": verdict["status"],
+                    "collapsewatch.verdict_sentence": verdict["sentence"], "collapsewatch.worst": "critical",
+                    "collapsewatch.n_episodes": "1", "collapsewatch.last_event": event_headline(reported[-1])}
+    assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, SEVERITY_SCALAR)] == \
+        [(s, float(v)) for s, v in SEVERITY_AT.items()]
+    # log_table's artifact: {"columns": [...], "data": [[...], ...]} (what mlflow.load_table reads)
+    table = json.loads(Path(client.download_artifacts(run.info.run_id, "collapsewatch/episodes.json",
+                                                      str(root / "mlflow-read"))).read_text())
+    assert [dict(zip(table["columns"], r, strict=True)) for r in table["data"]] == [_table_row(reported)]
+
+
+def test_wandb(tracked):
+    from collapsewatch.ingest.wandb_run import Parser, read
+
+    root, reported, verdict = tracked
+    parser = Parser()
+    rows = {r.step: r.values for r in read(root / "wandb", parser=parser)}
+    assert {s: v[SEVERITY_SCALAR] for s, v in rows.items() if SEVERITY_SCALAR in v} == SEVERITY_AT
+    # alerts at warning (WARN) and critical (ERROR) only, one per (run, episode, severity)
+    assert parser.alerts == [
+        {"level": lvl, "text": event_headline(e), "wait_duration": "60000",
+         "title": f"collapsewatch {e['severity']}: g grad/explosion from step 40"}
+        for lvl, e in (("WARN", reported[1]), ("ERROR", reported[2]))]
+    summary = {k: v for k, v in parser.summary.items()
+               if k.startswith("collapsewatch/") and not k.startswith("collapsewatch/episodes")}
+    assert summary == {SEVERITY_SCALAR: 3, "collapsewatch/step": 45, "collapsewatch/verdict": verdict["status"],
+                       "collapsewatch/verdict_sentence": verdict["sentence"], "collapsewatch/worst": "critical",
+                       "collapsewatch/n_episodes": 1}
+    [path] = (root / "wandb").glob("offline-run-*/files/media/table/collapsewatch/episodes_*.table.json")
+    table = json.loads(path.read_text())
+    assert [dict(zip(table["columns"], r, strict=True)) for r in table["data"]] == [_table_row(reported)]
+
+
+def test_trackio(tracked):
+    from trackio import sqlite_storage
+
+    from collapsewatch.ingest.trackio_db import read
+
+    root, reported, verdict = tracked
+    rows = {r.step: r.values for r in read(root / "trackio" / "cw.db")}
+    assert {s: v[SEVERITY_SCALAR] for s, v in rows.items() if SEVERITY_SCALAR in v} == SEVERITY_AT
+    assert rows[45]["collapsewatch/episodes"]["_type"] == "trackio.table"
+    before, sqlite_storage.TRACKIO_DIR = sqlite_storage.TRACKIO_DIR, root / "trackio"
+    try:  # trackio's own reader, as the ingest reader uses it
+        alerts = sqlite_storage.SQLiteStorage.get_alerts("cw", run_name="g")
+    finally:
+        sqlite_storage.TRACKIO_DIR = before
+    got = sorted((a["step"], a["level"], a["title"], a["text"]) for a in alerts)
+    assert got == [*((e["step_end"], {"info": "info", "warning": "warn", "critical": "error"}[e["severity"]],
+                      f"collapsewatch {e['severity']}: g grad/explosion from step 40", event_headline(e))
+                     for e in reported),
+                   (45, "error", f"collapsewatch verdict: {verdict['status']}", verdict["sentence"])]
+
+
+def test_swanlab(tracked):
+    from collapsewatch.ingest.swanlab_run import read
+
+    root, reported, verdict = tracked
+    rows = {r.step: r.values for r in read(root / "swanlog") if hasattr(r, "values")}
+    assert {s: v[SEVERITY_SCALAR] for s, v in rows.items() if SEVERITY_SCALAR in v} == SEVERITY_AT
+    assert all(rows[e["step_end"]]["collapsewatch/events"] == {"_type": "swanlab-text"} for e in reported)
+    # swanlab keeps each text in media/text/<step>-<hash>.txt
+    [run_dir] = (root / "swanlog").glob("run-*")
+    texts = {p.read_text() for p in (run_dir / "media" / "text").glob("*.txt")}
+    assert texts == {*(event_headline(e) for e in reported), f"{verdict['status']}: {verdict['sentence']}"}
+
+
+def test_watch_to_tensorboard_keeps_stdout_json(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import TENSORS, EventAccumulator
+
+    run = SyntheticRun(tmp_path / "store", "collapse", n_steps=120, shape=Shape(seqs=8, token_seqs=2, seq_len=24))
+    run.write()
+    run.close()
+    p = subprocess.run([sys.executable, "-m", "collapsewatch", "watch", str(tmp_path / "store"), "--once", "--json",
+                        "--to", f"tensorboard:{tmp_path / 'tb'}"], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 2, p.stderr
+    *lines, verdict = [json.loads(line) for line in p.stdout.splitlines()]  # stdout: JSON lines only
+    acc = EventAccumulator(str(tmp_path / "tb" / "collapse"), size_guidance={TENSORS: 0})
+    acc.Reload()
+    texts = [(e.step, e.tensor_proto.string_val[0].decode()) for e in acc.Tensors("collapsewatch/events/text_summary")]
+    assert len(lines) > 3 and texts == [(e["step_end"], event_headline(e)) for e in lines]
+    [(_, v)] = [(e.step, e.tensor_proto.string_val[0].decode()) for e in acc.Tensors("collapsewatch/verdict/text_summary")]
+    assert v == f"**{verdict['status']}** — {verdict['sentence']}" and verdict["status"] == "collapsed"
+
+
+def test_refusals_are_one_line(tmp_path, monkeypatch):
+    p = subprocess.run([sys.executable, "-m", "collapsewatch", "watch", str(tmp_path), "--once", "--to", "neptune"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    with pytest.raises(ValueError, match=r"^unknown sink 'neptune': one of tensorboard:DIR, mlflow"):
+        make_sink("neptune")
+    # a library that is not installed (its finder says so): refused when the sink is made, naming the extra
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    with pytest.raises(SinkUnavailable, match=r"^the wandb sink needs the wandb package: "
+                                              r"pip install 'collapsewatch\[wandb\]'$"):
+        make_sink("wandb:p")
+
+
+def test_a_failing_sink_is_logged_once_and_training_goes_on(tmp_path, caplog):
+    (tmp_path / "tb").write_text("a file, not a folder")  # SummaryWriter cannot make its log dir under it
+    with caplog.at_level(logging.WARNING, logger="collapsewatch"):
+        events = grad_run(tmp_path / "store", [f"tensorboard:{tmp_path / 'tb'}"])
+    assert len(events) >= 4 and run_verdict(tmp_path / "store", "g")["last_step"] == 45
+    failed = [r.getMessage() for r in caplog.records if "sink failed" in r.getMessage()]
+    assert len(failed) == 1 and failed[0].startswith("collapsewatch: the tensorboard sink failed (")
