@@ -7,8 +7,9 @@ when it first reaches the threshold, and once more each time its severity rises 
 critical is news); a longer ``step_end`` alone is not. Whether a critical was reported is kept for the exit
 code. Following ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C); then each
 run's verdict is printed (a ``{"type": "verdict"}`` object with ``--json``). What is reported also goes to the sinks
-(``--to``, ``--notify``: :mod:`collapsewatch.sinks`), a check's episodes in one call, then each run's verdict. With ``--once`` a run name the store
-does not have is an error naming the known runs; without it, watch waits for that run to start.
+(``--to``, ``--notify``: :mod:`collapsewatch.sinks`), a check's episodes in one call, then each run's verdict.
+With ``--once`` a run name the store does not have is an error naming the known runs; without it, watch waits for
+that run to start.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from collapsewatch import Monitor
 
 GRAD = {40: 8.0, 41: 8.0, 42: 8.0, 43: 30.0}
 """grad_norm 1.0 except these steps (median 1): the explosion episode opens at step 40 as info (a spike), is a
-warning at 42 (up 3 points ≥ sustain_steps 3, still ≥ recover_factor 3 × the median), critical at 43 (30 ≥ 20 × the
-median), and ends when the norm is back to 1 (tests/test_watch.py derives the same steps). No reward is logged, so the
-severity gate cannot lower it."""
+warning at 42 (up 3 points ≥ sustain_steps 3, still ≥ recover_factor 3 × the median), critical at 43 (30 ≥ 20 ×
+the median), and ends when the norm is back to 1 (tests/test_watch.py derives the same steps). No reward is logged,
+so the severity gate cannot lower it."""
 STEPS = 46
 
 

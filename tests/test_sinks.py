@@ -24,7 +24,8 @@ from tests.sinks_run import first, grad_run
 SEVERITY_AT = {40: 1, 42: 2, 43: 3}
 """The severity points every tracker gets (tests/sinks_run.py): info (1) at 40, warning (2) at 42, critical (3) at 43;
 steps 41 (still info) and the critical episode's later steps are not news."""
-EPISODE = {"run": "g", "detector": "grad", "phase": "explosion", "step_start": 40, "step_end": 43, "severity": "critical"}
+EPISODE = {"run": "g", "detector": "grad", "phase": "explosion", "step_start": 40, "step_end": 43,
+           "severity": "critical"}
 """The episode as the store ends with it (asserted against the store in ``tracked``)."""
 
 
@@ -35,7 +36,8 @@ def tracked(tmp_path_factory):
            "TRACKIO_DIR": str(root / "trackio"), "SWANLAB_MODE": "offline", "SWANLAB_LOG_DIR": str(root / "swanlog"),
            "SWANLAB_ROOT": str(root / "swanlab-root"), "SWANLAB_API_KEY": "", "MLFLOW_ALLOW_FILE_STORE": "true"}
     sinks = [f"tensorboard:{root / 'tb'}", f"mlflow:{root / 'mlruns'}", "wandb:cw", "trackio:cw", "swanlab:cw"]
-    p = subprocess.run([sys.executable, "-m", "tests.sinks_run", str(root / "store"), str(root / "events.json"), *sinks],
+    argv = [sys.executable, "-m", "tests.sinks_run", str(root / "store"), str(root / "events.json"), *sinks]
+    p = subprocess.run(argv,
                        cwd=Path(__file__).parent.parent, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "sink failed" not in p.stderr, p.stderr[-3000:]
@@ -43,7 +45,8 @@ def tracked(tmp_path_factory):
     store = Store(root / "store")
     stored = judge(store, "g").events.to_dict("records")
     store.close()
-    assert [{k: e[k] for k in EPISODE if k != "run"} for e in stored] == [{k: v for k, v in EPISODE.items() if k != "run"}]
+    assert [{k: e[k] for k in EPISODE if k != "run"} for e in stored] == [{k: v for k, v in EPISODE.items()
+                                                                           if k != "run"}]
     reported = [first(events, 40, "info"), first(events, 42, "warning"), first(events, 43, "critical")]
     return root, reported, run_verdict(root / "store", "g")
 
@@ -165,7 +168,7 @@ def test_watch_to_tensorboard_keeps_stdout_json(tmp_path):
     acc.Reload()
     texts = [(e.step, e.tensor_proto.string_val[0].decode()) for e in acc.Tensors("collapsewatch/events/text_summary")]
     assert len(lines) > 3 and texts == [(e["step_end"], event_headline(e)) for e in lines]
-    [(_, v)] = [(e.step, e.tensor_proto.string_val[0].decode()) for e in acc.Tensors("collapsewatch/verdict/text_summary")]
+    [v] = [e.tensor_proto.string_val[0].decode() for e in acc.Tensors("collapsewatch/verdict/text_summary")]
     assert v == f"**{verdict['status']}** — {verdict['sentence']}" and verdict["status"] == "collapsed"
 
 

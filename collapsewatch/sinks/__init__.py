@@ -7,9 +7,10 @@ has open (TensorBoard, MLflow, W&B, trackio, SwanLab) or a webhook (Slack, Disco
 
 A sink receives, through :class:`Sinks`, only the news: each episode once per severity it reaches (rising only,
 :class:`News`), in one call per check (a poll of ``watch``, a delivery of the Monitor's events), then each run's
-verdict, then ``close`` (what a tracker library prints meanwhile goes to stderr). A sink given as a string is made by :func:`make_sink`; its library is imported lazily, and
-a missing one is refused in one line (:class:`SinkUnavailable`) when the sink is made, before training starts. An
-error inside a sink is logged once per sink and never reaches the caller (training and ``watch`` go on).
+verdict, then ``close`` (what a tracker library prints meanwhile goes to stderr). A sink given as a string is made
+by :func:`make_sink`; its library is imported lazily, and a missing one is refused in one line
+(:class:`SinkUnavailable`) when the sink is made, before training starts. An error inside a sink is logged once per
+sink and never reaches the caller (training and ``watch`` go on).
 """
 
 from __future__ import annotations
