@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..sinks import STEP_SCALAR
+from ..sinks.base import STEP_SCALAR
 
 MAX_STEP = 2**63 - 1
 STEP_KEYS = ("step", "global_step", "train/global_step", "eval/global_step", STEP_SCALAR, "_step")

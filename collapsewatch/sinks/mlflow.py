@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
-from . import SEVERITY_SCALAR, require
+from .base import SEVERITY_SCALAR, require
 from .tracker import TrackerSink
 
 EXPERIMENT = "collapsewatch"

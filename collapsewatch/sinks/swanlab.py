@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from . import SEVERITY_SCALAR, require
+from .base import SEVERITY_SCALAR, require
 from .tensorboard import EPISODES_TAG, EVENTS_TAG, VERDICT_TAG
 from .tracker import TrackerSink
 

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import SEVERITY_SCALAR, require
+from .base import SEVERITY_SCALAR, require
 from .tracker import EPISODE_COLUMNS, TrackerSink
 
 EVENTS_TAG, VERDICT_TAG, EPISODES_TAG = "collapsewatch/events", "collapsewatch/verdict", "collapsewatch/episodes"

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..alerts import event_headline
 from ..detectors.events import severity_number
-from . import Sink
+from .base import Sink
 
 EPISODE_COLUMNS = ("run", "detector", "phase", "step_start", "step_end", "severity", "text")
 """The episodes table a tracker gets at the verdict."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import SEVERITY_SCALAR, require
+from .base import SEVERITY_SCALAR, require
 from .tracker import TrackerSink
 from .wandb import EPISODES_KEY, alert_title
 

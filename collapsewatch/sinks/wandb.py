@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
-from . import SEVERITY_SCALAR, STEP_SCALAR, require
+from .base import SEVERITY_SCALAR, STEP_SCALAR, require
 from .tracker import TrackerSink
 
 PROJECT = "collapsewatch"

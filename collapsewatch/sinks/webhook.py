@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from ..alerts import NotifyError, event_body, event_headline, event_payload, post_json
 from ..detectors.events import SEVERITY_RANK
 from ..webhooks import DIGEST_OVER, digest_text, service_of, webhook_body
-from . import Sink
+from .base import Sink
 
 log = logging.getLogger("collapsewatch")
 

@@ -1,0 +1,77 @@
+"""The sink interface's parts every sink module imports: :class:`Sink`, the news filter :class:`News`, the tracker
+scalar names, the sink kinds and :func:`require` (a missing library refused in one line). The fan-out and the
+factory are in :mod:`collapsewatch.sinks`."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from typing import Any
+
+from ..detectors.events import SEVERITY_RANK
+
+SEVERITY_SCALAR = "collapsewatch/severity"
+"""The tracker scalar of an episode's severity (:func:`collapsewatch.detectors.events.severity_number`), at its
+``step_end``: the worst of the episodes reported at that step."""
+STEP_SCALAR = "collapsewatch/step"
+"""W&B's step axis for :data:`SEVERITY_SCALAR` (``define_metric``): the run's step, not wandb's own counter."""
+
+KINDS: dict[str, tuple[str, str, str, str]] = {
+    # kind: (module to find, extra that installs it, module of the sink, class)
+    "tensorboard": ("tensorboard", "tensorboard", "tensorboard", "TensorBoardSink"),
+    "mlflow": ("mlflow", "mlflow", "mlflow", "MlflowSink"),
+    "wandb": ("wandb", "wandb", "wandb", "WandbSink"),
+    "trackio": ("trackio", "trackio", "trackio", "TrackioSink"),
+    "swanlab": ("swanlab", "swanlab", "swanlab", "SwanLabSink"),
+}
+SPECS = ("tensorboard:DIR", "mlflow[:TRACKING_URI]", "wandb[:PROJECT]", "trackio[:PROJECT]", "swanlab[:PROJECT]",
+         "http(s)://URL", "slack:URL", "discord:URL")
+"""What ``--to`` (and a string in ``sinks=``) takes."""
+
+
+class SinkUnavailable(ValueError):
+    """A sink whose library is not installed (the message names the extra that installs it)."""
+
+
+def require(module: str, kind: str) -> None:
+    """SinkUnavailable unless ``module`` can be imported (checked without importing it)."""
+    if importlib.util.find_spec(module) is None:
+        extra = KINDS[kind][1]
+        raise SinkUnavailable(f"the {kind} sink needs the {module} package: pip install 'collapsewatch[{extra}]'")
+
+
+class Sink:
+    """One destination. Override what it takes; each method is called through :class:`Sinks` (fail-soft)."""
+
+    name = "sink"
+
+    def events(self, rows: list[dict[str, Any]]) -> None:
+        """Episodes reported in one check: ``events`` rows with ``run`` (new, or at a higher severity)."""
+
+    def verdict(self, verdict: dict[str, Any]) -> None:
+        """A run's verdict object (:func:`collapsewatch.report.verdict_object`) once the run has ended."""
+
+    def close(self) -> None:
+        """Write what is pending and let go of the destination."""
+
+
+class News:
+    """Which episodes are news: an episode (run, detector, phase, step_start) once when it first reaches ``least``,
+    and once more each time its severity rises; a longer ``step_end`` alone is not news."""
+
+    def __init__(self, least: str = "info") -> None:
+        if least not in SEVERITY_RANK:
+            raise ValueError(f"severity must be one of {', '.join(SEVERITY_RANK)}, got {least!r}")
+        self.least = SEVERITY_RANK[least]
+        self._seen: dict[tuple[str, str, str, int], int] = {}
+
+    def __call__(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for row in rows:
+            rank = SEVERITY_RANK.get(str(row["severity"]), 0)
+            key = (str(row.get("run")), str(row["detector"]), str(row["phase"]), int(row["step_start"]))
+            if rank < self.least or rank <= self._seen.get(key, -1):
+                continue
+            self._seen[key] = rank
+            out.append(row)
+        return out
