@@ -171,6 +171,10 @@ class CollapsewatchCallback(TrainerCallback):
                  objective: str | None = None, stop_on_critical: bool = False, sentinels: Sequence = (),
                  sentinel_every: int = 10, log_signals: bool = True, **monitor_kwargs: Any) -> None:
         check_monitor_kwargs(monitor_kwargs)  # a typo fails here, not when train() opens the Monitor
+        if "sinks" in monitor_kwargs:  # made here: a missing tracker library is refused before training starts
+            from ..sinks import Sinks
+
+            monitor_kwargs["sinks"] = Sinks(monitor_kwargs["sinks"]).sinks
         if sentinel_every < 1:
             raise ValueError(f"watch(): sentinel_every must be ≥ 1, got {sentinel_every}")
         self.sentinel_pairs, self.sentinel_every = list(sentinels), sentinel_every
@@ -278,7 +282,8 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
             ``report_to`` backend (the callback goes first among the trainer's callbacks); False: TRL's logs only.
         **monitor_kwargs: passed to :class:`~collapsewatch.Monitor` (``sampling``, ``flush_steps``, ``detectors``,
             ``on_event`` — a callable given each new or extended detector event on the training thread, e.g.
-            ``lambda ev: post_event(url, ev)`` with :func:`collapsewatch.alerts.post_event` …).
+            ``lambda ev: post_event(url, ev)`` with :func:`collapsewatch.alerts.post_event`; ``sinks`` — trackers
+            and webhooks that get each episode and the verdict, docs/trackers.md …).
 
     Returns the callback; ``callback.monitor`` is the open Monitor during ``train()``. A ``train()`` that raises
     marks the run ``crashed``. Each later ``train()`` is recorded as a new run ``<run>-train<k>`` (``callback.runs``).
