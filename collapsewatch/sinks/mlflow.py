@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
-from .base import SEVERITY_SCALAR, require
+from .base import SEVERITY_SCALAR
 from .tracker import TrackerSink
 
 EXPERIMENT = "collapsewatch"
@@ -47,8 +47,7 @@ class MlflowSink(TrackerSink):
     name = "mlflow"
 
     def __init__(self, tracking_uri: str | None = None, experiment: str | None = None) -> None:
-        require("mlflow", "mlflow")
-        super().__init__()
+        super().__init__(tracking_uri)
         self.tracking_uri = tracking_uri
         self.experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
 

@@ -18,53 +18,42 @@ What it writes:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
-from .base import SEVERITY_SCALAR, require
+from .base import SEVERITY_SCALAR
 from .tensorboard import EPISODES_TAG, EVENTS_TAG, VERDICT_TAG
-from .tracker import TrackerSink
+from .tracker import Handle, TrackerSink
 
 PROJECT = "collapsewatch"
 
-
-@dataclass
-class _Run:
-    run: Any
-    own: bool
 
 
 class SwanLabSink(TrackerSink):
     name = "swanlab"
 
-    def __init__(self, project: str | None = None) -> None:
-        require("swanlab", "swanlab")
-        super().__init__()
-        self.project = project
-
-    def _open(self, run: str) -> _Run:
+    def _open(self, run: str) -> Handle:
         import swanlab
 
-        if self.project is None and swanlab.has_run():
-            return _Run(swanlab.get_run(), own=False)
+        if self.where is None and swanlab.has_run():
+            return Handle(swanlab.get_run(), own=False)
         for other, handle in list(self._handles.items()):  # swanlab keeps one active run
             if handle.own:
                 self._finish(self._handles.pop(other))
-        return _Run(swanlab.init(project=self.project or PROJECT, name=run, mode=os.environ.get("SWANLAB_MODE",
+        return Handle(swanlab.init(project=self.where or PROJECT, name=run, mode=os.environ.get("SWANLAB_MODE",
                                                                                                   "offline"),
                                  config={"collapsewatch_run": run}, reinit=True), own=True)
 
-    def _event(self, handle: _Run, row: dict[str, Any], text: str) -> None:
+    def _event(self, handle: Handle, row: dict[str, Any], text: str) -> None:
         handle.run.log_text(key=EVENTS_TAG, data=text, step=int(row["step_end"]))
 
-    def _severity(self, handle: _Run, step: int, value: int) -> None:
+    def _severity(self, handle: Handle, step: int, value: int) -> None:
         handle.run.log({SEVERITY_SCALAR: value}, step=step)
 
-    def _verdict(self, handle: _Run, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
+    def _verdict(self, handle: Handle, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
         handle.run.log_text(key=VERDICT_TAG, data=f"{verdict['status']}: {verdict['sentence']}", step=step)
         if table:
             handle.run.log_text(key=EPISODES_TAG, data=[r["text"] for r in table], step=step)
 
-    def _finish(self, handle: _Run) -> None:
+    def _finish(self, handle: Handle) -> None:
         if handle.own:
             handle.run.finish()

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .base import SEVERITY_SCALAR, require
+from .base import SEVERITY_SCALAR
 from .tracker import EPISODE_COLUMNS, TrackerSink
 
 EVENTS_TAG, VERDICT_TAG, EPISODES_TAG = "collapsewatch/events", "collapsewatch/verdict", "collapsewatch/episodes"
@@ -32,10 +32,9 @@ class TensorBoardSink(TrackerSink):
     name = "tensorboard"
 
     def __init__(self, logdir: str | os.PathLike | None) -> None:
-        require("tensorboard", "tensorboard")
+        super().__init__(str(logdir) if logdir else None)
         if not logdir:
             raise ValueError("the tensorboard sink needs a folder: tensorboard:DIR")
-        super().__init__()
         self.logdir = Path(logdir)
 
     def _open(self, run: str) -> Any:

@@ -13,16 +13,26 @@ A tracker sink subclasses :class:`TrackerSink` and fills in ``_open`` / ``_event
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..alerts import event_headline
 from ..detectors.events import severity_number
-from .base import Sink
+from .base import KINDS, Sink, require
 
 EPISODE_COLUMNS = ("run", "detector", "phase", "step_start", "step_end", "severity", "text")
 """The episodes table a tracker gets at the verdict."""
 VERDICT_FIELDS = ("status", "sentence", "worst", "n_episodes", "collapse_step", "first_warning_step")
 """The verdict's fields a tracker keeps (tags, summary)."""
+
+
+@dataclass
+class Handle:
+    """A tracker's run: the library's run object (None: the library's current run, through its module functions) and
+    whether the sink opened it (then the sink finishes it at ``close``)."""
+
+    run: Any
+    own: bool
 
 
 def severity_points(rows: list[dict[str, Any]]) -> dict[int, int]:
@@ -44,7 +54,11 @@ def episode_record(row: dict[str, Any]) -> dict[str, Any]:
 class TrackerSink(Sink):
     """Per-run tracker handles, the episodes reported so far, and the common order of writes."""
 
-    def __init__(self) -> None:
+    def __init__(self, where: str | None = None) -> None:
+        """``where``: what follows ``KIND:`` in ``--to`` (a folder, a tracking URI, a project), None without it. A
+        missing library is refused here (:func:`collapsewatch.sinks.base.require`)."""
+        require(KINDS[self.name][0], self.name)
+        self.where = where
         self._handles: dict[str, Any] = {}
         self._episodes: dict[str, dict[tuple, dict[str, Any]]] = {}
 

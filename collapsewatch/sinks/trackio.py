@@ -17,18 +17,11 @@ What it writes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from .base import SEVERITY_SCALAR, require
-from .tracker import TrackerSink
+from .base import SEVERITY_SCALAR
+from .tracker import Handle, TrackerSink
 from .wandb import EPISODES_KEY, alert_title
-
-
-@dataclass
-class _Run:
-    run: Any  # a trackio Run, or None: trackio's current run, through its module functions
-    own: bool
 
 
 def _level(severity: str | None) -> Any:
@@ -41,20 +34,15 @@ def _level(severity: str | None) -> Any:
 class TrackioSink(TrackerSink):
     name = "trackio"
 
-    def __init__(self, project: str | None = None) -> None:
-        require("trackio", "trackio")
-        super().__init__()
-        self.project = project
-
-    def _open(self, run: str) -> _Run:
+    def _open(self, run: str) -> Handle:
         import trackio
 
-        if self.project is None:
-            return _Run(None, own=False)
-        return _Run(trackio.init(project=self.project, name=run, resume="allow", config={"collapsewatch_run": run}),
+        if self.where is None:
+            return Handle(None, own=False)
+        return Handle(trackio.init(project=self.where, name=run, resume="allow", config={"collapsewatch_run": run}),
                     own=True)
 
-    def _alert(self, handle: _Run, title: str, text: str, severity: str | None, step: int | None) -> None:
+    def _alert(self, handle: Handle, title: str, text: str, severity: str | None, step: int | None) -> None:
         import trackio
 
         if handle.run is None:
@@ -62,18 +50,18 @@ class TrackioSink(TrackerSink):
         else:
             handle.run.alert(title=title, text=text, level=_level(severity), step=step)
 
-    def _log(self, handle: _Run, values: dict[str, Any], step: int | None) -> None:
+    def _log(self, handle: Handle, values: dict[str, Any], step: int | None) -> None:
         import trackio
 
         (trackio.log if handle.run is None else handle.run.log)(values, step=step)
 
-    def _event(self, handle: _Run, row: dict[str, Any], text: str) -> None:
+    def _event(self, handle: Handle, row: dict[str, Any], text: str) -> None:
         self._alert(handle, alert_title(row), text, str(row["severity"]), int(row["step_end"]))
 
-    def _severity(self, handle: _Run, step: int, value: int) -> None:
+    def _severity(self, handle: Handle, step: int, value: int) -> None:
         self._log(handle, {SEVERITY_SCALAR: value}, step)
 
-    def _verdict(self, handle: _Run, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
+    def _verdict(self, handle: Handle, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
         import pandas as pd
         import trackio
 
@@ -82,6 +70,6 @@ class TrackioSink(TrackerSink):
         if table:
             self._log(handle, {EPISODES_KEY: trackio.Table(dataframe=pd.DataFrame(table))}, step)
 
-    def _finish(self, handle: _Run) -> None:
+    def _finish(self, handle: Handle) -> None:
         if handle.own:
             handle.run.finish()

@@ -18,12 +18,11 @@ What it writes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
-from .base import SEVERITY_SCALAR, STEP_SCALAR, require
-from .tracker import TrackerSink
+from .base import SEVERITY_SCALAR, STEP_SCALAR
+from .tracker import Handle, TrackerSink
 
 PROJECT = "collapsewatch"
 EPISODES_KEY = "collapsewatch/episodes"
@@ -31,11 +30,6 @@ SUMMARY = "collapsewatch/"
 ALERT_FROM = "warning"
 """The least severity that raises a W&B alert (info episodes get the severity point only)."""
 
-
-@dataclass
-class _Run:
-    run: Any
-    own: bool
 
 
 def alert_title(row: dict[str, Any]) -> str:
@@ -47,24 +41,19 @@ def alert_title(row: dict[str, Any]) -> str:
 class WandbSink(TrackerSink):
     name = "wandb"
 
-    def __init__(self, project: str | None = None) -> None:
-        require("wandb", "wandb")
-        super().__init__()
-        self.project = project
-
-    def _open(self, run: str) -> _Run:
+    def _open(self, run: str) -> Handle:
         import wandb
 
-        if self.project is None and wandb.run is not None:
-            handle = _Run(wandb.run, own=False)
+        if self.where is None and wandb.run is not None:
+            handle = Handle(wandb.run, own=False)
         else:
-            handle = _Run(wandb.init(project=self.project or PROJECT, name=run, reinit="create_new",
+            handle = Handle(wandb.init(project=self.where or PROJECT, name=run, reinit="create_new",
                                      config={"collapsewatch_run": run}), own=True)
         handle.run.define_metric(STEP_SCALAR, hidden=True)
         handle.run.define_metric(SEVERITY_SCALAR, step_metric=STEP_SCALAR)
         return handle
 
-    def _event(self, handle: _Run, row: dict[str, Any], text: str) -> None:
+    def _event(self, handle: Handle, row: dict[str, Any], text: str) -> None:
         import wandb
 
         sev = str(row["severity"])
@@ -72,10 +61,10 @@ class WandbSink(TrackerSink):
             level = wandb.AlertLevel.ERROR if sev == "critical" else wandb.AlertLevel.WARN
             handle.run.alert(title=alert_title(row), text=text, level=level)
 
-    def _severity(self, handle: _Run, step: int, value: int) -> None:
+    def _severity(self, handle: Handle, step: int, value: int) -> None:
         handle.run.log({STEP_SCALAR: step, SEVERITY_SCALAR: value}, commit=True)
 
-    def _verdict(self, handle: _Run, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
+    def _verdict(self, handle: Handle, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
         import wandb
 
         handle.run.summary.update({SUMMARY + "verdict": verdict["status"],
@@ -88,6 +77,6 @@ class WandbSink(TrackerSink):
             handle.run.log({EPISODES_KEY: wandb.Table(columns=cols, data=[[r[c] for c in cols] for r in table]),
                             **at})
 
-    def _finish(self, handle: _Run) -> None:
+    def _finish(self, handle: Handle) -> None:
         if handle.own:
             handle.run.finish()
