@@ -33,14 +33,15 @@ def _level(severity: str | None) -> Any:
 
 class TrackioSink(TrackerSink):
     name = "trackio"
+    _latest: Any = None  # the run this sink's last trackio.init made (trackio's current run)
 
     def _open(self, run: str) -> Handle:
         import trackio
 
         if self.where is None:
             return Handle(None, own=False)
-        return Handle(trackio.init(project=self.where, name=run, resume="allow", config={"collapsewatch_run": run}),
-                    own=True)
+        self._latest = trackio.init(project=self.where, name=run, resume="allow", config={"collapsewatch_run": run})
+        return Handle(self._latest, own=True)
 
     def _alert(self, handle: Handle, title: str, text: str, severity: str | None, step: int | None) -> None:
         import trackio
@@ -71,5 +72,10 @@ class TrackioSink(TrackerSink):
             self._log(handle, {EPISODES_KEY: trackio.Table(dataframe=pd.DataFrame(table))}, step)
 
     def _finish(self, handle: Handle) -> None:
-        if handle.own:
+        import trackio
+
+        if handle.own and handle.run is self._latest:
+            trackio.finish()  # trackio's current run: finished and let go (else its exit hook finishes it again)
+            self._latest = None
+        elif handle.own:
             handle.run.finish()
