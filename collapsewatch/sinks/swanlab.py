@@ -5,7 +5,8 @@ nearest public equivalent.
 Where it writes: without a PROJECT, the run open in this process (``swanlab.get_run()``: verl's and TRL's swanlab
 loggers open it), else a new one; with one, one SwanLab run per collapsewatch run (one at a time: swanlab keeps a
 single active run, so a second collapsewatch run finishes the first's), named after it, in PROJECT (default
-``collapsewatch``), mode ``$SWANLAB_MODE`` or ``offline`` (written to disk only; ``swanlab sync`` uploads it).
+``collapsewatch``), mode ``$SWANLAB_MODE`` or ``offline`` (written to disk only; ``swanlab sync`` uploads it). With a
+PROJECT while another SwanLab run is open (a trainer's), the sink refuses (logged once) rather than end that run.
 
 What it writes:
 
@@ -39,9 +40,12 @@ class SwanLabSink(TrackerSink):
         for other, handle in list(self._handles.items()):  # swanlab keeps one active run
             if handle.own:
                 self._finish(self._handles.pop(other))
-        return Handle(swanlab.init(project=self.where or PROJECT, name=run, mode=os.environ.get("SWANLAB_MODE",
-                                                                                                  "offline"),
-                                 config={"collapsewatch_run": run}, reinit=True), own=True)
+        if swanlab.has_run():  # someone else's (a trainer's logger): a new run would finish it
+            raise RuntimeError("a SwanLab run is already open in this process and swanlab keeps one: use --to "
+                               "swanlab without a PROJECT to write into it")
+        mode = os.environ.get("SWANLAB_MODE", "offline")
+        return Handle(swanlab.init(project=self.where or PROJECT, name=run, mode=mode,
+                                   config={"collapsewatch_run": run}), own=True)
 
     def _event(self, handle: Handle, row: dict[str, Any], text: str) -> None:
         handle.run.log_text(key=EVENTS_TAG, data=text, step=int(row["step_end"]))
