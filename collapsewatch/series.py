@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .catalogue import by_name
-from .detectors.events import SEVERITY_RANK
+from .detectors.events import SEVERITY_LEVEL
 
 PREFIX = "collapsewatch/"
 
@@ -57,9 +57,6 @@ SERIES: tuple[Series, ...] = (
 
 COLUMNS: tuple[str, ...] = tuple(s.column for s in SERIES if s.column is not None)
 """The catalogue step columns the series read."""
-
-SEVERITY_LEVEL: dict[str, int] = {"none": 0, **{name: rank + 1 for name, rank in SEVERITY_RANK.items()}}
-"""A severity as a number for a tracker's plot: 0 none, 1 info, 2 warning, 3 critical (the detectors' order + 1)."""
 
 _DEFINITIONS = {
     STEP_KEY: "S, the last step the monitor had finished when the framework logged: usually the logged step − 1 (a "

@@ -79,7 +79,6 @@ def test_a_length_budget_is_named_once_as_a_note_never_as_a_warning():
     # real rule) — the run stays healthy and the sentence ends with one note: the episode's value 0.95 → "95 %",
     # the evidence's length level 127.6 → "128 tokens".
     from collapsewatch.detectors import DetectorConfig
-
     from tests.detectors.series import feed, rows
 
     _, suite = feed(rows(100, truncated_frac=0.95, response_length_mean=127.6), DetectorConfig(enabled=("length",)))
