@@ -9,10 +9,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
+from ..series import SEVERITY_KEY, STEP_KEY
 
-# SEVERITY_SCALAR: the tracker scalar of an episode's severity (detectors.events.severity_number), at its
-# ``step_end``: the worst of the episodes reported at that step — the same name the TRL / verl series use.
-# STEP_SCALAR: W&B's step axis for it (``define_metric``): the run's step, not wandb's own counter.
+SEVERITY_SCALAR = SEVERITY_KEY
+"""The tracker scalar of an episode's severity (:func:`collapsewatch.detectors.events.severity_number`), at its
+``step_end``: the worst of the episodes reported at that step — the name the TRL / verl series use too."""
+STEP_SCALAR = STEP_KEY
+"""W&B's step axis for :data:`SEVERITY_SCALAR` (``define_metric``): the run's step, not wandb's own counter."""
 
 KINDS: dict[str, tuple[str, str, str, str]] = {
     # kind: (module to find, extra that installs it, module of the sink, class)
