@@ -265,6 +265,10 @@ class SeverityConfig:
     margin (``signals.reward_drop_*``): a sustained fall, not a one-level dip (5 = ``smooth_steps``: the fall
     outlasts one level's window)."""
 
+    noise_z: float = 3.0
+    """… and by this many times the level's noise (1.2533 · the reward's per-point noise / √smooth_steps): on a
+    noisy reward the best level sits high by noise alone, so a fall within the noise shows no harm."""
+
     def __post_init__(self) -> None:
         if self.near_best_frac < 0 or self.near_best_min < 0:
             raise ValueError("severity.near_best_frac and near_best_min must be ≥ 0")

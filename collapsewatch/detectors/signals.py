@@ -39,7 +39,8 @@ def drop_needed(peak: float, cfg: DetectorConfig) -> float:
 
 def reward_fall(h: History, cfg: DetectorConfig, sustain: int) -> Signal:
     """A *sustained* reward drop: each of the last ``sustain`` reward levels (median of smooth_steps points) is
-    below the running max of the levels (over reward_peak_window points) by :func:`drop_needed`. None when there
+    below the running max of the levels (over reward_peak_window points) by :func:`drop_needed` and by
+    ``severity.noise_z`` × the level's noise (1.2533 · the reward's per-point noise / √smooth_steps). None when there
     are fewer than 2 · smooth_steps + sustain − 1 reward points (no best to fall from yet)."""
     k = cfg.smooth_steps
     r = h.series("reward_mean", cfg.signals.reward_peak_window)
@@ -47,11 +48,14 @@ def reward_fall(h: History, cfg: DetectorConfig, sustain: int) -> Signal:
         return None, {}
     levels = r.levels(k)
     peak = float(levels.max())
-    need = drop_needed(peak, cfg)
+    # a level is a median of k points: its noise is ≈ 1.2533 σ / √k (σ the per-point noise); the best of many noisy
+    # levels sits high by noise alone, so a fall must also exceed noise_z such level noises
+    level_noise = 1.2533 * r.noise() / np.sqrt(k)
+    need = max(drop_needed(peak, cfg), cfg.severity.noise_z * level_noise)
     recent = levels[-sustain:]
     fired = bool(np.all(peak - recent >= need))
     return fired, {"reward_best": peak, "reward_now": float(levels[-1]), "drop_needed": need,
-                   "sustain_levels": sustain}
+                   "level_noise": float(level_noise), "sustain_levels": sustain}
 
 
 def _recent_vs_reference(h: History, key: str, cfg: DetectorConfig) -> tuple[np.ndarray, np.ndarray] | None:

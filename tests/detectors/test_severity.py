@@ -3,7 +3,10 @@ degenerate output (docs/architecture.md, *Detectors*)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
+
+import pytest
 
 from collapsewatch.detectors import DetectorConfig, SeverityConfig
 
@@ -112,3 +115,30 @@ def test_near_best_points_is_the_gates_rule_at_every_point():
             near = reward_near_best(h, c)
             online.append(bool(near and near[0]))
         assert near_best_points(reward, c).tolist() == online
+
+
+def test_a_fall_within_the_rewards_noise_is_no_harm():
+    # 41 points: base 0.6 for steps 0–19, 0.3 from 20 (a fall of 0.3 ≥ the margin max(0.05, 0.25 · 0.6) = 0.15),
+    # plus a period-4 wiggle e = (0, +x, 0, −x)[s % 4] with x = 0.4. A 5-point median of the wiggle is its base
+    # (e.g. 0.2, 0.6, 0.6, 0.6, 1.0 → 0.6), so the best level is 0.6 and the last five levels are 0.3.
+    # Per-point noise: the 40 differences are −0.4 ×20, +0.4 ×19 and, at s = 20, 0.3 + 0 − (0.6 − 0.4) = +0.1;
+    # their median is (−0.4 + 0.1) / 2 = −0.15, the absolute deviations 0.25 ×21 and 0.55 ×19 → MAD 0.25,
+    # noise = 1.4826 · 0.25 / √2 = 0.26209; a level's noise 1.2533 · 0.26209 / √5 = 0.14690; noise_z 3 → the
+    # fall must exceed 0.4407: 0.3 does not → no harm. noise_z 0: the plain margin 0.15 → harm. x = 0: noise 0 →
+    # harm.
+    from collapsewatch.detectors.history import History, Row
+    from collapsewatch.detectors.signals import reward_fall
+
+    def fall(x: float, cfg: DetectorConfig):
+        h = History(200)
+        for s in range(41):
+            h.push(Row(s, {"reward_mean": (0.6 if s < 20 else 0.3) + (0.0, x, 0.0, -x)[s % 4]}))
+        return reward_fall(h, cfg, cfg.severity.sustain_levels)
+
+    fired, ev = fall(0.4, DetectorConfig())
+    assert fired is False
+    assert ev["level_noise"] == pytest.approx(1.2533 * 1.4826 * 0.25 / math.sqrt(2) / math.sqrt(5))
+    assert ev["drop_needed"] == pytest.approx(3 * ev["level_noise"]) and ev["reward_best"] == pytest.approx(0.6)
+    assert fall(0.4, replace(DetectorConfig(), severity=SeverityConfig(noise_z=0.0)))[0] is True
+    fired, ev = fall(0.0, DetectorConfig())
+    assert fired is True and ev["drop_needed"] == pytest.approx(0.15)

@@ -116,8 +116,8 @@ def test_a_run_is_judged_once_per_files_and_rules(tmp_path, cache, monkeypatch):
     calls: list[str] = []
     real = judge._judge
     monkeypatch.setattr(judge, "_judge", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
-    first = judge.judge(Store(root), "grpo-collapse")  # 15 episodes (stored, or computed if the rules changed since)
-    assert len(first.events) == 15 and calls == ["grpo-collapse"]
+    first = judge.judge(Store(root), "grpo-collapse")  # 12 episodes (make sample-events lists them; stored, or computed if the rules changed since)
+    assert len(first.events) == 12 and calls == ["grpo-collapse"]
     _forget()
     again = judge.judge(Store(root), "grpo-collapse")  # a new process's view: read, not judged
     assert calls == ["grpo-collapse"]
