@@ -286,7 +286,9 @@ class Monitor:
         if not self._sinks:
             return
         try:
-            self._sinks.verdict(run_verdict(self.writer.where.show(self.writer.root), self.run))
+            suite = self._recorder.detectors if self._recorder is not None else None
+            config = suite.config if suite is not None else None
+            self._sinks.verdict(run_verdict(self.writer.where.show(self.writer.root), self.run, config))
         except Exception as exc:  # the run is written whatever the verdict's reading does
             log.warning("collapsewatch: the sinks got no verdict for run %s: %s", self.run, exc)
         self._sinks.close()

@@ -9,18 +9,22 @@ import sys
 from typing import Any
 
 from collapsewatch import Monitor
+from collapsewatch.detectors import DetectorConfig, SeverityConfig
 
 GRAD = {40: 8.0, 41: 8.0, 42: 8.0, 43: 30.0}
 """grad_norm 1.0 except these steps (median 1): the explosion episode opens at step 40 as info (a spike), is a
 warning at 42 (up 3 points ≥ sustain_steps 3, still ≥ recover_factor 3 × the median), critical at 43 (30 ≥ 20 ×
 the median), and ends when the norm is back to 1 (tests/test_watch.py derives the same steps). No reward is logged,
-so the severity gate cannot lower it."""
+so nothing shows harm and the default severity gate would lower the critical to warning: this run lists the grad
+detector in ``severity.exempt`` (:data:`RULES`) so the sinks see all three severities."""
 STEPS = 46
+RULES = DetectorConfig(severity=SeverityConfig(exempt=("nonfinite", "grad")))
+"""The detector settings of the run: the defaults, with the grad detector's critical never lowered."""
 
 
 def grad_run(store: Any, sinks: list) -> list[dict[str, Any]]:
     """Run it; the events the Monitor delivered (each version), as ``events`` rows with ``run``."""
-    with Monitor(store, run="g", flush_steps=1, sinks=sinks) as mon:
+    with Monitor(store, run="g", flush_steps=1, sinks=sinks, detectors=RULES) as mon:
         for step in range(STEPS):
             mon.log(step, {"grad_norm": GRAD.get(step, 1.0)})
     return [dict(e.as_row(), run="g") for e in mon.events]

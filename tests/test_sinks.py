@@ -19,7 +19,7 @@ from collapsewatch.alerts import event_headline
 from collapsewatch.judge import judge
 from collapsewatch.sinks import SEVERITY_SCALAR, SinkUnavailable, make_sink, run_verdict
 from collapsewatch.store import Store
-from tests.sinks_run import first, grad_run
+from tests.sinks_run import RULES, first, grad_run
 
 SEVERITY_AT = {40: 1, 42: 2, 43: 3}
 """The severity points every tracker gets (tests/sinks_run.py): info (1) at 40, warning (2) at 42, critical (3) at 43;
@@ -43,12 +43,12 @@ def tracked(tmp_path_factory):
     assert "sink failed" not in p.stderr, p.stderr[-3000:]
     events = json.loads((root / "events.json").read_text())
     store = Store(root / "store")
-    stored = judge(store, "g").events.to_dict("records")
+    stored = judge(store, "g", RULES).events.to_dict("records")  # the run's own settings
     store.close()
     assert [{k: e[k] for k in EPISODE if k != "run"} for e in stored] == [{k: v for k, v in EPISODE.items()
                                                                            if k != "run"}]
     reported = [first(events, 40, "info"), first(events, 42, "warning"), first(events, 43, "critical")]
-    return root, reported, run_verdict(root / "store", "g")
+    return root, reported, run_verdict(root / "store", "g", RULES)
 
 
 def _table_row(reported) -> dict:

@@ -88,14 +88,15 @@ class Sinks:
                             "not logged", sink.name, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
 
 
-def run_verdict(store: Any, run: str) -> dict[str, Any]:
-    """The verdict object of ``run`` in the store folder ``store`` (what ``watch`` prints when a run ends)."""
+def run_verdict(store: Any, run: str, config: Any = None) -> dict[str, Any]:
+    """The verdict object of ``run`` in the store folder ``store`` (what ``watch`` prints when a run ends), under
+    ``config``'s detector rules (default: built-in; a Monitor passes its own)."""
     from ..judge import judge
     from ..report import verdict_object
     from ..store import Store
 
     s = Store(store)
     try:
-        return verdict_object(judge(s, run))
+        return verdict_object(judge(s, run, config))
     finally:
         s.close()
