@@ -68,13 +68,21 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
+# The main suite runs on 2 pytest-xdist workers, one torch thread each (two workers already fill a 2-core machine).
+# --dist loadscope: the tests of one module run on one worker, so a module-scoped fixture (a server, a store, a
+# real run) is built once; session fixtures are built once per worker. (loadgroup would group by mark, but
+# pytest-xdist 3.8's loadgroup does not group under pytest 9: it renames item._nodeid, which pytest 9 no longer
+# reads.) The verl and vLLM suites run serially in their own venvs. `make test-fast` leaves out what is marked slow
+# or browser: the edit-test loop. Measure a test's cost with `pytest --cpu-durations 30 tests/...` (CPU seconds).
+PYTEST_PARALLEL := -n 2 --dist loadscope
+
 test: install browser verl-env vllm-env
-	$(PY) -m pytest -q
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q $(PYTEST_PARALLEL)
 	$(VERL_VENV)/bin/python -m pytest -q $(VERL_TESTS)
 	$(VLLM_VENV)/bin/python -m pytest -q $(VLLM_TESTS)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow and not browser"
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow and not browser"
 
 # The newest versions pyproject allows, in a throwaway venv: what a `pip install collapsewatch` user may meet
 # tomorrow. Prints what differs from the lock, then runs the fast suite. Never part of `make test` or CI.

@@ -1,9 +1,13 @@
-"""Shared fixtures: small hand-built TokenBatches and temporary stores."""
+"""Shared fixtures (small hand-built TokenBatches, temporary stores, a local HTTP receiver) and
+``--cpu-durations N``: the tests that cost the most CPU seconds (a cost that does not depend on the machine's load).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import math
+import resource
+import time
 
 import pytest
 import torch
@@ -102,3 +106,41 @@ def receiver():
     r = _Receiver()
     yield r
     r.close()
+
+
+# -- --cpu-durations ----------------------------------------------------------------------------------------------
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
+                     help="list the N tests that used the most CPU seconds (setup + call + teardown, this process's "
+                          "threads and its waited-for subprocesses), next to their wall seconds; run without -n")
+
+
+_CPU_KEY = pytest.StashKey[list]()
+
+
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not item.config.getoption("cpu_durations"):
+        yield
+        return
+    cpu, wall = _cpu_seconds(), time.perf_counter()
+    yield
+    item.config.stash.setdefault(_CPU_KEY, []).append(
+        (_cpu_seconds() - cpu, time.perf_counter() - wall, item.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    rows = sorted(config.stash.get(_CPU_KEY, []), reverse=True)
+    if not rows:
+        return
+    n = config.getoption("cpu_durations")
+    terminalreporter.write_sep("=", f"most CPU seconds ({n} of {len(rows)} tests; all: "
+                                    f"{sum(r[0] for r in rows):.1f} CPU s, {sum(r[1] for r in rows):.1f} wall s)")
+    for cpu, wall, nodeid in rows[:n]:
+        terminalreporter.write_line(f"{cpu:8.2f} cpu  {wall:8.2f} wall  {nodeid}")

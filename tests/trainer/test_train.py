@@ -95,7 +95,8 @@ def test_every_objective_trains_a_step(store, objective):
 
 def test_two_gloo_ranks_write_their_own_rows(store, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29533",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone",  # a free port:
+           # a fixed one collides with a parallel worker's or another checkout's run
            "-m", "collapsewatch", "train", "--steps", "2", "--store", str(store), "--run-name", "ddp",
            *[a for kv in SMALL for a in ("--set", kv)], "--set", "progress=false"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
