@@ -41,14 +41,22 @@ def test_invalid_values_name_the_field(override, needle):
     assert needle in str(e.value)
 
 
-def test_cli_fails_in_one_line_before_work(tmp_path):
-    for args, needle in ((["--objective", "sapo"], "unknown 'sapo'"),
-                         (["--model", str(tmp_path / "nope")], "does not exist"),
-                         (["--store", "/proc/forbidden/x"], "cannot be written")):
-        p = subprocess.run([sys.executable, "-m", "collapsewatch", "train", "--steps", "1", *args],
-                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
-        assert p.returncode == 1, p.stderr
-        assert needle in p.stderr and "Traceback" not in p.stderr, p.stderr
+def test_cli_fails_in_one_line_before_work(tmp_path, capsys, monkeypatch):
+    # one real `python -m collapsewatch train` process (≈ 10 CPU s: it imports the trainer), the other cases through
+    # the same top-level CLI in this process: `collapsewatch.cli.main` is all that process runs
+    p = subprocess.run([sys.executable, "-m", "collapsewatch", "train", "--steps", "1", "--objective", "sapo"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 1 and "unknown 'sapo'" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    from collapsewatch.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for args, needle in ((["--model", str(tmp_path / "nope")], "does not exist"),
+                         (["--store", "/proc/forbidden/x"], "cannot be written"),
+                         (["--on-phase", "colapse=stop"], "unknown phase or detector 'colapse'")):
+        with pytest.raises(SystemExit) as e:
+            main(["train", "--steps", "1", *args])
+        err = capsys.readouterr().err
+        assert e.value.code == 1 and needle in err and len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.parametrize("override, needle", [
