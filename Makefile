@@ -41,7 +41,7 @@ define locked_venv
 	PYTHONWARNINGS=ignore $(1)/bin/python -m pip install -q --no-deps --no-build-isolation -e .  # no setuptools notices
 endef
 
-.PHONY: install verl-env vllm-env browser test test-fast test-latest lock demo lint bench sample-runs sample-events clean
+.PHONY: install verl-env vllm-env browser test test-main test-verl-vllm test-fast test-latest lock demo lint bench sample-runs sample-events clean
 
 $(STAMP): pyproject.toml requirements/main.txt
 	$(call locked_venv,$(VENV),requirements/main.txt)
@@ -68,17 +68,26 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
-# The main suite runs on 2 pytest-xdist workers, one torch thread each (two workers already fill a 2-core machine).
+# `make test`: the main suite on 2 pytest-xdist workers, one torch thread each (two workers fill a 2-core machine;
+# two torch threads per process spin waiting on each other once the cores are busy). Alongside it, the verl suite
+# then the vLLM suite, each in its own venv: the vLLM suite mostly waits on its engine process, so it fits beside
+# the main one. Each suite's output is printed when it ends (--output-sync); make fails if any of them failed.
 # --dist loadscope: the tests of one module run on one worker, so a module-scoped fixture (a server, a store, a
 # real run) is built once; session fixtures are built once per worker. (loadgroup would group by mark, but
 # pytest-xdist 3.8's loadgroup does not group under pytest 9: it renames item._nodeid, which pytest 9 no longer
-# reads.) The verl and vLLM suites run serially in their own venvs. `make test-fast` leaves out what is marked slow
-# or browser: the edit-test loop. Measure a test's cost with `pytest --cpu-durations 30 tests/...` (CPU seconds).
+# reads.) `make test-fast` leaves out what is marked slow or browser: the edit-test loop. Measure a test's cost
+# with `pytest --cpu-durations 30 tests/...` (CPU seconds, serially).
 PYTEST_PARALLEL := -n 2 --dist loadscope
 
 test: install browser verl-env vllm-env
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-main test-verl-vllm
+
+# the parts of `make test`, without the set-up (run `make test` once first)
+test-main:
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q $(PYTEST_PARALLEL)
-	$(VERL_VENV)/bin/python -m pytest -q $(VERL_TESTS)
+
+test-verl-vllm:
+	OMP_NUM_THREADS=1 $(VERL_VENV)/bin/python -m pytest -q $(VERL_TESTS)
 	$(VLLM_VENV)/bin/python -m pytest -q $(VLLM_TESTS)
 
 test-fast: install
