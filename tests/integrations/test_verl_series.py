@@ -67,12 +67,13 @@ def test_the_series_pass_through_verls_tracking(monkeypatch, store, tmp_path):
     # by hand, the last step's log: the worker closed its Monitor inside that step's update, so step 3 is in the
     # store when the driver reads it: S = 3 at verl's step 3, every value step 3's (every step has ratios, from its
     # second mini-batch), zero-std share 2 of 4 groups (all-1 and all-0) = 0.5, no sentinels configured (left out).
-    # Severity 2 = warning: rows 0, 3 and 6 of each batch fill the 6-token budget, truncated_frac 3/8 ≥ the length
-    # detector's blow-up bar 0.3 at every step, so its episode opens at step 3 (confirm_steps = 3)
+    # Severity 1 = info: rows 0, 3 and 6 of each batch fill the 6-token budget, truncated_frac 3/8 ≥ 0.3 at every
+    # step from the first: a length budget (info, not a blow-up: truncation did not rise), opening at step 3
+    # (confirm_steps = 3)
     last = logged[3]
-    assert last[STEP_KEY] == 3.0 and last[PREFIX + "zero_std_group_frac"] == 0.5 and last[SEVERITY_KEY] == 2.0
+    assert last[STEP_KEY] == 3.0 and last[PREFIX + "zero_std_group_frac"] == 0.5 and last[SEVERITY_KEY] == 1.0
     assert con.execute("SELECT detector, phase, step_start, severity FROM events").fetchall() == [
-        ("length", "blowup", 3, "warning")]
+        ("length", "budget", 3, "info")]
     assert not any(k.startswith(PREFIX + "sentinel") for k in last)
     for col in ("ratio_p05_pos", "ratio_p50_pos", "entropy_mean_correct", "entropy_mean_incorrect",
                 "zero_std_group_frac"):
