@@ -24,6 +24,15 @@ collect_ignore_glob = [] if importlib.util.find_spec("verl") else ["integrations
 collect_ignore_glob += [] if importlib.util.find_spec("vllm") else ["vllm_engine/*"]
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a child process, without the ``WANDB_*`` variables wandb sets in a process
+    that used it (``WANDB_SERVICE`` would attach the child to this process's wandb service and its settings: under
+    pytest-xdist a worker that ran a W&B test before hands them on), plus ``extra``."""
+    import os
+
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}, **extra}
+
+
 def hand_batch() -> TokenBatch:
     """Three sequences whose every metric is derived by hand in tests/test_probe.py.
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from collapsewatch.alerts import event_headline
 from collapsewatch.judge import judge
 from collapsewatch.sinks import SEVERITY_SCALAR, SinkUnavailable, make_sink, run_verdict
 from collapsewatch.store import Store
+from tests.conftest import child_env
 from tests.sinks_run import RULES, first, grad_run
 
 SEVERITY_AT = {40: 1, 42: 2, 43: 3}
@@ -32,9 +32,10 @@ EPISODE = {"run": "g", "detector": "grad", "phase": "explosion", "step_start": 4
 @pytest.fixture(scope="module")
 def tracked(tmp_path_factory):
     root = tmp_path_factory.mktemp("sinks")
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true",
-           "TRACKIO_DIR": str(root / "trackio"), "SWANLAB_MODE": "offline", "SWANLAB_LOG_DIR": str(root / "swanlog"),
-           "SWANLAB_ROOT": str(root / "swanlab-root"), "SWANLAB_API_KEY": "", "MLFLOW_ALLOW_FILE_STORE": "true"}
+    env = child_env(**{"WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true",
+                       "TRACKIO_DIR": str(root / "trackio"), "SWANLAB_MODE": "offline",
+                       "SWANLAB_LOG_DIR": str(root / "swanlog"), "SWANLAB_ROOT": str(root / "swanlab-root"),
+                       "SWANLAB_API_KEY": "", "MLFLOW_ALLOW_FILE_STORE": "true"})
     sinks = [f"tensorboard:{root / 'tb'}", f"mlflow:{root / 'mlruns'}", "wandb:cw", "trackio:cw", "swanlab:cw"]
     argv = [sys.executable, "-m", "tests.sinks_run", str(root / "store"), str(root / "events.json"), *sinks]
     p = subprocess.run(argv,

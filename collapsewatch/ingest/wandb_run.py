@@ -162,8 +162,11 @@ def _start(file: Path, follow: bool, stderr: IO[str]) -> subprocess.Popen:
     if follow:
         argv += ["--follow", "--idle-timeout", IDLE]
     # offline and no error reporting: wandb's CLI then tells wandb-core not to upload telemetry (nothing leaves
-    # the machine); silent: no banner on stderr
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_ERROR_REPORTING": "false", "WANDB_SILENT": "true"}
+    # the machine);
+    # silent: no banner on stderr. This process's other WANDB_* variables are dropped: wandb sets some in a process
+    # that ran wandb (a training run that reported to W&B, then ingested), and reading a local file needs none
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}, "WANDB_MODE": "offline",
+           "WANDB_ERROR_REPORTING": "false", "WANDB_SILENT": "true"}
     # its own process group: wandb's CLI runs wandb-core as a child, and both must stop when the read stops early
     return subprocess.Popen([*argv, str(file)], stdout=subprocess.PIPE, stderr=stderr, env=env,
                             start_new_session=True)

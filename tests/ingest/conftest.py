@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(out: Path, *args: str, env: dict[str, str]) -> None:
     with (out / "console.txt").open("w") as stdout:
         subprocess.run([sys.executable, "-m", "tests.ingest.trl_logs", str(out), *args], cwd=ROOT, stdout=stdout,
-                       stderr=subprocess.PIPE, check=True, timeout=300, env={**env, "PYTHONPATH": str(ROOT)})
+                       stderr=subprocess.PIPE, check=True, timeout=300, env=child_env(**env, PYTHONPATH=str(ROOT)))
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,11 @@ def test_the_trl_length_collapse_of_the_corpus(store):
     events = detect_runs(store)
     warned = sorted({(d, p, s, int(st)) for d, p, s, st in events[["detector", "phase", "severity", "step_start"]]
                      .itertuples(index=False) if s != "info"})
-    # what docs/lab/public_runs.md reports: starvation from step 10 (70-100 % of the 2-response groups score equal;
-    # critical once the 20-point mean reaches 0.95); length/collapse and entropy/collapse miss the collapse (it came
-    # before either rule had its 20 points of history)
-    assert warned == [("starvation", "starvation", "critical", 10)]
+    # 70-100 % of the 2-response groups score equal from step 2, but the log has no correctness column and the
+    # reward's level is read against its own range (up to 3.7): near the top it is a solved task, elsewhere "cannot
+    # tell" — info either way, no longer a warning that fires on healthy runs too. The collapse itself stays unflagged (a miss the
+    # bench reports, docs/lab/bench.md): 2.25-2.6 tokens is above the ≤ 2-token degenerate bar, and length/collapse
+    # and entropy/collapse came before their 20 points of history
+    assert warned == []
+    starv = events[events["detector"] == "starvation"]
+    assert len(starv) and set(starv["severity"]) == {"info"}

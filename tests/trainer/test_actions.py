@@ -136,15 +136,16 @@ def test_stop_checkpoint_and_notify(receiver):
 
 @pytest.mark.slow
 def test_a_real_run_rolls_back_and_notifies(store, receiver):
-    # The built-in trainer on the tiny model with a 40-token response budget: nearly every response is
-    # truncated, so the length detector's blow-up rule (truncated level ≥ 0.3) holds from the first steps and
-    # opens an episode after confirm_steps = 3 steps — a real event of a real run. Its rollback rule restores
+    # The built-in trainer on the tiny model with a 40-token response budget and 2 prompts × 4 responses: every
+    # group scores equal (all wrong) at the first steps, so the starvation rule (zero-std level ≥ 0.8, no correct
+    # response: starved) holds from the first step and opens a warning after confirm_steps = 3 steps — a real
+    # event of a real run. (Its truncation is a length budget from the start: info, which no rule acts on here.) Its rollback rule restores
     # the newest snapshot before the episode's first step (snapshots at each rollout: steps 0, 2, 4, …), so
     # the run goes back to step 0 with lr 1e-5 and trains on to 8 steps; the notify rule POSTs the episode.
     from collapsewatch import connect
     from collapsewatch.trainer.loop import train
 
-    rules = ("length/blowup=rollback:lr=1e-5", f"length=notify:{receiver.url}/hook")
+    rules = ("starvation=rollback:lr=1e-5", f"starvation=notify:{receiver.url}/hook")
     cfg = load_config(overrides=["prompts_per_rollout=2", "group_size=4", "max_turn_tokens=24",
                                  "max_response_tokens=40"], steps=8, store=str(store), run="rb", progress=False,
                       on_phase=rules)
@@ -167,5 +168,5 @@ def test_a_real_run_rolls_back_and_notifies(store, receiver):
     twins = con.execute("""SELECT count(*), count(DISTINCT (reward, logp_old_mean, n_model_tokens))
                            FROM sequences WHERE run = 'rb' AND step = 0 GROUP BY seq_id""").fetchall()
     assert twins and all(t == (2, 1) for t in twins)
-    assert receiver.got and receiver.got[0][0] == "/hook" and receiver.got[0][2]["detector"] == "length"
+    assert receiver.got and receiver.got[0][0] == "/hook" and receiver.got[0][2]["detector"] == "starvation"
     assert receiver.got[0][2]["run"] == "rb" and receiver.got[0][2]["text"]

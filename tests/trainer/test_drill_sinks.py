@@ -5,7 +5,6 @@ files are read back (W&B with the project's reader, trackio with its own ``SQLit
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -16,6 +15,7 @@ from collapsewatch.ingest.wandb_run import Parser, read
 from collapsewatch.sinks import run_verdict
 from collapsewatch.trainer.config import load_config
 from collapsewatch.trainer.loop import train
+from tests.conftest import child_env
 
 SMALL = ["prompts_per_rollout=2", "group_size=4", "max_turn_tokens=24", "max_response_tokens=120"]
 
@@ -27,8 +27,8 @@ def test_a_drill_raises_an_alert_in_wandb_and_trackio(tmp_path):
     store = tmp_path / "store"
     train(load_config(overrides=SMALL, steps=3, store=str(store), run="nan", progress=False,
                       drill={"kind": "nonfinite", "at_step": 1, "tensor": "logp"}))
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true",
-           "TRACKIO_DIR": str(tmp_path / "trackio")}
+    env = child_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
+                    TRACKIO_DIR=str(tmp_path / "trackio"))
     p = subprocess.run([sys.executable, "-m", "collapsewatch", "watch", str(store), "--once", "--json",
                         "--to", "wandb:cw", "--to", "trackio:cw"], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 2, p.stderr  # a critical was reported
