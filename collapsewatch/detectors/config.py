@@ -214,7 +214,10 @@ class LengthConfig(Timing):
     """… unless the reward level rose by at least this (reward units) over its own running level: shorter
     answers that earn more are the model getting concise, not collapsing."""
     collapse_min_points: int = 20
-    """Points of response_length_mean the collapse rule needs before a verdict."""
+    """Points of response_length_mean the gradual collapse rule needs before a verdict."""
+    collapse_abrupt_frac: float = 0.1
+    """Abrupt collapse (no history needed): the latest response_length_mean ≤ this × the longest of the run's
+    first smooth_steps points — responses shrank tenfold."""
 
 
 @dataclass(frozen=True)

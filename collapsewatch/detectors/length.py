@@ -6,15 +6,23 @@ truncation rising during the run), degenerate output (``degenerate``: responses 
   ``smooth_steps`` points (:meth:`.History.first`, kept however far the window has moved on): a configuration
   finding — the completion length is set too low — present from the start, never a collapse alarm;
 * blowup: truncation *rising* — level(truncated_frac) ≥ that start median + truncated_frac (a run that starts near
-  0 % truncated: level ≥ truncated_frac, as before) → warning; critical when the mean of the last
+  0 % truncated: level ≥ truncated_frac) → warning; critical when the mean of the last
   ``blowup_sustain_points`` points is ≥ truncated_critical too (a blow-up that recovers within that many points
-  stays a warning); the severity gate keeps it critical only with a sustained reward fall;
+  stays a warning); the severity gate keeps it critical only with a sustained reward fall. While the reward
+  *holds* — its level is not below its best by :func:`.signals.reward_fall`'s margin (the gate's rule, one level) —
+  responses are growing into the budget as the run learns (longer reasoning): the blow-up is info, a
+  configuration finding like ``budget``; no reward column → it stays a warning (nothing tells);
 * degenerate (critical): the latest response_length_mean ≤ degenerate_tokens — no history needed, so a collapse
   inside a run's first points is flagged at the first point that shows it (+ confirm_steps − 1). Degenerate
   output is harm by itself: the severity gate never lowers it (``severity.exempt``);
 * repetition (warning): level(repeat_frac_max) ≥ repeat_frac. repeat_frac_max is a max over the batch's
   sequences, so the rolling median (not one step) must stay up.
-* collapse (warning): level(response_length_mean) ≤ collapse_frac × its *running level* — the median of the
+* collapse (warning), abrupt: the latest response_length_mean ≤ collapse_abrupt_frac × the longest of the run's
+  first smooth_steps points (:meth:`.History.first`) — responses that shrank tenfold, whatever the reward does
+  (a model that drops its reasoning for a bare answer can score more and still has collapsed); no history needed,
+  so it is flagged at the first point that shows it (+ confirm_steps − 1); at ≤ degenerate_tokens ``degenerate``
+  says it instead;
+* collapse (warning), gradual: level(response_length_mean) ≤ collapse_frac × its *running level* — the median of the
   history's points before the last ``smooth_steps`` — while the reward does not rise: the reward level (same
   smoothing) is below its own running level + collapse_reward_rise (no reward column: the length alone decides).
   Needs collapse_min_points points. The running level is the history's, so a collapse that outlasts about half
@@ -34,6 +42,7 @@ from .history import History
 from .registry import fmt as _f
 from .registry import num as _num
 from .registry import register_detector
+from .signals import reward_fall
 
 
 def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
@@ -76,7 +85,7 @@ class Length:
             verdict["degenerate"] = None if now > c.degenerate_tokens else Finding(
                 "critical", "response_length_mean", now, c.degenerate_tokens, 1,
                 f"degenerate output: responses {now:.3g} tokens on average (≤ {c.degenerate_tokens:g})", ev)
-            verdict.update(self._collapse(h))
+            verdict.update(self._collapse(h, now))
         return verdict
 
     def _truncation(self, h: History, ev: dict) -> Verdict:
@@ -95,15 +104,29 @@ class Length:
             recent = h.series("truncated_frac", c.blowup_sustain_points)
             mean = float(recent.values.mean())
             sustained = len(recent) >= c.blowup_sustain_points and mean >= c.truncated_critical
-            out["blowup"] = Finding(
-                "critical" if level >= c.truncated_critical and sustained else "warning", "truncated_frac", level,
-                start + c.truncated_frac, k,
-                f"length blow-up: {level:.0%} of responses truncated, up from {start:.0%} at the start",
-                {**ev, "truncated_frac_mean": mean, "mean_points": len(recent)})
+            ev = {**ev, "truncated_frac_mean": mean, "mean_points": len(recent)}
+            msg = f"length blow-up: {level:.0%} of responses truncated, up from {start:.0%} at the start"
+            fell, rev = reward_fall(h, self.cfg, 1)
+            if fell is False:  # the reward holds at its best: growing into the budget, not collapsing
+                out["blowup"] = Finding(
+                    "info", "truncated_frac", level, start + c.truncated_frac, k,
+                    f"{msg}, while the reward holds (level {rev['reward_now']:.3g}, best {rev['reward_best']:.3g}) "
+                    f"— responses grew into the length budget: raise the completion length", {**ev, **rev})
+            else:
+                out["blowup"] = Finding(
+                    "critical" if level >= c.truncated_critical and sustained else "warning", "truncated_frac",
+                    level, start + c.truncated_frac, k, msg, {**ev, **rev})
         return out
 
-    def _collapse(self, h: History) -> Verdict:
+    def _collapse(self, h: History, now: float) -> Verdict:
         c, k, n = self.cfg.length, self.cfg.smooth_steps, self.cfg.history_steps
+        start = float(h.first("response_length_mean", k).values.max())
+        if c.degenerate_tokens < now <= c.collapse_abrupt_frac * start:  # ≤ degenerate_tokens: `degenerate` says it
+            return {"collapse": Finding(
+                "warning", "response_length_mean", now, c.collapse_abrupt_frac * start, 1,
+                f"length collapse: responses {now:.3g} tokens, ≤ {c.collapse_abrupt_frac:g} × their start "
+                f"{start:.3g} (the longest of the run's first {k} points)",
+                {"response_length_now": now, "response_length_start": start})}
         length = h.series("response_length_mean", n)
         if len(length) < max(c.collapse_min_points, 2 * k):
             return {}

@@ -70,8 +70,22 @@ def test_degenerate_output_needs_no_history():
     data = rows(12, response_length_mean=lambda s: 60.0 if s < 3 else 1.0, reward_mean=0.5)
     _, suite = feed(data, ONLY)
     assert spans(suite.episodes(), "length") == [("degenerate", 5, 11, "critical")]
-    # 2.5 tokens is not degenerate (> 2): nothing in 12 points
+    # 2.5 tokens is not degenerate (> 2), but it is an abrupt collapse (2.5 ≤ 0.1 × 60 = 6): a warning
     _, suite = feed(rows(12, response_length_mean=lambda s: 60.0 if s < 3 else 2.5, reward_mean=0.5), ONLY)
+    assert spans(suite.episodes(), "length") == [("collapse", 5, 11, "warning")]
+
+
+def test_an_abrupt_collapse_needs_no_history_and_no_reward_fall():
+    # 53 tokens at step 0, then 2.6 (what trl-dapo-vl3b logged: 53.4 → 2.6), the reward *rising* 1.75 → 3.6: the
+    # start is the longest of the first 5 points, 53; 2.6 ≤ 0.1 × 53 = 5.3 and > 2 (not degenerate) → the abrupt
+    # collapse holds from step 1 and opens at 3 (confirm_steps 3: within 2 points of the collapse), a warning
+    data = rows(12, response_length_mean=lambda s: 53.0 if s < 1 else 2.6, reward_mean=lambda s: 1.75 if s < 1 else 3.6)
+    _, suite = feed(data, ONLY)
+    [ep] = suite.episodes()
+    assert (ep.phase, ep.step_start, ep.step_end, ep.severity) == ("collapse", 3, 11, "warning")
+    assert (ep.evidence["response_length_now"], ep.evidence["response_length_start"]) == (2.6, 53.0)
+    # 60 → 7 tokens: 7 > 0.1 × 60 = 6, and 12 points are too few for the gradual rule → nothing
+    _, suite = feed(rows(12, response_length_mean=lambda s: 60.0 if s < 3 else 7.0, reward_mean=0.5), ONLY)
     assert suite.episodes() == []
 
 
@@ -81,20 +95,21 @@ def test_one_degenerate_batch_is_not_repetition():
 
 
 def test_collapse_when_responses_shrink_and_the_reward_does_not_rise():
-    # length 50 for steps 0–59, then 4 tokens; reward flat 0.5. The level (median of the last 5) is 4 once 3 of
-    # the last 5 steps are ≥ 60, i.e. from s = 62; the running level (median of the earlier points) is still 50
-    # (most earlier points are 50 until step 124), and 4 ≤ 0.25 × 50 = 12.5 → holds from 62, confirmed on the
-    # 3rd consecutive hold (confirm_steps): the episode starts at 64 and stays open to the end.
-    data = rows(120, response_length_mean=lambda s: 50.0 if s < 60 else 4.0, reward_mean=0.5)
+    # length 50 for steps 0–59, then 10 tokens (> 0.1 × 50 = 5: not abrupt); reward flat 0.5. The level (median
+    # of the last 5) is 10 once 3 of the last 5 steps are ≥ 60, i.e. from s = 62; the running level (median of the
+    # earlier points) is still 50 (most earlier points are 50 until step 124), and 10 ≤ 0.25 × 50 = 12.5 → holds
+    # from 62, confirmed on the 3rd consecutive hold (confirm_steps): the episode starts at 64, open to the end.
+    data = rows(120, response_length_mean=lambda s: 50.0 if s < 60 else 10.0, reward_mean=0.5)
     _, suite = feed(data, ONLY)
     [ep] = suite.episodes()
     assert (ep.phase, ep.step_start, ep.step_end, ep.severity) == ("collapse", 64, 119, "warning")
-    assert (ep.evidence["response_length_level"], ep.evidence["response_length_running"]) == (4.0, 50.0)
+    assert (ep.evidence["response_length_level"], ep.evidence["response_length_running"]) == (10.0, 50.0)
 
 
 def test_shorter_answers_that_earn_more_are_not_a_collapse():
-    # same length drop, but the reward rises 0.3 → 0.8 with it: level 0.8 ≥ running 0.3 + 0.05 → no collapse
-    data = rows(120, response_length_mean=lambda s: 50.0 if s < 60 else 4.0,
+    # same length drop (50 → 10), but the reward rises 0.3 → 0.8 with it: level 0.8 ≥ running 0.3 + 0.05 → no
+    # collapse (a tenfold shrink would be one whatever the reward: test_an_abrupt_collapse_needs_no_history…)
+    data = rows(120, response_length_mean=lambda s: 50.0 if s < 60 else 10.0,
                 reward_mean=lambda s: 0.3 if s < 60 else 0.8)
     _, suite = feed(data, ONLY)
     assert suite.episodes() == []
@@ -104,12 +119,31 @@ def test_a_gradual_shortening_and_too_few_points_do_not_flag():
     # 200 → 130 tokens over 120 steps (verl's GSM8K reference runs shorten like this): level ≥ 0.65 × running
     _, suite = feed(rows(120, response_length_mean=lambda s: 200.0 - 70.0 * s / 119, reward_mean=0.5), ONLY)
     assert suite.episodes() == []
-    # 15 points (< collapse_min_points 20) of a shrink to 3 tokens: no collapse verdict yet (and 3 > 2 tokens is
-    # not degenerate)
-    _, suite = feed(rows(15, response_length_mean=lambda s: 50.0 if s < 8 else 3.0), ONLY)
+    # 15 points (< collapse_min_points 20) of a shrink to 8 tokens: no gradual verdict yet (8 > 0.1 × 50 = 5: not
+    # abrupt; 8 > 2 tokens: not degenerate)
+    _, suite = feed(rows(15, response_length_mean=lambda s: 50.0 if s < 8 else 8.0), ONLY)
     assert suite.episodes() == []
 
 
 def test_no_reward_column_lets_the_length_decide():
-    _, suite = feed(rows(90, response_length_mean=lambda s: 40.0 if s < 60 else 3.0), ONLY)
+    # 40 → 6 tokens (> 0.1 × 40 = 4: not abrupt; ≤ 0.25 × 40 = 10): level 6 from 62, opens at 64; no reward
+    _, suite = feed(rows(90, response_length_mean=lambda s: 40.0 if s < 60 else 6.0), ONLY)
     assert spans(suite.episodes(), "length") == [("collapse", 64, 89, "warning")]
+
+
+def test_a_blowup_while_the_reward_holds_is_growth_into_the_budget():
+    # truncated 0.02 → 0.8 at 50 (a blow-up by the truncation rule from 52, opening at 54) with the reward flat at
+    # 0.6: its level equals its best, 0 < max(0.05, 0.25 · 0.6) = 0.15 → the reward holds → info, to the end
+    trunc = lambda s: 0.02 if s < 50 else 0.8  # noqa: E731
+    data = rows(100, truncated_frac=trunc, response_length_mean=200.0, reward_mean=0.6)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "length") == [("blowup", 54, 99, "info")]
+    assert "while the reward holds" in suite.episodes()[0].message
+    # the reward falls 0.6 → 0.4 at 70: its level (median of 5) is 0.4 from 72, 0.2 ≥ 0.15 below the best →
+    # warning from 72. The truncation rule says critical from 67 (level 0.8 ≥ 0.7 and the mean of the last 20
+    # points n · 0.8 + (20 − n) · 0.02 ≥ 14 → n ≥ 18); the severity gate lets it stand once 5 levels in a row are
+    # below the best (72–76) → critical from 76.
+    stream, _ = feed(rows(100, truncated_frac=trunc, response_length_mean=200.0,
+                          reward_mean=lambda s: 0.6 if s < 70 else 0.4), ONLY)
+    severity = {e.step_end: e.severity for e in stream if e.phase == "blowup"}
+    assert [severity[s] for s in (71, 72, 75, 76)] == ["info", "warning", "warning", "critical"]
