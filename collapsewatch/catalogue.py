@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Level = Literal["token", "sequence", "step"]
 
@@ -52,6 +52,10 @@ Each convention is decided once; the formulas live in `collapsewatch/policy_math
   advantages (GiGPO) give each turn its own sign.
 * **NaN reward = unknown**: `correct` is NULL; the sequence is left out of `correct_frac`, `reward_mean`,
   `reward_std` and of both `*_correct` and `*_incorrect`.
+* **a logged value stands in** for a reward, length or entropy step metric the observed batches leave NULL
+  (`LOGGED_STANDINS`: batches without rewards, a step only logged): `Monitor.log(step, {"reward_mean": r})`, or a
+  key the ingest alias table maps onto it (`reward` …), fills the `steps` view's column and the online detectors'
+  row. An observed value always wins, column by column.
 * **repeat_frac_max** is NULL for responses with fewer than `REPEAT_MIN_TOKENS` model tokens (a 1-token answer
   is not degeneration).
 """
@@ -246,6 +250,26 @@ def merge_logged(old: float | None, new: float | None) -> float | None:
     if math.isnan(old) or math.isnan(new):
         return math.nan
     return max(old, new)
+
+
+LOGGED_STANDINS: tuple[str, ...] = ("reward_mean", "reward_std", "correct_frac", "zero_std_group_frac",
+                                    "response_length_mean", "truncated_frac", "entropy_mean")
+"""Step metrics a scalar given to ``Monitor.log`` stands in for where the step's observed sequences leave them NULL
+(batches without rewards, truncation flags or entropy; a step with no observed batch): the value logged under the
+metric's name — a key the alias table maps onto it (``collapsewatch.ingest.keys``: ``reward``,
+``critic/score/mean`` …) is logged a second time under it — fills the metric in the ``steps`` view and in the row
+the online detectors read (:func:`with_logged`). An observed value always wins. Ratio-derived metrics are not
+here: NULL on an on-policy step is a convention, not a missing input."""
+
+
+def with_logged(observed: dict[str, Any], logged: dict[str, float | None]) -> dict[str, Any]:
+    """A step's ``observed`` metrics with each :data:`LOGGED_STANDINS` metric NULL there taken from the step's
+    ``logged`` scalars (by step column); the ``steps`` view's ``coalesce(observed, logged)`` (store/views.py)."""
+    out = dict(observed)
+    for name in LOGGED_STANDINS:
+        if out.get(name) is None and logged.get(name) is not None:
+            out[name] = logged[name]
+    return out
 
 
 ALL_STEP_COLUMNS: tuple[str, ...] = tuple(m.name for m in STEP_METRICS + LOGGED_SCALARS)

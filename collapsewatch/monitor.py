@@ -216,7 +216,12 @@ class Monitor:
 
     def log(self, step: int, scalars: dict[str, float | int | torch.Tensor | None]) -> None:
         """Record step scalars (grad_norm, lr, loss terms ... under any key): numbers, one-element tensors or numpy
-        values, None for NULL. Anything else raises a TypeError naming the key (never stored as NULL)."""
+        values, None for NULL. Anything else raises a TypeError naming the key (never stored as NULL).
+
+        A reward logged here (``reward_mean``, or an alias such as ``reward``: ``ingest.keys``) fills the step's
+        ``reward_mean`` where its observed batches carry no reward — for the detectors and the ``steps`` view alike;
+        so do ``reward_std``, ``correct_frac``, ``zero_std_group_frac``, ``response_length_mean``,
+        ``truncated_frac`` and ``entropy_mean`` (``catalogue.LOGGED_STANDINS``). An observed value wins."""
         step = check_step(step, "log")
         self._check_open()
         if not self.enabled:

@@ -23,13 +23,25 @@ import numpy as np
 import torch
 
 from .batch import TokenBatch
-from .catalogue import LOGGED_SCALARS, STEP_METRICS, TOKEN_METRICS, merge_logged, scalar_column
+from .catalogue import (
+    LOGGED_SCALARS,
+    LOGGED_STANDINS,
+    STEP_METRICS,
+    TOKEN_METRICS,
+    merge_logged,
+    scalar_column,
+    with_logged,
+)
+from .ingest.keys import second_rows
 from .probe import ClipSpec
 from .series import Snapshot, after_step
 from .step_metrics import ObservedPart, compute_step_metrics, observe_part
 from .store.writer import StoreWriter
 
 log = logging.getLogger("collapsewatch")
+
+_SECOND_ROWS = frozenset(m.name for m in LOGGED_SCALARS) | frozenset(LOGGED_STANDINS)
+"""Catalogue columns a logged key that means one (``learning_rate``, ``reward`` …) is stored a second time under."""
 
 
 @dataclass(frozen=True)
@@ -247,8 +259,9 @@ class Recorder(threading.Thread):
         self._write_tokens(msg.step, b, part)
 
     def _log(self, msg: Log) -> None:
-        keys = list(msg.scalars)
-        vals = [msg.scalars[k] for k in keys]
+        scalars = msg.scalars | second_rows(msg.scalars, _SECOND_ROWS)  # `reward` → also `reward_mean`
+        keys = list(scalars)
+        vals = [scalars[k] for k in keys]
         for k, v in zip(keys, vals, strict=True):  # logged twice in a step: the steps view's rule
             name = scalar_column(k)
             self._scalars[name] = merge_logged(self._scalars.get(name), v)
@@ -322,7 +335,8 @@ class Recorder(threading.Thread):
             row.update({k: [v] for k, v in metrics.items()})
             self.writer.append("step_metrics", row)
         logged = {m.name: scalars.get(m.name) for m in LOGGED_SCALARS}
-        row = dict(metrics, **logged, step=step)  # the same columns the offline `steps` view gives the detectors
+        # the same columns the offline `steps` view gives the detectors: a logged reward where none was observed
+        row = dict(with_logged(metrics, scalars), **logged, step=step)
         events = self._detect(row) if self.detectors is not None else None
         # published whole, after the step's events: a reader on the training thread needs no lock
         self.series = after_step(self.series, step, row, None if events is None else [e.severity for e in events])

@@ -14,6 +14,7 @@ TensorBoard / trackio / W&B callbacks write ``train/<key>``: a key not listed is
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..catalogue import ALL_STEP_COLUMNS
@@ -159,6 +160,12 @@ def catalogue_values(values: dict[str, float | None]) -> dict[str, float | None]
         if m.metric not in best or rank < best[m.metric][0]:
             best[m.metric] = (rank, value)
     return {metric: v for metric, (_, v) in best.items()}
+
+
+def second_rows(values: dict[str, float | None], columns: Collection[str]) -> dict[str, float | None]:
+    """The scalars a step's logged ``values`` add under catalogue names: each of ``columns`` a logged key means
+    (:func:`catalogue_values`) that is not itself a logged key (``reward`` → ``reward_mean``)."""
+    return {name: v for name, v in catalogue_values(values).items() if name in columns and name not in values}
 
 
 def markdown_table() -> str:

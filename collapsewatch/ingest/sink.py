@@ -23,7 +23,7 @@ import pyarrow as pa
 from ..catalogue import LOGGED_SCALARS, STEP_METRICS, merge_logged
 from ..runlock import rank_has_rows
 from ..store.writer import StoreWriter, arrow_schemas
-from .keys import catalogue_values
+from .keys import catalogue_values, second_rows
 from .records import IngestError, Step
 
 _LOGGED = {m.name for m in LOGGED_SCALARS}
@@ -59,7 +59,7 @@ class RunSink:
         cols: dict[str, list] = {"run": [], "rank": [], "step": [], "key": [], "value": []}
         for s in steps:
             cat = catalogue_values(s.values)
-            rows = list(s.values.items()) + [(k, v) for k, v in cat.items() if k in _LOGGED and k not in s.values]
+            rows = list(s.values.items()) + list(second_rows(s.values, _LOGGED).items())
             for key, value in rows:
                 for col, v in zip(cols, (self.run, 0, s.step, key, value), strict=True):
                     cols[col].append(v)

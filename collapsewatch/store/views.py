@@ -3,7 +3,9 @@
 ``connect(store)`` gives a DuckDB connection with the views ``runs``, ``run_ranks``, ``steps``, ``step_metrics``,
 ``scalars``, ``sequences``, ``tokens``, ``events`` and ``sentinels``. Their scans come from ``segments.scan_sql``: a glob
 re-expanded at every query while every segment is good (rows a writer flushes after ``connect`` show at the
-next query), the list of good files while one is bad.
+next query), the list of good files while one is bad. ``steps`` is ``step_metrics`` beside the logged scalars
+pivoted under their catalogue names; a logged value stands in for an observed step metric left NULL
+(``catalogue.LOGGED_STANDINS``).
 
 Three rules live here once, for the views, the query layer, the CLI and the dashboard: the run status
 (``RUN_STATUS``), the runs summary row (``runs_sql``) and the episode rule (``episodes_sql``).
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS, scalar_column_sql
+from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS, LOGGED_STANDINS, scalar_column_sql
 from ..detectors import events
 from . import location, mirror
 from .migrations import TABLES
@@ -58,11 +60,20 @@ SELECT run, {RUN_STATUS} AS status,
 FROM ({run_ranks}) GROUP BY run"""
 
 
+_LOGGED = "logged_"
+"""Prefix of the pivoted scalars that stand in for observed step metrics (``catalogue.LOGGED_STANDINS``)."""
+
+
 def _scalar_pivot() -> str:
-    cols = ",\n       ".join(
-        f"{LOGGED_REPEAT}(value) FILTER (WHERE {scalar_column_sql('key')} = '{m.name}') AS {m.name}"
-        for m in LOGGED_SCALARS)
-    return cols
+    names = [(m.name, m.name) for m in LOGGED_SCALARS] + [(n, _LOGGED + n) for n in LOGGED_STANDINS]
+    return ",\n       ".join(
+        f"{LOGGED_REPEAT}(value) FILTER (WHERE {scalar_column_sql('key')} = '{name}') AS {alias}"
+        for name, alias in names)
+
+
+def _standins() -> str:
+    """The observed step metric, or the step's logged value where it is NULL (``catalogue.with_logged``)."""
+    return ", ".join(f"coalesce(m.{n}, sc.{_LOGGED}{n}) AS {n}" for n in LOGGED_STANDINS)
 
 
 def view_sql(root: Path, run: str | None = None, sources: dict[str, str] | None = None) -> dict[str, str]:
@@ -84,7 +95,7 @@ FROM {s['runs']}""",
         "step_metrics": step_metrics,
         "steps": f"""
 WITH sc AS (SELECT run, rank, step, {_scalar_pivot()} FROM {s['scalars']} GROUP BY ALL)
-SELECT run, rank, step, m.* EXCLUDE (run, rank, step), {scalar_cols}
+SELECT run, rank, step, m.* EXCLUDE (run, rank, step) REPLACE ({_standins()}), {scalar_cols}
 FROM ({step_metrics}) m FULL OUTER JOIN sc USING (run, rank, step)""",
         "sequences": f"SELECT * FROM {s['sequences']}",
         "tokens": f"SELECT * FROM {s['tokens']}",

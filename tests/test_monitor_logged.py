@@ -1,0 +1,153 @@
+"""A reward (and the other outcome metrics) given to ``Monitor.log`` reaches the detectors, the ``steps`` view and the
+run page where the observed batches carry none; an observed value wins (``catalogue.LOGGED_STANDINS``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from collapsewatch import Monitor, TokenBatch, connect
+from collapsewatch.detectors import DetectorConfig
+from collapsewatch.ingest import ingest_file
+from collapsewatch.offline import detect_runs
+
+LENGTH_ONLY = DetectorConfig(enabled=("length",))
+STEPS = 40
+FALL = 20
+"""From step FALL on every response is truncated and the logged reward is 0.1 (0.8 before)."""
+
+
+def _batch(step: int, rewards: torch.Tensor | None = None) -> TokenBatch:
+    """B = 4 responses of T = 8 model tokens (real log-probs, no entropy); all truncated from step FALL on."""
+    g = torch.Generator().manual_seed(step)
+    return TokenBatch(logp=-2 * torch.rand(4, 8, generator=g), mask=torch.ones(4, 8),
+                      truncated=torch.full((4,), step >= FALL), rewards=rewards)
+
+
+def _reward(step: int) -> float:
+    return 0.8 if step < FALL else 0.1
+
+
+def _run(store, run: str, log: bool, rewards: torch.Tensor | None = None) -> list:
+    with Monitor(store, run, detectors=LENGTH_ONLY) as mon:
+        for step in range(STEPS):
+            mon.observe(_batch(step, rewards), step=step)
+            if log:
+                mon.log(step, {"reward_mean": _reward(step)})
+    return mon.events
+
+
+def _episodes(events: list) -> dict:
+    """(detector, phase, step_start) → (step_end, severity) of each episode's latest version."""
+    return {(e.detector, e.phase, e.step_start): (e.step_end, e.severity) for e in events}
+
+
+def test_a_logged_reward_lets_a_critical_stand(store):
+    """The length blow-up (truncated_frac from the observed batches) is critical from step 33, and stays critical
+    only where a reward shows harm: the logged one here.
+
+    truncated_frac = 0 on steps 0–19, 1 from 20. Level (median of 5) = 1 from step 22 (3 of 5 points), start = 0:
+    the blow-up rule holds from 22 and the episode opens at 24 (confirm_steps = 3: 22, 23, 24). Critical needs the
+    mean of the last 20 points ≥ 0.7: (s − 19) / 20 ≥ 0.7 → s ≥ 33.
+    Gate (signals.reward_fall) with the logged reward 0.8 → 0.1 at step 20: levels 0.8 up to step 21, 0.1 from 22;
+    best 0.8; per-point noise = MAD of the differences (all 0 but one) = 0; drop needed = max(0.05, 0.25 · 0.8) =
+    0.2 ≤ 0.8 − 0.1 on each of the last 5 levels from step 26 on → at 33 the critical stands.
+    Without the log: no reward point → lowered to warning. With observed rewards [1, 0, 1, 0] (mean 0.5 every
+    step) beside the same log: the observed reward wins, flat at its best 0.5 → lowered to warning."""
+    logged, unlogged = _run(store, "logged", True), _run(store, "unlogged", False)
+    observed = _run(store, "observed", True, torch.tensor([1.0, 0.0, 1.0, 0.0]))
+    assert _episodes(logged) == {("length", "blowup", 24): (STEPS - 1, "critical")}
+    first = next(e for e in logged if e.severity == "critical")
+    assert first.step_end == 33 and "severity_gate" not in first.evidence
+    for events in (unlogged, observed):
+        assert _episodes(events) == {("length", "blowup", 24): (STEPS - 1, "warning")}
+        lowered = [e for e in events if "severity_gate" in e.evidence]
+        assert lowered[0].step_end == 33 and lowered[0].evidence["severity_gate"]["lowered_from"] == "critical"
+    gate = lowered[0].evidence["severity_gate"]  # the observed run's: drop needed max(0.05, 0.25 · 0.5)
+    assert (gate["reward_best"], gate["reward_now"], gate["drop_needed"]) == (0.5, 0.5, 0.125)
+
+    con = connect(store)
+    # the steps view shows the reward the detectors read: logged where none was observed, else the observed one
+    rows = con.execute("SELECT run, list(reward_mean ORDER BY step) FROM steps GROUP BY run ORDER BY run").fetchall()
+    assert rows == [("logged", [_reward(s) for s in range(STEPS)]), ("observed", [0.5] * STEPS),
+                    ("unlogged", [None] * STEPS)]
+    # offline detection reads the steps view: the same episodes as online, for each run
+    for run, events in (("logged", logged), ("unlogged", unlogged), ("observed", observed)):
+        offline = detect_runs(store, run=run, config=LENGTH_ONLY)
+        assert {(r.detector, r.phase, r.step_start): (r.step_end, r.severity) for r in offline.itertuples()} == \
+            _episodes(events)
+
+
+def test_an_ingested_log_with_a_reward_column_is_judged_the_same(store, tmp_path):
+    """The offline path: a TRL-keyed JSON Lines log — ``completions/clipped_ratio`` = the truncated_frac the probe
+    measured on the batches above, ``reward`` = the reward logged above — ingested gives the same episode as the
+    online run that logged that reward (critical from 33); without the reward column the gate lowers it."""
+    _run(store, "source", False)
+    steps = connect(store).execute("SELECT step, truncated_frac FROM step_metrics WHERE run = 'source' "
+                                   "ORDER BY step").fetchall()
+    assert [t for _, t in steps] == [0.0] * FALL + [1.0] * (STEPS - FALL)
+    for name, keep_reward in (("with_reward", True), ("without_reward", False)):
+        log = tmp_path / f"{name}.jsonl"
+        log.write_text("".join(json.dumps({"step": s, "completions/clipped_ratio": t,
+                                           **({"reward": _reward(s)} if keep_reward else {})}) + "\n"
+                               for s, t in steps))
+        ingest_file(store, log, name, fmt="jsonl")
+    for name, severity in (("with_reward", "critical"), ("without_reward", "warning")):
+        offline = detect_runs(store, run=name, config=LENGTH_ONLY)
+        assert [(r.phase, r.step_start, r.step_end, r.severity) for r in offline.itertuples()] == [
+            ("blowup", 24, STEPS - 1, severity)]
+
+
+def test_the_run_page_draws_the_logged_reward(store):
+    """The run page's reward trace reads the steps view: the logged 0.8 → 0.1."""
+    from collapsewatch.dashboard import history, live, state
+    from collapsewatch.dashboard.figures import TRACE_COLUMNS
+
+    _run(store, "logged", True)
+    state.configure(store)
+    history.clear()
+    try:
+        trace = live.load("logged")["figure"]["data"][TRACE_COLUMNS.index("reward_mean")]
+    finally:
+        history.clear()
+    assert list(trace["x"]) == list(range(STEPS)) and list(trace["y"]) == [_reward(s) for s in range(STEPS)]
+
+
+def test_logged_aliases_fill_the_steps_view_and_observed_values_win(store):
+    """Each key the alias table (ingest/keys.py) maps onto a stand-in metric fills it; ``scalars`` keeps the key as
+    logged plus a second row under the catalogue name."""
+    plain = TokenBatch(logp=-torch.ones(2, 3), mask=torch.ones(2, 3))  # no reward, truncation or entropy
+    with Monitor(store, "aliases", detectors=False) as mon:
+        # step 0: TRL's keys; `rollout/reward_mean` is listed before `reward` (OpenRLHF logs both): 0.4 wins
+        mon.observe(plain, step=0)
+        mon.log(0, {"reward": 0.3, "rollout/reward_mean": 0.4, "frac_reward_zero_std": 0.25, "entropy": 1.5,
+                    "completions/clipped_ratio": 0.5, "learning_rate": 1e-6})
+        # step 1: the catalogue's own name beats an alias in the same call; HF's train/ prefix is read through
+        mon.observe(plain, step=1)
+        mon.log(1, {"reward_mean": 0.2, "reward": 0.9, "train/reward_std": 0.1})
+        # step 2: logged only (no batch): verl's key
+        mon.log(2, {"critic/score/mean": 0.7})
+        # step 3: observed rewards [1, 0] → mean 0.5, sample std √((0.25 + 0.25) / 1) = √0.5, correct 0.5; truncated
+        # [1, 0] → 0.5: all four win over the logged values
+        mon.observe(TokenBatch(logp=-torch.ones(2, 3), mask=torch.ones(2, 3), rewards=torch.tensor([1.0, 0.0]),
+                               truncated=torch.tensor([True, False])), step=3)
+        mon.log(3, {"reward_mean": 0.1, "reward_std": 0.0, "correct_frac": 0.0, "truncated_frac": 0.0})
+    con = connect(store)
+    rows = con.execute("SELECT step, reward_mean, reward_std, correct_frac, zero_std_group_frac, truncated_frac, "
+                       "entropy_mean, response_length_mean, lr FROM steps ORDER BY step").fetchall()
+    assert rows[:3] == [
+        (0, 0.4, None, None, 0.25, 0.5, 1.5, 3.0, 1e-6),  # response length observed: 3 model tokens each
+        (1, 0.2, 0.1, None, None, None, None, 3.0, None),
+        (2, 0.7, None, None, None, None, None, None, None)]
+    assert rows[3] == (3, 0.5, pytest.approx(0.5 ** 0.5), 0.5, None, 0.5, None, 3.0, None)  # no group ids: NULL
+    assert con.execute("SELECT step, reward_mean FROM step_metrics ORDER BY step").fetchall() == [
+        (0, None), (1, None), (3, 0.5)]  # the probe's own table is untouched
+    scalars = con.execute("SELECT step, key, value FROM scalars WHERE step < 2 ORDER BY step, key").fetchall()
+    assert scalars == [
+        (0, "completions/clipped_ratio", 0.5), (0, "entropy", 1.5), (0, "entropy_mean", 1.5),
+        (0, "frac_reward_zero_std", 0.25), (0, "learning_rate", 1e-6), (0, "lr", 1e-6), (0, "reward", 0.3),
+        (0, "reward_mean", 0.4), (0, "rollout/reward_mean", 0.4), (0, "truncated_frac", 0.5),
+        (0, "zero_std_group_frac", 0.25),
+        (1, "reward", 0.9), (1, "reward_mean", 0.2), (1, "reward_std", 0.1), (1, "train/reward_std", 0.1)]
