@@ -16,6 +16,7 @@ from fixtures.synthetic_store import Shape, SyntheticRun
 
 from collapsewatch.alerts import event_headline
 from collapsewatch.judge import judge
+from collapsewatch.series import SERIES
 from collapsewatch.sinks import SEVERITY_SCALAR, SinkUnavailable, make_sink, run_verdict
 from collapsewatch.store import Store
 from tests.conftest import child_env
@@ -56,6 +57,13 @@ def _table_row(reported) -> dict:
     """The episodes table's one row: the episode as the store holds it, its headline from its last reported version
     (critical, steps 40–43: the same as the store's)."""
     return {**EPISODE, "text": event_headline(reported[-1])}
+
+
+def test_the_severity_scalar_is_no_series_name():
+    # the sink's point per reported episode and the series' worst so far (collapsewatch/severity) are two lines: under
+    # one tag a tracker drew them as one, stepping back in time
+    assert SEVERITY_SCALAR == "collapsewatch/episode_severity"
+    assert SEVERITY_SCALAR not in {s.key for s in SERIES}
 
 
 def test_tensorboard(tracked):

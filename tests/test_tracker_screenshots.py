@@ -29,6 +29,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 def test_the_screenshots_show_the_runs_series_and_alert(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import SCALARS, TENSORS, EventAccumulator
 
+    from collapsewatch.sinks import SEVERITY_SCALAR
     from collapsewatch.store.queries import Store
 
     out, keep = tmp_path / "img", tmp_path / "run"
@@ -54,12 +55,12 @@ def test_the_screenshots_show_the_runs_series_and_alert(tmp_path):
     scalars = {t: {e.step: e.value for e in acc.Scalars(t)} for t in acc.Tags()[SCALARS] if "collapsewatch" in t}
     # the nine cards of the Time Series page: the sink's severity and TRL's eight train/collapsewatch/… series
     # (entropy_mean_correct absent: share_of_a never reaches the success threshold 1.0)
-    assert sorted(scalars) == ["collapsewatch/severity", *(f"train/collapsewatch/{k}" for k in (
+    assert sorted(scalars) == [SEVERITY_SCALAR, *(f"train/collapsewatch/{k}" for k in (
         "entropy_mean_incorrect", "ratio_p05_pos", "ratio_p50_pos", "sentinel_logp_correct_mean",
         "sentinel_logp_incorrect_mean", "severity", "step", "zero_std_group_frac"))]
     # the sink: a point at each episode's first reported step, its severity as a number (1 info, 3 critical)
     by_step = {e["step_start"]: {"info": 1, "critical": 3}[e["severity"]] for e in episodes}
-    assert scalars["collapsewatch/severity"] == by_step
+    assert scalars[SEVERITY_SCALAR] == by_step
     # TRL's series: the worst so far, 3 from the log that carries step 7 on, never down
     sev = scalars["train/collapsewatch/severity"]
     assert max(sev.values()) == 3 and list(sev.values()) == sorted(sev.values())

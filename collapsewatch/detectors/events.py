@@ -30,7 +30,8 @@ SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
 
 SEVERITY_LEVEL: dict[str, int] = {"none": 0, **{name: rank + 1 for name, rank in SEVERITY_RANK.items()}}
 """A severity as a number for a tracker's plot: 0 none, 1 info, 2 warning, 3 critical (the detectors' order + 1) —
-the ``collapsewatch/severity`` value of the TRL / verl series and of every tracker sink."""
+the ``collapsewatch/severity`` value of the TRL / verl series and ``collapsewatch/episode_severity`` of every tracker
+sink."""
 
 
 def severity_number(severity: str | None) -> int:

@@ -9,11 +9,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
-from ..series import SEVERITY_KEY, STEP_KEY
+from ..series import PREFIX, STEP_KEY
 
-SEVERITY_SCALAR = SEVERITY_KEY
+SEVERITY_SCALAR = PREFIX + "episode_severity"
 """The tracker scalar of an episode's severity (:func:`collapsewatch.detectors.events.severity_number`), at its
-``step_end``: the worst of the episodes reported at that step — the name the TRL / verl series use too."""
+``step_end``: the worst of the episodes reported at that step. Not the series' ``collapsewatch/severity`` (the worst
+so far at each logged step): a trainer logging the series into the same tracker run would otherwise get both in one
+plot, stepping back in time."""
 STEP_SCALAR = STEP_KEY
 """W&B's step axis for :data:`SEVERITY_SCALAR` (``define_metric``): the run's step, not wandb's own counter."""
 

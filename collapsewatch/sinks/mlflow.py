@@ -6,7 +6,7 @@ active MLflow run (TRL's ``report_to="mlflow"`` opens it), else a new run at MLf
 
 What it writes:
 
-* metric ``collapsewatch/severity`` at each reported episode's ``step_end`` (:mod:`collapsewatch.sinks.tracker`);
+* metric ``collapsewatch/episode_severity`` at each reported episode's ``step_end`` (:mod:`collapsewatch.sinks.tracker`);
 * tag ``collapsewatch.worst`` — the worst severity reported so far; tag ``collapsewatch.last_event`` — the latest
   episode's headline;
 * at the verdict: tags ``collapsewatch.verdict`` (status), ``collapsewatch.verdict_sentence``,

@@ -11,7 +11,7 @@ PROJECT while another SwanLab run is open (a trainer's), the sink refuses (logge
 What it writes:
 
 * text ``collapsewatch/events`` — each reported episode's headline, at its ``step_end``;
-* ``collapsewatch/severity`` at each reported ``step_end``;
+* ``collapsewatch/episode_severity`` at each reported ``step_end``;
 * at the verdict: text ``collapsewatch/verdict`` (status and sentence) and text ``collapsewatch/episodes`` (one entry
   per episode: its headline), at the run's last step.
 """

@@ -3,7 +3,7 @@
 
 * TEXT tab: ``collapsewatch/events`` — each reported episode's headline at its ``step_end``; ``collapsewatch/verdict``
   — the verdict's sentence, and ``collapsewatch/episodes`` — the episodes table (markdown), at the run's last step;
-* SCALARS tab: ``collapsewatch/severity`` (:mod:`collapsewatch.sinks.tracker`).
+* SCALARS tab: ``collapsewatch/episode_severity`` (:mod:`collapsewatch.sinks.tracker`).
 
 Point TensorBoard at DIR (or at the folder holding the trainer's own log dir and DIR) to see them beside the
 trainer's curves.

@@ -10,7 +10,7 @@ What it writes:
 * ``alert`` for each reported episode — level INFO / WARN / ERROR for info / warning / critical, title
   ``collapsewatch <severity>: <run> <detector>/<phase> from step <step_start>``, text its headline, at its
   ``step_end`` (the dashboard's alerts panel; trackio's webhook forwards them if one is set);
-* ``collapsewatch/severity`` at each reported ``step_end``;
+* ``collapsewatch/episode_severity`` at each reported ``step_end``;
 * at the verdict: one more alert (title ``collapsewatch verdict: <status>``, the verdict's sentence, at the level of
   the worst severity) and the table ``collapsewatch/episodes``, at the run's last step.
 """

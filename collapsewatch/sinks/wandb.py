@@ -11,7 +11,7 @@ What it writes:
 * ``Run.alert`` for each episode reported at warning (level WARN) or critical (level ERROR): title
   ``collapsewatch <severity>: <run> <detector>/<phase> from step <step_start>``, text its headline — W&B e-mails /
   Slacks it as the user's alert settings say;
-* ``collapsewatch/severity`` on the ``collapsewatch/step`` axis (``define_metric``), at each reported ``step_end``;
+* ``collapsewatch/episode_severity`` on the ``collapsewatch/step`` axis (``define_metric``), at each reported ``step_end``;
 * at the verdict: summary ``collapsewatch/verdict`` (status), ``collapsewatch/verdict_sentence``,
   ``collapsewatch/worst``, ``collapsewatch/n_episodes``, and the table ``collapsewatch/episodes``.
 """
