@@ -24,7 +24,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from ..catalogue import ALL_STEP_COLUMNS
+from ..catalogue import ALL_STEP_COLUMNS, scalar_column_sql
 from ..detectors.events import EVENT_COLUMNS
 from . import location, mirror, segments
 from .migrations import TABLES
@@ -206,14 +206,18 @@ FROM ({source}) ORDER BY started_at DESC, run""")
 def runs_summary(store: Store) -> pd.DataFrame:
     """``collapsewatch runs``: each run's row with its step count, last step and reward (lowest rank) and its
     number of detector episodes (the ``events`` view: one row per episode, as on the dashboard)."""
-    return store.query("""
+    return store.query(f"""
 SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at, r.ended_at,
-       s.n_steps, s.last_step, s.last_reward, coalesce(e.n_events, 0) AS n_events, r.hosts,
+       s.n_steps, s.last_step, coalesce(s.last_reward, l.last_reward) AS last_reward,
+       coalesce(e.n_events, 0) AS n_events, r.hosts,
        r.dropped_batches, r.write_errors
 FROM runs r
 LEFT JOIN (SELECT run, rank, count(DISTINCT step) AS n_steps, max(step) AS last_step,
                   arg_max(reward_mean, step) AS last_reward FROM step_metrics GROUP BY run, rank) s
        ON s.run = r.run AND s.rank = r.rank
+LEFT JOIN (SELECT run, rank, arg_max(value, step) AS last_reward FROM scalars
+           WHERE {scalar_column_sql("key")} = 'reward_mean' GROUP BY run, rank) l
+       ON l.run = r.run AND l.rank = r.rank
 LEFT JOIN (SELECT run, count(*) AS n_events FROM events GROUP BY run) e ON e.run = r.run
 ORDER BY r.started_at, r.run""")
 
