@@ -83,6 +83,42 @@ def compact(store: StoreArg) -> None:
 
 @app.command()
 @friendly
+def export(store: StoreArg,
+           catalog_uri: Annotated[str | None, typer.Option(help="The Iceberg catalog: sqlite:///PATH (a SQL catalog "
+                                                           "in a SQLite file), http(s)://… (REST), thrift://… (Hive).")
+                                  ] = None,
+           warehouse: Annotated[str | None, typer.Option(help="Where the tables' files go: a folder or "
+                                                         "s3://bucket/prefix (endpoint and keys from AWS_ENDPOINT_URL, "
+                                                         "AWS_*).")] = None,
+           catalog: Annotated[str | None, typer.Option(help="A catalog by name from ~/.pyiceberg.yaml or "
+                                                       "PYICEBERG_CATALOG__<NAME>__* variables (Glue, Hive, REST …).")
+                              ] = None,
+           prop: Annotated[list[str] | None, typer.Option("--catalog-property", "-p", help="KEY=VALUE: a pyiceberg "
+                                                          "catalog property (repeatable), e.g. type=glue, "
+                                                          "s3.region=eu-west-1, credential=…")] = None,
+           namespace: Annotated[str, typer.Option(help="Iceberg namespace of the tables.")] = "collapsewatch",
+           run: Annotated[list[str] | None, typer.Option("--run", "-r", help="Only these runs (repeatable).")] = None,
+           crashed: Annotated[bool, typer.Option("--crashed", help="Also export crashed runs (a run resumed and "
+                                                 "finished later is rewritten).")] = False) -> None:
+    """Write the finished runs not exported yet (steps, sequences, tokens, events, runs) into Apache Iceberg tables,
+    for Spark, Trino, Athena, Snowflake or DuckDB (docs/store.md "Export to Apache Iceberg")."""
+    from .store.iceberg import export_store, open_catalog
+
+    props = {}
+    for item in prop or ():
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise CliError(f"--catalog-property {item!r}: expected KEY=VALUE")
+        props[key.strip()] = value
+    from .store.views import store_root
+
+    store_root(store)  # not a store: said before any catalog is opened
+    cat = open_catalog(catalog, catalog_uri, warehouse, props)
+    typer.echo(export_store(store, cat, namespace, run, crashed).message(namespace))
+
+
+@app.command()
+@friendly
 def check(store: StoreArg, quarantine: Annotated[bool, typer.Option(
         "--quarantine", help="Move the bad files to <store>/_quarantine/<run>/<table>/.")] = False,
         repair: Annotated[bool, typer.Option(
