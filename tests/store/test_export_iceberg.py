@@ -146,6 +146,28 @@ def test_a_real_store_with_episodes_through_the_cli_and_bare_duckdb(tmp_path):
         assert got[0] == want[0] and got[1] == pytest.approx(want[1])
 
 
+def test_episodes_stored_after_the_export_replace_the_exported_ones(tmp_path):
+    # a finished run exported, then `detect --write` stores its episodes again (offline rows, written now): the run's
+    # events are replaced, its other tables left as they were (no commit)
+    import shutil
+
+    from collapsewatch.offline import detect_runs
+
+    store = tmp_path / "s"
+    for part in ("_schema", "grpo-collapse"):
+        shutil.copytree(SAMPLE / part, store / part)
+    cat = _catalog(tmp_path)
+    export_store(store, cat)
+    before = _snapshots(cat)
+    detect_runs(store, run="grpo-collapse", rank=0, write=True)
+    done = export_store(store, cat)
+    assert done.runs == {} and done.events_only == ["grpo-collapse"]
+    after = _snapshots(cat)
+    assert {t for t in TABLES if after[t] != before[t]} == {"events"}
+    assert set(_iceberg(cat, "events")["source"]) == {"offline"}
+    _same(store, cat)
+
+
 def test_an_s3_warehouse(tmp_path, monkeypatch):
     from tests.store import s3server
 
