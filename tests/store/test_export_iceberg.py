@@ -168,7 +168,7 @@ def test_episodes_stored_after_the_export_replace_the_exported_ones(tmp_path):
     _same(store, cat)
 
 
-def test_an_s3_warehouse(tmp_path, monkeypatch):
+def test_a_store_and_a_warehouse_on_s3(tmp_path, monkeypatch):
     from tests.store import s3server
 
     server = s3server.start()
@@ -176,9 +176,10 @@ def test_an_s3_warehouse(tmp_path, monkeypatch):
         server.create_bucket("cw-iceberg")
         for k, v in server.env.items():
             monkeypatch.setenv(k, v)
-        store = tmp_path / "s"
+        monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))
+        base = f"s3://cw-iceberg/{uuid.uuid4().hex[:8]}"
+        store, prefix = f"{base}/store", f"{base}/lake"  # the store in the bucket, and the warehouse beside it
         _session(store, "a", range(4))
-        prefix = f"s3://cw-iceberg/{uuid.uuid4().hex[:8]}"
         cat = _catalog(tmp_path, warehouse=prefix)
         done = export_store(store, cat)
         assert (done.rows["steps"], done.rows["sequences"]) == (4, 32)  # 4 steps × 8 sequences
