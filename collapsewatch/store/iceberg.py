@@ -219,35 +219,37 @@ def export_store(store: str | Path, catalog: Catalog, namespace: str = NAMESPACE
     """Export the store's finished runs (``runs``: only these) not exported yet, or changed since (module
     docstring), into ``namespace`` of ``catalog``."""
     con = connect(store)
-    statuses = ["finished", "crashed"] if include_crashed else ["finished"]
-    done = con.sql("SELECT * FROM runs WHERE list_contains($st, status) ORDER BY run",
-                   params={"st": statuses}).to_arrow_table()
-    if runs:
-        missing = sorted(set(runs) - set(con.sql("SELECT run FROM runs").to_arrow_table()["run"].to_pylist()))
-        if missing:
-            raise ValueError(f"--run: no run named {', '.join(map(repr, missing))} in {str(store)!r}")
-        done = done.filter(pc.is_in(done["run"], pa.array(runs)))
-    catalog.create_namespace_if_not_exists(namespace)
-    tables = {t: _table(catalog, namespace, t, _view_schema(con, t)) for t in TABLES}
-    names = done["run"].to_pylist()
-    ledger = {r["run"]: r for r in _scan(tables["runs"], ("run", "status", "updated_at"), names).to_pylist()} \
-        if names else {}
-    out = Export()
-    changed = []
-    for row in done.select(["run", "status", "updated_at"]).to_pylist():
-        old = ledger.get(row["run"])
-        if old is None:
-            out.runs[row["run"]] = None
-        elif (old["status"], old["updated_at"]) != (row["status"], row["updated_at"]):
-            changed.append(row["run"])
-    if changed:
-        out.runs.update(_rewrite_steps(con, tables["steps"], changed))
-    out.events_only = _changed_events(con, tables["events"], sorted(set(names) - set(out.runs)))
-    for name in TABLES:
-        todo = dict(out.runs) if name != "events" else {**out.runs, **dict.fromkeys(out.events_only)}
-        if name in STEP_TABLES:
-            todo = {r: s for r, s in todo.items() if not (r in changed and s is None)}  # no step differs
-        if todo:
-            out.rows[name] = _write(con, tables[name], name, todo)
-    con.close()
+    try:
+        statuses = ["finished", "crashed"] if include_crashed else ["finished"]
+        done = con.sql("SELECT * FROM runs WHERE list_contains($st, status) ORDER BY run",
+                       params={"st": statuses}).to_arrow_table()
+        if runs:
+            missing = sorted(set(runs) - set(con.sql("SELECT run FROM runs").to_arrow_table()["run"].to_pylist()))
+            if missing:
+                raise ValueError(f"--run: no run named {', '.join(map(repr, missing))} in {str(store)!r}")
+            done = done.filter(pc.is_in(done["run"], pa.array(runs)))
+        catalog.create_namespace_if_not_exists(namespace)
+        tables = {t: _table(catalog, namespace, t, _view_schema(con, t)) for t in TABLES}
+        names = done["run"].to_pylist()
+        ledger = {r["run"]: r for r in _scan(tables["runs"], ("run", "status", "updated_at"), names).to_pylist()} \
+            if names else {}
+        out = Export()
+        changed = []
+        for row in done.select(["run", "status", "updated_at"]).to_pylist():
+            old = ledger.get(row["run"])
+            if old is None:
+                out.runs[row["run"]] = None
+            elif (old["status"], old["updated_at"]) != (row["status"], row["updated_at"]):
+                changed.append(row["run"])
+        if changed:
+            out.runs.update(_rewrite_steps(con, tables["steps"], changed))
+        out.events_only = _changed_events(con, tables["events"], sorted(set(names) - set(out.runs)))
+        for name in TABLES:
+            todo = dict(out.runs) if name != "events" else {**out.runs, **dict.fromkeys(out.events_only)}
+            if name in STEP_TABLES:
+                todo = {r: s for r, s in todo.items() if not (r in changed and s is None)}  # no step differs
+            if todo:
+                out.rows[name] = _write(con, tables[name], name, todo)
+    finally:
+        con.close()
     return out

@@ -51,8 +51,8 @@ def _iceberg(catalog, table: str, where: str = "", columns: list[str] | None = N
 
 
 def _store(store, table: str, where: str = "") -> pd.DataFrame:
-    """What ``collapsewatch sql`` answers (``Store.sql``, its query path)."""
-    df, cut = Store(store).sql(f"SELECT * FROM {table} {where} ORDER BY ALL", Limits(max_rows=10**7, max_bytes=2**31))
+    """What ``collapsewatch sql`` answers (``Store.sql``, its query path); ``store``: a path or an open Store."""
+    df, cut = (store if isinstance(store, Store) else Store(store)).sql(f"SELECT * FROM {table} {where} ORDER BY ALL", Limits(max_rows=10**7, max_bytes=2**31))
     assert not cut
     return df
 
@@ -63,6 +63,7 @@ def _plain(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _same(store, catalog, where: str = "") -> None:
+    store = Store(store)
     for t in TABLES:
         mine, theirs = _store(store, t, where), _iceberg(catalog, t, where)
         assert sorted(theirs.columns) == sorted(mine.columns), t
