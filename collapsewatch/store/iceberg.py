@@ -54,14 +54,17 @@ class Export:
     runs: dict[str, int | None] = field(default_factory=dict)  # run -> first rewritten step (None: the whole run)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     events_only: list[str] = field(default_factory=list)
+    not_finished: list[str] = field(default_factory=list)  # left for a later export
 
     def message(self, namespace: str) -> str:
+        later = f" (not finished yet: {', '.join(self.not_finished)})" if self.not_finished else ""
         if not self.runs and not self.events_only:
-            return f"nothing new to export (namespace {namespace})"
+            return f"nothing new to export (namespace {namespace}){later}"
         parts = [f"{r}" + ("" if s is None else f" (from step {s})") for r, s in sorted(self.runs.items())]
         rows = ", ".join(f"{t} {n:,}" for t, n in self.rows.items())
         extra = f"; episodes replaced: {', '.join(self.events_only)}" if self.events_only else ""
-        return f"exported {len(self.runs)} run(s) to {namespace}: {', '.join(parts) or '-'}{extra}; rows: {rows}"
+        head = f"exported {len(self.runs)} run(s) to {namespace}: {', '.join(parts) or '-'}"
+        return f"{head}{extra}; rows: {rows}{later}"
 
 
 def _pyiceberg() -> Any:
@@ -221,19 +224,20 @@ def export_store(store: str | Path, catalog: Catalog, namespace: str = NAMESPACE
     con = connect(store)
     try:
         statuses = ["finished", "crashed"] if include_crashed else ["finished"]
-        done = con.sql("SELECT * FROM runs WHERE list_contains($st, status) ORDER BY run",
-                       params={"st": statuses}).to_arrow_table()
+        every = con.sql("SELECT * FROM runs ORDER BY run").to_arrow_table()
         if runs:
-            missing = sorted(set(runs) - set(con.sql("SELECT run FROM runs").to_arrow_table()["run"].to_pylist()))
+            missing = sorted(set(runs) - set(every["run"].to_pylist()))
             if missing:
                 raise ValueError(f"--run: no run named {', '.join(map(repr, missing))} in {str(store)!r}")
-            done = done.filter(pc.is_in(done["run"], pa.array(runs)))
+            every = every.filter(pc.is_in(every["run"], pa.array(runs)))
+        finished = pc.is_in(every["status"], pa.array(statuses))
+        done = every.filter(finished)
+        out = Export(not_finished=every.filter(pc.invert(finished))["run"].to_pylist())
         catalog.create_namespace_if_not_exists(namespace)
         tables = {t: _table(catalog, namespace, t, _view_schema(con, t)) for t in TABLES}
         names = done["run"].to_pylist()
         ledger = {r["run"]: r for r in _scan(tables["runs"], ("run", "status", "updated_at"), names).to_pylist()} \
             if names else {}
-        out = Export()
         changed = []
         for row in done.select(["run", "status", "updated_at"]).to_pylist():
             old = ledger.get(row["run"])

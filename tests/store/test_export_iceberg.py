@@ -52,7 +52,8 @@ def _iceberg(catalog, table: str, where: str = "", columns: list[str] | None = N
 
 def _store(store, table: str, where: str = "") -> pd.DataFrame:
     """What ``collapsewatch sql`` answers (``Store.sql``, its query path); ``store``: a path or an open Store."""
-    df, cut = (store if isinstance(store, Store) else Store(store)).sql(f"SELECT * FROM {table} {where} ORDER BY ALL", Limits(max_rows=10**7, max_bytes=2**31))
+    reader = store if isinstance(store, Store) else Store(store)
+    df, cut = reader.sql(f"SELECT * FROM {table} {where} ORDER BY ALL", Limits(max_rows=10**7, max_bytes=2**31))
     assert not cut
     return df
 
@@ -95,11 +96,12 @@ def test_finished_runs_export_row_for_row_and_only_once(tmp_path):
         before = _snapshots(cat)
         again = export_store(store, cat)  # nothing new: no rows, no Iceberg commit
         assert again.runs == {} and sum(again.rows.values()) == 0 and _snapshots(cat) == before
-        assert again.message("collapsewatch").startswith("nothing new")
+        assert again.message("collapsewatch") == "nothing new to export (namespace collapsewatch) (not finished yet: c)"
     finally:
         live.close()
     later = export_store(store, cat)  # c finished since: only c is added
-    assert list(later.runs) == ["c"] and (later.rows["steps"], later.rows["sequences"], later.rows["runs"]) == (3, 24, 1)
+    assert list(later.runs) == ["c"]
+    assert (later.rows["steps"], later.rows["sequences"], later.rows["runs"]) == (3, 24, 1)  # 3 steps × 8 sequences
     assert len(_iceberg(cat, "steps")) == 13  # 5 + 5 + 3
     _same(store, cat)
 
