@@ -19,7 +19,7 @@ from dash import _callback, dcc, html
 
 from . import ids, state
 
-PAGES = ("runs", "overview", "tokens", "compare", "sql")
+PAGES = ("runs", "overview", "tokens", "compare", "sweep", "sql")
 ASSETS = Path(__file__).parent / "assets"
 _page_callbacks: tuple[dict, list] | None = None
 
@@ -44,7 +44,7 @@ def _load_pages() -> None:
 
 def shell() -> html.Div:
     """Navigation bar over the page container."""
-    links = [("Runs", "/"), ("Compare", "/compare"), ("SQL", "/sql")]
+    links = [("Runs", "/"), ("Compare", "/compare"), ("Sweep", "/sweep"), ("SQL", "/sql")]
     return html.Div(className="shell", children=[
         dcc.Location(id=ids.NAV_URL, refresh="callback-nav"),
         html.Nav(className="nav", children=[

@@ -1,4 +1,4 @@
-"""Figures of the compare and SQL pages (pure: DataFrames in, figures out)."""
+"""Figures of the compare, sweep and SQL pages (pure: DataFrames in, figures out)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collapsewatch.catalogue import by_name
 
 from . import theme
 from .series import GL_THRESHOLD, downsample, finite_xy, trailing_mean
+from .sweep import MISSING, SAME_BY_NATURE, VERDICTS, Sweep, flatten
 
 PANEL_PX = 210
 
@@ -91,14 +92,10 @@ def compare_figure(df: pd.DataFrame, runs: list[str], metrics: list[str], smooth
     return go.Figure(data=traces, layout=layout)
 
 
-SAME_BY_NATURE = ("run", "store")
-"""Config keys left out of the diff: they differ between any two runs (the run's own name) or say where, not how."""
-
-
 def config_diff(configs: dict[str, dict]) -> pd.DataFrame:
-    """The config keys (nested keys dotted) whose values differ between runs: one row per key, one column per
-    run (missing = '—'); empty when fewer than two runs or no difference."""
-    flat = {run: {k: v for k, v in _flatten(cfg or {}).items() if k not in SAME_BY_NATURE}
+    """The config keys (nested keys dotted, ``sweep.flatten``) whose values differ between runs: one row per key, one
+    column per run (missing = '—'); empty when fewer than two runs or no difference."""
+    flat = {run: {k: str(v) for k, v in flatten(cfg or {}).items() if k not in SAME_BY_NATURE}
             for run, cfg in configs.items()}
     if len(flat) < 2:
         return pd.DataFrame(columns=["key", *flat])
@@ -108,14 +105,56 @@ def config_diff(configs: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["key", *flat])
 
 
-def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
+def verdict_colourscale() -> list[list]:
+    """A stepped colour scale over the verdict codes 0, 1, 2 (``sweep.VERDICTS``): each code its theme colour."""
+    n, scale = len(VERDICTS), []
+    for i, v in enumerate(VERDICTS):
+        colour = theme.VERDICT_COLOURS[v]
+        scale += [[i / n, colour], [(i + 1) / n, colour]]
+    return scale
+
+
+def _ticks(values: list[float], extra: tuple[float, str] | None = None) -> dict:
+    """tickvals/ticktext for a parcoords axis: each distinct value when there are few, else five even steps."""
+    distinct = sorted(set(values))
+    if len(distinct) > 8:
+        lo, hi = distinct[0], distinct[-1]
+        distinct = [lo + (hi - lo) * i / 4 for i in range(5)]
+    vals, text = list(distinct), [f"{v:.4g}" for v in distinct]
+    if extra is not None:
+        vals.append(extra[0])
+        text.append(extra[1])
+    return dict(tickvals=vals, ticktext=text)
+
+
+def sweep_figure(sw: Sweep) -> go.Figure:
+    """Parallel coordinates of a sweep's configured runs: one axis per config axis (numbers on a linear scale,
+    categories one tick each), then the collapse step ("none" above the last step for a run that never collapsed)
+    and the verdict; each run a line in its verdict's colour (``theme.VERDICT_COLOURS``)."""
+    runs = sw.frame[sw.frame["has_config"]]
+    dims = []
+    for axis in sw.axes:
+        if axis.numeric:
+            values = [float(v) for v in runs[axis.name]]
+            dims.append(dict(label=axis.name, values=values, **_ticks(values)))
         else:
-            out[f"{prefix}{k}"] = str(v)
-    return out
+            cats = list(axis.values)
+            dims.append(dict(label=axis.name, values=[cats.index(v if v in cats else MISSING) for v in runs[axis.name]],
+                             tickvals=list(range(len(cats))), ticktext=cats))
+    steps = runs["collapse_step"]
+    top = max([*steps.dropna().tolist(), *runs["last_step"].dropna().tolist(), 0])
+    none_at = top + max(1, round(0.08 * top))  # never collapsed: above every step the runs reached
+    collapse = [float(v) if pd.notna(v) else float(none_at) for v in steps]
+    dims.append(dict(label="collapse step", values=collapse, range=[0, none_at],
+                     **_ticks([c for c in collapse if c != none_at] or [0.0], (none_at, "none"))))
+    codes = [VERDICTS.index(v) if v in VERDICTS else 0 for v in runs["verdict"]]
+    dims.append(dict(label="verdict", values=codes, range=[0, len(VERDICTS) - 1],
+                     tickvals=list(range(len(VERDICTS))), ticktext=list(VERDICTS)))
+    line = dict(color=codes, colorscale=verdict_colourscale(), cmin=-0.5, cmax=len(VERDICTS) - 0.5, showscale=False)
+    trace = go.Parcoords(dimensions=dims, line=line, labelfont=dict(size=12, color=theme.TEXT),
+                         tickfont=dict(size=10, color=theme.MUTED), rangefont=dict(size=9, color=theme.MUTED))
+    layout = theme.base_layout(380, margin=dict(l=70, r=70, t=56, b=24))
+    return go.Figure(data=[trace], layout=layout)
 
 
 def numeric_columns(df: pd.DataFrame) -> list[str]:

@@ -70,3 +70,17 @@ SQL_CSV = "sql-csv"
 SQL_DOWNLOAD = "sql-download"
 SQL_COLUMNS = "sql-columns"      # the column browser
 SQL_RESULT = "sql-result"        # dcc.Store: the last result (records, capped) for the quick chart
+
+# runs page: grouping and filtering
+RUNS_GROUP = "runs-group"        # group by: verdict, status, objective or a config axis
+RUNS_VERDICT = "runs-verdict"    # verdicts shown
+RUNS_GROUPS = "runs-groups"      # one line per group: runs and verdict counts
+
+# sweep
+SW_FILTER = "sw-filter"          # run name prefix or glob
+SW_SUMMARY = "sw-summary"
+SW_NOTE = "sw-note"              # the sentence said instead of a chart (one run, no varying key) and runs without a config
+SW_GRAPH = "sw-graph"            # parallel coordinates: config axes, collapse step, verdict
+SW_GRID = "sw-grid"              # runs × axes, each run linked to its page
+SW_INTERVAL = "sw-interval"
+SW_DIGEST = "sw-digest"          # dcc.Store: what the chart and table were drawn from (a refresh redraws on change)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from . import theme
+from .sweep import Axis
 
 
 def age(ts: Any, now: datetime | None = None) -> str:
@@ -126,6 +127,49 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
     {"field": "updated", "headerName": "updated", "width": 95},
     {"field": "tokens", "headerName": "", "cellRenderer": "markdown", "width": 75, "sortable": False},
 ]
+
+
+CONFIG_PREFIX = "config."
+"""Grid field of a config axis: ``config.<dotted key>`` (the grids set ``suppressFieldDotNotation``)."""
+
+
+def axis_column(axis: Axis) -> dict[str, Any]:
+    """A config axis as a grid column with the grid's own filter (AG Grid community): a number filter on a numeric
+    axis, a text filter otherwise, both with a filter box under the header."""
+    col: dict[str, Any] = {"field": CONFIG_PREFIX + axis.name, "headerName": axis.name, "width": 110,
+                           "floatingFilter": True, "headerTooltip": f"config key {axis.name}"}
+    if axis.numeric:
+        col.update(type="numericColumn", filter="agNumberColumnFilter",
+                   valueFormatter={"function": "params.value == null ? '' : d3.format('.4~g')(params.value)"})
+    else:
+        col.update(filter="agTextColumnFilter")
+    return col
+
+
+def axis_fields(frame: pd.DataFrame, axes: list[Axis]) -> list[dict[str, Any]]:
+    """Per row of a ``sweep.Sweep`` frame: its axis values under the grid's field names (JSON-safe)."""
+    return [{CONFIG_PREFIX + a.name: _clean(v) for a, v in zip(axes, vals, strict=True)}
+            for vals in frame[[a.name for a in axes]].itertuples(index=False)] if axes else [{} for _ in range(len(frame))]
+
+
+def sweep_rows(frame: pd.DataFrame, axes: list[Axis]) -> list[dict[str, Any]]:
+    """The sweep table: each run linked to its page, its verdict, collapse step, status, last step and axis values."""
+    return [{"run": f"[{r['run']}](/run/{r['run']})", "name": r["run"], "verdict": r["verdict"], "status": r["status"],
+             "collapse_step": _clean(r["collapse_step"]), "last_step": _clean(r["last_step"]),
+             "config": "" if r["has_config"] else "none", **fields}
+            for r, fields in zip(frame.to_dict("records"), axis_fields(frame, axes), strict=True)]
+
+
+def sweep_columns(axes: list[Axis]) -> list[dict[str, Any]]:
+    return [{"field": "run", "headerName": "run", "cellRenderer": "markdown", "minWidth": 170, "flex": 1},
+            {"field": "verdict", "headerName": "verdict", "cellStyle": _verdict_style(), "width": 105,
+             "filter": "agTextColumnFilter", "floatingFilter": True},
+            _num("collapse_step", "collapse step", "d", 110, filter="agNumberColumnFilter", floatingFilter=True),
+            *[axis_column(a) for a in axes],
+            {"field": "status", "headerName": "status", "cellStyle": _status_style(), "width": 95},
+            _num("last_step", "last step", "d", 90),
+            {"field": "config", "headerName": "config", "width": 80,
+             "headerTooltip": "none: the run has no config (on no axis, not on the chart)"}]
 
 
 def sql_columns(df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -1,42 +1,96 @@
 """Runs page: every run of the store with its status, objective, size, reward level (now, best, a
-sparkline), collapse step, worst severity ever and episodes by severity; tick runs and compare them. Refreshes
-every few seconds so new and crashing runs show up without a reload."""
+sparkline), collapse step, worst severity ever and episodes by severity, and one column per config axis (a config
+key whose value differs across the runs); tick runs and compare them. Refreshes every few seconds so new and
+crashing runs show up without a reload.
+
+Filter and group (AG Grid community: its row grouping is enterprise): the verdicts shown are ticked above the grid;
+each config column has the grid's own filter box (number or text); *group by* a verdict, status, objective or config
+key sorts the grid by that column, pins it first and counts each group's verdicts above the grid.
+
+URL: ``/?group=lr&verdict=collapsed,warning``."""
 
 from __future__ import annotations
 
 import dash
 import dash_ag_grid as dag
+import pandas as pd
 from dash import Input, Output, State, callback, dcc, html, no_update
 
-from .. import history, ids, state, tables, theme
+from .. import history, ids, state, sweep, tables, theme
 from ..figures import COLUMNS
 
 dash.register_page(__name__, path="/", name="Runs", title="collapsewatch · runs", order=0)
 REFRESH_MS = 3000
 
 
-def _summary(rows: list[dict]) -> list:
+def _summary(rows: list[dict], shown: int) -> list:
     running = sum(r["status"] == "running" for r in rows)
     flagged = sum(r["n_active"] > 0 for r in rows)
     return [html.H2("Runs"), html.Span([html.B(len(rows)), " runs"], className="fact"),
             html.Span([html.B(running), " running"], className="fact"),
-            html.Span([html.B(flagged), " with active flags"], className="fact flag" if flagged else "fact")]
+            html.Span([html.B(flagged), " with active flags"], className="fact flag" if flagged else "fact"),
+            *([html.Span([html.B(shown), " shown"], className="fact")] if shown != len(rows) else [])]
 
 
-def _rows() -> list[dict]:
+def _table() -> pd.DataFrame:
     with state.borrow() as s:
-        return tables.runs_rows(history.run_table(s, COLUMNS))
+        return history.run_table(s, COLUMNS)
 
 
-def layout(**_: str) -> html.Div:
-    rows = _rows()
+def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> dict:
+    """What the page shows of ``table`` (``history.run_table``): every run's grid row with its config axes (over all
+    runs), only the ``verdicts`` ticked, the grid's columns (the ``group`` column pinned first and sorted) and the
+    groups' verdict counts."""
+    sw = sweep.sweep(table)
+    keep = set(verdicts) if verdicts is not None else set(sweep.VERDICTS)
+    rows = [{**row, **fields} for row, fields in zip(tables.runs_rows(table), tables.axis_fields(sw.frame, sw.axes),
+                                                     strict=True)]
+    shown = [r for r, v in zip(rows, sw.frame["verdict"], strict=True) if v in keep]
+    frame = sw.frame[sw.frame["verdict"].isin(keep)] if len(sw.frame) else sw.frame
+    axes = [a for a in sw.axes if a.name not in sweep.RUN_FIELDS]  # a config "objective" is the objective column
+    options = [*sweep.RUN_FIELDS, *(a.name for a in axes)]
+    group = group if group in options else None
+    cols = [dict(c) for c in tables.RUNS_COLUMNS] + [tables.axis_column(a) for a in axes]
+    if group is not None:
+        field = group if group in sweep.RUN_FIELDS else tables.CONFIG_PREFIX + group
+        i = next(i for i, c in enumerate(cols) if c["field"] == field)
+        cols.insert(1, {**cols.pop(i), "pinned": "left", "sort": "asc", "headerClass": "grouped"})
+    return {"rows": rows, "shown": shown, "columns": cols, "options": options, "group": group,
+            "groups": sweep.groups(frame, group) if group is not None else None}
+
+
+def groups_table(groups: pd.DataFrame | None, key: str | None) -> list:
+    """One line per group: its value, runs and each verdict's count in the verdict's colour."""
+    if groups is None or key is None:
+        return []
+    head = html.Tr([html.Th(key), html.Th("runs"), *[html.Th(v) for v in sweep.VERDICTS], html.Th("first collapse")])
+    body = [html.Tr([html.Td(g.group, className="mono"), html.Td(g.runs, className="num"),
+                     *[html.Td(getattr(g, v), className="num",
+                               style={"color": theme.VERDICT_COLOURS[v]} if getattr(g, v) else {}) for v in sweep.VERDICTS],
+                     html.Td("—" if pd.isna(g.first_collapse) else int(g.first_collapse), className="num")],
+                    className="grp-row") for g in groups.itertuples(index=False)]
+    return [html.B(f"runs by {key}"), html.Table([html.Thead(head), html.Tbody(body)], className="ev-table grp-table")]
+
+
+def layout(group: str | None = None, verdict: str | None = None, **_: str) -> html.Div:
+    picked = [v for v in (verdict or "").split(",") if v in sweep.VERDICTS] or list(sweep.VERDICTS)
+    v = view(_table(), group, picked)
     return html.Div([
-        html.Div(_summary(rows), id=ids.RUNS_SUMMARY, className="bar"),
-        dag.AgGrid(id=ids.RUNS_GRID, rowData=rows, columnDefs=tables.RUNS_COLUMNS, getRowId="params.data.name",
+        html.Div(_summary(v["rows"], len(v["shown"])), id=ids.RUNS_SUMMARY, className="bar"),
+        html.Div(className="bar", children=[
+            html.Span("verdict", className="hint"),
+            dcc.Checklist(id=ids.RUNS_VERDICT, options=list(sweep.VERDICTS), value=picked, inline=True,
+                          className="radio-inline"),
+            html.Span("group by", className="hint"),
+            dcc.Dropdown(id=ids.RUNS_GROUP, options=v["options"], value=v["group"], placeholder="none",
+                         style={"minWidth": 220}),
+            dcc.Link("Sweep view →", href="/sweep", className="nav-link")]),
+        html.Div(groups_table(v["groups"], v["group"]), id=ids.RUNS_GROUPS, className="grp-box"),
+        dag.AgGrid(id=ids.RUNS_GRID, rowData=v["shown"], columnDefs=v["columns"], getRowId="params.data.name",
                    defaultColDef={"sortable": True, "resizable": True},
                    dashGridOptions={"theme": theme.GRID_THEME, "domLayout": "autoHeight", "rowHeight": 30,
-                                    "animateRows": False, "rowSelection": "multiple",
-                                    "suppressRowClickSelection": True},
+                                    "animateRows": False, "rowSelection": "multiple", "suppressColumnVirtualisation": True,
+                                    "suppressRowClickSelection": True, "suppressFieldDotNotation": True},
                    style={"width": "100%"}),
         html.Div(className="bar", children=[
             html.Button("Compare ticked runs →", id=ids.RUNS_COMPARE, className="btn", n_clicks=0),
@@ -47,10 +101,17 @@ def layout(**_: str) -> html.Div:
 
 
 @callback(Output(ids.RUNS_GRID, "rowData"), Output(ids.RUNS_SUMMARY, "children"),
-          Input(ids.RUNS_INTERVAL, "n_intervals"), prevent_initial_call=True)
-def refresh(_: int) -> tuple[list[dict], list]:
-    rows = _rows()
-    return rows, _summary(rows)
+          Output(ids.RUNS_GRID, "columnDefs"), Output(ids.RUNS_GROUP, "options"), Output(ids.RUNS_GROUPS, "children"),
+          Input(ids.RUNS_INTERVAL, "n_intervals"), Input(ids.RUNS_GROUP, "value"), Input(ids.RUNS_VERDICT, "value"),
+          State(ids.RUNS_GRID, "columnDefs"), State(ids.RUNS_GROUP, "options"), prevent_initial_call=True)
+def refresh(_: int, group: str | None, verdicts: list[str] | None, columns: list[dict] | None,
+            options: list[str] | None):
+    """The rows again (only changed runs are read, ``history.run_table``); the columns and group options are sent
+    only when they changed, so the grid keeps its filters, widths and sort."""
+    v = view(_table(), group, verdicts)
+    return (v["shown"], _summary(v["rows"], len(v["shown"])),
+            v["columns"] if v["columns"] != columns else no_update,
+            v["options"] if v["options"] != options else no_update, groups_table(v["groups"], v["group"]))
 
 
 @callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.RUNS_COMPARE, "n_clicks"),

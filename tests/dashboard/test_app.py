@@ -29,7 +29,7 @@ def _text(component) -> str:
 def test_pages_and_localhost_default(app):
     paths = {p["module"].rsplit(".", 1)[-1]: p.get("path_template") or p["path"] for p in dash.page_registry.values()}
     assert paths == {"runs": "/", "overview": "/run/<run>", "tokens": "/tokens/<run>", "compare": "/compare",
-                     "sql": "/sql"}
+                     "sweep": "/sweep", "sql": "/sql"}
     assert inspect.signature(serve).parameters["host"].default == "127.0.0.1"
     assert inspect.signature(serve).parameters["port"].default == 8050
     assert isinstance(app, dash.Dash)
@@ -52,6 +52,9 @@ def test_layouts_render(app, served):
     assert "step 119" in _text(tokens.layout(run="collapse", step="1000"))  # a step without tokens: the nearest
     assert ids.CMP_GRAPH in _text(compare.layout(runs="collapse,healthy"))
     assert ids.SQL_INPUT in _text(sql.layout())
+    from collapsewatch.dashboard.pages import sweep
+
+    assert ids.SW_GRID in _text(sweep.layout()) and "[healthy](/run/healthy)" in _text(sweep.layout(runs="heal"))
 
 
 def test_callbacks(app, served):
