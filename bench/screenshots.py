@@ -189,7 +189,16 @@ def shoot_samples(url: str, out: Path) -> None:
         page.screenshot(path=out / "sample-compare.png", full_page=True)
         _open(page, url + "/sql", "#sql-grid .ag-row", "#sql-chart .scatterlayer .trace")
         page.screenshot(path=out / "sample-sql.png", full_page=True)
+        shoot_sweep(page, url, out)
         browser.close()
+
+
+def shoot_sweep(page, url: str, out: Path) -> None:
+    """The sample runs as a sweep (their configs' varying keys as axes), and the runs page grouped by lr."""
+    _open(page, url + "/sweep", "#sw-grid .ag-row", "#sw-graph .parcoords")
+    page.screenshot(path=out / "sample-sweep.png", full_page=True)
+    _open(page, url + "/?group=lr", "#runs-grid .ag-row", "#runs-groups .grp-row")
+    page.screenshot(path=out / "sample-runs-grouped.png")
 
 
 def shoot_run(url: str, run: str, path: Path) -> None:

@@ -71,6 +71,8 @@ def label(v: Any) -> str:
     """A config value as text: numbers with up to 6 significant digits, lists and dicts as JSON."""
     if v is None:
         return "null"
+    if v == "":
+        return '""'
     if is_number(v):
         return f"{v:.6g}" if isinstance(v, float) else str(v)
     if isinstance(v, (list, tuple, dict)):
