@@ -9,10 +9,11 @@ config diff reads them from here too."""
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -26,6 +27,8 @@ VERDICTS = ("healthy", "warning", "collapsed")
 """The verdict's statuses (``collapsewatch.verdict``), mildest first: the order of counts and colour codes."""
 RUN_FIELDS = ("verdict", "status", "objective")
 """Run-row fields the runs page groups by besides the config axes."""
+FIELD = "config."
+"""A config axis's field in the dashboard's grids: ``config.<dotted key>`` (the grids set ``suppressFieldDotNotation``)."""
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -100,13 +103,20 @@ def config_axes(configs: Mapping[str, Mapping[str, Any] | None]) -> list[Axis]:
     axes = []
     for key in sorted(set().union(*flat.values())):
         values = [f.get(key, MISSING) for f in flat.values()]
-        if len({json.dumps(v, sort_keys=True, default=str) for v in values}) < 2:
+        if len({_same(v) for v in values}) < 2:
             continue  # the same in every run: not an axis
         if all(is_number(v) for v in values):
             axes.append(Axis(key, True, tuple(sorted(set(values)))))
         else:
             axes.append(Axis(key, False, tuple(sorted({v if v is MISSING else label(v) for v in values}))))
     return axes
+
+
+def _same(v: Any) -> Any:
+    """A hashable stand-in of a config value, equal only for equal values of the same kind (1 ≠ True ≠ "1")."""
+    if isinstance(v, (list, tuple, dict)):
+        return ("json", json.dumps(v, sort_keys=True, default=str))
+    return (type(v).__name__, v)
 
 
 def axis_value(axis: Axis, config: Mapping[str, Any] | None) -> Any:
@@ -139,57 +149,99 @@ def select(table: pd.DataFrame, runs: str | None) -> pd.DataFrame:
 @dataclass(frozen=True)
 class Sweep:
     """Runs × axes: ``frame`` has run, status, verdict, collapse_step, last_step, has_config and one column per axis
-    (``axes``, by name); ``unconfigured``: the runs without a config (listed in ``frame``, on no axis)."""
+    (``axes``, by name); ``unconfigured``: the runs without a config (listed in ``frame``, on no axis); ``digest``:
+    of the rows it was computed from (a page redraws when it changes)."""
 
     axes: list[Axis]
     frame: pd.DataFrame
     unconfigured: list[str]
+    digest: str = ""
+    fields: list[dict[str, Any]] = field(default_factory=list)
+    """Each run's axis values under their grid fields (``FIELD`` + name), JSON-safe: computed with the axes."""
 
 
 BASE = ("run", "status", "verdict", "collapse_step", "last_step", "has_config")
 
 
+_sweeps: dict[tuple, Sweep] = {}
+KEPT = 8  # sweeps kept (the runs page's and a few sweep-page selections)
+
+
 def sweep(table: pd.DataFrame) -> Sweep:
-    """The sweep of ``table`` (``history.run_table`` rows, or a ``select`` of them), in its row order."""
+    """The sweep of ``table`` (``history.run_table`` rows, or a ``select`` of them), in its row order. The same rows
+    again (a refresh where nothing changed) give the sweep computed before."""
     if table.empty:
         return Sweep([], pd.DataFrame(columns=list(BASE)), [])
-    configs = {r: flat_config(c) for r, c in zip(table["run"], table["config"], strict=True)}
-    axes = config_axes(configs)
-    rows = []
-    for r in table.to_dict("records"):
-        cfg = configs[r["run"]]
-        step = r.get("collapse_step")
-        rows.append({"run": r["run"], "status": r.get("status"), "verdict": r.get("verdict") or "",
-                     "collapse_step": None if step is None or pd.isna(step) else int(step),
-                     "last_step": None if pd.isna(r.get("last_step")) else int(r["last_step"]),
-                     "has_config": cfg is not None, **{a.name: axis_value(a, cfg) for a in axes}})
-    frame = pd.DataFrame(rows, columns=[*BASE, *(a.name for a in axes)])
-    return Sweep(axes, frame, [r for r, c in configs.items() if c is None])
+    cols = [table[c].tolist() if c in table.columns else [None] * len(table)
+            for c in ("run", "status", "verdict", "collapse_step", "last_step", "config")]
+    cols[3:5] = [[_int(v) for v in c] for c in cols[3:5]]  # NaN ≠ NaN: the key holds ints and None
+    cols[5] = [c if isinstance(c, str) else None for c in cols[5]]
+    key = tuple(map(tuple, cols))
+    if key not in _sweeps:
+        while len(_sweeps) >= KEPT:
+            del _sweeps[next(iter(_sweeps))]
+        _sweeps[key] = replace(_computed(*cols), digest=hashlib.sha1(repr(key).encode()).hexdigest())
+    return _sweeps[key]
 
 
-def group_key(frame: pd.DataFrame, key: str) -> pd.Series:
+def _int(v: Any) -> int | None:
+    return None if v is None or pd.isna(v) else int(v)
+
+
+def _computed(runs: list, status: list, verdict: list, collapse: list, last: list, config: list) -> Sweep:
+    axes, columns, has, fields = _placed(tuple(runs), tuple(config))
+    data = {"run": runs, "status": status, "verdict": [v or "" for v in verdict],
+            "collapse_step": pd.Series(collapse, dtype=object), "last_step": pd.Series(last, dtype=object),
+            "has_config": has, **columns}
+    frame = pd.DataFrame(data, columns=[*BASE, *(a.name for a in axes)])
+    return Sweep(axes, frame, [r for r, h in zip(runs, has, strict=True) if not h], fields=fields)
+
+
+@lru_cache(maxsize=KEPT)
+def _placed(runs: tuple, config: tuple) -> tuple[list[Axis], dict[str, list], list[bool], list[dict]]:
+    """The axes of the runs' configs and each run's values on them: computed again only when a run or a config
+    changes (a running run's steps and verdict do not)."""
+    configs = [flat_config(c) for c in config]
+    axes = config_axes(dict(zip(runs, configs, strict=True)))
+    columns = {a.name: [axis_value(a, c) for c in configs] for a in axes}
+    safe = {FIELD + k: [None if isinstance(v, float) and not math.isfinite(v) else v for v in vs]
+            for k, vs in columns.items()}
+    fields = [{f: vs[i] for f, vs in safe.items()} for i in range(len(runs))]
+    return axes, columns, [c is not None for c in configs], fields
+
+
+def group_key(frame: pd.DataFrame, key: str) -> list[str]:
     """Each run's group under ``key`` (a ``RUN_FIELDS`` field or an axis of ``frame``) as text: ``MISSING`` where its
     config lacks the key, "no config" for a run without one."""
     if key in RUN_FIELDS:
-        return frame[key].fillna("").astype(str)
-    return pd.Series([("no config" if not has else label(v) if v is not MISSING else MISSING)
-                      for v, has in zip(frame[key], frame["has_config"], strict=True)], index=frame.index)
+        return ["" if v is None or v != v else str(v) for v in frame[key].tolist()]
+    return ["no config" if not has else MISSING if v is MISSING else label(v)
+            for v, has in zip(frame[key].tolist(), frame["has_config"].tolist(), strict=True)]
+
+
+def _order(group: str) -> tuple:
+    try:
+        return (0, float(group), group)
+    except ValueError:
+        return (1, 0.0, group)
 
 
 def groups(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     """One row per value of ``key``: runs, the count of each verdict, the earliest collapse step. Numeric groups in
-    numeric order, others by text."""
+    numeric order, then the others by text."""
     cols = ["group", "runs", *VERDICTS, "first_collapse"]
     if frame.empty or (key not in RUN_FIELDS and key not in frame.columns):
         return pd.DataFrame(columns=cols)
-    g = frame.assign(group=group_key(frame, key))
-    out = []
-    for value, part in g.groupby("group", sort=False):
-        steps = part["collapse_step"].dropna()
-        out.append({"group": value, "runs": len(part), **{v: int((part["verdict"] == v).sum()) for v in VERDICTS},
-                    "first_collapse": int(steps.min()) if len(steps) else None})
-    df = pd.DataFrame(out, columns=cols)
-    df["first_collapse"] = pd.Series([o["first_collapse"] for o in out], dtype=object)  # None, not NaN
-    order = pd.to_numeric(df["group"], errors="coerce")
-    return df.assign(_n=order).sort_values(["_n", "group"], na_position="last", kind="stable").drop(
-        columns="_n").reset_index(drop=True)
+    out: dict[str, dict[str, Any]] = {}
+    for group, verdict, step in zip(group_key(frame, key), frame["verdict"].tolist(), frame["collapse_step"].tolist(),
+                                    strict=True):
+        g = out.setdefault(group, {"group": group, "runs": 0, **dict.fromkeys(VERDICTS, 0), "first_collapse": None})
+        g["runs"] += 1
+        if verdict in VERDICTS:
+            g[verdict] += 1
+        if step is not None and step == step and (g["first_collapse"] is None or step < g["first_collapse"]):
+            g["first_collapse"] = int(step)
+    rows = [out[k] for k in sorted(out, key=_order)]
+    df = pd.DataFrame(rows, columns=cols)
+    df["first_collapse"] = pd.Series([r["first_collapse"] for r in rows], dtype=object)  # None, not NaN
+    return df

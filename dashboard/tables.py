@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from . import theme
-from .sweep import Axis
+from .sweep import BASE, FIELD, Axis, Sweep
 
 
 def age(ts: Any, now: datetime | None = None) -> str:
@@ -129,14 +129,10 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
 ]
 
 
-CONFIG_PREFIX = "config."
-"""Grid field of a config axis: ``config.<dotted key>`` (the grids set ``suppressFieldDotNotation``)."""
-
-
 def axis_column(axis: Axis) -> dict[str, Any]:
     """A config axis as a grid column with the grid's own filter (AG Grid community): a number filter on a numeric
     axis, a text filter otherwise, both with a filter box under the header."""
-    col: dict[str, Any] = {"field": CONFIG_PREFIX + axis.name, "headerName": axis.name, "width": 110,
+    col: dict[str, Any] = {"field": FIELD + axis.name, "headerName": axis.name, "width": 110,
                            "floatingFilter": True, "headerTooltip": f"config key {axis.name}"}
     if axis.numeric:
         col.update(type="numericColumn", filter="agNumberColumnFilter",
@@ -146,18 +142,12 @@ def axis_column(axis: Axis) -> dict[str, Any]:
     return col
 
 
-def axis_fields(frame: pd.DataFrame, axes: list[Axis]) -> list[dict[str, Any]]:
-    """Per row of a ``sweep.Sweep`` frame: its axis values under the grid's field names (JSON-safe)."""
-    return [{CONFIG_PREFIX + a.name: _clean(v) for a, v in zip(axes, vals, strict=True)}
-            for vals in frame[[a.name for a in axes]].itertuples(index=False)] if axes else [{} for _ in range(len(frame))]
-
-
-def sweep_rows(frame: pd.DataFrame, axes: list[Axis]) -> list[dict[str, Any]]:
+def sweep_rows(sw: Sweep) -> list[dict[str, Any]]:
     """The sweep table: each run linked to its page, its verdict, collapse step, status, last step and axis values."""
     return [{"run": f"[{r['run']}](/run/{r['run']})", "name": r["run"], "verdict": r["verdict"], "status": r["status"],
              "collapse_step": _clean(r["collapse_step"]), "last_step": _clean(r["last_step"]),
              "config": "" if r["has_config"] else "none", **fields}
-            for r, fields in zip(frame.to_dict("records"), axis_fields(frame, axes), strict=True)]
+            for r, fields in zip(sw.frame[list(BASE)].to_dict("records"), sw.fields, strict=True)]
 
 
 def sweep_columns(axes: list[Axis]) -> list[dict[str, Any]]:

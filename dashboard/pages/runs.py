@@ -43,8 +43,7 @@ def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> 
     groups' verdict counts."""
     sw = sweep.sweep(table)
     keep = set(verdicts) if verdicts is not None else set(sweep.VERDICTS)
-    rows = [{**row, **fields} for row, fields in zip(tables.runs_rows(table), tables.axis_fields(sw.frame, sw.axes),
-                                                     strict=True)]
+    rows = [{**row, **fields} for row, fields in zip(tables.runs_rows(table), sw.fields, strict=True)]
     shown = [r for r, v in zip(rows, sw.frame["verdict"], strict=True) if v in keep]
     frame = sw.frame[sw.frame["verdict"].isin(keep)] if len(sw.frame) else sw.frame
     axes = [a for a in sw.axes if a.name not in sweep.RUN_FIELDS]  # a config "objective" is the objective column
@@ -52,7 +51,7 @@ def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> 
     group = group if group in options else None
     cols = [dict(c) for c in tables.RUNS_COLUMNS] + [tables.axis_column(a) for a in axes]
     if group is not None:
-        field = group if group in sweep.RUN_FIELDS else tables.CONFIG_PREFIX + group
+        field = group if group in sweep.RUN_FIELDS else sweep.FIELD + group
         i = next(i for i, c in enumerate(cols) if c["field"] == field)
         cols.insert(1, {**cols.pop(i), "pinned": "left", "sort": "asc", "headerClass": "grouped"})
     return {"rows": rows, "shown": shown, "columns": cols, "options": options, "group": group,

@@ -7,9 +7,6 @@ URL: ``/sweep?runs=grpo-`` (comma-separated prefixes or globs; every run without
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import dash
 import dash_ag_grid as dag
 from dash import Input, Output, State, callback, dcc, html, no_update
@@ -55,15 +52,14 @@ def _facts(sw: sweep.Sweep) -> list:
 
 
 def _drawn(sw: sweep.Sweep) -> tuple:
-    """Figure, note, rows, columns, facts and the digest of what they show."""
-    digest = hashlib.sha1(json.dumps([sw.frame.to_dict("records"), [a.name for a in sw.axes]], default=str)
-                          .encode()).hexdigest()
+    """Figure, note, rows, columns and facts."""
     fig = charts.sweep_figure(sw) if sw.axes else None
-    return (fig, note(sw), tables.sweep_rows(sw.frame, sw.axes), tables.sweep_columns(sw.axes), _facts(sw), digest)
+    return fig, note(sw), tables.sweep_rows(sw), tables.sweep_columns(sw.axes), _facts(sw)
 
 
 def layout(runs: str | None = None, **_: str) -> html.Div:
-    fig, text, rows, cols, facts, digest = _drawn(_sweep(runs))
+    sw = _sweep(runs)
+    fig, text, rows, cols, facts = _drawn(sw)
     return html.Div([
         html.Div(className="bar", children=[
             html.Div(facts, id=ids.SW_SUMMARY, className="bar"),
@@ -80,7 +76,7 @@ def layout(runs: str | None = None, **_: str) -> html.Div:
                                     "animateRows": False, "suppressFieldDotNotation": True,
                                     "suppressColumnVirtualisation": True},
                    style={"width": "100%"}),
-        dcc.Store(id=ids.SW_DIGEST, data=digest),
+        dcc.Store(id=ids.SW_DIGEST, data=sw.digest),
         dcc.Interval(id=ids.SW_INTERVAL, interval=REFRESH_MS),
     ])
 
@@ -92,8 +88,9 @@ def layout(runs: str | None = None, **_: str) -> html.Div:
 def refresh(_: int, runs: str | None, drawn: str | None):
     """Redraw when the selected runs' rows changed (a new run, a verdict, a step); otherwise send nothing, so a
     range dragged on an axis stays."""
-    fig, text, rows, cols, facts, digest = _drawn(_sweep(runs))
-    if digest == drawn:
+    sw = _sweep(runs)
+    if sw.digest == drawn:
         return (no_update,) * 7
+    fig, text, rows, cols, facts = _drawn(sw)
     style = {} if fig is not None else {"display": "none"}
-    return fig or {}, style, text, rows, cols, facts, digest
+    return fig or {}, style, text, rows, cols, facts, sw.digest

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import plotly.graph_objects as go
 
 from collapsewatch.dashboard import charts, sweep, tables, theme
 
@@ -80,23 +81,33 @@ def test_groups_count_verdicts():
 
 def test_sweep_figure_axes_and_verdict_colours():
     fig = charts.sweep_figure(sweep.sweep(_grid()))
-    (pc,) = fig.data
-    assert [d.label for d in pc.dimensions] == ["lr", "seed", "collapse step", "verdict"]
-    step = pc.dimensions[2]
+    (pc,) = fig["data"]
+    assert pc["type"] == "parcoords"
+    assert [d["label"] for d in pc["dimensions"]] == ["lr", "seed", "collapse step", "verdict"]
+    step = pc["dimensions"][2]
     # collapse steps 40, 60; the two runs that never collapsed sit above the highest step reached (99):
     # 99 + round(0.08 × 99) = 99 + 8 = 107, ticked "none"
-    assert list(step.values) == [40, 60, 107, 107] and step.ticktext[-1] == "none" and step.tickvals[-1] == 107
+    assert step["values"] == [40, 60, 107, 107] and step["ticktext"][-1] == "none" and step["tickvals"][-1] == 107
     # verdict codes healthy 0, warning 1, collapsed 2; each code falls in its own colour's third of cmin..cmax
-    assert list(pc.line.color) == [2, 2, 0, 1] and (pc.line.cmin, pc.line.cmax) == (-0.5, 2.5)
-    scale = [tuple(s) for s in pc.line.colorscale]
+    line = pc["line"]
+    assert line["color"] == [2, 2, 0, 1] and (line["cmin"], line["cmax"]) == (-0.5, 2.5)
     for code, verdict in enumerate(sweep.VERDICTS):
         at = (code + 0.5) / 3  # (code − cmin) / (cmax − cmin)
-        assert [c for x, c in scale if x <= at][-1] == theme.VERDICT_COLOURS[verdict]
+        assert [c for x, c in line["colorscale"] if x <= at][-1] == theme.VERDICT_COLOURS[verdict]
+    go.Figure(fig)  # a figure Plotly accepts as it is
+
+
+def test_a_refresh_with_the_same_rows_reuses_the_sweep():
+    first = sweep.sweep(_grid())
+    assert sweep.sweep(_grid()) is first  # same rows (NaN collapse steps included): computed once
+    changed = _grid()
+    changed.loc[3, "verdict"] = "collapsed"
+    assert sweep.sweep(changed) is not first and sweep.sweep(changed).frame["verdict"].tolist()[3] == "collapsed"
 
 
 def test_sweep_rows_link_each_run():
     sw = sweep.sweep(_grid())
-    rows = tables.sweep_rows(sw.frame, sw.axes)
+    rows = tables.sweep_rows(sw)
     assert rows[0]["run"] == "[r0](/run/r0)" and rows[0]["config.lr"] == 1e-3 and rows[0]["collapse_step"] == 40
     assert [c["field"] for c in tables.sweep_columns(sw.axes)][:5] == ["run", "verdict", "collapse_step", "config.lr",
                                                                        "config.seed"]
