@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from . import lazy
 from .location import (
     FLUSH_SEGMENT,
     PUBLISHED,
@@ -65,9 +66,11 @@ def install_lock(mirror: Path, exclusive: bool) -> Iterator[None]:
         return
     with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        lazy.enter_shared(0 if exclusive else 1)  # a scope missing now cannot be fetched: ``lazy.NotHeld``
         try:
             yield
         finally:
+            lazy.enter_shared(0 if exclusive else -1)
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
@@ -75,34 +78,94 @@ def is_mirror(root: Path) -> bool:
     return (root / INSTALL_LOCK).exists()
 
 
-def sync(remote: Remote, mirror: Path) -> bool:
-    """Make ``mirror`` hold exactly the published, complete flushes and other objects of one listing of ``remote``
-    (module docstring); True when a file changed. One sync at a time per mirror folder (a file lock)."""
+@contextmanager
+def _sync_lock(mirror: Path) -> Iterator[None]:
+    """One sync or fetch at a time per mirror folder, over every process."""
     mirror.mkdir(parents=True, exist_ok=True)
     (mirror / INSTALL_LOCK).touch()
     with open(mirror / ".sync.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        staged: dict[str, tuple[Path, int, int]] = {}  # rel -> (downloaded temporary, size, mtime listed)
         try:
-            for _ in range(SYNC_ROUNDS):
-                listing = remote.list()
-                visible = published(listing)
-                if _download(remote, mirror, visible, staged):
-                    continue  # an object of this listing is gone: list again
-                broken = _broken(remote, mirror, listing, staged)
-                for marker in broken:
-                    stem = marker.rsplit("/", 1)[-1]
-                    run = marker.split("/", 1)[0]
-                    for rel in [r for r in visible if r.startswith(f"{run}/") and r.endswith(f"/{stem}.parquet")]:
-                        del visible[rel]
-                return _install(mirror, visible, staged, broken)
-            log.warning("collapsewatch: %s changed under %d listings in a row; the mirror keeps its last state",
-                        remote.url, SYNC_ROUNDS)
-            return False
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def sync(remote: Remote, mirror: Path, want: set[str] | None = None) -> bool:
+    """Make ``mirror`` hold exactly the published, complete flushes of one listing of ``remote`` for the objects
+    it fetches (``lazy``: every object but lazy tables' segments, and those of the scopes it holds and of ``want``),
+    and keep that listing (module docstring); True when a file changed."""
+    with _sync_lock(mirror):
+        return _sync(remote, mirror, set(want or ()))
+
+
+def _sync(remote: Remote, mirror: Path, want: set[str]) -> bool:
+    state = lazy.load(mirror) or lazy.State()
+    held = set(state.held) | want
+    staged: dict[str, tuple[Path, int, int]] = {}  # rel -> (downloaded temporary, size, mtime listed)
+    try:
+        for _ in range(SYNC_ROUNDS):
+            listing = remote.list()
+            visible = published(listing)
+            fetch = {rel: v for rel, v in visible.items() if lazy.scope(rel) in held or lazy.scope(rel) is None}
+            if _download(remote, mirror, fetch, staged):
+                continue  # an object of this listing is gone: list again
+            broken = _broken(remote, mirror, listing, staged)
+            for marker in broken:
+                stem = marker.rsplit("/", 1)[-1]
+                run = marker.split("/", 1)[0]
+                for rel in [r for r in visible if r.startswith(f"{run}/") and r.endswith(f"/{stem}.parquet")]:
+                    del visible[rel]
+            new = lazy.State({"url": remote.url, "listing": {r: list(v) for r, v in visible.items()},
+                              "held": state.held, "fetched": state.fetched})
+            return _install(mirror, visible, staged, broken, new, want)
+        log.warning("collapsewatch: %s changed under %d listings in a row; the mirror keeps its last state",
+                    remote.url, SYNC_ROUNDS)
+        return False
+    finally:
+        for tmp, _, _ in staged.values():
+            tmp.unlink(missing_ok=True)
+
+
+def fetch_scopes(mirror: Path, tables: list[str], run: str | None) -> None:
+    """Fetch the scopes of ``tables`` (of ``run`` or every run) the mirror lacks, at its kept listing; an object
+    of it gone by now: a full sync (lists again, updates every held scope with them)."""
+    with _sync_lock(mirror):
+        state = lazy.load(mirror)
+        if state is None:
+            return
+        missing = state.wanted(tables, run) - state.held.keys()
+        if not missing:
+            return
+        remote = parse_url(state.url)
+        todo = {rel: (size, mtime) for s in missing for rel in state.scopes[s]
+                for size, mtime in [state.listing[rel]]}
+        staged: dict[str, tuple[Path, int, int]] = {}
+        try:
+            try:
+                gone = _download(remote, mirror, todo, staged) or len(staged) < sum(
+                    1 for rel, (size, mtime) in todo.items() if not _have(mirror, rel, size, mtime))
+            except OSError as e:
+                raise FileNotFoundError(f"store {remote.url!r} cannot be read: {str(e).splitlines()[0]}") from e
+            if gone:  # gone, or re-PUT since the listing: list again
+                _sync(remote, mirror, missing)
+                return
+            with install_lock(mirror, exclusive=True):
+                for rel in list(staged):
+                    os.replace(staged.pop(rel)[0], mirror / rel)
+                lazy.mark_held(mirror, state, missing)
+                lazy.save(mirror, state)
         finally:
             for tmp, _, _ in staged.values():
                 tmp.unlink(missing_ok=True)
-            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _have(mirror: Path, rel: str, size: int, mtime: int) -> bool:
+    try:
+        st = (mirror / rel).stat()
+    except FileNotFoundError:
+        return False
+    return st.st_size == size and st.st_mtime_ns == mtime
 
 
 def _download(remote: Remote, mirror: Path, visible: dict[str, tuple[int, int]],
@@ -111,14 +174,8 @@ def _download(remote: Remote, mirror: Path, visible: dict[str, tuple[int, int]],
     True when one was gone by its GET."""
     todo = []
     for rel, (size, mtime) in visible.items():
-        if rel in staged and staged[rel][1:] == (size, mtime):
+        if (rel in staged and staged[rel][1:] == (size, mtime)) or _have(mirror, rel, size, mtime):
             continue
-        try:
-            st = (mirror / rel).stat()
-            if st.st_size == size and st.st_mtime_ns == mtime:
-                continue
-        except FileNotFoundError:
-            pass
         todo.append((rel, size, mtime))
     with ThreadPoolExecutor(SYNC_WORKERS) as pool:
         results = list(pool.map(lambda item: _stage(remote, mirror, *item), todo))
@@ -145,6 +202,7 @@ def _stage(remote: Remote, mirror: Path, rel: str, size: int, mtime: int) -> Pat
         if remote.fs.get_file_info(remote.key(rel)).type == pafs.FileType.NotFound:
             return GONE
         raise
+    lazy.count(len(data))
     if len(data) != size:
         return None
     if rel.endswith(".parquet") and not _parquet_tail(data) and remote._read(rel) != data:
@@ -191,7 +249,7 @@ def _broken(remote: Remote, mirror: Path, listing: dict[str, tuple[int, int]],
                     if rel.startswith(f"{folder}/") and rel.endswith(".parquet") and \
                             not FLUSH_SEGMENT.match(rel.rsplit("/", 1)[1]):
                         local = staged[rel][0] if rel in staged else mirror / rel
-                        folders[folder] |= _replaced(local)
+                        folders[folder] |= _replaced(local) if local.exists() else _replaced_remote(remote, rel)
             if name not in folders[folder]:
                 out[marker] = f"published flush is missing {line}"
                 break
@@ -203,17 +261,43 @@ def _broken(remote: Remote, mirror: Path, listing: dict[str, tuple[int, int]],
     return out
 
 
+_footers: dict[tuple[str, str], set[str]] = {}  # (bucket url, merged segment rel) -> what it replaces
+
+
+def _replaced_remote(remote: Remote, rel: str) -> set[str]:
+    """What a merged segment not in the mirror replaces, from its footer alone (two ranged reads)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if (remote.url, rel) not in _footers:
+        try:
+            with remote.fs.open_input_file(remote.key(rel)) as f:
+                size = f.size()
+                f.seek(size - 8)
+                length = int.from_bytes(f.read(4), "little")
+                f.seek(size - 8 - length)
+                tail = f.read(length + 8)
+            lazy.count(len(tail) + 8, 0)
+            meta = pq.read_schema(pa.BufferReader(b"PAR1" + tail)).metadata or {}
+            _footers[(remote.url, rel)] = set(json.loads(meta.get(REPLACES_KEY, b"[]")))
+        except (OSError, ValueError, TypeError, pa.ArrowException):
+            return set()
+    return _footers[(remote.url, rel)]
+
+
 def _marker_lines(remote: Remote):
     def read(rel: str) -> list[str] | None:
         try:
-            return remote._read(rel).decode(errors="replace").split("\n")
+            data = remote._read(rel)
+            lazy.count(len(data))
+            return data.decode(errors="replace").split("\n")
         except OSError:  # retired meanwhile: its flush is merged, nothing to check
             return None
     return read
 
 
 def _install(mirror: Path, visible: dict[str, tuple[int, int]], staged: dict[str, tuple[Path, int, int]],
-             broken: dict[str, str]) -> bool:
+             broken: dict[str, str], state: lazy.State, want: set[str]) -> bool:
     changed = False
     with install_lock(mirror, exclusive=True):
         for rel in [r for r in staged if r in visible]:
@@ -229,6 +313,8 @@ def _install(mirror: Path, visible: dict[str, tuple[int, int]], staged: dict[str
         tmp = mirror / f".{BROKEN}.{uuid.uuid4().hex[:8]}"
         tmp.write_text(json.dumps(sorted(broken.items())))
         os.replace(tmp, mirror / BROKEN)
+        changed |= bool(lazy.mark_held(mirror, state, want & state.scopes.keys()))
+        lazy.save(mirror, state)
     return changed
 
 

@@ -26,18 +26,19 @@ import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS, scalar_column_sql
 from ..detectors.events import EVENT_COLUMNS
-from . import location, mirror, segments
+from . import lazy, location, mirror, segments
 from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError
 from .segments import raced
 from .sqlproc import run_user_sql
-from .views import VIEW_ORDER, create_views, episodes_sql, open_location, runs_sql, view_sql
+from .views import VIEW_ORDER, create_views, episodes_sql, open_location, runs_sql, view_sql, views_named
 from .writer import check_run_name, valid_run_name
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)
 VIEW_NAMES = re.compile(r"\b(?:FROM|JOIN)\s+(?:" + "|".join(VIEW_ORDER) + r")\b|duckdb_views|information_schema",
                         re.IGNORECASE)
 """SQL that reads a store-wide view (the package's own SQL; one run's queries read ``run_view`` scans instead)."""
+
 SYNC_S = 1.0  # an object-store reader lists the bucket at most this often (each listing is one or more requests)
 
 # Token metrics of the heatmap: name -> (column averaged per bin, transform of the mean). The ratio heatmap
@@ -64,16 +65,25 @@ class Store:
         self.con = duckdb.connect(":memory:")
         # the views are bound at the first query that reads one (binding reads every segment's footer): `sql` (its
         # own process) and one run's queries (``run_view``: that run's folder) never bind them
-        self._dirty, self._bound = True, False
+        self._dirty = True
+        self._bound: set[str] = set()
         allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in segments.readable_dirs(self.root))
         for stmt in (f"SET allowed_directories = [{allowed}]", "SET enable_external_access = false",
                      "SET lock_configuration = true"):
             self.con.execute(stmt)
 
-    def _views(self) -> bool:
-        """(Re)create the views; True when a bad or replaced segment is skipped (views list files: a snapshot)."""
-        create_views(self.con, self.root)
+    def _views(self, views: set[str] | None = None) -> bool:
+        """(Re)create the views (``views`` and what they read, or all); True when a bad or replaced segment is
+        skipped (views list files: a snapshot)."""
+        create_views(self.con, self.root, views)
         return segments.needs_list(self.root)
+
+    def _wanted(self, sql: str) -> set[str]:
+        """The views ``sql`` reads: every one when it names one (a folder store binds them all), on an object
+        store's mirror only those it names (a name anywhere in the text counts: more, never fewer)."""
+        if self.where.remote is None:
+            return set(VIEW_ORDER) if VIEW_NAMES.search(sql) else set()
+        return views_named(sql)
 
     def close(self) -> None:
         self.con.close()
@@ -97,15 +107,19 @@ class Store:
         would fail again)."""
         self.refresh()
 
+        wanted = self._wanted(sql)
+
         def read() -> pd.DataFrame:
-            if self._dirty and (self._bound or VIEW_NAMES.search(sql)):
-                self._dirty, self._bound = self._views(), True
+            if (self._dirty and (self._bound or wanted)) or not wanted <= self._bound:
+                self._bound = self._bound | wanted
+                self._dirty = self._views(self._bound)
             try:
                 return self.con.execute(sql, params or []).df()
             except duckdb.CatalogException:
-                if self._bound:
+                if self._bound == set(VIEW_ORDER):
                     raise
-                self._dirty, self._bound = self._views(), True  # a view the pattern missed: bind them, once
+                self._bound = set(VIEW_ORDER)  # a view the pattern missed: bind them all, once
+                self._dirty = self._views(self._bound)
                 return self.con.execute(sql, params or []).df()
             except duckdb.Error as e:
                 if raced(e) or isinstance(e, duckdb.InvalidInputException):
@@ -125,7 +139,7 @@ class Store:
     def run_view(self, view: str, run: str) -> str:
         """SQL for one run's rows of a view, scanning only that run's folder (fast for live dashboards)."""
         check_run_name(run)
-        return view_sql(self.root, run)[view]
+        return view_sql(self.root, run, views=(view,))[view]
 
     def has_run(self, run: str) -> bool:
         """Whether ``run`` is a run of this store; a name no run can have (``..``, spaces …) is not one."""
@@ -273,6 +287,7 @@ def event_severities(store: Store, run: str, rank: int, until: int) -> list[str]
     """The distinct severities of the online event rows ``rank`` of ``run`` wrote for steps ≤ ``until``: every row
     an episode was written as while it extended (the ``events`` view keeps only its latest), so an episode that
     worsened after ``until`` counts with the severity it had then."""
+    lazy.need(store.root, ("events",), run)
     with mirror.install_lock(store.root, exclusive=False):
         scan = segments.scan_sql(store.root, "events", run)[0]
     df = store.query(f"SELECT DISTINCT severity FROM {scan} WHERE rank = ? AND source = 'online' AND step_end <= ?",

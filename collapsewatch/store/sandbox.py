@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from . import lazy
 from .migrations import TABLES
 from .mirror import install_lock
 from .segments import raced, schema_file, table_files
@@ -181,12 +182,33 @@ def _lock_down(con: duckdb.DuckDBPyConnection, limits: Limits) -> None:
         con.execute(stmt)
 
 
-def _sources(root: Path) -> dict[str, pads.Dataset]:
-    """Each table's good, unreplaced segments (``segments.table_files``) as one Arrow dataset at the current
-    schema: a column an older segment lacks reads as NULL, as ``union_by_name`` does for the views."""
+def read_tables(root: Path, statement: str) -> list[str]:
+    """The tables a checked statement may read: all on a folder store; on an object store's mirror those of the
+    views its parse tree names (a CTE of a view's name counts too: more, never fewer) and all when it reads the
+    catalogue (``information_schema``, ``pg_catalog``), so that the mirror fetches no other table (``lazy``)."""
+    from .views import VIEW_ORDER, view_closure, view_tables
+
+    if lazy.load(root) is None:
+        return list(TABLES)
+    con = duckdb.connect(":memory:")
+    try:
+        found: list[tuple[str, str, str]] = []
+        _walk(json.loads(con.execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0]), found)
+    finally:
+        con.close()
+    tables = [(schema.lower(), name.lower()) for kind, schema, name in found if kind == "table"]
+    if any(schema not in ("", "main") for schema, _ in tables):
+        return list(TABLES)
+    return view_tables(view_closure({name for _, name in tables if name in VIEW_ORDER}))
+
+
+def _sources(root: Path, tables: list[str]) -> dict[str, pads.Dataset]:
+    """Each of ``tables``' good, unreplaced segments (``segments.table_files``; the others: none) as one Arrow
+    dataset at the current schema: a column an older segment lacks reads as NULL, as ``union_by_name`` does."""
     out = {}
+    lazy.need(root, tables)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
     with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
-        listed = {table: [p for p, _ in table_files(root, table)[0]] for table in TABLES}
+        listed = {table: [p for p, _ in table_files(root, table)[0]] if table in tables else [] for table in TABLES}
     for table, good in listed.items():
         empty = schema_file(root, table)
         out[table] = pads.dataset(good or [str(empty)], format="parquet", schema=pq.read_schema(empty))
@@ -202,7 +224,7 @@ def run_checked(root: Path, statement: str, limits: Limits, timeout_s: float) ->
     timer = threading.Timer(timeout_s, con.interrupt)
     try:
         names = {}
-        for table, dataset in _sources(root).items():
+        for table, dataset in _sources(root, read_tables(root, statement)).items():
             names[table] = f"_segments_{table}"
             con.register(names[table], dataset)
         sql = view_sql(root, sources=names)

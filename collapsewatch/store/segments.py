@@ -28,6 +28,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import lazy
 from .location import QUARANTINE, REPLACES_KEY, TABLE_KEY, Location, cache_dir
 from .manifest import FileChecks, file_checks
 from .migrations import SCHEMA_STAMP, TABLES
@@ -85,7 +86,7 @@ def read_until_stable(root: Path, read: Callable[[], T], also: tuple[type[BaseEx
 
 def _signature(root: Path) -> tuple:
     """The store's files as reads see them: every table's good and replaced segments."""
-    return tuple((t, *table_files(root, t)[0::2]) for t in TABLES)  # each table's key columns among these must be present
+    return tuple((t, *table_files(root, t, fetch=False)[0::2]) for t in TABLES)
 
 _lock = threading.Lock()
 _verdicts: dict[tuple[str, int, int], tuple[str | None, tuple[str, ...]]] = {}
@@ -188,10 +189,14 @@ def _folders(root: Path, table: str, run: str | None) -> list[Path]:
 Listing = tuple[list[tuple[str, int]], list[tuple[str, str]], list[str]]
 
 
-def table_files(root: Path, table: str, run: str | None = None) -> Listing:
+def table_files(root: Path, table: str, run: str | None = None, fetch: bool = True) -> Listing:
     """((path, size) of each good segment, (path, reason) of each bad one, paths of the segments a merged
     segment beside them replaces) of ``table`` in one run's folder or in every run folder of the store
-    (``_schema`` is not a run: ``schema_problems``), sorted by path. Replaced segments are not among the good ones."""
+    (``_schema`` is not a run: ``schema_problems``), sorted by path. Replaced segments are not among the good ones.
+    On an object store's mirror the table's files are fetched first where it lacks them (``lazy.need``; not with
+    ``fetch=False``: what the mirror holds now)."""
+    if fetch:
+        lazy.need(root, (table,), run)
     good: list[tuple[str, int]] = []
     bad: list[tuple[str, str]] = []
     replaced: list[str] = []

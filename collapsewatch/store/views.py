@@ -13,16 +13,17 @@ Three rules live here once, for the views, the query layer, the CLI and the dash
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
 
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS, LOGGED_STANDINS, scalar_column_sql
 from ..detectors import events
-from . import location, mirror
+from . import lazy, location, mirror
 from .migrations import TABLES
 from .mirror import install_lock
-from .segments import read_until_stable, readable_dirs, scan_sql
+from .segments import files_scan, read_until_stable, readable_dirs, scan_sql, schema_file
 
 RANK_STATUS = """CASE WHEN status = 'running' AND epoch(now() - updated_at) > 3 * heartbeat_s + 10
             THEN 'crashed' ELSE status END"""
@@ -76,12 +77,30 @@ def _standins() -> str:
     return ", ".join(f"coalesce(m.{n}, sc.{_LOGGED}{n}) AS {n}" for n in LOGGED_STANDINS)
 
 
-def view_sql(root: Path, run: str | None = None, sources: dict[str, str] | None = None) -> dict[str, str]:
-    """The SELECT behind each view; ``run`` restricts the scans to that run's folder (fast path);
-    ``sources`` replaces the Parquet scans with other relations (e.g. the tables of an exported file)."""
+VIEW_TABLES = {"run_ranks": ("runs",), "runs": ("runs",), "steps": ("step_metrics", "scalars"),
+               **{t: (t,) for t in TABLES if t != "runs"}}
+"""The tables each view reads (an object store's mirror fetches only those: ``lazy``)."""
+
+
+def view_tables(views: tuple[str, ...] | list[str] | set[str] | None) -> list[str]:
+    """The tables the views read, in ``TABLES`` order (all of them for None)."""
+    if views is None:
+        return list(TABLES)
+    need = {t for v in views for t in VIEW_TABLES[v]}
+    return [t for t in TABLES if t in need]
+
+
+def view_sql(root: Path, run: str | None = None, sources: dict[str, str] | None = None,
+             views: tuple[str, ...] | list[str] | set[str] | None = None) -> dict[str, str]:
+    """The SELECT behind each view (of ``views``, or of all); ``run`` restricts the scans to that run's folder (fast
+    path); ``sources`` replaces the Parquet scans with other relations (e.g. the tables of an exported file)."""
     if sources is None:
+        tables = view_tables(views)
+        lazy.need(root, tables, run)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
         with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
-            sources = {t: scan_sql(root, t, run)[0] for t in TABLES}
+            sources = {t: scan_sql(root, t, run)[0] for t in tables}
+        empty = {t: files_scan([], schema_file(root, t)) for t in TABLES if t not in sources}
+        sources = {**sources, **empty}  # tables no asked view reads: never scanned
     s = sources
     step_metrics = f"""
 SELECT * FROM {s['step_metrics']}
@@ -107,6 +126,23 @@ FROM ({step_metrics}) m FULL OUTER JOIN sc USING (run, rank, step)""",
 VIEW_ORDER = ("run_ranks", "scalars", "step_metrics", "steps", "sequences", "tokens", "events", "sentinels", "runs")
 
 
+_NAMED = re.compile(r"\b(" + "|".join(VIEW_ORDER) + r")\b", re.IGNORECASE)
+_CATALOGUE = re.compile(r"duckdb_views|information_schema", re.IGNORECASE)
+
+
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
+
+
+def views_named(sql: str) -> set[str]:
+    """The views the package's own SQL text reads, with the views they read: those it names outside string
+    literals (file paths: a run's scans name their tables' folders), all of them when it reads the catalogue. A
+    name as a column counts too (more, never fewer); ``Store.query`` binds them all when one is missed."""
+    sql = _LITERAL.sub("''", sql)
+    if _CATALOGUE.search(sql):
+        return set(VIEW_ORDER)
+    return set(view_closure({m.lower() for m in _NAMED.findall(sql)}))
+
+
 class StoreNotFoundError(FileNotFoundError):
     pass
 
@@ -128,11 +164,22 @@ def store_root(store: str | Path) -> Path:
     return open_location(store).local
 
 
-def create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    """(Re)create every view on ``con``; binding reads segment footers, and compaction may remove one under us."""
+def view_closure(views: set[str] | None) -> list[str]:
+    """``views`` (all for None) with the views they read (``runs`` reads ``run_ranks``), in ``VIEW_ORDER``."""
+    if views is None:
+        return list(VIEW_ORDER)
+    want = set(views) | ({"run_ranks"} if "runs" in views else set())
+    return [v for v in VIEW_ORDER if v in want]
+
+
+def create_views(con: duckdb.DuckDBPyConnection, root: Path, views: set[str] | None = None) -> None:
+    """(Re)create the views (``views`` and what they read, or all) on ``con``; binding reads segment footers, and
+    compaction may remove one under us."""
+    names = view_closure(views)
+
     def create() -> None:
-        sql = view_sql(root)
-        for name in VIEW_ORDER:
+        sql = view_sql(root, views=names)
+        for name in names:
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql[name]}")
 
     read_until_stable(root, create)

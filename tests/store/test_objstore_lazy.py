@@ -1,0 +1,175 @@
+"""An object store's reader fetches what it reads (``collapsewatch/store/lazy.py``), against a real S3 server (moto):
+opening the store and its run rows fetch no step, sequence or token object; one run's steps fetch that run's
+step-level segments; one run's tokens that run's token segments; a size bound evicts the least recently used and
+answers stay the same; a writer publishing while a lazy reader reads."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from collapsewatch import Monitor
+from collapsewatch.store import Store, queries
+from collapsewatch.store.lazy import FETCHED, MAX_BYTES_ENV, fetched, held_bytes
+from collapsewatch.store.location import parse_url, published
+from tests.conftest import random_batch
+from tests.store import s3server
+
+BUCKET = "cw-lazy"
+RUNS = ("a", "b", "c")
+
+
+@pytest.fixture(scope="module")
+def s3():
+    server = s3server.start()
+    server.create_bucket(BUCKET)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def bucket(s3, tmp_path_factory):
+    """Three finished runs of 12 steps written with ``Monitor`` (token rows on every 10th step and on 5 % of the
+    other sequences), each table compacted at close; the URL and its listing."""
+    mp = pytest.MonkeyPatch()
+    for k, v in s3.env.items():
+        mp.setenv(k, v)
+    mp.setenv("COLLAPSEWATCH_CACHE", str(tmp_path_factory.mktemp("writer-cache")))
+    url = f"s3://{BUCKET}/{uuid.uuid4().hex[:8]}"
+    for i, run in enumerate(RUNS):
+        with Monitor(url, run=run, detectors=False, flush_steps=2, compact_every=0) as mon:
+            for step in range(12):
+                mon.observe(random_batch(B=4, T=8, seed=100 * i + step), step=step)
+                mon.log(step, {"grad_norm": float(step)})
+    yield url, published(parse_url(url).list())
+    mp.undo()
+
+
+@pytest.fixture
+def reader(bucket, s3, tmp_path, monkeypatch):
+    """A reader on another machine: its own empty cache (mirror)."""
+    for k, v in s3.env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "reader-cache"))
+    return bucket
+
+
+def _fetched() -> tuple[int, int]:
+    return FETCHED["bytes"], FETCHED["objects"]
+
+
+def _mirrored(store: Store) -> set[str]:
+    return {p.relative_to(store.root).as_posix() for p in Path(store.root).rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(store.root).parts)}
+
+
+def _of(listing: dict, run: str | None, *tables: str) -> dict[str, int]:
+    """rel -> size of the segments of ``tables`` of ``run`` (of every run: not ``_schema``, which is no run)."""
+    return {rel: size for rel, (size, _) in listing.items() if rel.split("/")[1:2] and rel.split("/")[1] in tables
+            and rel.split("/")[0] == (run or rel.split("/")[0]) and not rel.startswith("_schema/")}
+
+
+def test_the_runs_page_fetches_run_rows_only_and_one_run_fetches_that_run(reader):
+    url, listing = reader
+    # by hand: what a reader needs to open the store and read its run rows is the run row of each run's one rank
+    # (<run>/runs/r0.parquet) and the _schema folder; no marker is left (every flush merged at close)
+    base = {rel: size for rel, (size, _) in listing.items()
+            if rel.startswith("_schema/") or rel.split("/")[1:2] == ["runs"]}
+    assert sorted(r for r in base if not r.startswith("_schema/")) == [f"{r}/runs/r0.parquet" for r in RUNS]
+    assert not [r for r in listing if "/_published/" in r]
+    b0, o0 = _fetched()
+    s = Store(url)
+    rows = queries.run_rows(s)
+    assert sorted(rows["run"]) == list(RUNS) and set(rows["status"]) == {"finished"}
+    assert _mirrored(s) == set(base)
+    assert _fetched() == (b0 + sum(base.values()), o0 + len(base))
+
+    # one run's steps: that run's step_metrics and scalars segments, nothing of another run or table
+    b1, o1 = _fetched()
+    steps = queries.step_rows(s, "b", ["grad_norm"])
+    assert steps["step"].tolist() == list(range(12)) and steps["grad_norm"].tolist() == [float(i) for i in range(12)]
+    step_level = _of(listing, "b", "step_metrics", "scalars")
+    assert step_level and _mirrored(s) == set(base) | set(step_level)
+    assert _fetched() == (b1 + sum(step_level.values()), o1 + len(step_level))
+
+    # one run's tokens: that run's token segments only
+    b2, o2 = _fetched()
+    tokens = s.query(f"SELECT count(*) AS n FROM ({s.run_view('tokens', 'b')})")["n"][0]
+    toks = _of(listing, "b", "tokens")
+    assert tokens > 0 and _mirrored(s) == set(base) | set(step_level) | set(toks)
+    assert _fetched() == (b2 + sum(toks.values()), o2 + len(toks))
+
+    # reading them again fetches nothing; a user query on tokens fetches every run's tokens, no sequence
+    b3, o3 = _fetched()
+    assert s.query(f"SELECT count(*) AS n FROM ({s.run_view('tokens', 'b')})")["n"][0] == tokens
+    assert _fetched() == (b3, o3)
+    total = fetched(s.root)  # every process's fetches: the user query runs in a worker process
+    assert total == (b3 - b0, o3 - o0)  # a fresh mirror: all of it this test's, so far in this process
+    df, _ = s.sql("SELECT run, count(*) AS n FROM tokens GROUP BY run ORDER BY run")
+    assert df["run"].tolist() == list(RUNS) and int(df.set_index("run")["n"]["b"]) == tokens
+    all_tokens = _of(listing, None, "tokens")
+    assert _mirrored(s) == set(base) | set(step_level) | set(all_tokens)
+    assert fetched(s.root) == (total[0] + sum(all_tokens.values()) - sum(toks.values()),
+                               total[1] + len(all_tokens) - len(toks))
+    assert not [r for r in _mirrored(s) if "/sequences/" in r and not r.startswith("_schema/")]
+
+
+def test_a_size_bound_evicts_the_least_recently_used_and_answers_stay(reader, monkeypatch):
+    url, listing = reader
+    tokens = {run: sum(_of(listing, run, "tokens").values()) for run in RUNS}
+    # bound: room for the largest run's tokens plus the smallest's, never for all three (the sum of any two
+    # is at most bound + the difference; we pick bound = max + min so that a and b, then c, cannot all stay)
+    bound = max(tokens.values()) + min(tokens.values())
+    assert sum(tokens.values()) > bound
+    monkeypatch.setenv(MAX_BYTES_ENV, str(bound))
+    s = Store(url)
+
+    def count(run: str) -> int:
+        return int(s.query(f"SELECT count(*) AS n FROM ({s.run_view('tokens', run)})")["n"][0])
+
+    first = {run: count(run) for run in RUNS}  # a, b, then c: fetching c evicts a (oldest) if a + c > bound ...
+    held = {run for run in RUNS if (s.root / run / "tokens").is_dir()}
+    assert "c" in held and held_bytes(s.root) <= bound
+    assert "a" not in held  # a was used first: the least recently used
+    b0, _ = _fetched()
+    assert count("a") == first["a"]  # ... and reading a again fetches it again, with the same answer
+    assert _fetched()[0] - b0 == tokens["a"]
+    assert held_bytes(s.root) <= bound
+
+
+def test_a_reader_reads_while_a_writer_publishes(reader):
+    url, _ = reader
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            with Monitor(url, run="live", detectors=False, flush_steps=1, compact_every=3) as mon:
+                for step in range(20):
+                    mon.observe(random_batch(B=4, T=8, seed=step), step=step)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=write)
+    t.start()
+    s = Store(url)
+    last = reads = 0
+    try:
+        while not done.is_set() or reads < 2:
+            # a step row never without its sequence rows (one listing's whole state), never fewer steps than before
+            df = s.query("""SELECT m.step, count(q.seq_id) AS n FROM step_metrics m
+                            LEFT JOIN sequences q ON q.run = m.run AND q.step = m.step
+                            WHERE m.run = 'live' GROUP BY m.step""")
+            assert (df["n"] == 4).all(), df
+            assert len(df) >= last
+            last, reads = len(df), reads + 1
+    finally:
+        t.join()
+    assert not errors, errors
+    assert reads >= 2 and last <= 20
+    assert len(Store(url).query("SELECT * FROM step_metrics WHERE run = 'live'")) == 20
