@@ -37,14 +37,16 @@ from typing import Any
 from .migrations import TABLES
 
 LAZY_TABLES = frozenset(TABLES) - {"runs"}
-STATE = ".lazy.json"
+STATE = ".lazy.json"  # url, held scopes, bytes fetched: rewritten at each fetch
+LISTING = ".lazy-listing.json"  # the kept listing: rewritten at each sync only (O(objects) to parse)
 MAX_BYTES_ENV = "COLLAPSEWATCH_MIRROR_MAX_BYTES"
 DEFAULT_MAX_BYTES = 20 * 2**30
 FETCHED = {"bytes": 0, "objects": 0}
 _persisted = {"bytes": 0, "objects": 0}  # of FETCHED, what was added to a STATE's total already
 _lock = threading.Lock()
 _local = threading.local()  # depth of shared install locks this thread holds on mirrors
-_cache: dict[str, tuple[tuple[int, int], State]] = {}
+_cache: dict[str, tuple[tuple[int, ...], State]] = {}
+_listings: dict[str, tuple[tuple[int, int], dict[str, list[int]]]] = {}
 _touched: dict[str, dict[str, float]] = {}  # mirror -> scope -> when this process last read it
 
 
@@ -103,38 +105,54 @@ class State:
         return {f"{r}/{t}" for r in runs for t in tables if f"{r}/{t}" in self.scopes}
 
 
-def load(mirror: Path) -> State | None:
-    """The mirror's state (cached while its file is unchanged); None for a folder store or a mirror not synced."""
-    path = mirror / STATE
+def _stat(path: Path) -> tuple[int, int] | None:
     try:
         st = path.stat()
     except OSError:
         return None
-    key = (st.st_mtime_ns, st.st_size)
+    return st.st_mtime_ns, st.st_size
+
+
+def load(mirror: Path) -> State | None:
+    """The mirror's state (cached while its files are unchanged); None for a folder store or a mirror not synced."""
+    key, lkey = _stat(mirror / STATE), _stat(mirror / LISTING)
+    if key is None or lkey is None:
+        return None
     hit = _cache.get(str(mirror))
-    if hit is not None and hit[0] == key:
+    if hit is not None and hit[0] == (*key, *lkey):
         return hit[1]
     try:
-        state = State(json.loads(path.read_text()))
+        data = json.loads((mirror / STATE).read_text())
+        listed = _listings.get(str(mirror))
+        if listed is None or listed[0] != lkey:
+            listed = (lkey, json.loads((mirror / LISTING).read_text()))
+            _listings[str(mirror)] = listed
     except (OSError, ValueError):
         return None
-    _cache[str(mirror)] = (key, state)
+    state = State({**data, "listing": listed[1]})
+    _cache[str(mirror)] = ((*key, *lkey), state)
     return state
 
 
-def save(mirror: Path, state: State) -> None:
-    """Write ``state`` (under the sync lock), with this process's reads and new fetches merged in."""
+def _write(path: Path, data: Any) -> None:
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}"
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def save(mirror: Path, state: State, listing: bool = False) -> None:
+    """Write ``state`` (under the sync lock; its listing too with ``listing``, at a sync), with this process's reads
+    and new fetches merged in."""
     with _lock:
         add = [FETCHED["bytes"] - _persisted["bytes"], FETCHED["objects"] - _persisted["objects"]]
         _persisted.update(FETCHED)
         for s, when in _touched.pop(str(mirror), {}).items():
             if s in state.held:
                 state.held[s] = max(state.held[s], when)
-    data = {"url": state.url, "listing": state.listing, "held": state.held,
-            "fetched": [state.fetched[0] + add[0], state.fetched[1] + add[1]]}
-    tmp = mirror / f".{STATE}.{uuid.uuid4().hex[:8]}"
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, mirror / STATE)
+    state.fetched = [state.fetched[0] + add[0], state.fetched[1] + add[1]]
+    if listing:
+        _write(mirror / LISTING, state.listing)
+    _write(mirror / STATE, {"url": state.url, "held": state.held, "fetched": state.fetched})
 
 
 def shared_held() -> bool:

@@ -314,7 +314,7 @@ def _install(mirror: Path, visible: dict[str, tuple[int, int]], staged: dict[str
         tmp.write_text(json.dumps(sorted(broken.items())))
         os.replace(tmp, mirror / BROKEN)
         changed |= bool(lazy.mark_held(mirror, state, want & state.scopes.keys()))
-        lazy.save(mirror, state)
+        lazy.save(mirror, state, listing=True)
     return changed
 
 
