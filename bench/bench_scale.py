@@ -1,6 +1,7 @@
 """Scale bench: what each command and page costs on stores of 1, 10, 100 (and, with ``--big``, 1,000) runs.
 
     python -m bench.bench_scale [--dir DIR] [--sizes 1,10,100] [--big] [--repeats 3] [--no-live] [--baseline SRC]
+                                [--s3 | --s3-only]
 
 ``--baseline SRC`` (a checkout of other code, e.g. ``git archive main | tar -x -C SRC``) times every command and probe
 under both that code and this, interleaved in one run, each with its own reader caches (emptied at the start).
@@ -16,6 +17,9 @@ side in one run and interleaved (store after store, repeat after repeat; medians
   3-second refresh after it (warm), while one live run writes a step every 0.5 s into that store (``--no-live``: none);
 * the floor: the same questions in bare DuckDB over the same Parquet files (a new process importing duckdb for the
   commands; in-process for the rest).
+
+``--s3`` adds each store on an S3 server (``bench.scale_s3``): the bytes a reader with an empty mirror fetches and
+the time it takes to open the runs page, one run and that run's tokens, beside the same reads of the folder.
 
 Every store's answers are checked against fresh single-run stores of the same runs (a copy of the run's folder
 alone): the ``runs`` row, ``detect``'s verdict and episodes, and a sample of queries must be the same rows.
@@ -211,6 +215,8 @@ def main() -> None:
     ap.add_argument("--no-live", action="store_true")
     ap.add_argument("--baseline", type=Path, help="a checkout of the code to compare with (e.g. `git archive main`): "
                     "every timing runs under both, interleaved")
+    ap.add_argument("--s3", action="store_true", help="and each store on an S3 server (moto): bytes fetched")
+    ap.add_argument("--s3-only", action="store_true", help="only the S3 rows (no command or probe table)")
     ap.add_argument("--probe", nargs=3, metavar=("STORE", "RUN", "CHECK"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.probe:
@@ -223,6 +229,13 @@ def main() -> None:
     paths = stores(a.dir, sizes, a.steps)
     run = run_name(0)
     check = [run_name(i) for i in SAMPLE if i < max(sizes)]
+    if a.s3 or a.s3_only:
+        from bench.scale_s3 import rows
+
+        s3_rows = rows(paths, run, {**os.environ, "PYTHONPATH": str(REPO)})
+        if a.s3_only:
+            print("\n".join(s3_rows))
+            return
     singles = {r: copy_runs(paths[max(sizes)], a.dir / f"single-{r}", [r]) for r in check}
     versions = {"this": REPO, **({"baseline": a.baseline.resolve()} if a.baseline else {})}
     envs = {}
@@ -239,6 +252,8 @@ def main() -> None:
               for n, p in paths.items() for v in versions}
     single_answers = {r: run_probe(p, r, [r], False, envs["this"])["answers"][r] for r, p in singles.items()}
     print_table(sizes, list(versions), cmd_times, probes, single_answers, check)
+    if a.s3:
+        print("\n" + "\n".join(s3_rows))
 
 
 def run_probe(store: Path, run: str, check: list[str], with_live: bool, env: dict[str, str]) -> dict:

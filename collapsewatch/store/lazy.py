@@ -36,7 +36,8 @@ from typing import Any
 
 from .migrations import TABLES
 
-LAZY_TABLES = frozenset(TABLES) - {"runs"}
+LAZY_TABLES = frozenset(TABLES)
+KEPT = "runs"  # a table whose scopes are never evicted (run rows: small, and read by every runs page)
 STATE = ".lazy.json"  # url, held scopes, bytes fetched: rewritten at each fetch
 LISTING = ".lazy-listing.json"  # the kept listing: rewritten at each sync only (O(objects) to parse)
 MAX_BYTES_ENV = "COLLAPSEWATCH_MIRROR_MAX_BYTES"
@@ -55,10 +56,14 @@ class NotHeld(FileNotFoundError):
 
 
 def scope(rel: str) -> str | None:
-    """``<run>/<table>`` of a lazy table's segment, None for an object every sync fetches."""
+    """``<run>/<table>`` of a table's segment (a run's tokenizer files: ``<run>/tokens``, fetched with the token rows
+    they decode), None for an object every sync fetches (``_schema``)."""
     parts = rel.split("/")
-    lazy = len(parts) == 3 and parts[1] in LAZY_TABLES and parts[0] != "_schema"
-    return f"{parts[0]}/{parts[1]}" if lazy else None
+    if parts[0] == "_schema" or len(parts) < 3:
+        return None
+    if parts[1] == "tokenizer":
+        return f"{parts[0]}/tokens"
+    return f"{parts[0]}/{parts[1]}" if len(parts) == 3 and parts[1] in LAZY_TABLES else None
 
 
 def count(nbytes: int, objects: int = 1) -> None:
@@ -203,8 +208,10 @@ def mark_held(mirror: Path, state: State, scopes: set[str]) -> list[str]:
     for s in sorted(state.held, key=lambda x: state.held[x]):
         if total <= bound:
             break
-        if s in scopes:
+        if s in scopes or s.endswith(f"/{KEPT}"):
             continue
+        for rel in state.scopes[s]:
+            (mirror / rel).unlink(missing_ok=True)
         shutil.rmtree(mirror / s, ignore_errors=True)
         total -= state.size(s)
         del state.held[s]

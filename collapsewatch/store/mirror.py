@@ -315,7 +315,22 @@ def _install(mirror: Path, visible: dict[str, tuple[int, int]], staged: dict[str
         os.replace(tmp, mirror / BROKEN)
         changed |= bool(lazy.mark_held(mirror, state, want & state.scopes.keys()))
         lazy.save(mirror, state, listing=True)
+        _run_folders(mirror, set(state.runs()))
     return changed
+
+
+def _run_folders(mirror: Path, runs: set[str]) -> None:
+    """Each listed run's ``runs`` folder, empty until its run rows are read (a run is a folder with ``runs`` to
+    every reader), and no such empty folder of a run the bucket no longer holds."""
+    for run in runs:
+        (mirror / run / lazy.KEPT).mkdir(parents=True, exist_ok=True)
+    for e in os.scandir(mirror):
+        if e.is_dir() and e.name not in runs and not e.name.startswith((".", "_")):
+            for folder in (Path(e.path) / lazy.KEPT, Path(e.path)):
+                try:
+                    folder.rmdir()  # only when empty
+                except OSError:
+                    break
 
 
 def broken_flushes(mirror: Path) -> list[tuple[str, str]]:

@@ -117,6 +117,21 @@ def test_the_runs_page_fetches_run_rows_only_and_one_run_fetches_that_run(reader
     assert not [r for r in _mirrored(s) if "/sequences/" in r and not r.startswith("_schema/")]
 
 
+def test_opening_one_run_fetches_that_run_alone(reader):
+    url, listing = reader
+    # by hand: a reader that opens run b (its run row, its step rows) needs _schema, b's run row and b's step_metrics
+    # and scalars segments: not another run's row, no sequence or token object
+    want = {rel: size for rel, (size, _) in listing.items() if rel.startswith("_schema/")}
+    want |= _of(listing, "b", "runs", "step_metrics", "scalars")
+    b0, o0 = _fetched()
+    s = Store(url)
+    assert queries.run_info(s, "b")["status"] == "finished"
+    assert len(queries.step_rows(s, "b", ["grad_norm"])) == 12
+    assert _mirrored(s) == set(want)
+    assert _fetched() == (b0 + sum(want.values()), o0 + len(want))
+    assert s.has_run("a") and s.has_run("c")  # every listed run is a run folder, its row not fetched yet
+
+
 def test_a_size_bound_evicts_the_least_recently_used_and_answers_stay(reader, monkeypatch):
     url, listing = reader
     tokens = {run: sum(_of(listing, run, "tokens").values()) for run in RUNS}
