@@ -10,8 +10,8 @@ downloaded at run time) and owns the **publish rule** that stands in for the ato
 * every other object is one PUT, whole or absent (S3 replaces an object atomically): merged ``r<rank>-compact-*``
   segments (whose inputs were published), run rows ``runs/r<rank>.parquet`` (overwritten in place, never renamed),
   ``offline-r<rank>`` events, ``_schema``, a run's tokenizer;
-* a reader lists the prefix and copies the published objects into a local **mirror** folder (``mirror.sync``), which every
-  query then reads like a local store: it never sees half a flush, and an object listed but gone by the time it is
+* a reader lists the prefix and copies the published objects it reads into a local **mirror** folder (``mirror.sync``;
+  which and when: ``lazy``), which every query then reads like a local store: it never sees half a flush, and an object listed but gone by the time it is
   read (compaction) makes it list again. Segments are immutable with unique names, so each is downloaded once.
 
 Endpoint and credentials come from the environment (``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3``,

@@ -1,6 +1,7 @@
 """A reader's mirror of an object store: every published flush whole or not at all, however the bucket changes.
 
-``sync`` copies the published objects of one listing into the local mirror folder. The bucket keeps changing while
+``sync`` copies the published objects of one listing that the mirror holds or is asked for (``lazy``: run rows and
+segments of the runs and tables a read needs, a size bound) into the local mirror folder. The bucket keeps changing while
 it does (a writer publishes, compacts, retires markers), so it
 
 1. **lists, then downloads** what is new to hidden temporary names; an object **gone** by its GET (merged into a
