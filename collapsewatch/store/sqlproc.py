@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .sandbox import Limits, check_select_only
+from . import lazy
+from .sandbox import Limits, check_select_only, read_tables
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,6 +60,7 @@ def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.Da
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
     plain SELECTs, ValueError for a failed, interrupted or oversized query."""
     statements = check_select_only(sql)
+    lazy.need(root, read_tables(root, statements[-1]))  # an object store's objects: fetched here, not in the time limit
     table, cut = run(root, statements[-1], limits)
     return table.to_pandas(), cut
 
