@@ -29,8 +29,8 @@ def test_a_query_outlasts_a_merge_after_every_listing(tmp_path, monkeypatch):
     views = Store._views
     merges = []
 
-    def views_then_merge(self):  # each time the views list the files, a writer flushes and compaction merges them
-        listed = views(self)
+    def views_then_merge(self, names=None):  # each time the views list the files, a writer flushes and merges them
+        listed = views(self, names)
         if len(merges) < MERGES:
             flush()
             merges.append(compact_run(tmp_path, "r", rank=0, export=False))
