@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import resource
+import subprocess
 import time
 
 import pytest
@@ -31,6 +32,21 @@ def child_env(**extra: str) -> dict[str, str]:
     import os
 
     return {**{k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}, **extra}
+
+
+def cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    """The real ``collapsewatch`` CLI (``collapsewatch.cli.app``) run in this process, for tests of what a command
+    prints and returns rather than of the process itself (a ``python -m collapsewatch`` child spends 5-10 CPU s
+    importing torch): its exit code, stdout and stderr as a CompletedProcess. An exception the CLI lets escape (a
+    traceback for its user) is raised here, so a test cannot pass on one."""
+    from typer.testing import CliRunner
+
+    from collapsewatch.cli import app
+
+    r = CliRunner().invoke(app, list(args), input=input)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return subprocess.CompletedProcess(["collapsewatch", *args], r.exit_code, r.stdout, r.stderr)
 
 
 def hand_batch() -> TokenBatch:
@@ -123,10 +139,11 @@ def receiver():
 def pytest_addoption(parser):
     parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
                      help="list the N tests that used the most CPU seconds (setup + call + teardown, this process's "
-                          "threads and its waited-for subprocesses), next to their wall seconds; run without -n")
+                          "threads and its waited-for subprocesses), next to their wall seconds, and the CPU seconds "
+                          "per module; works under -n (each worker measures its own tests)")
 
 
-_CPU_KEY = pytest.StashKey[list]()
+_START_KEY = pytest.StashKey[tuple]()
 
 
 def _cpu_seconds() -> float:
@@ -135,25 +152,44 @@ def _cpu_seconds() -> float:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    if not item.config.getoption("cpu_durations"):
-        yield
+def pytest_runtest_makereport(item, call):
+    """With --cpu-durations: the CPU and wall seconds from the start of the test's setup to the end of its teardown
+    ride on the teardown report (``user_properties``), which pytest-xdist sends from the worker to the controller."""
+    if item.config.getoption("cpu_durations") and call.when == "setup":
+        item.stash[_START_KEY] = (_cpu_seconds(), time.perf_counter())
+    outcome = yield
+    if item.config.getoption("cpu_durations") and call.when == "teardown" and _START_KEY in item.stash:
+        cpu, wall = item.stash[_START_KEY]
+        outcome.get_result().user_properties.append(
+            ("cpu_seconds", (_cpu_seconds() - cpu, time.perf_counter() - wall)))
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "teardown":
         return
-    cpu, wall = _cpu_seconds(), time.perf_counter()
-    yield
-    item.config.stash.setdefault(_CPU_KEY, []).append(
-        (_cpu_seconds() - cpu, time.perf_counter() - wall, item.nodeid))
+    for key, value in report.user_properties:
+        if key == "cpu_seconds":
+            _ROWS.append((value[0], value[1], report.nodeid))
+
+
+_ROWS: list[tuple[float, float, str]] = []
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    rows = sorted(config.stash.get(_CPU_KEY, []), reverse=True)
-    if not rows:
+    if not config.getoption("cpu_durations") or not _ROWS:
         return
-    n = config.getoption("cpu_durations")
+    rows, n = sorted(_ROWS, reverse=True), config.getoption("cpu_durations")
     terminalreporter.write_sep("=", f"most CPU seconds ({n} of {len(rows)} tests; all: "
                                     f"{sum(r[0] for r in rows):.1f} CPU s, {sum(r[1] for r in rows):.1f} wall s)")
     for cpu, wall, nodeid in rows[:n]:
         terminalreporter.write_line(f"{cpu:8.2f} cpu  {wall:8.2f} wall  {nodeid}")
+    modules: dict[str, list[float]] = {}
+    for cpu, wall, nodeid in rows:
+        m = modules.setdefault(nodeid.split("::")[0], [0.0, 0.0, 0])
+        m[0], m[1], m[2] = m[0] + cpu, m[1] + wall, m[2] + 1
+    terminalreporter.write_sep("=", f"most CPU seconds per module ({min(n, len(modules))} of {len(modules)})")
+    for name, (cpu, wall, count) in sorted(modules.items(), key=lambda kv: -kv[1][0])[:n]:
+        terminalreporter.write_line(f"{cpu:8.2f} cpu  {wall:8.2f} wall  {count:4d} tests  {name}")
 
 
 # -- slow: left out of `make test-fast` (never out of `make test`) ------------------------------------------------
@@ -171,7 +207,6 @@ SLOW = (
     "tests/ingest/test_clearml.py::test_verl_logger_rows_fill_the_catalogue_at_the_global_step",
     "tests/ingest/test_wandb.py::test_verl_logger_rows_fill_the_catalogue_at_the_global_step",
     "tests/store/test_store.py::test_two_ranks_write_while_a_reader_reads",
-    "tests/store/test_store.py::test_cli_errors_are_one_line",
     "tests/store/test_store.py::test_sigkill_loses_at_most_the_last_flush",
     "tests/store/test_sql_sandbox.py::test_every_attack_is_refused_and_changes_nothing",
     "tests/store/test_sql_limits.py::test_the_resource_queries_stay_inside_their_process_limit",
@@ -187,11 +222,8 @@ SLOW = (
     "tests/lab/test_calibrate.py::test_calibrate_keeps_values_without_evidence",
     "tests/lab/test_calibrate.py::test_detect_reads_a_detectors_file",
     "tests/lab/test_bench.py::test_cli_json_markdown_and_trust_file",
-    "tests/test_offline.py::test_detect_cli_prints_timeline_and_errors",
     "tests/test_monitor.py::test_a_live_writer_in_another_process_is_refused",
     "tests/test_cli_output.py::test_lab_score_hides_rows_with_nothing_to_say_unless_all",
-    "tests/test_watch.py::test_severity_filter_and_a_healthy_run_exit_0",
-    "tests/test_watch.py::test_the_shipped_sample_store",
     "tests/test_watch.py::test_follows_a_live_writer_to_its_end",
     "tests/test_recorder.py::test_sigkill_loses_at_most_flush_steps_plus_one",
     "tests/detectors/test_suite.py::test_each_failure_is_flagged_by_its_detector_after_onset",

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import torch
 
 from collapsewatch import Monitor, TokenBatch, connect
 from collapsewatch.dashboard.history import event_log
 from collapsewatch.offline import detect_runs
 from collapsewatch.store.queries import Store, runs_summary
+from tests.conftest import cli
 
 
 def drifting_batch(step: int, B: int = 16, T: int = 24) -> TokenBatch:
@@ -54,16 +52,13 @@ def test_detect_cli_prints_timeline_and_errors(store):
     with Monitor(store, run="d2") as mon:
         for step in range(70):
             mon.observe(drifting_batch(step), step=step)
-    p = subprocess.run([sys.executable, "-m", "collapsewatch", "detect", str(store), "--run", "d2", "--csv"],
-                       capture_output=True, text=True, timeout=120)
+    p = cli("detect", str(store), "--run", "d2", "--csv")  # in this process (tests.conftest.cli)
     assert p.returncode == 0, p.stderr
     assert "isdd" in p.stdout and p.stdout.startswith("run,detector,phase,step_start")
     assert not (store / "d2" / "events" / "offline-r0.parquet").exists()  # reading never writes: --write does
-    p = subprocess.run([sys.executable, "-m", "collapsewatch", "detect", str(store), "--run", "d2", "--write"],
-                       capture_output=True, text=True, timeout=120)
+    p = cli("detect", str(store), "--run", "d2", "--write")
     assert p.returncode == 0 and (store / "d2" / "events" / "offline-r0.parquet").exists(), p.stderr
-    p = subprocess.run([sys.executable, "-m", "collapsewatch", "detect", str(store), "--run", "nope"],
-                       capture_output=True, text=True, timeout=120)
+    p = cli("detect", str(store), "--run", "nope")
     assert p.returncode == 1 and "not found" in p.stderr and "Traceback" not in p.stderr
 
 

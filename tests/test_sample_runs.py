@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,14 @@ from collapsewatch.judge import judge
 from collapsewatch.offline import run_steps
 from collapsewatch.store import Store
 from collapsewatch.store.queries import run_events, run_names
+from tests.conftest import cli as in_process_cli
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs" / "store"
 KEY = ("detector", "phase", "step_start", "step_end", "severity")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "collapsewatch", *args], capture_output=True, text=True, timeout=300)
+    return in_process_cli(*args)  # in this process: what the command prints and returns (tests.conftest.cli)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,6 @@ def _keys(rows) -> list[tuple]:
     return sorted(tuple(r[k] for k in KEY) for r in rows)
 
 
-@pytest.mark.slow  # three CLI processes: ≈ 60 s on the shared 2-core machine
 def test_detect_runs_and_watch_agree_on_every_sample_run(samples, runs):
     s = Store(samples)
     try:

@@ -16,14 +16,15 @@ from collapsewatch.follow import EXIT_CRITICAL, EventFollower
 from collapsewatch.judge import judge
 from collapsewatch.store import Store
 from collapsewatch.webhooks import DIGEST_OVER, digest_text
+from tests.conftest import cli
 
 SMALL = Shape(seqs=8, token_seqs=2, seq_len=24)
 RANK = {"info": 0, "warning": 1, "critical": 2}
 
 
-def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "collapsewatch", "watch", *args], capture_output=True, text=True,
-                          timeout=timeout)
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    """`collapsewatch watch ARGS` in this process (tests.conftest.cli); the live follower below is a real process."""
+    return cli("watch", *args)
 
 
 @pytest.fixture(scope="module")

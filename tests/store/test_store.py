@@ -17,7 +17,7 @@ from collapsewatch.store import ReadOnlyQueryError, Store, StoreWriter
 from collapsewatch.store.compact import compact_store
 from collapsewatch.store.migrations import LATEST_VERSION, TABLES, schema_connection
 from collapsewatch.store.queries import runs_summary
-from tests.conftest import random_batch
+from tests.conftest import cli, random_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 PINNED = Path(__file__).with_name("schema_pinned.json")
@@ -84,8 +84,7 @@ def test_read_only_sql_refuses_writes(store):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "collapsewatch", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
+    return cli(*args)  # in this process: what the command prints and returns (tests.conftest.cli)
 
 
 def test_cli_errors_are_one_line(store):
