@@ -8,8 +8,11 @@ from __future__ import annotations
 import importlib.util
 import math
 import resource
+import shutil
 import subprocess
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -47,6 +50,28 @@ def cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         raise r.exception
     return subprocess.CompletedProcess(["collapsewatch", *args], r.exit_code, r.stdout, r.stderr)
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> Path:
+    """A folder that ``build(folder)`` fills, made once per test session even under pytest-xdist: the workers share
+    one folder (the first to take its file lock builds it, the others wait and reuse it), so a session fixture that
+    runs a real library (a TRL run, a tracker's files) costs its CPU once, not once per worker. Read-only to tests."""
+    import os
+
+    from filelock import FileLock
+
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        out = tmp_path_factory.mktemp(name)
+        build(out)
+        return out
+    out = tmp_path_factory.getbasetemp().parent / name  # the run's folder, above each worker's own
+    with FileLock(f"{out}.lock"):
+        if not (out.parent / f"{name}.built").exists():
+            shutil.rmtree(out, ignore_errors=True)  # a build that failed in another worker
+            out.mkdir()
+            build(out)
+            (out.parent / f"{name}.built").touch()
+    return out
 
 
 def hand_batch() -> TokenBatch:

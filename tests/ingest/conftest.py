@@ -1,4 +1,5 @@
-"""The real TRL runs whose logs the format tests ingest (written once per session, in a subprocess)."""
+"""The real TRL runs whose logs the format tests ingest (written once per session, in a subprocess; under
+pytest-xdist once for all workers: tests.conftest.built_once)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import child_env
+from tests.conftest import built_once, child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,9 +28,7 @@ def trl_logs(tmp_path_factory) -> Path:
     pytest.importorskip("trl")
     for extra in ("tensorboard", "mlflow", "trackio", "wandb"):
         pytest.importorskip(extra)
-    out = tmp_path_factory.mktemp("trl-logs")
-    _run(out, env=dict(os.environ))
-    return out
+    return built_once(tmp_path_factory, "trl-logs", lambda out: _run(out, env=dict(os.environ)))
 
 
 @pytest.fixture(scope="session")
@@ -39,6 +38,5 @@ def trl_mlflow_db(tmp_path_factory) -> Path:
     pytest.importorskip("trl")
     for extra in ("mlflow", "sqlalchemy", "alembic"):
         pytest.importorskip(extra)
-    out = tmp_path_factory.mktemp("trl-mlflow-db")
-    _run(out, "--mlflow-default", env={k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")})
-    return out
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    return built_once(tmp_path_factory, "trl-mlflow-db", lambda out: _run(out, "--mlflow-default", env=env))

@@ -72,7 +72,7 @@ def test_console_dicts_are_numbered_in_print_order_and_followed_live(trl_logs, s
     text = (trl_logs / "console.txt").read_text()
     dicts = [ln for ln in text.splitlines(keepends=True) if ln.startswith("{'loss'")]
     assert len(dicts) == 3
-    live = trl_logs.parent / "live.txt"
+    live = store.parent / "live.txt"  # the shared run folder is read-only to tests
     live.write_text("* Trackio project initialized: cw\n" + dicts[0])
     tail = Tail(store, live, "live")
     assert tail.format == "console" and tail.poll() == 1
