@@ -168,28 +168,13 @@ def enter_shared(delta: int) -> None:
     _local.depth = getattr(_local, "depth", 0) + delta
 
 
-def need(mirror: Path, tables: list[str] | tuple[str, ...], run: str | None = None) -> None:
-    """Make the mirror hold the scopes of ``tables`` (of ``run``, or of every run) that the kept listing has: a
-    no-op on a folder store and for ``runs``; fetched now, or ``NotHeld`` while this thread holds the shared lock."""
-    lazy = [t for t in tables if t in LAZY_TABLES]
-    if not lazy:
-        return
-    state = load(mirror)
-    if state is None:
-        return
-    wanted = state.wanted(lazy, run)
+def touch(mirror: Path, scopes: set[str]) -> None:
+    """Record that this process reads ``scopes`` now (the size bound evicts the least recently read)."""
     now = time.time()
     with _lock:
         touched = _touched.setdefault(str(mirror), {})
-        for s in wanted:
+        for s in scopes:
             touched[s] = now
-    if wanted <= state.held.keys():
-        return
-    if shared_held():
-        raise NotHeld(f"{mirror}: {', '.join(sorted(wanted - state.held.keys())[:3])} not in the mirror; read again")
-    from . import mirror as mirror_mod
-
-    mirror_mod.fetch_scopes(mirror, lazy, run)
 
 
 def mark_held(mirror: Path, state: State, scopes: set[str]) -> list[str]:

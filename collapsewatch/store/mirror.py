@@ -371,3 +371,22 @@ def refresh(loc: Location, max_age: float = 0.0) -> int:
     generation += changed
     _synced[loc.local] = (time.monotonic(), generation)
     return generation
+
+
+def need(mirror: Path, tables: list[str] | tuple[str, ...], run: str | None = None) -> None:
+    """Make the mirror hold the scopes of ``tables`` (of ``run``, or of every run) that the kept listing has: a
+    no-op on a folder store and for ``runs``; fetched now, or ``NotHeld`` while this thread holds the shared lock."""
+    wanted_tables = [t for t in tables if t in lazy.LAZY_TABLES]
+    if not wanted_tables:
+        return
+    state = lazy.load(mirror)
+    if state is None:
+        return
+    wanted = state.wanted(wanted_tables, run)
+    lazy.touch(mirror, wanted)
+    if wanted <= state.held.keys():
+        return
+    if lazy.shared_held():
+        missing = ", ".join(sorted(wanted - state.held.keys())[:3])
+        raise lazy.NotHeld(f"{mirror}: {missing} not in the mirror; read again")
+    fetch_scopes(mirror, wanted_tables, run)

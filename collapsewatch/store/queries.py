@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS, scalar_column_sql
 from ..detectors.events import EVENT_COLUMNS
-from . import lazy, location, mirror, segments
+from . import location, mirror, segments
 from .migrations import TABLES
 from .sandbox import Limits, ReadOnlyQueryError
 from .segments import raced
@@ -287,7 +287,7 @@ def event_severities(store: Store, run: str, rank: int, until: int) -> list[str]
     """The distinct severities of the online event rows ``rank`` of ``run`` wrote for steps ≤ ``until``: every row
     an episode was written as while it extended (the ``events`` view keeps only its latest), so an episode that
     worsened after ``until`` counts with the severity it had then."""
-    lazy.need(store.root, ("events",), run)
+    mirror.need(store.root, ("events",), run)
     with mirror.install_lock(store.root, exclusive=False):
         scan = segments.scan_sql(store.root, "events", run)[0]
     df = store.query(f"SELECT DISTINCT severity FROM {scan} WHERE rank = ? AND source = 'online' AND step_end <= ?",

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from . import lazy
+from . import lazy, mirror
 from .migrations import TABLES
 from .mirror import install_lock
 from .segments import raced, schema_file, table_files
@@ -206,7 +206,7 @@ def _sources(root: Path, tables: list[str]) -> dict[str, pads.Dataset]:
     """Each of ``tables``' good, unreplaced segments (``segments.table_files``; the others: none) as one Arrow
     dataset at the current schema: a column an older segment lacks reads as NULL, as ``union_by_name`` does."""
     out = {}
-    lazy.need(root, tables)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
+    mirror.need(root, tables)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
     with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
         listed = {table: [p for p, _ in table_files(root, table)[0]] if table in tables else [] for table in TABLES}
     for table, good in listed.items():

@@ -28,7 +28,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import lazy
+from . import mirror
 from .location import QUARANTINE, REPLACES_KEY, TABLE_KEY, Location, cache_dir
 from .manifest import FileChecks, file_checks
 from .migrations import SCHEMA_STAMP, TABLES
@@ -193,10 +193,10 @@ def table_files(root: Path, table: str, run: str | None = None, fetch: bool = Tr
     """((path, size) of each good segment, (path, reason) of each bad one, paths of the segments a merged
     segment beside them replaces) of ``table`` in one run's folder or in every run folder of the store
     (``_schema`` is not a run: ``schema_problems``), sorted by path. Replaced segments are not among the good ones.
-    On an object store's mirror the table's files are fetched first where it lacks them (``lazy.need``; not with
+    On an object store's mirror the table's files are fetched first where it lacks them (``mirror.need``; not with
     ``fetch=False``: what the mirror holds now)."""
     if fetch:
-        lazy.need(root, (table,), run)
+        mirror.need(root, (table,), run)
     good: list[tuple[str, int]] = []
     bad: list[tuple[str, str]] = []
     replaced: list[str] = []

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from . import lazy
+from . import mirror
 from .sandbox import Limits, check_select_only, read_tables
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.Da
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
     plain SELECTs, ValueError for a failed, interrupted or oversized query."""
     statements = check_select_only(sql)
-    lazy.need(root, read_tables(root, statements[-1]))  # an object store's objects: fetched here, not in the time limit
+    mirror.need(root, read_tables(root, statements[-1]))  # an object store's objects: fetched here, not in the time limit
     table, cut = run(root, statements[-1], limits)
     return table.to_pandas(), cut
 

@@ -20,7 +20,7 @@ import duckdb
 
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS, LOGGED_STANDINS, scalar_column_sql
 from ..detectors import events
-from . import lazy, location, mirror
+from . import location, mirror
 from .migrations import TABLES
 from .mirror import install_lock
 from .segments import files_scan, read_until_stable, readable_dirs, scan_sql, schema_file
@@ -96,7 +96,7 @@ def view_sql(root: Path, run: str | None = None, sources: dict[str, str] | None 
     path); ``sources`` replaces the Parquet scans with other relations (e.g. the tables of an exported file)."""
     if sources is None:
         tables = view_tables(views)
-        lazy.need(root, tables, run)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
+        mirror.need(root, tables, run)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
         with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
             sources = {t: scan_sql(root, t, run)[0] for t in tables}
         empty = {t: files_scan([], schema_file(root, t)) for t in TABLES if t not in sources}

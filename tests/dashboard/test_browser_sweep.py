@@ -96,6 +96,8 @@ def test_sweep_says_why_there_is_no_chart(sweep_site, page, runs, sentence):  # 
     page.goto(f"{sweep_site}/sweep?runs={runs}")
     page.wait_for_selector(ROWS)
     assert page.inner_text(f"#{ids.SW_NOTE}") == sentence
+    # the chart is hidden by the sweep's callback (its first render may come before it): wait for that state
+    page.wait_for_selector(f"#{ids.SW_GRAPH}", state="hidden")
     assert not page.locator(f"#{ids.SW_GRAPH}").is_visible()
     assert len(_grid_rows(page, ids.SW_GRID)) == len(runs.split(","))
 
