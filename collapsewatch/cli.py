@@ -6,6 +6,7 @@ code 1; tracebacks are for bugs only.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -240,6 +241,9 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
         return
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
+    # Ctrl+C (SIGINT) ends the follow even when this process was started with SIGINT ignored (a parent that ignores
+    # it — a shell's background job, a process under Ray — passes that on to its children)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:  # started before the trainer: its logger creates FILE later
         wait_for_file(file, interval, lambda line: typer.echo(line, err=True))
     except KeyboardInterrupt:
