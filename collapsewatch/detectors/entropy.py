@@ -2,7 +2,7 @@
 ``degenerate``.
 
 * degenerate (critical): the latest entropy_mean < degenerate_floor — no history needed, so a collapse inside a
-  run's first points is flagged at the first point that shows it (+ confirm_steps − 1). Harm by itself: the
+  run's first points is flagged at the first point that shows it (``Finding.immediate``). Harm by itself: the
   severity gate never lowers it (``severity.exempt``);
 
 * collapse (warning): level < collapse_abs, or level < collapse_frac × the *normal peak*: the highest level
@@ -77,7 +77,7 @@ class Entropy:
         degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor else Finding(
             "critical", "entropy_mean", now, c.degenerate_floor, 1,
             f"degenerate output: entropy {now:.3g} nats < {c.degenerate_floor:g} (the policy samples one token "
-            f"per position)", {"entropy_now": now})}
+            f"per position)", {"entropy_now": now}, immediate=True)}
         e = h.series("entropy_mean", self.cfg.history_steps)
         if len(e) < max(c.min_points, k):
             return degenerate

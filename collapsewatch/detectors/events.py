@@ -7,7 +7,8 @@ A detector looks at the step history and says, for each of its phases, one of th
 * nothing (phase absent from the verdict) — the rule could not be evaluated (inputs NULL, too few points).
 
 :func:`advance` turns verdicts into *episodes*. A phase is entered once its rule has held for
-``confirm_steps`` consecutive evaluated steps; the episode's first :class:`Event` has
+``confirm_steps`` consecutive evaluated steps (an ``immediate`` finding — absolute, needing no history — at the first
+one); the episode's first :class:`Event` has
 ``step_start = step_end =`` that step. Every later step where the rule holds re-emits the episode with
 ``step_end`` extended (same detector, phase, step_start: the store keeps the latest row). The episode
 ends after ``exit_patience`` consecutive evaluated steps where the rule does not hold; its ``step_end``
@@ -65,6 +66,9 @@ class Finding:
     window_steps: int | None
     message: str
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    immediate: bool = False
+    """An absolute finding — degenerate output, an abrupt collapse — needs no confirmation: it opens its episode at
+    the first point that shows it, whatever the detector's ``confirm_steps`` (a run can end a few points later)."""
 
 
 Verdict = dict[str, "Finding | None"]
@@ -157,7 +161,7 @@ def advance(
         misses = state.misses + 1
         return (PhaseState() if misses >= exit_patience else replace(state, streak=0, misses=misses)), None
     streak = state.streak + 1
-    if state.episode is None and streak < confirm_steps:
+    if state.episode is None and streak < confirm_steps and not finding.immediate:
         return PhaseState(streak=streak), None
     old = state.episode
     severity = finding.severity

@@ -13,14 +13,14 @@ truncation rising during the run), degenerate output (``degenerate``: responses 
   responses are growing into the budget as the run learns (longer reasoning): the blow-up is info, a
   configuration finding like ``budget``; no reward column → it stays a warning (nothing tells);
 * degenerate (critical): the latest response_length_mean ≤ degenerate_tokens — no history needed, so a collapse
-  inside a run's first points is flagged at the first point that shows it (+ confirm_steps − 1). Degenerate
+  inside a run's first points is flagged at the first point that shows it (``Finding.immediate``). Degenerate
   output is harm by itself: the severity gate never lowers it (``severity.exempt``);
 * repetition (warning): level(repeat_frac_max) ≥ repeat_frac. repeat_frac_max is a max over the batch's
   sequences, so the rolling median (not one step) must stay up.
 * collapse (warning), abrupt: the latest response_length_mean ≤ collapse_abrupt_frac × the longest of the run's
   first smooth_steps points (:meth:`.History.first`) — responses that shrank tenfold, whatever the reward does
   (a model that drops its reasoning for a bare answer can score more and still has collapsed); no history needed,
-  so it is flagged at the first point that shows it (+ confirm_steps − 1); at ≤ degenerate_tokens ``degenerate``
+  so it is flagged at the first point that shows it (``Finding.immediate``); at ≤ degenerate_tokens ``degenerate``
   says it instead;
 * collapse (warning), gradual: level(response_length_mean) ≤ collapse_frac × its *running level* — the median of the
   history's points before the last ``smooth_steps`` — while the reward does not rise: the reward level (same
@@ -84,7 +84,8 @@ class Length:
         if now is not None:
             verdict["degenerate"] = None if now > c.degenerate_tokens else Finding(
                 "critical", "response_length_mean", now, c.degenerate_tokens, 1,
-                f"degenerate output: responses {now:.3g} tokens on average (≤ {c.degenerate_tokens:g})", ev)
+                f"degenerate output: responses {now:.3g} tokens on average (≤ {c.degenerate_tokens:g})", ev,
+                immediate=True)
             verdict.update(self._collapse(h, now))
         return verdict
 
@@ -126,7 +127,7 @@ class Length:
                 "warning", "response_length_mean", now, c.collapse_abrupt_frac * start, 1,
                 f"length collapse: responses {now:.3g} tokens, ≤ {c.collapse_abrupt_frac:g} × their start "
                 f"{start:.3g} (the longest of the run's first {k} points)",
-                {"response_length_now": now, "response_length_start": start})}
+                {"response_length_now": now, "response_length_start": start}, immediate=True)}
         length = h.series("response_length_mean", n)
         if len(length) < max(c.collapse_min_points, 2 * k):
             return {}

@@ -34,6 +34,15 @@ def test_gap_in_streak_before_confirmation_restarts_count():
     assert [(e.step_start, e.step_end) for e in events] == [(15, 15)]
 
 
+def test_an_immediate_finding_opens_at_its_first_point_and_ends_by_patience():
+    # confirm 3, patience 3: a plain warning at 10 and 11 opens nothing (2 < 3 holds); an immediate one opens at its
+    # first hold (10), extends at 11, and ends at the 3rd miss in a row (14: patience 3); a plain hold at 17 opens nothing
+    now = Finding("warning", "m", 1.0, 0.5, 1, "w", immediate=True)
+    assert drive({10: WARN, 11: WARN, 12: None}) == []
+    events = drive({10: now, 11: now, 12: None, 13: None, 14: None, 15: None, 16: None, 17: WARN})
+    assert [(e.step_start, e.step_end) for e in events] == [(10, 10), (10, 11)]
+
+
 def test_episode_keeps_worst_severity_but_latest_message():
     events = drive({1: WARN, 2: CRIT, 3: WARN}, confirm=1)
     assert [e.severity for e in events] == ["warning", "critical", "critical"]

@@ -64,25 +64,25 @@ def test_a_long_blowup_stays_a_blowup_after_the_window_moves_on():
 
 
 def test_degenerate_output_needs_no_history():
-    # responses of 1 token from logged point 3 (steps 0–2: 60 tokens): the latest value ≤ 2 holds from 3, opens
-    # at 5 (confirm_steps 3: within 2 points of the collapse) — no 20-point history needed — and it is critical
+    # responses of 1 token from logged point 3 (steps 0–2: 60 tokens): the latest value ≤ 2 holds from 3 and opens
+    # there (an immediate finding: no confirm_steps, no 20-point history needed) — and it is critical
     # with the reward still at its best (degenerate output is harm by itself: severity.exempt)
     data = rows(12, response_length_mean=lambda s: 60.0 if s < 3 else 1.0, reward_mean=0.5)
     _, suite = feed(data, ONLY)
-    assert spans(suite.episodes(), "length") == [("degenerate", 5, 11, "critical")]
+    assert spans(suite.episodes(), "length") == [("degenerate", 3, 11, "critical")]
     # 2.5 tokens is not degenerate (> 2), but it is an abrupt collapse (2.5 ≤ 0.1 × 60 = 6): a warning
     _, suite = feed(rows(12, response_length_mean=lambda s: 60.0 if s < 3 else 2.5, reward_mean=0.5), ONLY)
-    assert spans(suite.episodes(), "length") == [("collapse", 5, 11, "warning")]
+    assert spans(suite.episodes(), "length") == [("collapse", 3, 11, "warning")]
 
 
 def test_an_abrupt_collapse_needs_no_history_and_no_reward_fall():
     # 53 tokens at step 0, then 2.6 (what trl-dapo-vl3b logged: 53.4 → 2.6), the reward *rising* 1.75 → 3.6: the
     # start is the longest of the first 5 points, 53; 2.6 ≤ 0.1 × 53 = 5.3 and > 2 (not degenerate) → the abrupt
-    # collapse holds from step 1 and opens at 3 (confirm_steps 3: within 2 points of the collapse), a warning
+    # collapse holds from step 1 and opens there (immediate: the first point that shows it), a warning
     data = rows(12, response_length_mean=lambda s: 53.0 if s < 1 else 2.6, reward_mean=lambda s: 1.75 if s < 1 else 3.6)
     _, suite = feed(data, ONLY)
     [ep] = suite.episodes()
-    assert (ep.phase, ep.step_start, ep.step_end, ep.severity) == ("collapse", 3, 11, "warning")
+    assert (ep.phase, ep.step_start, ep.step_end, ep.severity) == ("collapse", 1, 11, "warning")
     assert (ep.evidence["response_length_now"], ep.evidence["response_length_start"]) == (2.6, 53.0)
     # 60 → 7 tokens: 7 > 0.1 × 60 = 6, and 12 points are too few for the gradual rule → nothing
     _, suite = feed(rows(12, response_length_mean=lambda s: 60.0 if s < 3 else 7.0, reward_mean=0.5), ONLY)

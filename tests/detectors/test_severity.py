@@ -88,11 +88,12 @@ def test_without_reward_nothing_shows_harm_but_nonfinite_and_degenerate_are_exem
     not_exempt = DetectorConfig(enabled=("nonfinite",), severity=SeverityConfig(exempt=()))
     assert spans(feed(data, not_exempt)[1].episodes(), "nonfinite") == [("nonfinite", 50, 59, "warning")]
     # entropy 1e-4 nats from step 5 (< degenerate_floor 1e-3) with the reward at its best: entropy/degenerate is
-    # exempt → critical, opens at 5 + confirm_steps (entropy: 3) − 1 = 7; listed in no exemption → warning
+    # exempt → critical, opens at 5 (an immediate finding: the first point that shows it, not 5 + confirm_steps − 1);
+    # listed in no exemption → warning
     data = rows(20, entropy_mean=lambda s: 0.5 if s < 5 else 1e-4, reward_mean=0.5)
-    assert spans(feed(data, ENTROPY)[1].episodes(), "entropy") == [("degenerate", 7, 19, "critical")]
+    assert spans(feed(data, ENTROPY)[1].episodes(), "entropy") == [("degenerate", 5, 19, "critical")]
     none = replace(ENTROPY, severity=SeverityConfig(exempt=()))
-    assert spans(feed(data, none)[1].episodes(), "entropy") == [("degenerate", 7, 19, "warning")]
+    assert spans(feed(data, none)[1].episodes(), "entropy") == [("degenerate", 5, 19, "warning")]
 
 
 def test_near_best_points_is_the_gates_rule_at_every_point():
