@@ -6,7 +6,6 @@ code 1; tracebacks are for bugs only.
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from .cli_common import (
     JsonOpt,
     RunOpt,
     StoreArg,
+    ctrl_c_ends_it,
     defer_imports,
     friendly,
     print_frame,
@@ -178,6 +178,7 @@ def watch(store: StoreArg, run: RunOpt = None,
     was reported, 1 an error."""
     from .follow import follow
 
+    ctrl_c_ends_it()
     raise typer.Exit(follow(store, run=run, severity=severity, notify=notify, as_json=as_json, once=once,
                             interval=interval, sinks=to or ()))
 
@@ -190,6 +191,7 @@ def dash(store: StoreArg, host: Annotated[str, typer.Option(help="Interface to b
     from collapsewatch.dashboard.app import serve
 
     # serve() refuses a busy port and waits for a store that a run has not created yet
+    ctrl_c_ends_it()
     typer.echo(f"collapsewatch dashboard on http://{host}:{port}  (store {store})")
     serve(str(store), host=host, port=port)
 
@@ -241,9 +243,7 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
         return
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
-    # Ctrl+C (SIGINT) ends the follow even when this process was started with SIGINT ignored (a parent that ignores
-    # it — a shell's background job, a process under Ray — passes that on to its children)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    ctrl_c_ends_it()
     try:  # started before the trainer: its logger creates FILE later
         wait_for_file(file, interval, lambda line: typer.echo(line, err=True))
     except KeyboardInterrupt:
@@ -269,6 +269,7 @@ def demo(store: Annotated[Path, typer.Option(help="Store for the demo run.")] = 
     """A short real training run with the monitor, watched live on the dashboard (with the sample runs)."""
     from .demo import run_demo
 
+    ctrl_c_ends_it()
     run_demo(store, steps=steps, serve=serve_dash, port=port)
 
 

@@ -9,7 +9,9 @@ command pays for ``collapsewatch --help``'s imports (``tests/test_cli_startup.py
 from __future__ import annotations
 
 import inspect
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from functools import wraps
@@ -147,3 +149,13 @@ def _fmt(v: Any) -> str:
         ts = pd.Timestamp(v)
         return (ts.tz_convert("UTC") if ts.tzinfo is not None else ts).strftime("%Y-%m-%d %H:%M:%S")
     return str(v)
+
+
+def ctrl_c_ends_it() -> None:
+    """Ctrl+C (SIGINT) ends a long-running command (``watch``, ``dash``, ``demo``, ``ingest --follow``) even when
+    this process was started with SIGINT ignored: a parent that ignores it — a shell's background job (``cmd &``
+    without job control), a process under Ray, a script that started a test suite in the background — passes that on
+    to its children, and the command would never stop. Only the main thread may set a handler: elsewhere (a command
+    called from a thread) nothing changes."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)

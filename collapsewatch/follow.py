@@ -94,9 +94,9 @@ def follow(store: str | Path, *, run: str | None = None, severity: str = "warnin
     except StoreNotFoundError as e:
         raise ValueError(str(e)) from e
     out = _sinks(notify, sinks, severity, warn)
-    if follower.missing:
-        warn(f"run {run!r} is not in the store yet: waiting for it to start")
-    try:
+    try:  # from the first line it prints on, Ctrl+C ends it cleanly
+        if follower.missing:
+            warn(f"run {run!r} is not in the store yet: waiting for it to start")
         while True:
             rows = follower.poll()
             for row in rows:

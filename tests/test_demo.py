@@ -13,10 +13,10 @@ from collapsewatch import connect
 from collapsewatch.demo import SAMPLE_RUNS
 
 
-def _as_from_a_terminal() -> None:
-    """Ctrl-C's SIGINT as a terminal delivers it: a test suite started in the background by a script (``cmd &`` without
-    job control) runs with SIGINT ignored, and a child inherits an ignored signal, so the demo would never see it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _as_a_background_job() -> None:
+    """Started with SIGINT ignored, as a background job (``make demo &`` without job control) or a child of a process
+    that ignores it inherits it: Ctrl-C still stops the demo (cli_common.ctrl_c_ends_it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _free_port() -> int:
@@ -29,7 +29,7 @@ def test_demo_serves_the_dashboard_while_it_trains_then_keeps_serving(tmp_path):
     port, store = _free_port(), tmp_path / "demo"
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "demo", "--store", str(store), "--steps", "2",
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            preexec_fn=_as_from_a_terminal)
+                            preexec_fn=_as_a_background_job)
     lines: list[str] = []
     try:
         deadline = time.monotonic() + 600

@@ -150,6 +150,25 @@ def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
     assert [e for m in sent for e in m] == lines
 
 
+def test_ctrl_c_stops_a_watch_started_with_sigint_ignored(synth):
+    # a run that has not started: watch waits for it (says so once), then Ctrl-C ends it with exit 0 — also when the
+    # process was started with SIGINT ignored, as a background job or a child of a process that ignores it is
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "watch", str(synth), "--run", "later",
+                             "--interval", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert "not in the store yet: waiting" in proc.stderr.readline()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # the assertion below says Ctrl-C did not stop it
+            proc.wait()
+    assert proc.returncode == 0
+
+
 def test_the_shipped_sample_store(tmp_path):
     # real runs written by an older version of the store (before migration 0002): watch still reads them
     import shutil

@@ -13,6 +13,7 @@ A tracker sink subclasses :class:`TrackerSink` and fills in ``_open`` / ``_event
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +52,7 @@ def episode_record(row: dict[str, Any]) -> dict[str, Any]:
     return dict(rec, text=event_headline(row))
 
 
-class TrackerSink(Sink):
+class TrackerSink(Sink, ABC):
     """Per-run tracker handles, the episodes reported so far, and the common order of writes."""
 
     def __init__(self, where: str | None = None) -> None:
@@ -92,20 +93,25 @@ class TrackerSink(Sink):
         return self._handles[run]
 
     # -- what each tracker fills in -----------------------------------------------------------------------------
+    @abstractmethod
     def _open(self, run: str) -> Any:
-        raise NotImplementedError
+        """Open (or resume) the tracker's run for ``run``: the handle every later call gets."""
 
+    @abstractmethod
     def _event(self, handle: Any, row: dict[str, Any], text: str) -> None:
-        raise NotImplementedError
+        """Write one reported episode (its row and one-line text)."""
 
+    @abstractmethod
     def _severity(self, handle: Any, step: int, value: int) -> None:
-        raise NotImplementedError
+        """Write the severity number (0–3) at ``step``."""
 
+    @abstractmethod
     def _verdict(self, handle: Any, verdict: dict[str, Any], table: list[dict[str, Any]], step: int | None) -> None:
-        raise NotImplementedError
+        """Write a run's verdict and its episode table (at ``step``, its last step, where known)."""
 
     def _flush(self, handle: Any) -> None:
         """Make what was written readable (a tracker that buffers)."""
 
+    @abstractmethod
     def _finish(self, handle: Any) -> None:
-        raise NotImplementedError
+        """End the tracker's run: what was written is kept."""
