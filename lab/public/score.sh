@@ -24,6 +24,10 @@ tail -n +2 "$here/sources.csv" | while IFS=, read -r run file _fw _alg _model _t
                  # named in the table as the run's name after its source prefix (garg-lr_sweep_1e-4 → lr_sweep_1e-4)
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/runs_csv.py" "$raw" "${run#*-}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.rft.md)  # a research log's hand-made per-step markdown tables: lab/public/rft_tables.py knows which table is
+               # which run and what its columns mean
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rft_tables.py" "$raw" "$run" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.minimind.log)  # MiniMind's GRPO console lines (Epoch:[e/E](i/N), Key: value, …): no reader in ingest;
                      # lab/public/minimind_console.py says what their keys mean
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/minimind_console.py" "$raw" "$conv" >&2
