@@ -20,7 +20,9 @@ truncation rising during the run), degenerate output (``degenerate``: responses 
 * collapse (warning), abrupt: the latest response_length_mean ≤ collapse_abrupt_frac × the longest of the run's
   first smooth_steps points (:meth:`.History.first`) — responses that shrank tenfold, whatever the reward does
   (a model that drops its reasoning for a bare answer can score more and still has collapsed); no history needed,
-  so it is flagged at the first point that shows it (``Finding.immediate``); at ≤ degenerate_tokens ``degenerate``
+  so it is flagged confirm_steps − 1 points after the first point that shows it — not at once: a per-step mean of a
+  few responses dips that low for one step in healthy runs (a blind source's 9,751-step run did 54 times,
+  docs/lab/bench.md); at ≤ degenerate_tokens ``degenerate``
   says it instead;
 * collapse (warning), gradual: level(response_length_mean) ≤ collapse_frac × its *running level* — the median of the
   history's points before the last ``smooth_steps`` — while the reward does not rise: the reward level (same
@@ -127,7 +129,7 @@ class Length:
                 "warning", "response_length_mean", now, c.collapse_abrupt_frac * start, 1,
                 f"length collapse: responses {now:.3g} tokens, ≤ {c.collapse_abrupt_frac:g} × their start "
                 f"{start:.3g} (the longest of the run's first {k} points)",
-                {"response_length_now": now, "response_length_start": start}, immediate=True)}
+                {"response_length_now": now, "response_length_start": start})}
         length = h.series("response_length_mean", n)
         if len(length) < max(c.collapse_min_points, 2 * k):
             return {}

@@ -70,8 +70,7 @@ def test_the_trl_length_collapse_of_the_corpus(store):
     # reward's level is read against its own range (up to 3.7): near the top it is a solved task, elsewhere "cannot
     # tell" — info either way, no longer a warning that fires on healthy runs too. The collapse itself: 2.6 tokens
     # ≤ 0.1 × 53.35 (the longest of the first 5 points) = 5.3 → the abrupt length collapse holds from step 2 and
-    # opens there (an immediate finding: no confirmation), a warning; 2.25–2.6 tokens stays above the ≤ 2-token
-    # degenerate bar
-    assert warned == [("length", "collapse", "warning", 2)]
+    # opens at step 4 (3rd consecutive point), a warning; 2.25–2.6 tokens stays above the ≤ 2-token degenerate bar
+    assert warned == [("length", "collapse", "warning", 4)]
     starv = events[events["detector"] == "starvation"]
     assert len(starv) and set(starv["severity"]) == {"info"}
