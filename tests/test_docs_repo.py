@@ -20,6 +20,7 @@ OUTSIDE_DOCS = "DESIGN" + r"\.md|STYLE" + r"\.md"
 MACHINE_PATHS = "/" + "work/|/" + "tmp/"
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+CODE_SPAN = re.compile(r"`[^`\n]+`")  # inline code: `[1/1](3/9751)` in a quoted log line is not a link
 
 
 def _git(*args: str) -> list[str]:
@@ -39,14 +40,16 @@ def test_no_absolute_machine_paths_in_docs_lab_or_readme() -> None:
 
 
 def _links(page: Path) -> list[str]:
-    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    text = CODE_SPAN.sub("", FENCE.sub("", page.read_text(encoding="utf-8")))
     return [m.group(1) for m in LINK.finditer(text)]
 
 
 def test_link_regex_sees_relative_links_and_skips_code(tmp_path: Path) -> None:
-    # a made-up page: two links, one image, one URL, one anchor, and a link inside a fenced block (not a link)
+    # a made-up page: two links, one image, one URL, one anchor, a link inside a fenced block and one inside inline
+    # code (neither is a link)
     page = tmp_path / "page.md"
-    page.write_text("[a](a.md#x) ![i](img/i.png) [u](https://x.org) [h](#here)\n```\n[c](code.md)\n```\n",
+    page.write_text("[a](a.md#x) ![i](img/i.png) [u](https://x.org) [h](#here) `Epoch:[1/1](3/9751)`\n"
+                    "```\n[c](code.md)\n```\n",
                     encoding="utf-8")
     assert _links(page) == ["a.md#x", "img/i.png", "https://x.org", "#here"]
 
