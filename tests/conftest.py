@@ -254,6 +254,20 @@ SLOW = (
     "tests/detectors/test_suite.py::test_each_failure_is_flagged_by_its_detector_after_onset",
     "tests/detectors/test_suite.py::test_restart_after_the_history_has_wrapped_is_still_exact",
     "tests/detectors/test_suite.py::test_online_equals_offline_on_shuffled_frames_with_gaps",
+    # 10-58 s each in one run of the whole suite on 2 workers (load average 5; fastloop profile), not marked before
+    "tests/integrations/test_trl_docs.py::test_the_opening_script_runs_as_pasted",
+    "tests/integrations/test_trl_sinks.py::test_wandb_sink_writes_into_trls_own_run",
+    "tests/integrations/test_trl_first_hour.py::test_resume_continues_after_the_checkpoint_or_refuses",
+    "tests/store/test_objstore_lazy.py::test_a_reader_reads_while_a_writer_publishes",
+    "tests/store/test_objstore.py::test_every_command_works_on_a_url",
+    "tests/store/test_export_iceberg.py::test_finished_runs_export_row_for_row_and_only_once",
+    "tests/store/test_export_iceberg.py::test_a_run_resumed_after_its_export_is_rewritten_from_its_restart_step",
+    "tests/store/test_export_iceberg.py::test_episodes_stored_after_the_export_replace_the_exported_ones",
+    "tests/store/test_export_iceberg.py::test_a_store_and_a_warehouse_on_s3",
+    "tests/store/test_schema_folder.py::test_two_processes_share_one_schema_folder_and_leave_no_temporary_folder",
+    "tests/detectors/test_store_roundtrip.py::test_stored_run_detects_like_the_frame",
+    "tests/trainer/test_actions.py::test_rule_forms_and_matching_on_real_events",
+    "tests/test_sinks.py::test_watch_to_tensorboard_keeps_stdout_json",
 )
 
 
@@ -269,3 +283,30 @@ def pytest_collection_modifyitems(config, items):
                 unused.discard(prefix)
     if unused:
         raise pytest.UsageError(f"tests/conftest.py SLOW names no collected test: {sorted(unused)}")
+    items[:] = heaviest_modules_first(items)
+
+
+# -- the order modules start in under `-n 2 --dist loadscope` ----------------------------------------------------
+# pytest-xdist hands out whole modules, by default the ones with the most tests first: the heavy modules of one to
+# three tests (a torchrun, a TRL docs script, the tracker screenshots, the demo) then started last and ran alone
+# while the other worker sat idle. Here the modules go in order of a cost read from their marks (rough seconds: a
+# slow test ~10 s by SLOW's own bar, a browser test ~5 s, another ~0.5 s), largest first, and pytest_configure keeps
+# xdist from re-sorting them: the longest work starts first and the small modules fill the end on both workers.
+COST_S = {"slow": 10.0, "browser": 5.0}
+
+
+def heaviest_modules_first(items: list) -> list:
+    """``items`` with each module's tests together, modules by their estimated cost (COST_S), heaviest first;
+    collection order within a module and between modules of equal cost."""
+    cost: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        cost[module] = cost.get(module, 0.0) + next(
+            (s for mark, s in COST_S.items() if item.get_closest_marker(mark)), 0.5)
+    rank = {m: i for i, m in enumerate(sorted(cost, key=lambda m: -cost[m]))}
+    return sorted(items, key=lambda item: rank[item.nodeid.split("::", 1)[0]])
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep heaviest_modules_first's order
+        config.option.loadscopereorder = False
