@@ -283,10 +283,11 @@ def test_an_endpoint_outage_costs_nothing_once_it_is_back(tmp_path, monkeypatch,
     assert len(list((tmp_path / "cache" / "spool").rglob("late/step_metrics/r0-*.parquet"))) == 1
 
 
-@pytest.mark.slow  # about 30-60 s here: a dashboard server and a writer process against the S3 server
+@pytest.mark.slow  # about 30 s here: a dashboard server and a writer process against the S3 server
 def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3, url, tmp_path):
     """tests/store/test_dashboard_live.py on an object store: the real dashboard server (its own mirror) polled on
-    16 URLs while a writer on another "machine" publishes and compacts every 2 flushes, then once more at the end."""
+    16 URLs while a writer on another "machine" publishes 16 flushes and compacts every 2 of them (8 compactions; each
+    step costs ~1 CPU s between the S3 server and the dashboard's mirror syncs), then once more at the end."""
     from datetime import datetime, timezone
 
     from collapsewatch.demo import start_dashboard
@@ -296,7 +297,7 @@ def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3,
     quiet.append("step_metrics", {"run": ["quiet"], "rank": [0], "step": [0], "n_seqs": [4],
                                   "ts": [datetime.now(timezone.utc)]})
     quiet.flush(status="finished")
-    writer = subprocess.Popen([sys.executable, str(ROOT / "tests/store/writer_proc.py"), url, "live", "0", "1", "40",
+    writer = subprocess.Popen([sys.executable, str(ROOT / "tests/store/writer_proc.py"), url, "live", "0", "1", "16",
                                "0.02", "2"], cwd=ROOT, stdout=subprocess.PIPE, text=True,
                               env=_env(s3, tmp_path / "machine0"))
     port = _free_port()
