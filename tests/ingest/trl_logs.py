@@ -45,6 +45,10 @@ def main(out: Path, mlflow_default: bool = False) -> None:
     if not mlflow_default:
         watch_run(trainer, out / "store")
     trainer.train()
+    if "wandb" in report_to:
+        import wandb
+
+        wandb.finish()  # returns once W&B's service process has written the run's last records into its file
 
 
 SENTINELS = [("the cat sat", " on the mat", True), ("a dog ran", " banana", False)]
