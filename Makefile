@@ -73,7 +73,8 @@ browser:
 # then the vLLM suite, each in its own venv: the vLLM suite mostly waits on its engine process, so it fits beside
 # the main one. Each suite's output is printed when it ends (--output-sync); make fails if any of them failed.
 # --dist loadscope: the tests of one module run on one worker, so a module-scoped fixture (a server, a store, a
-# real run) is built once; session fixtures are built once per worker. (loadgroup would group by mark, but
+# real run) is built once; session fixtures are built once per worker. The modules go out heaviest first (the order
+# tests/conftest.py gives them from their slow / browser marks; xdist's own re-sort by test count is turned off there). (loadgroup would group by mark, but
 # pytest-xdist 3.8's loadgroup does not group under pytest 9: it renames item._nodeid, which pytest 9 no longer
 # reads.) `make test-fast` leaves out what is marked slow or browser: the edit-test loop. Measure a test's cost
 # with `pytest --cpu-durations 30 tests/...` (CPU seconds, serially).
