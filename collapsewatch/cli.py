@@ -59,13 +59,18 @@ def sql(store: StoreArg, query: Annotated[str, typer.Argument(help="Read-only SQ
         timeout: Annotated[float, typer.Option(help="Seconds before the query is interrupted.")] = 60.0) -> None:
     """Run a read-only SQL query against the store: plain SELECTs over the views only, on a throwaway
     connection with a time and a size limit (writes, DDL, EXPLAIN ANALYZE, file access are refused)."""
-    from .store.sandbox import Limits, check_select_only
+    from .store import sqlproc
+    from .store.limits import Limits
 
     if max_rows < 1 or max_mb <= 0 or timeout <= 0:
         raise CliError("--max-rows, --max-mb and --timeout must be positive")
-    check_select_only(query)  # refused SQL never opens the store
     limits = Limits(max_rows=max_rows, max_bytes=int(max_mb * 2**20), timeout_s=timeout)
-    df, cut = _open_store(store).sql(query, limits)
+    sqlproc.prestart(limits.process_bytes)  # the worker imports while this process imports, checks and opens
+    from .store.sandbox import check_select_only
+    from .store.views import store_root
+
+    check_select_only(query)  # refused SQL never opens the store
+    df, cut = sqlproc.run_user_sql(store_root(store), query, limits)  # no Store: its connection is not needed
     print_frame(df, csv, as_json)
     if cut:
         typer.echo(f"warning: result cut at {len(df):,} rows (--max-rows {max_rows:,} / --max-mb {max_mb:g})",
@@ -278,7 +283,7 @@ app.add_typer(lab_app, name="lab")
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] in (["runs"], ["detect"], ["sql"], ["check"], ["compact"]):
+    if args[:1] in (["runs"], ["detect"], ["check"], ["compact"]):
         defer_imports()  # single-threaded commands: scipy.stats loads only if they detect
     app(args=argv, prog_name="collapsewatch")
 

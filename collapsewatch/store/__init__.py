@@ -14,11 +14,27 @@ STORE is a folder (local or a shared filesystem) or ``s3://bucket/prefix`` (``lo
 Why: DuckDB lets one process hold a database file read-write and locks others out, yet readers (the
 dashboard, ``collapsewatch sql``) must read while several ranks write. Immutable segments renamed into
 place give lock-free, never-half-written reads; a killed writer loses at most the rows it had not flushed.
+
+Names are imported lazily: the SQL worker (``python -m collapsewatch.store.sqlproc``) imports this package and needs
+none of ``queries``' imports (the detectors, scipy, pandas).
 """
 
-from .queries import Store
-from .sandbox import ReadOnlyQueryError
-from .views import connect
-from .writer import StoreWriter
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {"ReadOnlyQueryError": ".sandbox", "Store": ".queries", "StoreWriter": ".writer", "connect": ".views"}
 __all__ = ["ReadOnlyQueryError", "Store", "StoreWriter", "connect"]
+
+if TYPE_CHECKING:
+    from .queries import Store
+    from .sandbox import ReadOnlyQueryError
+    from .views import connect
+    from .writer import StoreWriter
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module 'collapsewatch.store' has no attribute {name!r}")

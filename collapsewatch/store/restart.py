@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .location import REPLACES_KEY, Location, published
@@ -103,6 +102,8 @@ def max_seq_id(store: str | Path, run: str, stride: int) -> int | None:
 def cut(where: Location, run: str, rank: int, step: int) -> list[Path]:
     """Rewrite the rank's segments of ``run`` without rows at steps ≥ ``step`` (module docstring); returns the
     new segments. Raises OSError / ArrowException like any write: the caller counts it and tries at its next flush."""
+    import pyarrow.compute as pc
+
     written = []
     for table, column in STEP_COLUMN.items():
         for path in _segments(where, run, table, rank):
@@ -129,6 +130,8 @@ def before_first_flush(w: StoreWriter, tables: list[str]) -> bool:
     """A resumed writer's first flush with rows: ``cut`` at the smallest step among them; whether the flush may go
     on. A failed cut is counted (``write_errors``) and the rows stay pending for the next flush, which tries again:
     nothing of the new branch is written before the old one is cut, so a cut never touches new rows."""
+    import pyarrow.compute as pc  # here, not at the top: readers import this module and need no compute kernels
+
     steps = [pc.min(t["step"]).as_py() for name in tables if name in STEP_COLUMN and name != "events"
              for t in w._pending[name] if "step" in t.column_names and t.num_rows]
     if not steps:

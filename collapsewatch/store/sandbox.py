@@ -29,19 +29,21 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from . import lazy, mirror
+from . import mirror
+from .limits import Limits
 from .migrations import TABLES
 from .mirror import install_lock
 from .segments import raced, schema_file, table_files
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 
 class ReadOnlyQueryError(ValueError):
@@ -64,23 +66,6 @@ SHOW_SPECIAL = frozenset({"", '"tables"', '"databases"', "__show_tables_expanded
 SAFE_CATALOGS = frozenset({"", "memory", "system", "temp"})
 PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 KEYWORDS = re.compile(r"^\s*([A-Za-z]+(?:\s+[A-Za-z]+)?)")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds of one user query."""
-
-    max_rows: int = 10_000
-    """Rows returned at most; more are cut (and reported as cut)."""
-    max_bytes: int = 64 * 2**20
-    """Arrow bytes returned at most; a result that reaches this is cut at the batch before."""
-    timeout_s: float = 30.0
-    """Wall-clock seconds before the query is interrupted."""
-    memory: str = "1GB"
-    """DuckDB memory limit of the throwaway connection (nothing spills to disk)."""
-    process_bytes: int = 3 * 2**30
-    """Address space of the process the query runs in (``sqlproc``: ``RLIMIT_AS``), DuckDB's buffers, what they do
-    not track (list and string builders, the result) and the interpreter's own reservations together."""
 
 
 def _walk(tree: Any, found: list[tuple[str, str, str]]) -> None:
@@ -183,13 +168,12 @@ def _lock_down(con: duckdb.DuckDBPyConnection, limits: Limits) -> None:
 
 
 def read_tables(root: Path, statement: str) -> list[str]:
-    """The tables a checked statement may read: all on a folder store; on an object store's mirror those of the
-    views its parse tree names (a CTE of a view's name counts too: more, never fewer) and all when it reads the
-    catalogue (``information_schema``, ``pg_catalog``), so that the mirror fetches no other table (``lazy``)."""
+    """The tables a checked statement may read: those of the views its parse tree names (a CTE of a view's name
+    counts too: more, never fewer; ``runs`` reads ``run_ranks``) and all when it reads the catalogue
+    (``information_schema``, ``pg_catalog``). The worker lists and scans only those (``SELECT 1`` lists none; the
+    others' views read the empty schema table) and an object store's mirror fetches no other table (``lazy``)."""
     from .views import VIEW_ORDER, view_closure, view_tables
 
-    if lazy.load(root) is None:
-        return list(TABLES)
     con = duckdb.connect(":memory:")
     try:
         found: list[tuple[str, str, str]] = []
@@ -205,6 +189,8 @@ def read_tables(root: Path, statement: str) -> list[str]:
 def _sources(root: Path, tables: list[str]) -> dict[str, pads.Dataset]:
     """Each of ``tables``' good, unreplaced segments (``segments.table_files``; the others: none) as one Arrow
     dataset at the current schema: a column an older segment lacks reads as NULL, as ``union_by_name`` does."""
+    import pyarrow.dataset as pads  # the worker's (a second of imports the CLI's checks do not need)
+
     out = {}
     mirror.need(root, tables)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
     with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)

@@ -34,13 +34,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
+from .limits import Limits
 
-from . import mirror
-from .sandbox import Limits, check_select_only, read_tables
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: ``prestart`` starts a worker before the caller imports DuckDB or Arrow
     import pandas as pd
+    import pyarrow as pa
 
 MAX_CONCURRENT = 2
 GRACE_S = 1.5  # after the deadline, the parent kills a child whose query did not end at its interrupt
@@ -51,6 +49,18 @@ _idle: list[tuple[int, subprocess.Popen]] = []  # (its address-space cap, a work
 _idle_lock = threading.Lock()
 
 
+def prestart(cap: int) -> None:
+    """Start a worker with address-space cap ``cap`` now, unless one waits already, so that its imports overlap the
+    caller's own start-up (the CLI's ``sql`` calls it first); the next query with that cap takes it."""
+    with _idle_lock:
+        if any(worker_cap == cap and proc.poll() is None for worker_cap, proc in _idle):
+            return
+    proc = _spawn()
+    _write_frame(proc, str(cap).encode())
+    with _idle_lock:
+        _idle.append((cap, proc))
+
+
 def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
     """Run a person's query over the store's views at ``root`` in a child process with a hard memory and time
     limit (this module). Each try lists the segments afresh, so a query racing live compaction reads the files that
@@ -59,6 +69,9 @@ def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.Da
     Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
     plain SELECTs, ValueError for a failed, interrupted or oversized query."""
+    from . import mirror
+    from .sandbox import check_select_only, read_tables
+
     statements = check_select_only(sql)
     mirror.need(root, read_tables(root, statements[-1]))  # an object store's objects: fetched here, not in the time limit
     table, cut = run(root, statements[-1], limits)
@@ -155,6 +168,8 @@ def _interrupted(limits: Limits) -> str:
 
 
 def _answer(code: int | None, out: bytes, limits: Limits) -> tuple[pa.Table, bool]:
+    import pyarrow as pa
+
     if out[:1] == b"R":
         table = pa.ipc.open_stream(out[1:]).read_all()
         return table.replace_schema_metadata(None), (table.schema.metadata or {}).get(CUT_KEY) == b"1"
@@ -191,6 +206,8 @@ def _read(stream) -> bytes | None:
 
 
 def _answer_one(request: dict, cap: int) -> bytes:
+    import pyarrow as pa
+
     try:
         table, cut = _child(request)
     except (ValueError, MemoryError) as e:
@@ -206,12 +223,22 @@ def _answer_one(request: dict, cap: int) -> bytes:
     return b"R" + sink.getvalue().to_pybytes()
 
 
+class _NoPandas:
+    """An import finder that says pandas is not installed: a worker answers in Arrow and needs no pandas, yet
+    ``pyarrow.dataset`` imports it when it can (a second of the worker's start-up here)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError(f"no pandas in the SQL worker ({name})")
+
+
 def main() -> None:
     """A worker: import what a query needs, cap the address space at the first frame's value, then answer
     length-prefixed requests (``R`` + Arrow IPC, or ``E`` + a JSON message) until end-of-file, or exit after an
     answer that left it holding more than ``IDLE_RSS`` (or that ran out of memory)."""
     import resource
 
+    sys.meta_path.insert(0, _NoPandas())
     from . import sandbox, views  # noqa: F401  (imported before the first request: start-up is not query time)
 
     stdin = sys.stdin.buffer

@@ -1,0 +1,98 @@
+"""User SQL costs what it reads: the worker lists and scans only the tables of the views a query names
+(``sandbox.read_tables``: ``SELECT 1`` none) with the same rows as the package's own views, the worker starts
+without pandas or scipy, and a worker started ahead (``sqlproc.prestart``, what the CLI's ``sql`` does first) is
+the one that answers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from collapsewatch import Monitor
+from collapsewatch.store import Store, sqlproc
+from collapsewatch.store.limits import Limits
+from collapsewatch.store.migrations import TABLES
+from collapsewatch.store.sandbox import read_tables
+from tests.conftest import random_batch
+
+RUNS = ("a", "b")
+N_STEPS = 3
+B = 8  # sequences per step (random_batch's default)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("reads") / "store"
+    for run in RUNS:
+        with Monitor(root, run=run, detectors=False) as mon:
+            for step in range(N_STEPS):
+                mon.observe(random_batch(B=B, seed=step), step=step)
+    return root
+
+
+@pytest.mark.parametrize(("sql", "tables"), [
+    ("SELECT 1", []),  # no view: no table listed
+    ("SELECT step FROM steps WHERE run = 'a'", ["step_metrics", "scalars"]),  # steps = step metrics + scalars
+    ("SELECT run FROM runs", ["runs"]),  # runs reads run_ranks, which reads the runs table
+    ("SELECT count(*) FROM sequences s JOIN events e USING (run)", ["sequences", "events"]),
+    ("SELECT 1 WHERE EXISTS (SELECT 1 FROM tokens)", ["tokens"]),  # a subquery's view counts
+    ("WITH tokens AS (SELECT 1 AS x) SELECT x FROM tokens", ["tokens"]),  # a CTE of a view's name: more, never fewer
+    ("SELECT table_name FROM information_schema.tables", list(TABLES)),  # the catalogue: every view
+])
+def test_a_folder_store_reads_the_tables_a_query_names(store, sql, tables):
+    assert read_tables(store, sql) == tables
+
+
+def test_user_sql_gives_the_rows_of_the_views(store):
+    s = Store(store)
+    try:
+        # by hand: 2 runs × steps 0..2, one row each; B = 8 sequences per step → 24 per run
+        df, cut = s.sql("SELECT run, step FROM steps ORDER BY run, step")
+        assert not cut and list(df.itertuples(index=False, name=None)) == [(r, k) for r in RUNS
+                                                                           for k in range(N_STEPS)]
+        df, _ = s.sql("SELECT run, count(*) AS n FROM sequences GROUP BY run ORDER BY run")
+        assert df.to_dict("list") == {"run": ["a", "b"], "n": [N_STEPS * B, N_STEPS * B]}
+        one, _ = s.sql("SELECT step, reward_mean FROM steps WHERE run = 'b' ORDER BY step")
+        trusted = s.query("SELECT step, reward_mean FROM steps WHERE run = 'b' ORDER BY step")
+        assert one.equals(trusted) and len(one) == N_STEPS
+        df, _ = s.sql("SELECT 1 AS x")
+        assert df["x"].tolist() == [1]
+    finally:
+        s.close()
+
+
+WORKER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from collapsewatch.store import sqlproc
+    sys.meta_path.insert(0, sqlproc._NoPandas())  # what the worker's main does before its imports
+    from collapsewatch.store import sandbox, views
+    table, cut = sandbox.run_checked(Path(sys.argv[1]), "SELECT run, count(*) AS n FROM steps GROUP BY run "
+                                     "ORDER BY run", sandbox.Limits(), 30.0)
+    print(json.dumps({"rows": table.to_pylist(), "loaded": sorted({m.split(".")[0] for m in sys.modules}
+                                                                   & {"pandas", "scipy", "torch"})}))
+""")
+
+
+def test_the_worker_answers_without_pandas_or_scipy(store):
+    out = subprocess.run([sys.executable, "-c", WORKER, str(store)], capture_output=True, text=True, check=True,
+                         timeout=120)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"rows": [{"run": r, "n": N_STEPS} for r in RUNS], "loaded": []}
+
+
+def test_a_prestarted_worker_answers_the_next_query(store):
+    sqlproc.close_idle()
+    sqlproc.prestart(Limits().process_bytes)
+    sqlproc.prestart(Limits().process_bytes)  # one waits already: no second one
+    assert len(sqlproc._idle) == 1
+    pid = sqlproc._idle[0][1].pid
+    df, _ = sqlproc.run_user_sql(store, "SELECT 41 + 1 AS x")
+    assert df["x"].tolist() == [42]
+    assert [proc.pid for _, proc in sqlproc._idle] == [pid]  # the same worker answered and waits again
+    sqlproc.close_idle()
