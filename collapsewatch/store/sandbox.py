@@ -167,6 +167,14 @@ def _lock_down(con: duckdb.DuckDBPyConnection, limits: Limits) -> None:
         con.execute(stmt)
 
 
+def _tree(statement: str) -> dict:
+    con = duckdb.connect(":memory:")
+    try:
+        return json.loads(con.execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0])
+    finally:
+        con.close()
+
+
 def read_tables(root: Path, statement: str) -> list[str]:
     """The tables a checked statement may read: those of the views its parse tree names (a CTE of a view's name
     counts too: more, never fewer; ``runs`` reads ``run_ranks``) and all when it reads the catalogue
@@ -174,27 +182,64 @@ def read_tables(root: Path, statement: str) -> list[str]:
     others' views read the empty schema table) and an object store's mirror fetches no other table (``lazy``)."""
     from .views import VIEW_ORDER, view_closure, view_tables
 
-    con = duckdb.connect(":memory:")
-    try:
-        found: list[tuple[str, str, str]] = []
-        _walk(json.loads(con.execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0]), found)
-    finally:
-        con.close()
+    found: list[tuple[str, str, str]] = []
+    _walk(_tree(statement), found)
     tables = [(schema.lower(), name.lower()) for kind, schema, name in found if kind == "table"]
     if any(schema not in ("", "main") for schema, _ in tables):
         return list(TABLES)
     return view_tables(view_closure({name for _, name in tables if name in VIEW_ORDER}))
 
 
-def _sources(root: Path, tables: list[str]) -> dict[str, pads.Dataset]:
-    """Each of ``tables``' good, unreplaced segments (``segments.table_files``; the others: none) as one Arrow
-    dataset at the current schema: a column an older segment lacks reads as NULL, as ``union_by_name`` does."""
+def one_run(statement: str) -> str | None:
+    """The run a checked statement reads alone, or None: a plain SELECT with no CTE, set operation, join or
+    subquery over one view whose WHERE is ``run = '<name>'`` (AND any other conditions). Each view's rows of a run
+    come from that run's folder alone and depend on no other run's rows (they partition and group by run), so
+    reading only that folder gives the same rows (``tests/store/test_sql_reads.py``)."""
+    from .views import VIEW_ORDER
+    from .writer import valid_run_name
+
+    tree = _tree(statement)
+    found: list[tuple[str, str, str]] = []
+    _walk(tree, found)
+    statements = tree.get("statements") or []
+    if len(statements) != 1 or len(found) != sum(kind == "function" for kind, _, _ in found) + 1:
+        return None  # one table reference, no table function
+    node = statements[0].get("node") or {}
+    table = node.get("from_table") or {}
+    if (node.get("type") != "SELECT_NODE" or (node.get("cte_map") or {}).get("map") or node.get("sample")
+            or table.get("type") != "BASE_TABLE" or table.get("table_name", "").lower() not in VIEW_ORDER
+            or (table.get("schema_name") or "").lower() not in ("", "main") or table.get("catalog_name")):
+        return None
+    names = {((table.get("alias") or table["table_name"]).lower(), "run"), ("run",)}
+    where, runs = [node.get("where_clause")], set()
+    while where:
+        cond = where.pop()
+        if not isinstance(cond, dict):
+            continue
+        if cond.get("type") == "CONJUNCTION_AND":
+            where.extend(cond.get("children") or [])
+        elif cond.get("type") == "COMPARE_EQUAL":
+            sides = [cond.get("left") or {}, cond.get("right") or {}]
+            cols = [tuple(c.lower() for c in x.get("column_names", [])) for x in sides if x.get("class") == "COLUMN_REF"]
+            texts = [x["literal"].get("text") for x in sides if x.get("type") == "VALUE_CONSTANT"
+                     and (x.get("literal") or {}).get("kind") == "STRING"]
+            if len(cols) == 1 and cols[0] in names and len(texts) == 1:
+                runs.add(texts[0])
+    run = next(iter(runs)) if len(runs) == 1 else None
+    return run if run is not None and valid_run_name(run) else None
+
+
+def _sources(root: Path, tables: list[str], run: str | None) -> dict[str, pads.Dataset]:
+    """Each of ``tables``' good, unreplaced segments (``segments.table_files``; of ``run`` alone when given; the
+    other tables: none) as one Arrow dataset at the current schema: a column an older segment lacks reads as NULL,
+    as ``union_by_name`` does."""
     import pyarrow.dataset as pads  # the worker's (a second of imports the CLI's checks do not need)
 
     out = {}
-    mirror.need(root, tables)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
+    mirror.need(root, tables, run)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
     with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
-        listed = {table: [p for p, _ in table_files(root, table)[0]] if table in tables else [] for table in TABLES}
+        listed = {table: [p for p, _ in table_files(root, table, run)[0]] if table in tables else []
+                  for table in TABLES}
     for table, good in listed.items():
         empty = schema_file(root, table)
         out[table] = pads.dataset(good or [str(empty)], format="parquet", schema=pq.read_schema(empty))
@@ -210,7 +255,7 @@ def run_checked(root: Path, statement: str, limits: Limits, timeout_s: float) ->
     timer = threading.Timer(timeout_s, con.interrupt)
     try:
         names = {}
-        for table, dataset in _sources(root, read_tables(root, statement)).items():
+        for table, dataset in _sources(root, read_tables(root, statement), one_run(statement)).items():
             names[table] = f"_segments_{table}"
             con.register(names[table], dataset)
         sql = view_sql(root, sources=names)

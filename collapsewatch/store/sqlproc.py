@@ -70,10 +70,11 @@ def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.Da
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
     plain SELECTs, ValueError for a failed, interrupted or oversized query."""
     from . import mirror
-    from .sandbox import check_select_only, read_tables
+    from .sandbox import check_select_only, one_run, read_tables
 
     statements = check_select_only(sql)
-    mirror.need(root, read_tables(root, statements[-1]))  # an object store's objects: fetched here, not in the time limit
+    # an object store's objects (of the one run a query reads alone): fetched here, not in the time limit
+    mirror.need(root, read_tables(root, statements[-1]), one_run(statements[-1]))
     table, cut = run(root, statements[-1], limits)
     return table.to_pandas(), cut
 

@@ -117,6 +117,22 @@ def test_the_runs_page_fetches_run_rows_only_and_one_run_fetches_that_run(reader
     assert not [r for r in _mirrored(s) if "/sequences/" in r and not r.startswith("_schema/")]
 
 
+def test_user_sql_of_one_run_fetches_that_runs_tokens_alone(reader):
+    url, listing = reader
+    s = Store(url)
+    try:
+        b0, o0 = fetched(s.root)
+        # one view, WHERE run = 'c' (sandbox.one_run): run c's token segments only, none of a or b
+        df, _ = s.sql("SELECT count(*) AS n FROM tokens WHERE run = 'c'")
+        toks = _of(listing, "c", "tokens")
+        assert toks and fetched(s.root) == (b0 + sum(toks.values()), o0 + len(toks))
+        assert not [r for r in _mirrored(s) if "/tokens/" in r and not r.startswith(("_schema/", "c/"))]
+        # the same count as the package's own scan of that run's folder
+        assert int(df["n"][0]) == s.query(f"SELECT count(*) AS n FROM ({s.run_view('tokens', 'c')})")["n"][0] > 0
+    finally:
+        s.close()
+
+
 def test_opening_one_run_fetches_that_run_alone(reader):
     url, listing = reader
     # by hand: a reader that opens run b (its run row, its step rows) needs _schema, b's run row and b's step_metrics

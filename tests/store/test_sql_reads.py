@@ -96,3 +96,53 @@ def test_a_prestarted_worker_answers_the_next_query(store):
     assert df["x"].tolist() == [42]
     assert [proc.pid for _, proc in sqlproc._idle] == [pid]  # the same worker answered and waits again
     sqlproc.close_idle()
+
+
+@pytest.mark.parametrize(("sql", "run"), [
+    ("SELECT step FROM steps WHERE run = 'a' ORDER BY step", "a"),
+    ("SELECT count(*) FROM tokens t WHERE step > 0 AND t.run = 'b'", "b"),  # AND, an alias
+    ("SELECT * FROM events WHERE 'a' = run", "a"),  # either side
+    ("SELECT * FROM runs WHERE runs.run = 'a' AND (status = 'finished' AND run = 'a')", "a"),  # nested AND
+    ("SELECT step FROM steps WHERE run = 'a' OR run = 'b'", None),  # OR: two runs
+    ("SELECT step FROM steps WHERE run = 'a' AND run = 'b'", None),
+    ("SELECT step FROM steps WHERE run <> 'a'", None),
+    ("SELECT step FROM steps WHERE run = 'a' COLLATE nocase", None),  # not a plain string constant
+    ("SELECT a.step FROM steps a JOIN steps b USING (run, step) WHERE a.run = 'a'", None),  # a join
+    ("SELECT step FROM steps WHERE run = 'a' AND step IN (SELECT step FROM scalars)", None),  # a subquery
+    ("WITH s AS (SELECT * FROM steps) SELECT step FROM s WHERE run = 'a'", None),  # a CTE
+    ("SELECT step FROM steps USING SAMPLE 3 ROWS WHERE run = 'a'", None),  # sampled before WHERE
+    ("SELECT step FROM steps WHERE other.run = 'a'", None),  # another table's column
+    ("SELECT step FROM steps WHERE run = '../a'", None),  # no run has that name: no folder to read
+    ("SELECT 1 WHERE 'a' = 'a'", None),
+])
+def test_the_run_a_query_reads_alone(sql, run):
+    from collapsewatch.store.sandbox import one_run
+
+    assert one_run(sql) == run
+
+
+VIEWS_OF_ONE_RUN = ("run_ranks", "runs", "steps", "step_metrics", "scalars", "sequences", "tokens", "events",
+                    "sentinels")
+
+
+@pytest.mark.parametrize("view", VIEWS_OF_ONE_RUN)
+def test_one_run_read_alone_gives_the_rows_of_every_run_read(store, view, monkeypatch):
+    from collapsewatch.store import sandbox, segments
+
+    listed: list[tuple[str, str | None]] = []
+    table_files = segments.table_files
+
+    def recorded(root, table, run=None, fetch=True):
+        listed.append((table, run))
+        return table_files(root, table, run, fetch)
+
+    monkeypatch.setattr(sandbox, "table_files", recorded)
+    sql = f"SELECT * FROM {view} WHERE run = 'b'"
+    one, cut = sandbox.run_checked(store, sql, sandbox.Limits(), 60.0)
+    assert not cut and listed and {run for _, run in listed} == {"b"}  # run b's folder alone was listed
+    listed.clear()
+    monkeypatch.setattr(sandbox, "one_run", lambda statement: None)  # as before: every run's files
+    every, _ = sandbox.run_checked(store, sql, sandbox.Limits(), 60.0)
+    assert {run for _, run in listed} == {None}
+    assert one.schema == every.schema and one.num_rows == every.num_rows
+    assert sorted(map(repr, one.to_pylist())) == sorted(map(repr, every.to_pylist()))
