@@ -23,8 +23,9 @@ from importlib import resources
 
 from .config import DetectorConfig
 
-NOT_RULES = ("defaults.py",)
-"""Modules of this package that hold no rule (the docs' defaults table generator): not part of the digest."""
+NOT_RULES = ("defaults.py", "__init__.py")
+"""Modules of this package that hold no rule (the docs' defaults table generator; the package's lazy re-exports):
+not part of the digest."""
 
 
 def code_text(source: str) -> str:
