@@ -4,6 +4,8 @@ ThreadedMotoServer, from PyPI: it serves the S3 REST API over HTTP, in a thread 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
@@ -39,6 +41,17 @@ def start() -> S3Server:
     server.start()
     host, port = server.get_host_and_port()
     return S3Server(server, f"http://{host}:{port}")
+
+
+@contextmanager
+def serving(bucket: str) -> Iterator[S3Server]:
+    """A server with ``bucket`` created, stopped on exit (a test module's fixture: ``with serving(B) as s: yield s``)."""
+    server = start()
+    try:
+        server.create_bucket(bucket)
+        yield server
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":  # a server in a process of its own: prints its endpoint, ends with its parent

@@ -24,10 +24,8 @@ RUNS = ("a", "b", "c")
 
 @pytest.fixture(scope="module")
 def s3():
-    server = s3server.start()
-    server.create_bucket(BUCKET)
-    yield server
-    server.stop()
+    with s3server.serving(BUCKET) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
