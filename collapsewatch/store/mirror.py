@@ -13,7 +13,9 @@ it does (a writer publishes, compacts, retires markers), so it
 2. **checks every published flush** against its marker, which lists the flush's segments (``<table>/<name>``): a
    segment neither listed nor named by a listed merged segment (``collapsewatch.replaces``) is missing, so none of
    that flush's segments is installed (all or nothing), a warning names the marker once per process, and
-   ``collapsewatch check`` reports it (``broken_flushes``);
+   ``collapsewatch check`` reports it (``broken_flushes``). A listed merged segment whose footer is gone by the
+   time it is read (merged again since the listing) makes it list again too: read as "replaces nothing", it would
+   report every flush it holds as broken and hide their rows;
 3. **installs** the downloads by rename, then removes what the listing no longer holds, under an exclusive lock
    (``INSTALL_LOCK``) that readers take shared while they list the mirror (``install_lock``, in ``views.view_sql``
    and the sandbox): a reader's file list is one listing's whole state, never a flush half installed.
@@ -112,6 +114,8 @@ def _sync(remote: Remote, mirror: Path, want: set[str]) -> bool:
             if _download(remote, mirror, fetch, staged):
                 continue  # an object of this listing is gone: list again
             broken = _broken(remote, mirror, listing, staged)
+            if broken is None:
+                continue  # a merged segment of this listing is gone: list again
             for marker in broken:
                 stem = marker.rsplit("/", 1)[-1]
                 run = marker.split("/", 1)[0]
@@ -227,9 +231,10 @@ def _replaced(local: Path) -> set[str]:
 
 
 def _broken(remote: Remote, mirror: Path, listing: dict[str, tuple[int, int]],
-            staged: dict[str, tuple[Path, int, int]]) -> dict[str, str]:
+            staged: dict[str, tuple[Path, int, int]]) -> dict[str, str] | None:
     """Marker rel -> what is missing, for each listed marker naming a segment that is neither listed nor replaced by
-    a listed merged segment of its folder. Markers of older writers (bare names, no table) are not checked."""
+    a listed merged segment of its folder; None when such a merged segment is gone by its footer read (the listing is
+    stale). Markers of older writers (bare names, no table) are not checked."""
     markers = [rel for rel in listing if rel.split("/")[1:2] == [PUBLISHED]]
     unknown = [rel for rel in markers if (remote.url, rel) not in _markers]
     with ThreadPoolExecutor(SYNC_WORKERS) as pool:
@@ -250,7 +255,10 @@ def _broken(remote: Remote, mirror: Path, listing: dict[str, tuple[int, int]],
                     if rel.startswith(f"{folder}/") and rel.endswith(".parquet") and \
                             not FLUSH_SEGMENT.match(rel.rsplit("/", 1)[1]):
                         local = staged[rel][0] if rel in staged else mirror / rel
-                        folders[folder] |= _replaced(local) if local.exists() else _replaced_remote(remote, rel)
+                        names = _replaced(local) if local.exists() else _replaced_remote(remote, rel)
+                        if names is None:
+                            return None
+                        folders[folder] |= names
             if name not in folders[folder]:
                 out[marker] = f"published flush is missing {line}"
                 break
@@ -265,8 +273,10 @@ def _broken(remote: Remote, mirror: Path, listing: dict[str, tuple[int, int]],
 _footers: dict[tuple[str, str], set[str]] = {}  # (bucket url, merged segment rel) -> what it replaces
 
 
-def _replaced_remote(remote: Remote, rel: str) -> set[str]:
-    """What a merged segment not in the mirror replaces, from its footer alone (two ranged reads)."""
+def _replaced_remote(remote: Remote, rel: str) -> set[str] | None:
+    """What a merged segment not in the mirror replaces, from its footer alone (two ranged reads); None when the
+    object is gone (merged again since it was listed), nothing for an unreadable footer; an endpoint's failure is
+    raised."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -281,7 +291,11 @@ def _replaced_remote(remote: Remote, rel: str) -> set[str]:
             lazy.count(len(tail) + 8, 0)
             meta = pq.read_schema(pa.BufferReader(b"PAR1" + tail)).metadata or {}
             _footers[(remote.url, rel)] = set(json.loads(meta.get(REPLACES_KEY, b"[]")))
-        except (OSError, ValueError, TypeError, pa.ArrowException):
+        except OSError:
+            if remote.fs.get_file_info(remote.key(rel)).type == pafs.FileType.NotFound:
+                return None
+            raise  # the endpoint's failure: this sync fails, the mirror stays as it was
+        except (ValueError, TypeError, pa.ArrowException):
             return set()
     return _footers[(remote.url, rel)]
 

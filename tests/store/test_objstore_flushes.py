@@ -95,6 +95,48 @@ def test_a_merge_between_listing_and_downloads_loses_no_row(url, tmp_path, monke
     assert _counts(local) == (6, 0)  # 6 steps, each with its 4 sequence rows
 
 
+def test_a_merged_segment_merged_again_after_the_listing_reports_no_flush_broken(url, tmp_path, monkeypatch,
+                                                                                 caplog):
+    # Three flushes merged into c1 by the writer's own merge (merge_segments), their markers not yet retired: the
+    # state between a writer's merge and its retire. A fourth flush after it. The reader (a fresh, lazy mirror: it
+    # fetches no segment but reads c1's footer to check the three markers) lists and reads the markers; before it
+    # reads that footer the writer merges c1 and flush 4 into c2 (its markers still there). The code before read the
+    # gone c1 as "replaces nothing" and hid flushes 1-3 as broken (a step count that fell while a run wrote: CI of
+    # 2026-11-28); now it lists again and finds c2, which names all four flushes (transitively).
+    from collapsewatch.store.writer import merge_segments
+
+    def merge(names: str) -> None:
+        for table in ("step_metrics", "sequences"):
+            merge_segments(table, sorted((w.where.local / "m" / table).glob(names)), 0, w.where)
+
+    w = StoreWriter(url, "m", compact_every=0, heartbeat_s=3600)
+    for s in range(3):
+        _flush(w, [2 * s, 2 * s + 1])
+    merge("r0-0*.parquet")  # c1 <- flushes 1-3
+    _flush(w, [6, 7])
+    w.flush("finished")
+    remote = parse_url(url)
+    assert len(remote.list("m/_published")) == 4  # flushes 1-3 merged, their markers still there
+    read = Remote._read
+    merged: list[int] = []
+
+    def read_then_merge(self, rel):
+        out = read(self, rel)
+        if "/_published/" in rel and not merged:  # the reader reads a marker: the writer merges again
+            merged.append(1)
+            merge("r0-*.parquet")  # c2 <- c1 + flush 4; c1 deleted
+        return out
+
+    monkeypatch.setattr(Remote, "_read", read_then_merge)
+    caplog.set_level(logging.WARNING, logger="collapsewatch.store")
+    local = tmp_path / "mirror"
+    mirror.sync(remote, local)
+    assert merged == [1]
+    assert mirror.broken_flushes(local) == []
+    assert not [r for r in caplog.records if "missing" in r.getMessage()]
+    assert _counts(local) == (8, 0)  # 8 steps (4 flushes x 2), each with its 4 sequence rows
+
+
 def test_a_flush_missing_a_segment_is_left_out_whole_and_reported(url, tmp_path, caplog):
     from typer.testing import CliRunner
 
