@@ -11,6 +11,7 @@ import urllib.request
 
 from collapsewatch import connect
 from collapsewatch.demo import SAMPLE_RUNS
+from tests.ports import free_port
 
 
 def _as_a_background_job() -> None:
@@ -19,14 +20,8 @@ def _as_a_background_job() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_demo_serves_the_dashboard_while_it_trains_then_keeps_serving(tmp_path):
-    port, store = _free_port(), tmp_path / "demo"
+    port, store = free_port(), tmp_path / "demo"
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "demo", "--store", str(store), "--steps", "2",
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             preexec_fn=_as_a_background_job)
@@ -60,7 +55,7 @@ def test_demo_serves_the_dashboard_while_it_trains_then_keeps_serving(tmp_path):
 
 
 def test_sigterm_stops_the_demo_and_its_dashboard_child(tmp_path):
-    port, store = _free_port(), tmp_path / "demo"
+    port, store = free_port(), tmp_path / "demo"
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "demo", "--store", str(store), "--steps", "50",
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines: list[str] = []

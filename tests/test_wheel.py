@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -21,6 +20,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -34,12 +35,6 @@ with Monitor("store", "w", detectors=False) as mon:
         mon.observe(TokenBatch(logp=lp, mask=torch.ones(2, 2), logp_old=lp, advantages=torch.tensor([1.0, -1.0]),
                                rewards=torch.tensor([1.0, 0.0])), step=step)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +92,7 @@ def test_wheel_has_cli_migrations_and_dashboard(wheel_venv: Path, tmp_path: Path
     assert runs.returncode == 0 and "w" in runs.stdout, runs.stderr
     assert _run(wheel_venv, "collapsewatch", "detect", "store", cwd=tmp_path).returncode == 0
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([str(wheel_venv / "bin" / "collapsewatch"), "dash", "store", "--port", str(port)],
                               cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

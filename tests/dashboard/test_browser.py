@@ -3,7 +3,6 @@ over a temporary store (one finished collapsing run, one on-policy run, one run 
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from fixtures.synthetic_store import Shape, SyntheticRun
 from collapsewatch.dashboard import ids
 from collapsewatch.dashboard.live import POLL_MS
 from collapsewatch.demo import start_dashboard
+from tests.ports import free_port
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"
@@ -24,12 +24,6 @@ SHAPE = Shape(seqs=8, token_seqs=2, seq_len=32)
 if not Path(CHROMIUM).exists():
     pytest.skip("needs Debian chromium at /usr/bin/chromium", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,9 @@ from collapsewatch.dashboard import ids
 from collapsewatch.demo import start_dashboard
 from collapsewatch.judge import judge
 from collapsewatch.store import Store
+from tests.ports import free_port
 
-from .test_browser import browser, context, free_port, page  # noqa: F401  (the shared Chromium fixtures)
+from .test_browser import browser, context, page  # noqa: F401  (the shared Chromium fixtures)
 
 pytestmark = pytest.mark.browser
 SOURCES = {"grpo-collapse": "grpo-collapse", "grpo-healthy": "grpo-healthy", "sapo_search": "sapo_search",

@@ -4,7 +4,6 @@ on a run without token rows, and on run names that fail validation (they render 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -16,18 +15,13 @@ import pytest
 
 from collapsewatch.demo import start_dashboard
 from collapsewatch.store import StoreWriter
+from tests.ports import free_port
 from tests.store.dash_pages import page_request
 
 ROOT = Path(__file__).resolve().parents[2]
 URLS = ["/", "/run/live", "/tokens/live", "/tokens/live?step=3", "/compare?runs=live,quiet", "/run/quiet",
         "/tokens/quiet", "/tokens/quiet?step=abc", "/run/bad name!", "/run/..", "/tokens/../..", "/run/-x",
         "/tokens/" + "a" * 300, "/compare?runs=live,bad name", "/sql", "/run/nope"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _page(port: int, url: str) -> int:
@@ -51,7 +45,7 @@ def test_no_500_while_a_run_writes_and_compacts(tmp_path):
     writer = subprocess.Popen([sys.executable, str(ROOT / "tests/store/writer_proc.py"), str(store), "live", "0", "1",
                                "60", "0.02", "2"], cwd=ROOT, stdout=subprocess.PIPE, text=True,
                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    port = _free_port()
+    port = free_port()
     server = start_dashboard(store, port)
     try:
         statuses: list[tuple[str, int]] = []

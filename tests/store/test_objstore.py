@@ -290,7 +290,8 @@ def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3,
     from datetime import datetime, timezone
 
     from collapsewatch.demo import start_dashboard
-    from tests.store.test_dashboard_live import URLS, _free_port, _page
+    from tests.ports import free_port
+    from tests.store.test_dashboard_live import URLS, _page
 
     quiet = StoreWriter(url, "quiet", heartbeat_s=3600)  # step rows, no token rows
     quiet.append("step_metrics", {"run": ["quiet"], "rank": [0], "step": [0], "n_seqs": [4],
@@ -299,7 +300,7 @@ def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3,
     writer = subprocess.Popen([sys.executable, str(ROOT / "tests/store/writer_proc.py"), url, "live", "0", "1", "16",
                                "0.02", "2"], cwd=ROOT, stdout=subprocess.PIPE, text=True,
                               env=_env(s3, tmp_path / "machine0"))
-    port = _free_port()
+    port = free_port()
     server = start_dashboard(url, port)  # inherits this process's environment: the endpoint, its own cache
     try:
         statuses: list[tuple[str, int]] = []
