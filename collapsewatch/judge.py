@@ -87,6 +87,20 @@ def judge(store: Store, run: str, config: DetectorConfig | None = None, rank: in
     return j
 
 
+def summary(store: Store, run: str, config: DetectorConfig | None = None) -> judged.Summary:
+    """``judge``'s verdict, episode count and ``computed`` flag, read from the kept judgement without building its
+    frames when the run was judged before under these rules on these files (by any process), else judged now."""
+    kept = judged.key(store.root, None, rules_digest(config), key_files(store, run))
+    with _lock:
+        j = _cache.get(("kept", str(store.root), run, repr(kept)))
+    if j is None:
+        found = judged.load_summary(store.root, run, kept)
+        if found is not None:
+            return found
+        j = judge(store, run, config)
+    return judged.Summary.of(j)
+
+
 def _judge(store: Store, run: str, info: dict, config: DetectorConfig | None, rules: str) -> Judgement:
     recorded = run_events(store, run)
     stale = bool(stale_reason(recorded, run_rules(info), rules))

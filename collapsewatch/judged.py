@@ -39,6 +39,20 @@ class Judgement:
     verdict: Verdict
 
 
+@dataclass(frozen=True)
+class Summary:
+    """What a table of runs shows of a run's judgement: its verdict, how many episodes, whether they were computed
+    on read."""
+
+    verdict: Verdict
+    n_events: int
+    computed: bool
+
+    @classmethod
+    def of(cls, j: Judgement) -> Summary:
+        return cls(j.verdict, len(j.events), j.computed)
+
+
 KIND = "judgement"
 LAYOUT = 2  # of the values (2: NaN of a text column is NULL): a judgement kept in another layout is judged again
 
@@ -94,6 +108,18 @@ def load(root: Path, run: str, k: list) -> Judgement | None:
     try:
         return Judgement(run, frame_in(v["events"]), frame_in(v["recorded"]), bool(v["computed"]), v["note"],
                          v["rules"], Verdict(**v["verdict"]))
+    except (KeyError, TypeError, ValueError):  # an older layout: judged again
+        return None
+
+
+def load_summary(root: Path, run: str, k: list) -> Summary | None:
+    """``load``'s summary, without building the judgement's frames (what ``runs`` reads of every run: building two
+    frames per run was most of a warm ``runs`` on a 1,000-run store)."""
+    v = load_record(root, KIND, run, k)
+    if not isinstance(v, dict):
+        return None
+    try:
+        return Summary(Verdict(**v["verdict"]), len(v["events"]["rows"]), bool(v["computed"]))
     except (KeyError, TypeError, ValueError):  # an older layout: judged again
         return None
 

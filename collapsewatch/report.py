@@ -19,7 +19,7 @@ import pandas as pd
 
 from .alerts import event_message, event_payload
 from .detectors.events import SEVERITY_RANK
-from .judge import Judgement, judge
+from .judge import Judgement, judge, summary
 from .store.queries import Store, runs_summary
 from .verdict import reader_order
 
@@ -85,13 +85,13 @@ def runs_table(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     base = runs_summary(store)
     full, compact = [], []
     for r in base.to_dict("records"):
-        j = judge(store, r["run"])
+        j = summary(store, r["run"])
         v = j.verdict
         fields = {k: x for k, x in v.as_dict().items() if k not in ("status", "n_steps", "last_step")}
-        full.append({**r, "n_events": len(j.events), "events_computed": j.computed, "verdict": v.status, **fields})
+        full.append({**r, "n_events": j.n_events, "events_computed": j.computed, "verdict": v.status, **fields})
         compact.append({"run": r["run"], "status": r["status"], "objective": r["objective"],
                         "steps": r["n_steps"], "updated": short_time(r["updated_at"]),
-                        "verdict": v.status + ("*" if j.computed else ""), "episodes": len(j.events),
+                        "verdict": v.status + ("*" if j.computed else ""), "episodes": j.n_events,
                         "sentence": v.sentence})
     cols = ["run", "status", "objective", "steps", "updated", "verdict", "episodes", "sentence"]
     return pd.DataFrame(compact, columns=cols), pd.DataFrame(full)

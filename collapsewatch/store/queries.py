@@ -79,11 +79,10 @@ class Store:
         return segments.needs_list(self.root)
 
     def _wanted(self, sql: str) -> set[str]:
-        """The views ``sql`` reads: every one when it names one (a folder store binds them all), on an object
-        store's mirror only those it names (a name anywhere in the text counts: more, never fewer)."""
-        if self.where.remote is None:
-            return set(VIEW_ORDER) if VIEW_NAMES.search(sql) else set()
-        return views_named(sql)
+        """The views ``sql`` reads, with the views they read (a name anywhere in the text counts: more, never
+        fewer): binding a view lists its table's folder in every run, so ``runs`` binds neither tokens nor
+        sequences."""
+        return views_named(sql) if VIEW_NAMES.search(sql) else set()
 
     def close(self) -> None:
         self.con.close()

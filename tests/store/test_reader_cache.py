@@ -52,6 +52,23 @@ def _in_new_process(code: str, env_cache: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)
 
 
+def test_a_runs_table_reads_a_kept_judgement_without_building_its_frames(tmp_path, cache, monkeypatch):
+    # `runs` needs of each run its verdict, episode count and computed flag; a run judged before (by any process)
+    # gives them from its kept record alone: no judging and no frame built (frame_in was most of a warm `runs`)
+    calls: list[str] = []
+    real_judge, real_frame_in = judge._judge, judged.frame_in
+    monkeypatch.setattr(judge, "_judge", lambda *a, **k: calls.append("judge") or real_judge(*a, **k))
+    monkeypatch.setattr(judged, "frame_in", lambda *a, **k: calls.append("frame") or real_frame_in(*a, **k))
+    first = judge.summary(Store(SAMPLE), "grpo-collapse")  # never judged in this cache: judged now (12 episodes)
+    assert calls == ["judge"] and first.n_events == 12
+    _forget()
+    again = judge.summary(Store(SAMPLE), "grpo-collapse")  # a new process's view: the kept record, read
+    assert calls == ["judge"] and again == first
+    full = judge.judge(Store(SAMPLE), "grpo-collapse")  # the full judgement: its frames built from the record
+    assert calls == ["judge", "frame", "frame"]
+    assert (again.verdict, again.n_events, again.computed) == (full.verdict, len(full.events), full.computed)
+
+
 def test_a_file_is_checked_once_not_once_per_process(tmp_path, cache, monkeypatch):
     root = tmp_path / "s"
     shutil.copytree(SAMPLE, root)
