@@ -87,10 +87,11 @@ def judge(store: Store, run: str, config: DetectorConfig | None = None, rank: in
     return j
 
 
-def summary(store: Store, run: str, config: DetectorConfig | None = None) -> judged.Summary:
+def summary(store: Store, run: str, config: DetectorConfig | None = None, files: tuple | None = None) -> judged.Summary:
     """``judge``'s verdict, episode count and ``computed`` flag, read from the kept judgement without building its
-    frames when the run was judged before under these rules on these files (by any process), else judged now."""
-    kept = judged.key(store.root, None, rules_digest(config), key_files(store, run))
+    frames when the run was judged before under these rules on these files (by any process), else judged now.
+    ``files``: the run's ``key_files`` when the caller has them."""
+    kept = judged.key(store.root, None, rules_digest(config), key_files(store, run) if files is None else files)
     with _lock:
         j = _cache.get(("kept", str(store.root), run, repr(kept)))
     if j is None:

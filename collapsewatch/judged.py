@@ -57,8 +57,9 @@ KIND = "judgement"
 LAYOUT = 2  # of the values (2: NaN of a text column is NULL): a judgement kept in another layout is judged again
 
 
-def key(root: Path, rank: int | None, rules: str, files: tuple) -> list:
-    """The JSON key of a judgement: ``files`` as ``judge.key_files`` lists them (per table, (path, size))."""
+def key(root: Path, rank: int | None, rules: str | None, files: tuple) -> list:
+    """The JSON key of a judgement (of anything derived from a run's ``files`` alone: ``rules`` None): ``files`` as
+    ``judge.key_files`` lists them (per table, (path, size))."""
     prefix = str(root).rstrip("/") + "/"
     return [LAYOUT, rank, rules, [[[p[len(prefix):] if p.startswith(prefix) else p, n] for p, n in t] for t in files]]
 
@@ -122,6 +123,19 @@ def load_summary(root: Path, run: str, k: list) -> Summary | None:
         return Summary(Verdict(**v["verdict"]), len(v["events"]["rows"]), bool(v["computed"]))
     except (KeyError, TypeError, ValueError):  # an older layout: judged again
         return None
+
+
+STATS = "run-stats"
+
+
+def load_stats(root: Path, run: str, k: list) -> dict[str, Any] | None:
+    """A run's step statistics (``queries.STEP_STATS``) kept under key ``k`` (``key`` with ``rules`` None)."""
+    v = load_record(root, STATS, run, k)
+    return v if isinstance(v, dict) else None
+
+
+def save_stats(root: Path, run: str, k: list, stats: dict[str, Any]) -> None:
+    save_record(root, STATS, run, k, {c: plain(v, None) for c, v in stats.items()})
 
 
 def save(root: Path, run: str, k: list, j: Judgement) -> None:

@@ -17,10 +17,11 @@ from typing import Any
 
 import pandas as pd
 
+from . import judged
 from .alerts import event_message, event_payload
 from .detectors.events import SEVERITY_RANK
-from .judge import Judgement, judge, summary
-from .store.queries import Store, runs_summary
+from .judge import Judgement, judge, key_files, summary
+from .store.queries import RUN_COLUMNS, STEP_STATS, Store, run_summary
 from .verdict import reader_order
 
 RECORDED_HINT = "--recorded shows the stored ones"
@@ -79,17 +80,37 @@ def short_time(v: Any) -> str | None:
     return ts.strftime("%Y-%m-%d %H:%M")
 
 
+def _step_stats(store: Store, run: str, rank: int | None, files: tuple) -> dict[str, Any]:
+    """A run's ``STEP_STATS`` (as ``runs_summary`` gives them), kept between processes keyed by the run's segment
+    files and rank: read from that run's folder once per set of files, then from the kept record."""
+    k = judged.key(store.root, rank, None, files)
+    kept = judged.load_stats(store.root, run, k)
+    if kept is not None and set(kept) == set(STEP_STATS):
+        return kept
+    row = run_summary(store, run) or {}
+    stats = {c: row.get(c) for c in STEP_STATS}
+    judged.save_stats(store.root, run, k, stats)
+    return stats
+
+
 def runs_table(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(compact table, full rows): one row per run, oldest first, with its verdict. The full rows (for --json /
-    --csv) hold every ``runs_summary`` column plus the verdict's fields; n_events counts the shown episodes."""
-    base = runs_summary(store)
+    --csv) hold every ``runs_summary`` column plus the verdict's fields; n_events counts the shown episodes.
+    Only the run rows are read across the store; each run's step statistics and verdict come from what was kept of
+    its segment files (``_step_stats``, ``judge.summary``), computed from its folder alone when new."""
+    base = store.query(f"SELECT {', '.join(RUN_COLUMNS)}, rank FROM runs ORDER BY started_at, run")
     full, compact = [], []
     for r in base.to_dict("records"):
-        j = summary(store, r["run"])
+        run = r["run"]
+        files = key_files(store, run)
+        stats = _step_stats(store, run, None if pd.isna(r["rank"]) else int(r["rank"]), files)
+        r = {**{c: r[c] for c in RUN_COLUMNS[:7]}, **{c: stats[c] for c in STEP_STATS},
+             **{c: r[c] for c in RUN_COLUMNS[7:]}}  # runs_summary's column order
+        j = summary(store, run, files=files)
         v = j.verdict
         fields = {k: x for k, x in v.as_dict().items() if k not in ("status", "n_steps", "last_step")}
         full.append({**r, "n_events": j.n_events, "events_computed": j.computed, "verdict": v.status, **fields})
-        compact.append({"run": r["run"], "status": r["status"], "objective": r["objective"],
+        compact.append({"run": run, "status": r["status"], "objective": r["objective"],
                         "steps": r["n_steps"], "updated": short_time(r["updated_at"]),
                         "verdict": v.status + ("*" if j.computed else ""), "episodes": j.n_events,
                         "sentence": v.sentence})

@@ -69,6 +69,31 @@ def test_a_runs_table_reads_a_kept_judgement_without_building_its_frames(tmp_pat
     assert (again.verdict, again.n_events, again.computed) == (full.verdict, len(full.events), full.computed)
 
 
+def test_one_runs_summary_row_is_the_store_wide_rows_and_is_kept(tmp_path, cache, monkeypatch):
+    from collapsewatch import report
+    from collapsewatch.store import queries
+
+    # parity: each sample run's row read from its folder alone equals its row of the store-wide query
+    store = Store(SAMPLE)
+    wide = queries.runs_summary(store).set_index("run")
+    for run in wide.index:
+        one = pd.Series(queries.run_summary(store, run)).drop("run")
+        pd.testing.assert_series_equal(one, wide.loc[run], check_names=False, check_dtype=False)
+    # kept: a run's step statistics are computed from its folder once per set of files, then read
+    calls: list[str] = []
+    real = queries.run_summary
+    monkeypatch.setattr(report, "run_summary", lambda *a: calls.append(a[1]) or real(*a))
+    _write(tmp_path / "s", range(6))  # steps 0-5 of run r
+    compact, full = report.runs_table(Store(tmp_path / "s"))
+    assert calls == ["r"] and full.loc[0, "n_steps"] == 6 and full.loc[0, "last_step"] == 5
+    _forget()
+    assert report.runs_table(Store(tmp_path / "s"))[1].equals(full) and calls == ["r"]  # a new process: read
+    _write(tmp_path / "s", range(6, 9), resume=True)  # new segments: computed again
+    _forget()
+    full = report.runs_table(Store(tmp_path / "s"))[1]
+    assert calls == ["r", "r"] and full.loc[0, "n_steps"] == 9 and full.loc[0, "last_step"] == 8
+
+
 def test_a_file_is_checked_once_not_once_per_process(tmp_path, cache, monkeypatch):
     root = tmp_path / "s"
     shutil.copytree(SAMPLE, root)
