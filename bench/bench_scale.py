@@ -96,7 +96,11 @@ def answers(store, run: str) -> dict[str, str]:
     from dashboard.figures import COLUMNS
 
     full = runs_table(store)[1]
-    row = full[full["run"] == run].drop(columns=["updated_at"], errors="ignore").reset_index(drop=True)
+    row = full[full["run"] == run].drop(columns=["updated_at"], errors="ignore").to_dict("records")
+    # the row's own values: a column's dtype depends on the other runs' rows (the live run's NULL step count makes
+    # every run's count a float: 50 printed "50.0"), which is not an answer about this run
+    row = pd.DataFrame([{k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in r.items()}
+                        for r in row])
     j = judge(store, run)
     seqs = store.sql(f"SELECT step, count(*) AS n, sum(reward) AS r FROM sequences WHERE run = '{run}' "
                      "GROUP BY step ORDER BY step")[0]
