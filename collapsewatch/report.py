@@ -21,7 +21,8 @@ from . import judged
 from .alerts import event_message, event_payload
 from .detectors.events import SEVERITY_RANK
 from .judge import Judgement, judge, key_files, summary
-from .store.queries import RUN_COLUMNS, STEP_STATS, Store, run_summary
+from .store.queries import Store
+from .store.summaries import RUN_COLUMNS, STEP_STATS, run_summary
 from .verdict import reader_order
 
 RECORDED_HINT = "--recorded shows the stored ones"

@@ -5,17 +5,14 @@ segments of the runs and tables a read needs, a size bound) into the local mirro
 it does (a writer publishes, compacts, retires markers), so it
 
 1. **lists, then downloads** what is new to hidden temporary names; an object **gone** by its GET (merged into a
-   compact segment that was uploaded after the listing) means the listing is stale: it **lists again** and downloads
-   what is new in that listing, until one listing's objects all arrive (``SYNC_ROUNDS`` tries; if the bucket never
-   holds still that long, the mirror stays as it was and the next sync tries again). Skipping such
-   an object instead would lose the rows of every flush merged between the listing and the GETs — many after an
-   endpoint outage, when a writer publishes and compacts a burst of flushes;
+   compact segment uploaded after the listing) means the listing is stale: it **lists again**, until one listing's
+   objects all arrive (``SYNC_ROUNDS`` tries, else the mirror stays as it was until the next sync). Skipping such an
+   object would lose the rows of every flush merged between the listing and the GETs (a burst after an outage);
 2. **checks every published flush** against its marker, which lists the flush's segments (``<table>/<name>``): a
    segment neither listed nor named by a listed merged segment (``collapsewatch.replaces``) is missing, so none of
    that flush's segments is installed (all or nothing), a warning names the marker once per process, and
-   ``collapsewatch check`` reports it (``broken_flushes``). A listed merged segment whose footer is gone by the
-   time it is read (merged again since the listing) makes it list again too: read as "replaces nothing", it would
-   report every flush it holds as broken and hide their rows;
+   ``collapsewatch check`` reports it (``broken_flushes``). A listed merged segment whose footer is gone by its read
+   (merged again) makes it list again too: taken for "replaces nothing", it would hide every flush it holds;
 3. **installs** the downloads by rename, then removes what the listing no longer holds, under an exclusive lock
    (``INSTALL_LOCK``) that readers take shared while they list the mirror (``install_lock``, in ``views.view_sql``
    and the sandbox): a reader's file list is one listing's whole state, never a flush half installed.
@@ -113,8 +110,7 @@ def _sync(remote: Remote, mirror: Path, want: set[str]) -> bool:
             fetch = {rel: v for rel, v in visible.items() if lazy.scope(rel) in held or lazy.scope(rel) is None}
             if _download(remote, mirror, fetch, staged):
                 continue  # an object of this listing is gone: list again
-            broken = _broken(remote, mirror, listing, staged)
-            if broken is None:
+            if (broken := _broken(remote, mirror, listing, staged)) is None:
                 continue  # a merged segment of this listing is gone: list again
             for marker in broken:
                 stem = marker.rsplit("/", 1)[-1]
@@ -255,8 +251,7 @@ def _broken(remote: Remote, mirror: Path, listing: dict[str, tuple[int, int]],
                     if rel.startswith(f"{folder}/") and rel.endswith(".parquet") and \
                             not FLUSH_SEGMENT.match(rel.rsplit("/", 1)[1]):
                         local = staged[rel][0] if rel in staged else mirror / rel
-                        names = _replaced(local) if local.exists() else _replaced_remote(remote, rel)
-                        if names is None:
+                        if (names := _replaced(local) if local.exists() else _replaced_remote(remote, rel)) is None:
                             return None
                         folders[folder] |= names
             if name not in folders[folder]:
@@ -274,9 +269,8 @@ _footers: dict[tuple[str, str], set[str]] = {}  # (bucket url, merged segment re
 
 
 def _replaced_remote(remote: Remote, rel: str) -> set[str] | None:
-    """What a merged segment not in the mirror replaces, from its footer alone (two ranged reads); None when the
-    object is gone (merged again since it was listed), nothing for an unreadable footer; an endpoint's failure is
-    raised."""
+    """What a merged segment not in the mirror replaces, from its footer alone (two ranged reads); None when it is
+    gone (merged again since listed), nothing for an unreadable footer; an endpoint's failure is raised."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

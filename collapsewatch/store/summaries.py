@@ -1,0 +1,53 @@
+"""The runs table's numbers: each run's row (``RUN_COLUMNS``, from its run rows) with its step statistics
+(``STEP_STATS``: step count, last step, last reward, stored episodes), over every run (``runs_summary``, the
+views) or over one run's folder alone (``run_summary``: what ``collapsewatch runs`` computes once per set of a run's
+segment files and keeps, ``collapsewatch.report``). One SQL text for both."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..catalogue import scalar_column_sql
+from .views import runs_sql
+
+if TYPE_CHECKING:
+    from .queries import Store
+
+RUN_COLUMNS = ("run", "status", "objective", "world_size", "started_at", "updated_at", "ended_at", "hosts",
+               "dropped_batches", "write_errors")
+"""What ``runs_summary`` takes from the run rows (the rest, ``STEP_STATS``, from the run's segments)."""
+STEP_STATS = ("n_steps", "last_step", "last_reward", "n_events")
+
+
+def _summary_sql(runs: str, step_metrics: str, scalars: str, events: str) -> str:
+    """``runs_summary``'s SQL over the given relations: every run's (the views) or one run's (its folder's scans)."""
+    return f"""
+SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at, r.ended_at,
+       s.n_steps, s.last_step, coalesce(s.last_reward, l.last_reward) AS last_reward,
+       coalesce(e.n_events, 0) AS n_events, r.hosts,
+       r.dropped_batches, r.write_errors
+FROM ({runs}) r
+LEFT JOIN (SELECT run, rank, count(DISTINCT step) AS n_steps, max(step) AS last_step,
+                  arg_max(reward_mean, step) AS last_reward FROM ({step_metrics}) GROUP BY run, rank) s
+       ON s.run = r.run AND s.rank = r.rank
+LEFT JOIN (SELECT run, rank, arg_max(value, step) AS last_reward FROM ({scalars})
+           WHERE {scalar_column_sql("key")} = 'reward_mean' GROUP BY run, rank) l
+       ON l.run = r.run AND l.rank = r.rank
+LEFT JOIN (SELECT run, count(*) AS n_events FROM ({events}) GROUP BY run) e ON e.run = r.run
+ORDER BY r.started_at, r.run"""
+
+
+def runs_summary(store: Store) -> pd.DataFrame:
+    """``collapsewatch runs``: each run's row with its step count, last step and reward (lowest rank) and its
+    number of detector episodes (the ``events`` view: one row per episode, as on the dashboard)."""
+    return store.query(_summary_sql("SELECT * FROM runs", "SELECT * FROM step_metrics", "SELECT * FROM scalars",
+                                    "SELECT * FROM events"))
+
+
+def run_summary(store: Store, run: str) -> dict[str, Any] | None:
+    """``runs_summary``'s row of one run, reading that run's folder alone; None when it has no run row."""
+    df = store.query(_summary_sql(runs_sql(store.run_view("run_ranks", run)), store.run_view("step_metrics", run),
+                                  store.run_view("scalars", run), store.run_view("events", run)))
+    return df.iloc[0].to_dict() if len(df) else None
