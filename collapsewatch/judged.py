@@ -129,7 +129,7 @@ STATS = "run-stats"
 
 
 def load_stats(root: Path, run: str, k: list) -> dict[str, Any] | None:
-    """A run's step statistics (``queries.STEP_STATS``) kept under key ``k`` (``key`` with ``rules`` None)."""
+    """A run's step statistics (``store.summaries.STEP_STATS``) kept under key ``k`` (``key`` with ``rules`` None)."""
     v = load_record(root, STATS, run, k)
     return v if isinstance(v, dict) else None
 

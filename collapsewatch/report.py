@@ -22,7 +22,7 @@ from .alerts import event_message, event_payload
 from .detectors.events import SEVERITY_RANK
 from .judge import Judgement, judge, key_files, summary
 from .store.queries import Store
-from .store.summaries import RUN_COLUMNS, STEP_STATS, run_summary
+from .store.summaries import RUN_COLUMNS, STEP_STATS, SUMMARY_COLUMNS, run_summary
 from .verdict import reader_order
 
 RECORDED_HINT = "--recorded shows the stored ones"
@@ -105,8 +105,7 @@ def runs_table(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
         run = r["run"]
         files = key_files(store, run)
         stats = _step_stats(store, run, None if pd.isna(r["rank"]) else int(r["rank"]), files)
-        r = {**{c: r[c] for c in RUN_COLUMNS[:7]}, **{c: stats[c] for c in STEP_STATS},
-             **{c: r[c] for c in RUN_COLUMNS[7:]}}  # runs_summary's column order
+        r = {c: stats[c] if c in STEP_STATS else r[c] for c in SUMMARY_COLUMNS}
         j = summary(store, run, files=files)
         v = j.verdict
         fields = {k: x for k, x in v.as_dict().items() if k not in ("status", "n_steps", "last_step")}

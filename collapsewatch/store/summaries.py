@@ -19,6 +19,8 @@ RUN_COLUMNS = ("run", "status", "objective", "world_size", "started_at", "update
                "dropped_batches", "write_errors")
 """What ``runs_summary`` takes from the run rows (the rest, ``STEP_STATS``, from the run's segments)."""
 STEP_STATS = ("n_steps", "last_step", "last_reward", "n_events")
+SUMMARY_COLUMNS = (*RUN_COLUMNS[:7], *STEP_STATS, *RUN_COLUMNS[7:])
+"""``runs_summary``'s columns, in its order."""
 
 
 def _summary_sql(runs: str, step_metrics: str, scalars: str, events: str) -> str:
