@@ -127,15 +127,10 @@ def print_frame(df, csv: bool = False, as_json: bool = False) -> None:
     elif as_json:
         sys.stdout.write(df.to_json(orient="records", date_format="iso") + "\n")
     else:
-        from rich.console import Console
-        from rich.table import Table
+        from .boxtable import render
 
-        table = Table(show_lines=False)
-        for c in df.columns:
-            table.add_column(str(c), overflow="fold")
-        for row in df.itertuples(index=False):
-            table.add_row(*[_fmt(v) for v in row])
-        Console(width=200).print(table)
+        sys.stdout.write(render([str(c) for c in df.columns],
+                                [[_fmt(v) for v in row] for row in df.itertuples(index=False)]))
 
 
 def _fmt(v: Any) -> str:
