@@ -76,8 +76,7 @@ class Store:
     def _views(self, views: set[str] | None = None) -> bool:
         """(Re)create the views (``views`` and what they read, or all); True when a bad or replaced segment is
         skipped (views list files: a snapshot)."""
-        create_views(self.con, self.root, views)
-        return segments.needs_list(self.root)
+        return create_views(self.con, self.root, views)
 
     def _wanted(self, sql: str) -> set[str]:
         """The views ``sql`` reads, with the views they read (a name anywhere in the text counts: more, never

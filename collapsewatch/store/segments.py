@@ -338,13 +338,6 @@ def bad_files(root: Path) -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def needs_list(root: Path) -> bool:
-    """Whether some table of the store has a bad or a replaced segment or a corrupt ``_schema`` file (views then
-    list files; an object store's mirror always: ``mirror.sync`` installs a flush's files one by one)."""
-    return is_mirror(root) or any(table_files(root, t)[1] or table_files(root, t)[2] or not _template_ok(root, t)
-                                  for t in TABLES)
-
-
 def quarantine(root: Path, files: list[str], where: Location | None = None) -> list[Path]:
     """Move each file to ``<root>/_quarantine/<run>/<table>/<name>`` (and its object, for an object store's
     mirror ``where``); returns the new paths."""

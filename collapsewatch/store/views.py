@@ -90,18 +90,22 @@ def view_tables(views: tuple[str, ...] | list[str] | set[str] | None) -> list[st
     return [t for t in TABLES if t in need]
 
 
+def table_scans(root: Path, tables: list[str], run: str | None = None) -> tuple[dict[str, str], bool]:
+    """(the scan of each table, whether one of ``tables`` is read as a listed snapshot: a bad or replaced segment
+    skipped, a mirror): ``segments.scan_sql`` of each of ``tables`` (one listing each), an empty typed scan of every
+    other table (no asked view reads it: never scanned)."""
+    mirror.need(root, tables, run)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
+    with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
+        scans = {t: scan_sql(root, t, run) for t in tables}
+    empty = {t: files_scan([], schema_file(root, t)) for t in TABLES if t not in scans}
+    return {**{t: sql for t, (sql, _) in scans.items()}, **empty}, any(listed for _, listed in scans.values())
+
+
 def view_sql(root: Path, run: str | None = None, sources: dict[str, str] | None = None,
              views: tuple[str, ...] | list[str] | set[str] | None = None) -> dict[str, str]:
     """The SELECT behind each view (of ``views``, or of all); ``run`` restricts the scans to that run's folder (fast
     path); ``sources`` replaces the Parquet scans with other relations (e.g. the tables of an exported file)."""
-    if sources is None:
-        tables = view_tables(views)
-        mirror.need(root, tables, run)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
-        with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
-            sources = {t: scan_sql(root, t, run)[0] for t in tables}
-        empty = {t: files_scan([], schema_file(root, t)) for t in TABLES if t not in sources}
-        sources = {**sources, **empty}  # tables no asked view reads: never scanned
-    s = sources
+    s = sources if sources is not None else table_scans(root, view_tables(views), run)[0]
     step_metrics = f"""
 SELECT * FROM {s['step_metrics']}
 QUALIFY row_number() OVER (PARTITION BY run, rank, step ORDER BY ts DESC) = 1"""
@@ -172,17 +176,20 @@ def view_closure(views: set[str] | None) -> list[str]:
     return [v for v in VIEW_ORDER if v in want]
 
 
-def create_views(con: duckdb.DuckDBPyConnection, root: Path, views: set[str] | None = None) -> None:
+def create_views(con: duckdb.DuckDBPyConnection, root: Path, views: set[str] | None = None) -> bool:
     """(Re)create the views (``views`` and what they read, or all) on ``con``; binding reads segment footers, and
-    compaction may remove one under us."""
+    compaction may remove one under us. True when a table they read is a listed snapshot (``table_scans``): new
+    segments show only once the views are created again."""
     names = view_closure(views)
 
-    def create() -> None:
-        sql = view_sql(root, views=names)
+    def create() -> bool:
+        sources, listed = table_scans(root, view_tables(names))
+        sql = view_sql(root, views=names, sources=sources)
         for name in names:
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql[name]}")
+        return listed
 
-    read_until_stable(root, create)
+    return read_until_stable(root, create)
 
 
 def connect(store: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
