@@ -17,15 +17,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 from dataclasses import asdict
 from functools import lru_cache
 from importlib import resources
 
 from .config import DetectorConfig
 
-NOT_RULES = ("defaults.py", "__init__.py")
-"""Modules of this package that hold no rule (the docs' defaults table generator; the package's lazy re-exports):
-not part of the digest."""
+NOT_RULES = ("defaults.py", "__init__.py", "rules.py")
+"""Modules of this package that hold no rule (the docs' defaults table generator; the package's lazy re-exports;
+this digest): not part of the digest."""
 
 
 def code_text(source: str) -> str:
@@ -41,15 +42,40 @@ def code_text(source: str) -> str:
     return ast.dump(tree, include_attributes=False)
 
 
+def _code_digest_of(sources: list[tuple[str, str]]) -> str:
+    h = hashlib.sha1()
+    for name, text in sources:
+        h.update(name.encode() + b"\0" + code_text(text).encode() + b"\0")
+    return h.hexdigest()
+
+
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """sha1 of the rule modules' code (:func:`code_text`), in file-name order."""
-    h = hashlib.sha1()
+    """sha1 of the rule modules' code (:func:`code_text`), in file-name order. Parsing them costs ~0.25 s, so the
+    result is kept in ``$COLLAPSEWATCH_CACHE/rules/``, named by the sha1 of the modules' bytes: the same sources
+    read from it, any edit computed afresh (a cache that cannot be read or written is skipped)."""
     files = resources.files("collapsewatch.detectors")
-    for f in sorted(files.iterdir(), key=lambda p: p.name):
-        if f.name.endswith(".py") and f.name not in NOT_RULES:
-            h.update(f.name.encode() + b"\0" + code_text(f.read_text(encoding="utf-8")).encode() + b"\0")
-    return h.hexdigest()
+    sources = [(f.name, f.read_text(encoding="utf-8")) for f in sorted(files.iterdir(), key=lambda p: p.name)
+               if f.name.endswith(".py") and f.name not in NOT_RULES]
+    raw = hashlib.sha1("\0".join(f"{n}\0{t}" for n, t in sources).encode()).hexdigest()
+    from ..store.location import cache_dir  # (no cycle: location imports nothing of the package)
+
+    kept = cache_dir() / "rules" / raw
+    try:
+        text = kept.read_text(encoding="ascii").strip()
+        if len(text) == 40 and all(c in "0123456789abcdef" for c in text):
+            return text
+    except (OSError, UnicodeDecodeError):
+        pass
+    digest = _code_digest_of(sources)
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_name(f".{raw}.{os.getpid()}")
+        tmp.write_text(digest, encoding="ascii")
+        os.replace(tmp, kept)
+    except OSError:
+        pass
+    return digest
 
 
 @lru_cache(maxsize=32)
@@ -58,6 +84,11 @@ def _digest(config: DetectorConfig) -> str:
     return hashlib.sha1((code_digest() + "\0" + settings).encode()).hexdigest()[:12]
 
 
+@lru_cache(maxsize=1)
+def _default_digest() -> str:
+    return _digest(DetectorConfig())
+
+
 def rules_digest(config: DetectorConfig | None = None) -> str:
     """The digest of ``config`` (default: the built-in settings) under this code: 12 hex digits."""
-    return _digest(config or DetectorConfig())
+    return _default_digest() if config is None else _digest(config)

@@ -33,3 +33,32 @@ def test_the_digest_follows_the_settings():
     from dataclasses import replace
     changed = replace(DetectorConfig(), **{name: getattr(DetectorConfig(), name) + 1})
     assert rules_digest(changed) != a
+
+
+def test_the_code_digest_is_kept_by_the_modules_bytes_and_recomputed_when_its_file_is_bad(tmp_path, monkeypatch):
+    from collapsewatch.detectors import rules
+
+    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path))
+    rules.code_digest.cache_clear()
+    try:
+        fresh = rules.code_digest()
+        kept = list((tmp_path / "rules").iterdir())
+        assert len(kept) == 1 and kept[0].read_text() == fresh  # written under the sha1 of the modules' bytes
+        # the kept value is what a later process reads: plant another 40-hex value and it is returned
+        kept[0].write_text("0" * 40)
+        rules.code_digest.cache_clear()
+        assert rules.code_digest() == "0" * 40
+        # a damaged file is not a digest: computed afresh (the same as the first time) and written again
+        kept[0].write_text("not a digest")
+        rules.code_digest.cache_clear()
+        assert rules.code_digest() == fresh and kept[0].read_text() == fresh
+    finally:
+        rules.code_digest.cache_clear()
+        rules._digest.cache_clear()
+        rules._default_digest.cache_clear()
+
+
+def test_the_default_digest_is_the_built_in_settings_digest():
+    from collapsewatch.detectors.config import DetectorConfig
+
+    assert rules_digest() == rules_digest(DetectorConfig())
