@@ -34,7 +34,7 @@ from .detectors.rules import rules_digest
 from .judged import Judgement
 from .offline import run_steps
 from .reward import drill_of
-from .store.queries import Store, run_events, run_info, segment_files, step_rows
+from .store.queries import Store, run_events, run_info, run_segment_files, step_rows
 from .verdict import verdict
 
 COMPUTED = "computed"
@@ -44,7 +44,7 @@ COMPUTED = "computed"
 def key_files(store: Store, run: str) -> tuple:
     """(path, size) of each run-row, step, scalar and event segment of ``run``, per table: what a judgement of the run
     is derived from (segments are immutable with unique names)."""
-    return tuple(tuple(segment_files(store, run, t)) for t in ("runs", "step_metrics", "scalars", "events"))
+    return tuple(tuple(f) for f in run_segment_files(store, run, ("runs", "step_metrics", "scalars", "events")))
 
 
 _lock = threading.Lock()

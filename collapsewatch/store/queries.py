@@ -186,10 +186,16 @@ def segment_files(store: Store, run: str, table: str) -> list[tuple[str, int]]:
     """(path, size) of every good Parquet segment of one run's ``table``, by name (plain strings: a live poll
     lists hundreds of them, and pathlib objects would cost more than the read); bad ones are skipped, and a
     name no run can have (``../..``) has none."""
+    return run_segment_files(store, run, (table,))[0]
+
+
+def run_segment_files(store: Store, run: str, tables: tuple[str, ...]) -> list[list[tuple[str, int]]]:
+    """``segment_files`` of each of ``tables``, with one refresh and one mirror fetch for them all."""
     if not valid_run_name(run):
-        return []
+        return [[] for _ in tables]
     store.refresh()
-    return segments.table_files(store.root, table, run)[0]
+    mirror.need(store.root, tables, run)
+    return [segments.table_files(store.root, t, run, fetch=False)[0] for t in tables]
 
 
 def segment_steps(store: Store, files: Files, relist: bool = True) -> pd.DataFrame:
@@ -369,5 +375,5 @@ def user_query(store: Store, sql: str, max_rows: int = 10_000, limits: Limits | 
 
 
 __all__ = ["ReadOnlyQueryError", "STEP_COLUMNS", "Store", "runs_summary", "HEATMAP_METRICS", "check_columns", "compare_rows", "heatmap_value",
-           "run_events", "run_info", "run_names", "run_rows", "segment_files", "segment_steps", "sequence_tokens",
+           "run_events", "run_info", "run_names", "run_rows", "run_segment_files", "segment_files", "segment_steps", "sequence_tokens",
            "step_rows", "token_heatmap", "token_sequences", "token_steps", "user_query", "view_columns"]
