@@ -4,6 +4,7 @@ between processes) and read again at a refresh only for runs whose folders chang
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -32,7 +33,7 @@ from .cache import (
 )
 from .events_view import run_event_summary
 from .series import last_values
-from .tables import active_flags
+from .tables import RUNS_VERSION, active_flags
 
 __all__ = ["EventLog", "Partials", "SegmentIndex", "StepHistory", "TokenIndex", "clear", "event_log", "run_table",
            "step_history", "token_index"]
@@ -45,6 +46,8 @@ BULK = 8  # more runs than this to read again: one query of every run row instea
 SETTLE_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime's granularity
 KIND = "runs-page"
 _tables: dict[tuple[str, tuple[str, ...]], dict[str, tuple[tuple | None, dict]]] = {}
+_frames: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], pd.DataFrame]] = {}
+_versions = itertools.count(1)
 
 
 def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -66,13 +69,21 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
         for r in base.to_dict("records"):
             if r["run"] in stale:
                 seen[r["run"]] = (sigs.get(r["run"]), {**r, **_computed(store, r, columns)})
-    for run in [r for r in seen if r not in sigs]:
+    gone = [r for r in seen if r not in sigs]
+    for run in gone:
         del seen[run]
+    kept = _frames.get((str(store.root), columns))
+    if kept is not None and not stale and not gone and kept[0] == tuple(r for r in sigs if r in seen):
+        return kept[1].copy(deep=False)  # nothing changed: the frame of the last refresh (its attrs' version too)
     rows = [seen[r][1] for r in sigs if r in seen]
     if not rows:
+        _frames.pop((str(store.root), columns), None)
         return pd.DataFrame()
-    df = pd.DataFrame(rows)
-    return df.sort_values(["started_at", "run"], ascending=[False, True], kind="stable", ignore_index=True)
+    df = pd.DataFrame(rows).sort_values(["started_at", "run"], ascending=[False, True], kind="stable",
+                                        ignore_index=True)
+    df.attrs[RUNS_VERSION] = next(_versions)
+    _frames[(str(store.root), columns)] = (tuple(r for r in sigs if r in seen), df)
+    return df.copy(deep=False)
 
 
 def _run_folders(root: Path) -> list[str]:
@@ -85,11 +96,13 @@ def _run_folders(root: Path) -> list[str]:
 
 def _signature(folder: Path, now: int) -> tuple | None:
     """The mtimes of the run's folder and of its ``TABLED`` folders (a segment added, merged or removed, a run row
-    replaced changes its folder's); None while one changed within ``SETTLE_NS``."""
+    replaced changes its folder's); None while one changed within ``SETTLE_NS``. (Plain string paths: 5 stats a run
+    at every refresh, where pathlib's objects cost more than the stat.)"""
     out = []
-    for path in (folder, *(folder / t for t in TABLED)):
+    base = str(folder)
+    for path in (base, *(f"{base}/{t}" for t in TABLED)):
         try:
-            m = path.stat().st_mtime_ns
+            m = os.stat(path).st_mtime_ns
         except OSError:
             m = -1
         if m > now - SETTLE_NS:
@@ -141,6 +154,7 @@ def clear() -> None:
 
     cache.clear()
     _tables.clear()
+    _frames.clear()
     judge.clear()
     for hook in _clear_hooks:
         hook()

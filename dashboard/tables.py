@@ -45,8 +45,27 @@ def active_flags(events: pd.DataFrame, last_step: int | None) -> tuple[int, str]
     return len(live), ", ".join(sorted({f"{d}:{p}" for d, p in zip(live["detector"], live["phase"], strict=True)}))
 
 
+RUNS_VERSION = "runs_version"
+"""``history.run_table``'s frame's ``attrs`` key: one number per set of rows (equal only for the same rows), for
+memos of what is derived from them (``runs_rows``)."""
+_memo: tuple[Any, list[dict[str, Any]], list[Any]] = (None, [], [])  # (version, rows, updated_at): replaced whole
+
+
 def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, Any]]:
-    """One grid row per run of ``history.run_table``, with links to its overview and tokens pages."""
+    """One grid row per run of ``history.run_table``, with links to its overview and tokens pages. The rows of the
+    frame of the last call (the same ``RUNS_VERSION``: no run changed) are reused, their ages recomputed."""
+    global _memo
+    version = df.attrs.get(RUNS_VERSION)
+    kept_version, kept, updated = _memo
+    if version is not None and version == kept_version:
+        return [{**r, "updated": age(u, now)} for r, u in zip(kept, updated, strict=True)]
+    rows = _runs_rows(df, now)
+    if version is not None:
+        _memo = (version, rows, list(df["updated_at"]))
+    return [dict(r) for r in rows]
+
+
+def _runs_rows(df: pd.DataFrame, now: datetime | None) -> list[dict[str, Any]]:
     rows = []
     for r in df.to_dict("records"):
         best, at = _clean(r.get("reward_best")), _clean(r.get("reward_best_step"))

@@ -87,3 +87,29 @@ def test_a_finished_run_is_computed_once_across_processes(runs, monkeypatch):
     history.run_table(Store(root), COLUMNS)
     assert sorted(calls) == ["done0", "done1", "done2", "live"]
     assert judged == ["live"]  # the finished runs' rows came from disk
+
+
+def test_an_unchanged_store_gives_the_last_refreshs_frame_and_grid_rows(runs):
+    from datetime import datetime, timezone
+
+    from collapsewatch.dashboard import tables
+
+    root, live = runs
+    live.write()
+    live.close()  # every run finished: a refresh has nothing to read again
+    store = Store(root)
+    now = datetime.now(timezone.utc)
+    first = history.run_table(store, COLUMNS)
+    second = history.run_table(store, COLUMNS)
+    assert second.attrs[tables.RUNS_VERSION] == first.attrs[tables.RUNS_VERSION]  # the same rows
+    pd.testing.assert_frame_equal(first, second)
+    grid = tables.runs_rows(first, now)
+    assert tables.runs_rows(second, now) == grid  # the kept grid rows, ages recomputed at the same `now`
+    # a run added: a new version, and the grid rows are those of the new frame, as a frame never seen gives them
+    SyntheticRun(root, "late", n_steps=10, shape=SMALL, flush_every=10, heartbeat_s=3600).write()
+    third = history.run_table(store, COLUMNS)
+    assert third.attrs[tables.RUNS_VERSION] != second.attrs[tables.RUNS_VERSION] and len(third) == 5
+    unversioned = third.copy()
+    unversioned.attrs = {}
+    assert tables.runs_rows(third, now) == tables.runs_rows(unversioned, now)
+    assert "late" in {r["name"] for r in tables.runs_rows(third, now)}
