@@ -70,8 +70,9 @@ browser:
 
 # `make test`: the main suite on 2 pytest-xdist workers, one torch thread each (two workers fill a 2-core machine;
 # two torch threads per process spin waiting on each other once the cores are busy). Alongside it, the verl suite
-# then the vLLM suite, each in its own venv: the vLLM suite mostly waits on its engine process, so it fits beside
-# the main one. Each suite's output is printed when it ends (--output-sync); make fails if any of them failed.
+# then the vLLM suite, each in its own venv (alone: verl 53 s wall / 53 CPU s, vLLM 133 s wall / 138 CPU s: both
+# busy a core while they run). The suite is CPU-bound: three xdist workers were slower than two
+# (docs/lab/test-times.md). Each suite's output is printed when it ends (--output-sync); make fails if any of them failed.
 # --dist loadscope: the tests of one module run on one worker, so a module-scoped fixture (a server, a store, a
 # real run) is built once; session fixtures are built once per worker. The modules go out heaviest first (the order
 # tests/conftest.py gives them from their slow / browser marks; xdist's own re-sort by test count is turned off there). (loadgroup would group by mark, but
