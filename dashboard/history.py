@@ -68,22 +68,28 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
         base = queries.run_rows(store, None if len(stale) > BULK else stale)
         for r in base.to_dict("records"):
             if r["run"] in stale:
-                seen[r["run"]] = (sigs.get(r["run"]), {**r, **_computed(store, r, columns)})
+                row = {**r, **_computed(store, r, columns), RUNS_VERSION: next(_versions)}
+                seen[r["run"]] = (sigs.get(r["run"]), row)
     gone = [r for r in seen if r not in sigs]
     for run in gone:
         del seen[run]
+    order = tuple(r for r in sigs if r in seen)
     kept = _frames.get((str(store.root), columns))
-    if kept is not None and not stale and not gone and kept[0] == tuple(r for r in sigs if r in seen):
-        return kept[1].copy(deep=False)  # nothing changed: the frame of the last refresh (its attrs' version too)
-    rows = [seen[r][1] for r in sigs if r in seen]
-    if not rows:
-        _frames.pop((str(store.root), columns), None)
-        return pd.DataFrame()
-    df = pd.DataFrame(rows).sort_values(["started_at", "run"], ascending=[False, True], kind="stable",
-                                        ignore_index=True)
-    df.attrs[RUNS_VERSION] = next(_versions)
-    _frames[(str(store.root), columns)] = (tuple(r for r in sigs if r in seen), df)
+    if kept is not None and not gone and kept[0] == order and len(stale) <= BULK:
+        df = kept[1]  # the last refresh's frame, its re-read runs' rows replaced
+        if stale:
+            fresh = pd.DataFrame([seen[r][1] for r in stale if r in seen], columns=df.columns)
+            # (infer_objects: a None beside floats reads as NaN, as in a frame built from every row at once)
+            df = _sorted(pd.concat([df[~df["run"].isin(stale)], fresh], ignore_index=True).infer_objects())
+    else:
+        rows = [seen[r][1] for r in order]
+        df = _sorted(pd.DataFrame(rows)) if rows else pd.DataFrame()
+    _frames[(str(store.root), columns)] = (order, df)
     return df.copy(deep=False)
+
+
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sort_values(["started_at", "run"], ascending=[False, True], kind="stable", ignore_index=True)
 
 
 def _run_folders(root: Path) -> list[str]:

@@ -46,23 +46,32 @@ def active_flags(events: pd.DataFrame, last_step: int | None) -> tuple[int, str]
 
 
 RUNS_VERSION = "runs_version"
-"""``history.run_table``'s frame's ``attrs`` key: one number per set of rows (equal only for the same rows), for
-memos of what is derived from them (``runs_rows``)."""
-_memo: tuple[Any, list[dict[str, Any]], list[Any]] = (None, [], [])  # (version, rows, updated_at): replaced whole
+"""The column of ``history.run_table`` that numbers each run's row: a new number whenever the run's row is read
+again, so a memo of what is derived from the row (``runs_rows``) is kept until then."""
+_memo: dict[tuple[str, int], dict[str, Any]] = {}
 
 
 def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, Any]]:
-    """One grid row per run of ``history.run_table``, with links to its overview and tokens pages. The rows of the
-    frame of the last call (the same ``RUNS_VERSION``: no run changed) are reused, their ages recomputed."""
-    global _memo
-    version = df.attrs.get(RUNS_VERSION)
-    kept_version, kept, updated = _memo
-    if version is not None and version == kept_version:
-        return [{**r, "updated": age(u, now)} for r, u in zip(kept, updated, strict=True)]
-    rows = _runs_rows(df, now)
-    if version is not None:
-        _memo = (version, rows, list(df["updated_at"]))
-    return [dict(r) for r in rows]
+    """One grid row per run of ``history.run_table``, with links to its overview and tokens pages. A run's row whose
+    ``RUNS_VERSION`` was seen before is the one made then, its age recomputed: a refresh makes only the changed
+    runs' rows."""
+    if df.empty or RUNS_VERSION not in df.columns:
+        return _runs_rows(df, now)
+    keys = list(zip(df["run"], df[RUNS_VERSION], strict=True))
+    missing = [i for i, k in enumerate(keys) if k not in _memo]
+    made = dict(zip(missing, _runs_rows(df.iloc[missing], now), strict=True)) if missing else {}
+    rows = []
+    for i, (k, updated) in enumerate(zip(keys, df["updated_at"], strict=True)):
+        row = made.get(i) or _memo.get(k)
+        if row is None:  # pruned by another refresh meanwhile
+            row = _runs_rows(df.iloc[[i]], now)[0]
+        _memo[k] = row
+        rows.append({**row, "updated": age(updated, now)})
+    if len(_memo) > 4 * len(keys) + 1024:  # rows of runs re-read since: kept no longer than needed
+        live = set(keys)
+        for k in [k for k in _memo if k not in live]:
+            del _memo[k]
+    return rows
 
 
 def _runs_rows(df: pd.DataFrame, now: datetime | None) -> list[dict[str, Any]]:
