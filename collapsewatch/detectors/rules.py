@@ -58,7 +58,7 @@ def code_digest() -> str:
     sources = [(f.name, f.read_text(encoding="utf-8")) for f in sorted(files.iterdir(), key=lambda p: p.name)
                if f.name.endswith(".py") and f.name not in NOT_RULES]
     raw = hashlib.sha1("\0".join(f"{n}\0{t}" for n, t in sources).encode()).hexdigest()
-    from ..store.location import cache_dir  # (no cycle: location imports nothing of the package)
+    from ..cachedir import cache_dir
 
     kept = cache_dir() / "rules" / raw
     try:

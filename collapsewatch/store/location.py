@@ -31,6 +31,8 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
+from ..cachedir import cache_dir
+
 URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/+(.*)$")  # pathlib turns "s3://b" into "s3:/b": both are URLs
 FLUSH_SEGMENT = re.compile(r"^r(\d+)-(\d{6,})-([0-9a-f]{8})\.parquet$")
 PUBLISHED = "_published"
@@ -166,11 +168,6 @@ def parse_url(store: str | os.PathLike) -> Remote:
         raise ValueError(f"store URL {s!r} names no bucket")
     prefix = prefix.strip("/")
     return Remote(f"s3://{bucket}/{prefix}".rstrip("/"), bucket, prefix, s3_filesystem())
-
-
-def cache_dir() -> Path:
-    """Local folder for mirrors and writer spools: ``$COLLAPSEWATCH_CACHE`` or ``~/.cache/collapsewatch``."""
-    return Path(os.environ.get("COLLAPSEWATCH_CACHE") or Path.home() / ".cache" / "collapsewatch")
 
 
 def _slot(remote: Remote) -> str:

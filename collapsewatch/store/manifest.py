@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .location import cache_dir
+from ..cachedir import cache_dir
 
 VERSION = 1  # of the files' layout: a reader of another layout ignores them
 SAVE_EVERY_S = 2.0

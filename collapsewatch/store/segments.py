@@ -28,8 +28,9 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..cachedir import cache_dir
 from . import mirror
-from .location import QUARANTINE, REPLACES_KEY, TABLE_KEY, Location, cache_dir
+from .location import QUARANTINE, REPLACES_KEY, TABLE_KEY, Location
 from .manifest import FileChecks, file_checks
 from .migrations import SCHEMA_STAMP, TABLES
 from .mirror import is_mirror
