@@ -1,7 +1,7 @@
 """A plain-text table in the box style of the CLI's tables (a heavy header, light rows), for ``print_frame``.
 
-Rich's ``Table`` measured each of a 1,000-run ``runs`` table's cells for 1.3-2.2 s; this writes the same layout in
-one pass over the cells (their display widths, then the lines). Cells are printed as written: a ``[name]`` in a
+Rich's ``Table`` took 1.4-1.6 s to print a 1,000-run ``runs`` table, this 32-61 ms for the same text
+(docs/lab/scale.md, Nov 29): one pass over the cells (their display widths, then the lines). Cells are printed as written: a ``[name]`` in a
 run name or a config stays in the text (Rich would read it as markup). A table wider than ``width`` narrows its
 widest columns to one width (the others keep theirs) and folds their cells at spaces, a word longer than its column
 split across lines.

@@ -9,5 +9,5 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """Local folder for mirrors and writer spools: ``$COLLAPSEWATCH_CACHE`` or ``~/.cache/collapsewatch``."""
+    """``$COLLAPSEWATCH_CACHE``, or ``~/.cache/collapsewatch`` where it is unset or empty."""
     return Path(os.environ.get("COLLAPSEWATCH_CACHE") or Path.home() / ".cache" / "collapsewatch")
