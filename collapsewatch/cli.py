@@ -23,6 +23,7 @@ from .cli_common import (
     ctrl_c_ends_it,
     defer_imports,
     friendly,
+    print_arrow,
     print_frame,
 )
 from .lab.cli import app as lab_app
@@ -65,16 +66,15 @@ def sql(store: StoreArg, query: Annotated[str, typer.Argument(help="Read-only SQ
     if max_rows < 1 or max_mb <= 0 or timeout <= 0:
         raise CliError("--max-rows, --max-mb and --timeout must be positive")
     limits = Limits(max_rows=max_rows, max_bytes=int(max_mb * 2**20), timeout_s=timeout)
-    sqlproc.prestart(limits.process_bytes)  # the worker imports while this process imports, checks and opens
-    from .store.sandbox import check_select_only
-    from .store.views import store_root
+    sqlproc.prestart(limits.process_bytes)  # the worker imports DuckDB while this process starts
+    from .store.location import open_location
 
-    check_select_only(query)  # refused SQL never opens the store
-    df, cut = sqlproc.run_user_sql(store_root(store), query, limits)  # no Store: its connection is not needed
-    print_frame(df, csv, as_json)
+    # no Store (its connection is not needed) and no DuckDB here: the worker checks the query before it lists a file
+    table, cut = sqlproc.user_query(open_location(store).local, query, limits)
+    print_arrow(table, csv, as_json)
     if cut:
-        typer.echo(f"warning: result cut at {len(df):,} rows (--max-rows {max_rows:,} / --max-mb {max_mb:g})",
-                   err=True)
+        typer.echo(f"warning: result cut at {table.num_rows:,} rows (--max-rows {max_rows:,} / --max-mb "
+                   f"{max_mb:g})", err=True)
 
 
 @app.command()

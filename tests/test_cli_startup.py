@@ -37,13 +37,38 @@ assert "runs" in out.getvalue() and "lab" in out.getvalue(), out.getvalue()
     assert _loaded(code) == []
 
 
-def test_a_command_still_imports_what_it_uses() -> None:
-    # the check can fail: `sql`'s refusal path imports the sandbox, which needs duckdb to parse the query
-    code = """
+def test_a_command_still_imports_what_it_uses(tmp_path) -> None:
+    # the check can fail: `runs` reads the store through DuckDB and builds its table with pandas
+    from collapsewatch.store.writer import init_store
+
+    init_store(tmp_path / "store")
+    code = f"""
 from collapsewatch.cli import main
 try:
-    main(["sql", ".", "DROP TABLE runs"])
+    main(["runs", {str(tmp_path / "store")!r}])
 except SystemExit:
     pass
 """
-    assert "duckdb" in _loaded(code)
+    assert {"duckdb", "pandas"} <= set(_loaded(code))
+
+
+def test_sql_on_a_folder_store_leaves_duckdb_and_pandas_to_its_worker(tmp_path) -> None:
+    # `sql` hands the text to its worker, which checks and runs it; this process only decodes the Arrow answer and
+    # prints it, so of the heavy libraries it loads pyarrow (and numpy, which pyarrow imports) and nothing else
+    from collapsewatch.store.writer import init_store
+
+    init_store(tmp_path / "store")
+    code = f"""
+import contextlib, io
+from collapsewatch.cli import main
+out, err = io.StringIO(), io.StringIO()
+for sql in ("DROP TABLE runs", "SELECT 41 + 1 AS x"):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["sql", {str(tmp_path / "store")!r}, sql])
+        except SystemExit:
+            pass
+assert "refused: the store is read-only here" in err.getvalue(), err.getvalue()
+assert "│ 42 │" in out.getvalue(), out.getvalue()
+"""
+    assert _loaded(code) == ["numpy", "pyarrow"]

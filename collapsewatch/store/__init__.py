@@ -24,12 +24,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-_EXPORTS = {"ReadOnlyQueryError": ".sandbox", "Store": ".queries", "StoreWriter": ".writer", "connect": ".views"}
+_EXPORTS = {"ReadOnlyQueryError": ".limits", "Store": ".queries", "StoreWriter": ".writer", "connect": ".views"}
 __all__ = ["ReadOnlyQueryError", "Store", "StoreWriter", "connect"]
 
 if TYPE_CHECKING:
+    from .limits import ReadOnlyQueryError
     from .queries import Store
-    from .sandbox import ReadOnlyQueryError
     from .views import connect
     from .writer import StoreWriter
 

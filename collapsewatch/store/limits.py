@@ -1,12 +1,18 @@
-"""The bounds of one user query (``Limits``): rows, bytes, time, DuckDB's memory and the worker's address space.
+"""The bounds of one user query (``Limits``: rows, bytes, time, DuckDB's memory and the worker's address space) and
+its refusal (``ReadOnlyQueryError``).
 
-Its own module, light to import: the CLI's ``sql`` starts the SQL worker (``sqlproc.prestart``) before it imports
-DuckDB or Arrow.
+Its own module, light to import: the CLI's ``sql`` starts the SQL worker (``sqlproc.prestart``) and hands it the
+query without importing DuckDB (the worker checks it, ``sandbox``), and a refusal the worker sends back is raised
+as this class again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+class ReadOnlyQueryError(ValueError):
+    """A user query that would write, change state or read outside the store's views."""
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,13 @@ import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import pyarrow.fs as pafs
-
 from ..cachedir import cache_dir
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/+(.*)$")  # pathlib turns "s3://b" into "s3:/b": both are URLs
 FLUSH_SEGMENT = re.compile(r"^r(\d+)-(\d{6,})-([0-9a-f]{8})\.parquet$")
@@ -112,6 +114,8 @@ class Remote:
 
     def list(self, rel: str = "") -> dict[str, tuple[int, int]]:
         """rel path → (size, mtime ns) of every object under ``rel`` (recursive)."""
+        import pyarrow.fs as pafs  # (here, not at the top: a folder store's readers never need Arrow's filesystems)
+
         root = self.key(rel).rstrip("/") if rel else self.base
         sel = pafs.FileSelector(root, recursive=True, allow_not_found=True)
         out = {}
@@ -145,6 +149,8 @@ def s3_filesystem() -> pafs.S3FileSystem:
     if key and secret:
         kw.update(access_key=key, secret_key=secret, session_token=os.environ.get("AWS_SESSION_TOKEN"))
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    import pyarrow.fs as pafs
+
     # explicit timeouts: a monitor must never hang a training loop on a dead endpoint
     return pafs.S3FileSystem(region=region, connect_timeout=5, request_timeout=30, **kw)
 
@@ -271,3 +277,28 @@ def writer(store: str | os.PathLike, spool: str | os.PathLike | None = None) -> 
     remote = parse_url(store)
     return Location(Path(spool) if spool is not None else spool_dir(remote), remote)
 
+
+class StoreNotFoundError(FileNotFoundError):
+    pass
+
+
+def open_location(store: str | Path) -> Location:
+    """Where a reader reads the store: the resolved folder, or for a URL its local mirror synced now
+    (``mirror.reader``); StoreNotFoundError saying why it is not a store."""
+    if is_url(store):
+        from .mirror import reader  # (imports Arrow's filesystems: a folder store needs none)
+
+        where = reader(store)
+    else:
+        where = Location(Path(store).expanduser().resolve())
+    root = where.local
+    if not root.is_dir():
+        raise StoreNotFoundError(f"store {str(store)!r} does not exist or is not a directory")
+    if not (root / "_schema").is_dir():
+        raise StoreNotFoundError(f"{str(store)!r} is not a collapsewatch store (no _schema folder)")
+    return where  # never written to: an older store's _schema is stood in for (segments.schema_file)
+
+
+def store_root(store: str | Path) -> Path:
+    """The local folder a reader reads (``open_location``)."""
+    return open_location(store).local

@@ -9,10 +9,12 @@ them in ``schema_version`` (simonw/llm's ``migrations.py`` shape).
 from __future__ import annotations
 
 from importlib import resources
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from ..catalogue import SEQUENCE_METRICS, STEP_METRICS, TOKEN_METRICS, Metric
+
+if TYPE_CHECKING:  # imported where a schema is built: the SQL worker's parent and a mirror's reader need the
+    import duckdb  # table names alone
 
 TABLES = ("runs", "step_metrics", "scalars", "sequences", "tokens", "events", "sentinels")
 
@@ -72,6 +74,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
 
 def schema_connection() -> duckdb.DuckDBPyConnection:
     """An in-memory database holding the empty, fully migrated schema."""
+    import duckdb
+
     con = duckdb.connect(":memory:")
     migrate(con)
     return con

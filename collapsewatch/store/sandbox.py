@@ -27,8 +27,11 @@ buffer size), so a 100 MB cell cannot come back. Settings that hold server paths
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,17 +40,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import mirror
-from .limits import Limits
+from .limits import Limits, ReadOnlyQueryError
 from .migrations import TABLES
 from .mirror import install_lock
 from .segments import raced, schema_file, table_files
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
-
-
-class ReadOnlyQueryError(ValueError):
-    """A user query that would write, change state or read outside the store's views."""
 
 
 # Table functions that only generate values from their arguments: no file, no catalog, no other SQL.
@@ -117,30 +116,27 @@ def check_select_only(sql: str) -> list[str]:
     raises ReadOnlyQueryError (what is refused and why) or ValueError (empty or malformed SQL)."""
     if _depth(sql) > MAX_DEPTH:  # before DuckDB parses it: its parser and the tree check both recurse
         raise ReadOnlyQueryError(f"refused: the query nests more than {MAX_DEPTH} levels of parentheses")
-    con = duckdb.connect(":memory:")
     try:
-        try:
+        with _parser() as con:
             statements = [s.query for s in con.extract_statements(sql)]
-        except duckdb.Error as e:
-            raise ValueError(f"malformed SQL: {str(e).splitlines()[0]}") from e
-        if not statements:
-            raise ValueError("empty SQL query")
-        for st in statements:
-            try:
-                tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [st]).fetchone()[0])
-            except RecursionError:  # a parse tree deeper than json can read, whatever made it
-                raise ReadOnlyQueryError("refused: the query nests too deeply") from None
-            if tree.get("error"):
-                head = KEYWORDS.match(st)
-                raise ReadOnlyQueryError(f"refused: the store is read-only here; only plain SELECT queries run "
-                                         f"(got {head.group(1).upper() if head else 'another statement'})")
-            found: list[tuple[str, str, str]] = []
-            _walk(tree, found)
-            for kind, schema, name in found:
-                _check_reference(kind, (schema or "").lower(), name)
-        return statements
-    finally:
-        con.close()
+    except duckdb.Error as e:
+        raise ValueError(f"malformed SQL: {str(e).splitlines()[0]}") from e
+    if not statements:
+        raise ValueError("empty SQL query")
+    for st in statements:
+        try:
+            tree = _tree(st)
+        except RecursionError:  # a parse tree deeper than json can read, whatever made it
+            raise ReadOnlyQueryError("refused: the query nests too deeply") from None
+        if tree.get("error"):
+            head = KEYWORDS.match(st)
+            raise ReadOnlyQueryError(f"refused: the store is read-only here; only plain SELECT queries run "
+                                     f"(got {head.group(1).upper() if head else 'another statement'})")
+        found: list[tuple[str, str, str]] = []
+        _walk(tree, found)
+        for kind, schema, name in found:
+            _check_reference(kind, (schema or "").lower(), name)
+    return statements
 
 
 def _check_reference(kind: str, schema: str, name: str) -> None:
@@ -167,12 +163,32 @@ def _lock_down(con: duckdb.DuckDBPyConnection, limits: Limits) -> None:
         con.execute(stmt)
 
 
+_parse_db: list[duckdb.DuckDBPyConnection] = []  # one in-memory database that only parses (a new one: ~30 ms)
+_parse_lock = threading.Lock()
+
+
+@contextmanager
+def _parser() -> Iterator[duckdb.DuckDBPyConnection]:
+    """The connection that parses user SQL (``extract_statements``, ``json_serialize_sql`` with the text bound as
+    a parameter: nothing is executed, and nothing of it outlives the call), one caller at a time."""
+    with _parse_lock:
+        if not _parse_db:
+            _parse_db.append(duckdb.connect(":memory:"))
+        yield _parse_db[0]
+
+
+def _forget_parser() -> None:  # a forked child makes its own: the parent's database and lock are not its to use
+    global _parse_lock
+    _parse_db.clear()
+    _parse_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_parser)
+
+
 def _tree(statement: str) -> dict:
-    con = duckdb.connect(":memory:")
-    try:
+    with _parser() as con:
         return json.loads(con.execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0])
-    finally:
-        con.close()
 
 
 def read_tables(root: Path, statement: str) -> list[str]:
@@ -229,20 +245,24 @@ def one_run(statement: str) -> str | None:
     return run if run is not None and valid_run_name(run) else None
 
 
-def _sources(root: Path, tables: list[str], run: str | None) -> dict[str, pads.Dataset]:
-    """Each of ``tables``' good, unreplaced segments (``segments.table_files``; of ``run`` alone when given; the
-    other tables: none) as one Arrow dataset at the current schema: a column an older segment lacks reads as NULL,
-    as ``union_by_name`` does."""
-    import pyarrow.dataset as pads  # the worker's (a second of imports the CLI's checks do not need)
-
-    out = {}
+def _sources(root: Path, tables: list[str], run: str | None) -> dict[str, pa.Table | pads.Dataset]:
+    """Each of ``tables``' good, unreplaced segments (``segments.table_files``; of ``run`` alone when given) as one
+    Arrow dataset at the current schema (a column an older segment lacks reads as NULL, as ``union_by_name`` does);
+    every other table as an empty table of its schema (no dataset: a query that reads no table imports no
+    ``pyarrow.dataset``)."""
+    out: dict[str, pa.Table | pads.Dataset] = {}
     mirror.need(root, tables, run)  # before the shared lock: a mirror fetches what it lacks (lazy.py)
     with install_lock(root, exclusive=False):  # a mirror: one sync's whole state (mirror.py)
-        listed = {table: [p for p, _ in table_files(root, table, run)[0]] if table in tables else []
-                  for table in TABLES}
-    for table, good in listed.items():
+        listed = {table: [p for p, _ in table_files(root, table, run)[0]] for table in TABLES if table in tables}
+    for table in TABLES:
         empty = schema_file(root, table)
-        out[table] = pads.dataset(good or [str(empty)], format="parquet", schema=pq.read_schema(empty))
+        schema = pq.read_schema(empty)
+        if table not in listed:
+            out[table] = schema.empty_table()
+            continue
+        import pyarrow.dataset as pads  # (a tenth of a second of imports, paid only by a query that reads a table)
+
+        out[table] = pads.dataset(listed[table] or [str(empty)], format="parquet", schema=schema)
     return out
 
 

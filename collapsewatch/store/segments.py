@@ -259,13 +259,31 @@ def _current_schema_root() -> Path:
             shared = cache_dir() / "schema" / digest
             try:
                 shared.mkdir(parents=True, exist_ok=True)
-                ensure_schema(shared)
+                if not _schema_intact(shared):
+                    ensure_schema(shared)
                 _current = shared
             except OSError:
                 _current = Path(tempfile.mkdtemp(prefix="collapsewatch-schema-"))
                 atexit.register(shutil.rmtree, _current, ignore_errors=True)
                 ensure_schema(_current)
         return _current
+
+
+def _schema_intact(folder: Path) -> bool:
+    """Whether a shared schema folder holds what ``ensure_schema`` wrote there: ``VERSION`` is this package's stamp
+    and each table's file is readable, empty and stamped with its table's name. The folder is named by the stamp's
+    digest and its files are written whole (atomic renames), so this is enough without the migrations' own schemas
+    (building them costs a process about 0.1 s of DuckDB); a file that fails it is rewritten by ``ensure_schema``."""
+    try:
+        if (folder / SCHEMA / "VERSION").read_text().strip() != SCHEMA_STAMP:
+            return False
+        for table in TABLES:
+            meta = pq.read_metadata(folder / SCHEMA / table / "empty.parquet")
+            if meta.num_rows or (meta.schema.to_arrow_schema().metadata or {}).get(TABLE_KEY) != table.encode():
+                return False
+    except (OSError, ValueError, UnicodeDecodeError, pa.ArrowException):
+        return False
+    return True
 
 
 def schema_file(root: Path, table: str) -> Path:

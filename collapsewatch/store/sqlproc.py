@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .limits import Limits
+from .limits import Limits, ReadOnlyQueryError
 
 if TYPE_CHECKING:  # imported where used: ``prestart`` starts a worker before the caller imports DuckDB or Arrow
     import pandas as pd
@@ -62,37 +62,46 @@ def prestart(cap: int) -> None:
 
 
 def run_user_sql(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
+    """:func:`user_query`'s rows as a DataFrame."""
+    table, cut = user_query(root, sql, limits)
+    return table.to_pandas(), cut
+
+
+def user_query(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pa.Table, bool]:
     """Run a person's query over the store's views at ``root`` in a child process with a hard memory and time
-    limit (this module). Each try lists the segments afresh, so a query racing live compaction reads the files that
-    exist now.
+    limit (this module), which checks it first (``sandbox.check_select_only``). Each try lists the segments afresh,
+    so a query racing live compaction reads the files that exist now.
 
     Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
     plain SELECTs, ValueError for a failed, interrupted or oversized query."""
-    from . import mirror
-    from .sandbox import check_select_only, one_run, read_tables
+    from . import lazy
 
-    statements = check_select_only(sql)
-    # an object store's objects (of the one run a query reads alone): fetched here, not in the time limit
-    mirror.need(root, read_tables(root, statements[-1]), one_run(statements[-1]))
-    table, cut = run(root, statements[-1], limits)
-    return table.to_pandas(), cut
+    if lazy.load(root) is not None:  # an object store's mirror: the objects of what it reads, fetched here
+        from . import mirror  # (not in the query's time limit); a folder store needs no parse in this process
+        from .sandbox import check_select_only, one_run, read_tables
+
+        statement = check_select_only(sql)[-1]
+        mirror.need(root, read_tables(root, statement), one_run(statement))
+    return run(root, sql, limits)
 
 
-def run(root: Path, statement: str, limits: Limits) -> tuple[pa.Table, bool]:
-    """Run one checked SELECT (``sandbox.check_select_only``) over the store at ``root`` in a worker process; returns
-    (rows, whether they were cut at a limit). ValueError with one line for a failed, interrupted or oversized
-    query."""
+def run(root: Path, sql: str, limits: Limits) -> tuple[pa.Table, bool]:
+    """Check ``sql`` and run its last statement over the store at ``root`` in a worker process; returns (rows,
+    whether they were cut at a limit). ReadOnlyQueryError for a refused query, ValueError with one line for a
+    failed, interrupted or oversized one."""
     deadline = time.monotonic() + limits.timeout_s
     if not _slots.acquire(timeout=limits.timeout_s):
         raise ValueError(f"query refused: {MAX_CONCURRENT} queries were running for the whole {limits.timeout_s:g} s "
                          "limit; try again")
     try:
         proc = _take(limits.process_bytes)
-        request = {"root": str(root), "sql": statement, "limits": limits.__dict__,
+        request = {"root": str(root), "sql": sql, "limits": limits.__dict__,
                    "deadline_s": deadline - time.monotonic()}
         try:
             _write_frame(proc, json.dumps(request).encode())
+            import pyarrow.ipc  # noqa: F401  (the answer's decoder, imported while the worker works)
+
             answer = _read_frame(proc, deadline + GRACE_S)
         except TimeoutError:
             proc.kill()
@@ -175,7 +184,8 @@ def _answer(code: int | None, out: bytes, limits: Limits) -> tuple[pa.Table, boo
         table = pa.ipc.open_stream(out[1:]).read_all()
         return table.replace_schema_metadata(None), (table.schema.metadata or {}).get(CUT_KEY) == b"1"
     if out[:1] == b"E":
-        raise ValueError(json.loads(out[1:].decode())["message"])
+        error = json.loads(out[1:].decode())
+        raise (ReadOnlyQueryError if error.get("refused") else ValueError)(error["message"])
     if code is not None and code < 0:  # killed by a signal: an abort at its address-space cap (std::bad_alloc)
         raise ValueError(f"query failed: it needed more than the {limits.process_bytes / 2**30:g} GiB a query may "
                          f"use (its process ended with signal {-code})")
@@ -186,14 +196,15 @@ def _answer(code: int | None, out: bytes, limits: Limits) -> tuple[pa.Table, boo
 
 
 def _child(request: dict) -> tuple[pa.Table, bool]:
-    from .sandbox import run_checked
+    from .sandbox import check_select_only, run_checked
     from .segments import read_until_stable
 
     limits = Limits(**request["limits"])
     deadline = time.monotonic() + request["deadline_s"]
     root = Path(request["root"])
+    statement = check_select_only(request["sql"])[-1]  # refused SQL lists no file
     try:  # a segment compacted away between listing and read: run it again while the store keeps changing
-        return read_until_stable(root, lambda: run_checked(root, request["sql"], limits,
+        return read_until_stable(root, lambda: run_checked(root, statement, limits,
                                                            max(0.0, deadline - time.monotonic())))
     except FileNotFoundError as e:
         raise ValueError(f"query failed: {str(e).splitlines()[0]}") from e
@@ -216,7 +227,8 @@ def _answer_one(request: dict, cap: int) -> bytes:
         if "Out of Memory" in message or isinstance(e, MemoryError):
             message = (f"query failed: it needed more than the {cap / 2**30:g} GiB a query may use "
                        f"(DuckDB's memory limit {request['limits']['memory']})")
-        return b"E" + json.dumps({"message": message.splitlines()[0]}).encode()
+        return b"E" + json.dumps({"message": message.splitlines()[0],
+                                  "refused": isinstance(e, ReadOnlyQueryError)}).encode()
     table = table.replace_schema_metadata({CUT_KEY: b"1" if cut else b"0"})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:

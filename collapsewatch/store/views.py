@@ -20,7 +20,8 @@ import duckdb
 
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS, LOGGED_STANDINS, scalar_column_sql
 from ..detectors import events
-from . import location, mirror
+from . import mirror
+from .location import StoreNotFoundError, open_location, store_root  # noqa: F401  (importable here)
 from .migrations import TABLES
 from .mirror import install_lock
 from .segments import files_scan, read_until_stable, readable_dirs, scan_sql, schema_file
@@ -145,27 +146,6 @@ def views_named(sql: str) -> set[str]:
     if _CATALOGUE.search(sql):
         return set(VIEW_ORDER)
     return set(view_closure({m.lower() for m in _NAMED.findall(sql)}))
-
-
-class StoreNotFoundError(FileNotFoundError):
-    pass
-
-
-def open_location(store: str | Path) -> location.Location:
-    """Where a reader reads the store: the resolved folder, or for a URL its local mirror synced now
-    (``mirror.reader``); StoreNotFoundError saying why it is not a store."""
-    where = mirror.reader(store)
-    root = where.local
-    if not root.is_dir():
-        raise StoreNotFoundError(f"store {str(store)!r} does not exist or is not a directory")
-    if not (root / "_schema").is_dir():
-        raise StoreNotFoundError(f"{str(store)!r} is not a collapsewatch store (no _schema folder)")
-    return where  # never written to: an older store's _schema is stood in for (segments.schema_file)
-
-
-def store_root(store: str | Path) -> Path:
-    """The local folder a reader reads (``open_location``)."""
-    return open_location(store).local
 
 
 def view_closure(views: set[str] | None) -> list[str]:

@@ -34,3 +34,25 @@ def test_an_unwritable_cache_falls_back_to_a_temporary_folder_removed_at_exit(tm
     path = _reader(cache, tmp)
     assert path.startswith(str(tmp / "collapsewatch-schema-"))
     assert list(tmp.iterdir()) == []
+
+
+def test_a_damaged_or_swapped_file_in_the_shared_folder_is_rewritten(tmp_path):
+    # a reader trusts the shared folder without building the migrations' schemas only while every file is readable,
+    # empty and stamped with its own table; here one is cut short and another is a copy of a different table's file
+    import shutil
+
+    from collapsewatch.store.writer import _is_template, arrow_schemas
+
+    cache, tmp = tmp_path / "cache", tmp_path / "tmp"
+    tmp.mkdir()
+    sequences = _reader(cache, tmp)
+    schema_dir = os.path.dirname(os.path.dirname(sequences))
+    tokens = os.path.join(schema_dir, "tokens", "empty.parquet")
+    with open(sequences, "r+b") as f:
+        f.truncate(os.path.getsize(sequences) // 2)
+    shutil.copyfile(os.path.join(schema_dir, "events", "empty.parquet"), tokens)
+    assert not _is_template(sequences, arrow_schemas()["sequences"])
+    assert not _is_template(tokens, arrow_schemas()["tokens"])
+    assert _reader(cache, tmp) == sequences
+    assert _is_template(sequences, arrow_schemas()["sequences"])  # both rewritten whole by the next reader
+    assert _is_template(tokens, arrow_schemas()["tokens"])
