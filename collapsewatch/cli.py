@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from .cli_common import (
+    APP,
     CliError,
     CsvOpt,
     HelpGroup,
@@ -28,7 +29,7 @@ from .cli_common import (
 )
 from .lab.cli import app as lab_app
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
+app = typer.Typer(**APP, no_args_is_help=True, cls=HelpGroup,
                   help="Watch GRPO-style RL runs for ISDD and lazy-likelihood-displacement collapse.")
 
 

@@ -1,5 +1,6 @@
 """What every ``collapsewatch`` subcommand shares: option aliases, one-line errors, table / CSV / JSON output, and
-help that reads as written (:class:`HelpGroup` / :class:`HelpCommand`, the click classes of every Typer app here).
+help that reads as written (:class:`HelpGroup` / :class:`HelpCommand`, the click classes of every Typer app here,
+and :data:`APP`, the settings each app is made with).
 
 Its own module so command groups in subpackages (``collapsewatch.lab.cli``) import it without importing the
 top-level ``collapsewatch.cli``, which imports them. Nothing heavy is imported here (pandas, duckdb, torch …): every
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 
@@ -27,25 +27,28 @@ def tidy_help(cmd: Any) -> None:
     """Help as a person reads it, for ``cmd`` and every command under it (once per command object):
 
     * a plain flag (``--once``, ``--json``, ``--help``) shows no ``<bool>``: it takes no value (``--once true`` fails);
-    * help text is printed as written, not read as Rich markup: ``[base]`` / ``[[grid]]`` stay in the text;
-    * a command's summary in its group's list is its first paragraph on one line, not cut at the docstring's
-      line breaks.
+    * a command's summary in its group's list is its first paragraph, not cut at the docstring's line breaks.
     """
     if getattr(cmd, "_tidy_help", False):
         return
     cmd._tidy_help = True  # type: ignore[attr-defined]
     if cmd.help:
         first = " ".join(inspect.cleandoc(cmd.help).split("\n\n")[0].split())
-        cmd.help, cmd.short_help = escape(cmd.help), cmd.short_help or escape(first)
+        cmd.short_help = cmd.short_help or first
     # (typer's own copy of click: duck-typed) the help option, created and cached by click, is tidied like the rest
     help_option = cmd.get_help_option(cmd.context_class(cmd))
     for param in [*cmd.params, *([help_option] if help_option is not None else [])]:
         if getattr(param, "is_flag", False) and not getattr(param, "count", False):
             param.metavar = ""
-        if getattr(param, "help", None):
-            param.help = escape(param.help)  # type: ignore[attr-defined]
     for sub in getattr(cmd, "commands", {}).values():
         tidy_help(sub)
+
+
+APP = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None,
+       "context_settings": {"max_content_width": 120}}
+"""``typer.Typer(**APP, …)`` for every app of the CLI. Help and usage errors are click's plain text, wrapped at the
+terminal's width up to 120 columns: text is printed as written (``[base]`` is not read as markup), and ``--help``
+imports no Rich (its panels cost a quarter of a second of imports and layout on every ``--help``)."""
 
 
 class HelpGroup(TyperGroup):

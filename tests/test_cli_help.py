@@ -1,5 +1,6 @@
-"""``--help`` as a person reads it (``cli_common.tidy_help``, on every Typer app of the CLI): a plain flag shows no
-value type, help text is printed as written (not eaten as Rich markup), and a command's summary is one line."""
+"""``--help`` as a person reads it (``cli_common.tidy_help`` and ``cli_common.APP``, on every Typer app of the CLI):
+a plain flag shows no value type, help text is printed as written (not eaten as markup), a command's summary is its
+whole first paragraph, and help is plain text."""
 
 from __future__ import annotations
 
@@ -42,13 +43,31 @@ def test_square_brackets_in_help_are_text():
     assert "Grid TOML ([base] + [[grid]] axes)" in out
 
 
-def test_each_command_summary_is_one_line():
-    # was: "…on the views only, on a throwaway" then "connection with …" on the next line: the docstring's own line
-    # break. Wide enough that no summary needs wrapping, each command's summary is one line of the list.
-    env = {**os.environ, "TERMINAL_WIDTH": "400"}
+def test_each_command_summary_is_its_whole_first_paragraph():
+    # was: "…on the views only, on a throwaway" and nothing more: the summary was cut at the docstring's own line
+    # break. Each command's entry in the list (its lines joined) holds the first paragraph whole.
+    env = {**os.environ, "COLUMNS": "400"}
     out = subprocess.run([sys.executable, "-m", "collapsewatch", "--help"], capture_output=True, text=True, env=env,
                          check=True).stdout
-    rows = {line.split()[1]: line for line in out.splitlines() if line.startswith("│ ") and len(line.split()) > 2}
-    assert "over the views only, on a throwaway connection with a time and a size limit" in rows["sql"]
-    assert "wrong columns), missing or corrupt _schema files" in rows["check"]
-    assert "(stored ones when these rules found them, else computed now;" in rows["detect"]
+    listed = out.split("Commands:\n", 1)[1].splitlines()
+    entries: dict[str, str] = {}
+    for line in listed:
+        if line.startswith("  ") and not line.startswith("   "):  # "  name  summary …"
+            name, _, text = line.strip().partition(" ")
+            entries[name] = text.strip()
+        elif line.strip():  # a wrapped summary's next line
+            entries[name] += " " + line.strip()
+    assert "over the views only, on a throwaway connection with a time and a size limit" in entries["sql"]
+    assert "wrong columns), missing or corrupt _schema files" in entries["check"]
+    assert "(stored ones when these rules found them, else computed now;" in entries["detect"]
+    # the terminal's width is used up to 120 columns (click's default stops at 80)
+    assert max(len(line) for line in listed) > 80 and max(len(line) for line in listed) <= 120
+
+
+def test_help_and_usage_errors_are_plain_text():
+    # --help prints no Rich panel (box-drawing characters) and a usage error is click's three lines
+    out = subprocess.run([sys.executable, "-m", "collapsewatch", "sql", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("Usage: collapsewatch sql [OPTIONS] {store} {query}") and "╭" not in out
+    bad = subprocess.run([sys.executable, "-m", "collapsewatch", "--bogus"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == "Error: No such option: --bogus"

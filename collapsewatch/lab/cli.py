@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
-from ..cli_common import HelpGroup, JsonOpt, StoreArg, friendly, print_frame
+from ..cli_common import APP, HelpGroup, JsonOpt, StoreArg, friendly, print_frame
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
+app = typer.Typer(**APP, no_args_is_help=True, cls=HelpGroup,
                   help="Collapse drills: train a grid, score the detectors on it, calibrate their thresholds.")
 
 DetectorsOpt = Annotated[Path | None, typer.Option("--detectors", help="Detector settings TOML (e.g. from "

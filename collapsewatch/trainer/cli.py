@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from ..cli_common import HelpCommand
+from ..cli_common import APP, HelpCommand
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(**APP)
 
 
 @app.command(cls=HelpCommand)
