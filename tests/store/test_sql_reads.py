@@ -1,6 +1,6 @@
 """User SQL costs what it reads: the worker lists and scans only the tables of the views a query names
 (``sandbox.read_tables``: ``SELECT 1`` none) with the same rows as the package's own views, the worker starts
-without pandas or scipy, and a worker started ahead (``sqlproc.prestart``, what the CLI's ``sql`` does first) is
+without pandas, NumPy or scipy (and answers every result type as DuckDB does), and a worker started ahead (``sqlproc.prestart``, what the CLI's ``sql`` does first) is
 the one that answers."""
 
 from __future__ import annotations
@@ -70,20 +70,40 @@ WORKER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from collapsewatch.store import sqlproc
-    sys.meta_path.insert(0, sqlproc._NoPandas())  # what the worker's main does before its imports
+    sys.meta_path.insert(0, sqlproc._NotHere())  # what the worker's main does before its imports
     from collapsewatch.store import sandbox, views
     table, cut = sandbox.run_checked(Path(sys.argv[1]), "SELECT run, count(*) AS n FROM steps GROUP BY run "
                                      "ORDER BY run", sandbox.Limits(), 30.0)
     print(json.dumps({"rows": table.to_pylist(), "loaded": sorted({m.split(".")[0] for m in sys.modules}
-                                                                   & {"pandas", "scipy", "torch"})}))
+                                                                   & {"pandas", "numpy", "scipy", "torch"})}))
 """)
 
 
-def test_the_worker_answers_without_pandas_or_scipy(store):
+def test_the_worker_answers_without_pandas_numpy_or_scipy(store):
     out = subprocess.run([sys.executable, "-c", WORKER, str(store)], capture_output=True, text=True, check=True,
                          timeout=120)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"rows": [{"run": r, "n": N_STEPS} for r in RUNS], "loaded": []}
+
+
+TYPES = ("SELECT 1::TINYINT a, 2::HUGEINT b, 1.5::DECIMAL(4,2) c, 'x'::BLOB d, [1, NULL, 3] e, {'k': 1} f, "
+         "TIMESTAMPTZ '2026-11-29 03:00:00+00' g, TIMESTAMP_NS '2026-11-29 03:00:00.123456789' h, "
+         "INTERVAL 3 DAY i, DATE '2026-11-29' j, TIME '03:00:00' k, uuid() IS NOT NULL l, NULL::DOUBLE m, "
+         "'nan'::DOUBLE n, MAP {'a': 1} o, 'a'::ENUM('a', 'b') p")
+
+
+def test_the_worker_answers_every_result_type_as_duckdb_does(store):
+    # the worker runs without NumPy (sqlproc._NotHere); each column's Arrow type and values must still be the ones
+    # DuckDB gives this process (which has NumPy), compared as Python values
+    import duckdb
+
+    expected = duckdb.connect().sql(TYPES).to_arrow_table()
+    got, cut = sqlproc.user_query(store, TYPES)
+    assert not cut and got.schema.names == expected.schema.names
+    assert [f.type for f in got.schema] == [f.type for f in expected.schema]
+    got_rows, want_rows = got.to_pylist(), expected.to_pylist()
+    nan = got_rows[0].pop("n"), want_rows[0].pop("n")
+    assert got_rows == want_rows and all(x != x for x in nan)  # NaN equals nothing, itself included
 
 
 def test_a_prestarted_worker_answers_the_next_query(store):
