@@ -31,8 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-import pyarrow.fs as pafs
-
 from . import lazy
 from .location import (
     FLUSH_SEGMENT,
@@ -72,6 +70,13 @@ def install_lock(mirror: Path, exclusive: bool) -> Iterator[None]:
         finally:
             lazy.enter_shared(0 if exclusive else -1)
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _not_found():
+    """Arrow's "no such object" file type (imported here: a folder store's readers never need Arrow's filesystems)."""
+    import pyarrow.fs as pafs
+
+    return pafs.FileType.NotFound
 
 
 def is_mirror(root: Path) -> bool:
@@ -200,7 +205,7 @@ def _stage(remote: Remote, mirror: Path, rel: str, size: int, mtime: int) -> Pat
         data = remote._read(rel)
     except OSError:
         # S3 says RESOURCE_NOT_FOUND, not FileNotFoundError; any other failure is the endpoint's and is raised
-        if remote.fs.get_file_info(remote.key(rel)).type == pafs.FileType.NotFound:
+        if remote.fs.get_file_info(remote.key(rel)).type == _not_found():
             return GONE
         raise
     lazy.count(len(data))
@@ -286,7 +291,7 @@ def _replaced_remote(remote: Remote, rel: str) -> set[str] | None:
             meta = pq.read_schema(pa.BufferReader(b"PAR1" + tail)).metadata or {}
             _footers[(remote.url, rel)] = set(json.loads(meta.get(REPLACES_KEY, b"[]")))
         except OSError:
-            if remote.fs.get_file_info(remote.key(rel)).type == pafs.FileType.NotFound:
+            if remote.fs.get_file_info(remote.key(rel)).type == _not_found():
                 return None
             raise  # the endpoint's failure: this sync fails, the mirror stays as it was
         except (ValueError, TypeError, pa.ArrowException):
