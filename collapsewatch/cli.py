@@ -6,7 +6,6 @@ code 1; tracebacks are for bugs only.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -22,7 +21,6 @@ from .cli_common import (
     RunOpt,
     StoreArg,
     ctrl_c_ends_it,
-    defer_imports,
     friendly,
     print_arrow,
     print_frame,
@@ -68,7 +66,7 @@ def sql(store: StoreArg, query: Annotated[str, typer.Argument(help="Read-only SQ
         raise CliError("--max-rows, --max-mb and --timeout must be positive")
     limits = Limits(max_rows=max_rows, max_bytes=int(max_mb * 2**20), timeout_s=timeout)
     sqlproc.prestart(limits.process_bytes)  # the worker imports DuckDB while this process starts
-    from .store.location import open_location
+    from .store.mirror import open_location
 
     # no Store (its connection is not needed) and no DuckDB here: the worker checks the query before it lists a file
     table, cut = sqlproc.user_query(open_location(store).local, query, limits)
@@ -283,9 +281,6 @@ app.add_typer(lab_app, name="lab")
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] in (["runs"], ["detect"], ["check"], ["compact"]):
-        defer_imports()  # single-threaded commands: scipy.stats loads only if they detect
     app(args=argv, prog_name="collapsewatch")
 
 

@@ -78,32 +78,6 @@ class CliError(Exception):
     pass
 
 
-DEFERRED = ("scipy.stats",)
-"""Imported by the detectors at import time, used only when they detect (about 0.5 s of imports on a quiet 2-core
-machine): ``runs`` and ``detect`` of runs judged before (``collapsewatch.judged``) never touch it."""
-
-
-def defer_imports(names: tuple[str, ...] = DEFERRED) -> None:
-    """Make ``from scipy import stats`` bind a module that is loaded on its first attribute access
-    (``importlib.util.LazyLoader``). For single-threaded commands only: before Python 3.12 a lazy module first
-    touched by two threads at once is not safe (``cli.main`` leaves ``dash`` out)."""
-    import importlib
-    import importlib.util
-
-    for name in names:
-        if name in sys.modules:
-            continue
-        parent, _, child = name.rpartition(".")
-        spec = importlib.util.find_spec(name)  # imports the parent package (scipy: a few ms)
-        if spec is None or spec.loader is None:
-            continue
-        spec.loader = importlib.util.LazyLoader(spec.loader)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        setattr(sys.modules[parent], child, module)  # `from parent import child` then finds it without importing
-
-
 def _fail(msg: str) -> None:
     typer.echo(f"error: {msg}", err=True)
     raise typer.Exit(1)

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 Value = float | bool | str | None
 
@@ -140,6 +139,8 @@ class Series:
         return np.median(np.lib.stride_tricks.sliding_window_view(self.values, k), axis=1)
 
     def trend(self, confidence: float) -> Trend:
+        from scipy import stats  # (here: half a second of imports that a command reading kept verdicts never pays)
+
         res = stats.theilslopes(self.values, self.steps, confidence)
         return Trend(float(res.slope), float(res.low_slope), float(res.high_slope), len(self))
 

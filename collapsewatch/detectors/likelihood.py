@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from .history import History, Series, Trend
 
@@ -66,6 +65,8 @@ def weighted_trend(steps: np.ndarray, values: np.ndarray, weights: np.ndarray, c
     slope = float((w * (x - xm) * (y - ym)).sum() / sxx)
     resid = y - ym - slope * (x - xm)
     var = m / (m - 2) * float((w**2 * (x - xm) ** 2 * resid**2).sum()) / sxx**2  # HC1 sandwich, one point a cluster
+    from scipy import stats  # (here: half a second of imports that a command reading kept verdicts never pays)
+
     half = float(stats.t.ppf(0.5 + confidence / 2, m - 2)) * float(np.sqrt(var))
     return Trend(slope, slope - half, slope + half, m)
 
