@@ -13,6 +13,8 @@ Episodes and verdicts come from :func:`collapsewatch.judge.judge` (the reader's 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,8 +23,10 @@ from . import judged
 from .alerts import event_message, event_payload
 from .detectors.events import SEVERITY_RANK
 from .judge import Judgement, judge, key_files, summary
+from .store import queries
+from .store.manifest import load_record, save_record
 from .store.queries import Store
-from .store.summaries import RUN_COLUMNS, STEP_STATS, SUMMARY_COLUMNS, run_summary
+from .store.summaries import RUN_COLUMNS, STEP_STATS, SUMMARY_COLUMNS, run_folders, run_summary
 from .verdict import reader_order
 
 RECORDED_HINT = "--recorded shows the stored ones"
@@ -94,12 +98,57 @@ def _step_stats(store: Store, run: str, rank: int | None, files: tuple) -> dict[
     return stats
 
 
+ROW_KIND = "run-row"
+ROW_LAYOUT = 1
+
+
+def _row_key(root: Path, run: str) -> list | None:
+    """What a run's row is read from: (name, size, mtime) of each file of its ``runs`` folder (a heartbeat, a finish
+    or a resume replaces one, which changes its mtime); None when the folder cannot be listed."""
+    try:
+        return [ROW_LAYOUT, sorted([e.name, (st := e.stat()).st_size, st.st_mtime_ns]
+                                   for e in os.scandir(os.path.join(root, run, "runs")) if e.is_file())]
+    except OSError:
+        return None
+
+
+def kept_run_rows(store: Store) -> pd.DataFrame:
+    """``RUN_COLUMNS`` and the lowest rank of every run, oldest first, as the ``runs`` view gives them. A run whose
+    status is settled (finished or crashed: no heartbeat can change it while its run-row files stay the same) is
+    read once per set of run-row files and kept between processes (``store.manifest``); the others, and runs not
+    kept yet, are read from their folders (``queries.run_rows``: every run row in one query when many are). A
+    1,000-run store whose runs are kept is read without a query."""
+    columns = (*RUN_COLUMNS, "rank")
+    store.refresh()
+    rows, dtypes, stale, keys = [], None, [], {}
+    for run in run_folders(store.root):
+        keys[run] = k = _row_key(store.root, run)
+        kept = load_record(store.root, ROW_KIND, run, k) if k is not None else None
+        if isinstance(kept, dict) and kept.get("columns") == list(columns):
+            rows.extend(kept["rows"])
+            dtypes = kept["dtypes"]
+        else:
+            stale.append(run)
+    if stale:
+        fresh = queries.run_rows(store, stale, columns)
+        out = judged.frame_out(fresh)
+        for (run, status), row in zip(fresh[["run", "status"]].itertuples(index=False), out["rows"], strict=True):
+            if status != "running" and keys.get(run) is not None:
+                save_record(store.root, ROW_KIND, run, keys[run], {**out, "rows": [row]})
+        rows.extend(out["rows"])
+        dtypes = out["dtypes"]
+    if dtypes is None:
+        return pd.DataFrame(columns=list(columns))
+    df = judged.frame_in({"columns": list(columns), "dtypes": dtypes, "rows": rows})
+    return df.sort_values(["started_at", "run"], kind="stable", ignore_index=True)
+
+
 def runs_table(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(compact table, full rows): one row per run, oldest first, with its verdict. The full rows (for --json /
     --csv) hold every ``runs_summary`` column plus the verdict's fields; n_events counts the shown episodes.
     Only the run rows are read across the store; each run's step statistics and verdict come from what was kept of
     its segment files (``_step_stats``, ``judge.summary``), computed from its folder alone when new."""
-    base = store.query(f"SELECT {', '.join(RUN_COLUMNS)}, rank FROM runs ORDER BY started_at, run")
+    base = kept_run_rows(store)
     full, compact = [], []
     for r in base.to_dict("records"):
         run = r["run"]

@@ -19,6 +19,7 @@ from collapsewatch.judge import judgement, key_files
 from collapsewatch.store import queries
 from collapsewatch.store.manifest import load_record, save_record
 from collapsewatch.store.queries import Store
+from collapsewatch.store.summaries import run_folders
 
 from . import cache
 from .cache import (
@@ -42,7 +43,6 @@ SUMMARY_COLUMNS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "ent
                    "ratio_p05_pos", "ratio_p95_pos")
 TABLED = ("runs", "step_metrics", "scalars", "events")
 """A run's folders whose files the runs page reads: a refresh reads a run again only when one of them changed."""
-BULK = 8  # more runs than this to read again: one query of every run row instead of one query per run
 SETTLE_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime's granularity
 KIND = "runs-page"
 _tables: dict[tuple[str, tuple[str, ...]], dict[str, tuple[tuple | None, dict]]] = {}
@@ -61,11 +61,11 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     store.refresh()
     seen = _tables.setdefault((str(store.root), columns), {})
     now = time.time_ns()
-    sigs = {run: _signature(store.root / run, now) for run in _run_folders(store.root)}
+    sigs = {run: _signature(store.root / run, now) for run in run_folders(store.root)}
     stale = [r for r, sig in sigs.items()
              if r not in seen or sig is None or seen[r][0] != sig or seen[r][1]["status"] == "running"]
     if stale:
-        base = queries.run_rows(store, None if len(stale) > BULK else stale)
+        base = queries.run_rows(store, stale)
         for r in base.to_dict("records"):
             if r["run"] in stale:
                 row = {**r, **_computed(store, r, columns), RUNS_VERSION: next(_versions)}
@@ -75,7 +75,7 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
         del seen[run]
     order = tuple(r for r in sigs if r in seen)
     kept = _frames.get((str(store.root), columns))
-    if kept is not None and not gone and kept[0] == order and len(stale) <= BULK:
+    if kept is not None and not gone and kept[0] == order and len(stale) <= queries.BULK:
         df = kept[1]  # the last refresh's frame, its re-read runs' rows replaced
         if stale:
             fresh = pd.DataFrame([seen[r][1] for r in stale if r in seen], columns=df.columns)
@@ -90,14 +90,6 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
 
 def _sorted(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values(["started_at", "run"], ascending=[False, True], kind="stable", ignore_index=True)
-
-
-def _run_folders(root: Path) -> list[str]:
-    try:
-        return sorted(e.name for e in os.scandir(root)
-                      if e.is_dir() and not e.name.startswith((".", "_")) and os.path.isdir(os.path.join(e.path, "runs")))
-    except FileNotFoundError:
-        return []
 
 
 def _signature(folder: Path, now: int) -> tuple | None:

@@ -276,29 +276,3 @@ def writer(store: str | os.PathLike, spool: str | os.PathLike | None = None) -> 
         return Location(Path(store))
     remote = parse_url(store)
     return Location(Path(spool) if spool is not None else spool_dir(remote), remote)
-
-
-class StoreNotFoundError(FileNotFoundError):
-    pass
-
-
-def open_location(store: str | Path) -> Location:
-    """Where a reader reads the store: the resolved folder, or for a URL its local mirror synced now
-    (``mirror.reader``); StoreNotFoundError saying why it is not a store."""
-    if is_url(store):
-        from .mirror import reader  # (imports Arrow's filesystems: a folder store needs none)
-
-        where = reader(store)
-    else:
-        where = Location(Path(store).expanduser().resolve())
-    root = where.local
-    if not root.is_dir():
-        raise StoreNotFoundError(f"store {str(store)!r} does not exist or is not a directory")
-    if not (root / "_schema").is_dir():
-        raise StoreNotFoundError(f"{str(store)!r} is not a collapsewatch store (no _schema folder)")
-    return where  # never written to: an older store's _schema is stood in for (segments.schema_file)
-
-
-def store_root(store: str | Path) -> Path:
-    """The local folder a reader reads (``open_location``)."""
-    return open_location(store).local

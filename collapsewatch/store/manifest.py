@@ -19,6 +19,7 @@ rename (a concurrent reader sees the old or the new file), and a lost race betwe
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import json
 import os
@@ -37,10 +38,17 @@ SAVE_EVERY_S = 2.0
 
 def store_dir(root: Path) -> Path:
     """The folder of one store's reader caches (its resolved path, hashed)."""
-    resolved = str(Path(root).resolve())
+    path = str(root)
+    return _store_dir(path, "" if os.path.isabs(path) else os.getcwd(), str(cache_dir()))
+
+
+@functools.lru_cache(maxsize=256)
+def _store_dir(path: str, cwd: str, cache: str) -> Path:
+    """(memoised: ``runs`` asks for every run's records, and resolving a path stats each of its parts)"""
+    resolved = str(Path(cwd, path).resolve())
     digest = hashlib.sha1(resolved.encode()).hexdigest()[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(resolved).name)[:40]
-    return cache_dir() / "readers" / f"{name}-{digest}"
+    return Path(cache) / "readers" / f"{name}-{digest}"
 
 
 def _read(path: Path) -> Any:

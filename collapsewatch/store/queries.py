@@ -209,17 +209,30 @@ FROM parquet_metadata(?) WHERE path_in_schema = 'step' GROUP BY file_name ORDER 
                        [[str(f) for f in files]], relist=relist)
 
 
-def run_rows(store: Store, runs: Sequence[str] | None = None) -> pd.DataFrame:
-    """Runs page: one row per run (of every run, or of ``runs``: their folders alone are read) from the run rows
-    alone (status, objective, heartbeat, lowest rank); the step and event summaries come from per-run caches (the dashboard's
-    ``collapsewatch.dashboard.cache``)."""
-    source = "SELECT * FROM runs" if runs is None else runs_sql(" UNION ALL ".join(
-        f"SELECT * FROM ({store.run_view('run_ranks', r)})" for r in runs))
+RUN_ROW_COLUMNS = ("run", "status", "objective", "world_size", "started_at", "updated_at", "rank", "dropped_batches",
+                   "write_errors", "config", "versions")
+BULK = 8
+"""Runs to read again beyond which ``run_rows`` reads every run row in one query instead of each run's folder."""
+
+
+def run_rows(store: Store, runs: Sequence[str] | None = None,
+             columns: Sequence[str] = RUN_ROW_COLUMNS) -> pd.DataFrame:
+    """One row per run from the run rows alone (status, objective, heartbeat, lowest rank …: ``columns`` of the
+    ``runs`` view), newest first: of every run, or of ``runs`` (up to ``BULK`` of them: their folders alone are
+    read; more: every run row, those kept). The runs page's step and event summaries come from per-run caches."""
     if runs is not None and not runs:
         source = "SELECT * FROM runs WHERE false"
-    return store.query(f"""
-SELECT run, status, objective, world_size, started_at, updated_at, rank, dropped_batches, write_errors, config, versions
-FROM ({source}) ORDER BY started_at DESC, run""")
+    elif runs is None or len(runs) > BULK:
+        source = "SELECT * FROM runs"
+    else:
+        source = runs_sql(" UNION ALL ".join(f"SELECT * FROM ({store.run_view('run_ranks', r)})" for r in runs))
+    bad = [c for c in columns if not c.isidentifier()]
+    if bad:
+        raise ValueError(f"not a column name of the runs view: {bad[0]!r}")
+    df = store.query(f"SELECT {', '.join(columns)} FROM ({source}) ORDER BY started_at DESC, run")
+    if runs is not None and len(runs) > BULK:
+        df = df[df["run"].isin(set(runs))].reset_index(drop=True)
+    return df
 
 
 def run_names(store: Store) -> list[str]:

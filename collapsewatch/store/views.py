@@ -21,9 +21,8 @@ import duckdb
 from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS, LOGGED_STANDINS, scalar_column_sql
 from ..detectors import events
 from . import mirror
-from .location import StoreNotFoundError, open_location, store_root  # noqa: F401  (importable here)
 from .migrations import TABLES
-from .mirror import install_lock
+from .mirror import StoreNotFoundError, install_lock, open_location, store_root  # noqa: F401  (importable here)
 from .segments import files_scan, read_until_stable, readable_dirs, scan_sql, schema_file
 
 RANK_STATUS = """CASE WHEN status = 'running' AND epoch(now() - updated_at) > 3 * heartbeat_s + 10

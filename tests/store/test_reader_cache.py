@@ -184,3 +184,36 @@ def test_a_run_is_judged_once_per_files_and_rules(tmp_path, cache, monkeypatch):
     j = judge.judge(Store(store), "r")
     assert len(calls) == 4 and j.verdict.last_step == 8
     assert judged.KIND == "judgement" and (manifest.store_dir(store) / "judgement" / "r.json").is_file()
+
+
+def test_a_settled_runs_row_is_kept_and_a_resumed_one_read_again(tmp_path, cache, monkeypatch):
+    from collapsewatch import report
+    from collapsewatch.store import queries
+    from collapsewatch.store.summaries import RUN_COLUMNS
+
+    def wide(store: Store) -> pd.DataFrame:  # the rows as the store-wide view gives them (what `runs` read before)
+        return store.query(f"SELECT {', '.join(RUN_COLUMNS)}, rank FROM runs ORDER BY started_at, run")
+
+    read: list[list[str]] = []
+    real = queries.run_rows
+    monkeypatch.setattr(queries, "run_rows", lambda s, runs, *a: read.append(sorted(runs)) or real(s, runs, *a))
+    root = tmp_path / "s"
+    _write(root, range(3))  # run r: steps 0-2, finished
+    live = Monitor(root, run="live", rank=0, world_size=1)  # a second run, still running (its heartbeat is fresh)
+    live.observe(random_batch(seed=9), step=0)
+    live.flush()
+    first = report.kept_run_rows(Store(root))
+    assert read == [["live", "r"]]  # nothing kept yet: both read from their folders
+    pd.testing.assert_frame_equal(first, wide(Store(root)))
+    assert dict(zip(first["run"], first["status"], strict=True)) == {"r": "finished", "live": "running"}
+    _forget()
+    again = report.kept_run_rows(Store(root))  # a new process: r's settled row is kept, the running one read
+    assert read == [["live", "r"], ["live"]]
+    pd.testing.assert_frame_equal(again, wide(Store(root)))
+    live.close()
+    _write(root, range(3, 5), resume=True)  # r resumed and finished again: its run-row file replaced
+    _forget()
+    third = report.kept_run_rows(Store(root))
+    assert read[-1] == ["live", "r"]  # both changed since: read again (live finished, r rewritten)
+    pd.testing.assert_frame_equal(third, wide(Store(root)))
+    assert third.set_index("run").loc["r", "updated_at"] > first.set_index("run").loc["r", "updated_at"]
