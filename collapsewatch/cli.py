@@ -24,6 +24,7 @@ from .cli_common import (
     friendly,
     print_arrow,
     print_frame,
+    print_rows,
 )
 from .lab.cli import app as lab_app
 
@@ -41,7 +42,19 @@ def _open_store(store: Path):
 @friendly
 def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
     """List the runs of a store with status, steps and verdict (every summary column with --csv / --json)."""
-    from .report import COMPUTED_FOOTNOTE, runs_table
+    if not (csv or as_json):  # every run's line kept: the table from those records alone (no pandas, no DuckDB)
+        from . import runlines
+        from .runlines import COMPUTED_FOOTNOTE
+        from .store.mirror import open_location
+
+        lines, keys = runlines.kept_lines(open_location(store).local)
+        if len(lines) == len(keys):
+            print_rows(list(runlines.COMPACT_COLUMNS), runlines.table_rows(lines))
+            if any(str(line["compact"]["verdict"]).endswith("*") for line in lines.values()):
+                typer.echo(COMPUTED_FOOTNOTE)
+            return
+    from .report import runs_table
+    from .runlines import COMPUTED_FOOTNOTE
 
     compact, full = runs_table(_open_store(store))
     print_frame(full if csv or as_json else compact, csv, as_json)

@@ -104,7 +104,7 @@ def print_frame(df, csv: bool = False, as_json: bool = False) -> None:
     elif as_json:
         sys.stdout.write(df.to_json(orient="records", date_format="iso") + "\n")
     else:
-        _print_rows([str(c) for c in df.columns], df.itertuples(index=False))
+        print_rows([str(c) for c in df.columns], df.itertuples(index=False))
 
 
 def print_arrow(table, csv: bool = False, as_json: bool = False) -> None:
@@ -113,10 +113,10 @@ def print_arrow(table, csv: bool = False, as_json: bool = False) -> None:
     if csv or as_json:
         print_frame(table.to_pandas(), csv, as_json)
     else:
-        _print_rows(table.column_names, zip(*(column.to_pylist() for column in table.columns), strict=True))
+        print_rows(table.column_names, zip(*(column.to_pylist() for column in table.columns), strict=True))
 
 
-def _print_rows(headers: list[str], rows: Iterable[Iterable[Any]]) -> None:
+def print_rows(headers: list[str], rows: Iterable[Iterable[Any]]) -> None:
     from .boxtable import render
 
     sys.stdout.write(render(headers, [[_fmt(v) for v in row] for row in rows]))

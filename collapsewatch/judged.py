@@ -78,6 +78,32 @@ def plain(v: Any, nan: Any = "NaN") -> Any:
     return v
 
 
+def typed(v: Any) -> Any:
+    """``v`` as a JSON value that :func:`untyped` turns back into an equal value of the same type: numpy scalars as
+    Python's, a Timestamp with its zone and unit, NaT and NaN as markers (None stays None)."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if v is pd.NaT:
+        return {"nat": 1}
+    if isinstance(v, pd.Timestamp):
+        return {"ts": v.isoformat(), "tz": None if v.tz is None else str(v.tz), "unit": v.unit}
+    if isinstance(v, float) and math.isnan(v):
+        return {"nan": 1}
+    return v
+
+
+def untyped(v: Any) -> Any:
+    if isinstance(v, dict):
+        if "ts" in v:
+            ts = pd.Timestamp(v["ts"])
+            return (ts.tz_convert(v["tz"]) if v["tz"] is not None else ts).as_unit(v["unit"])
+        if "nat" in v:
+            return pd.NaT
+        if "nan" in v:
+            return float("nan")
+    return v
+
+
 def frame_out(df: pd.DataFrame) -> dict[str, Any]:
     # NaN is "NaN" in a numeric column (turned back by its type), a NULL (None) in any other
     nan = ["NaN" if pd.api.types.is_numeric_dtype(t) else None for t in df.dtypes]

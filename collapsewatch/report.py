@@ -19,14 +19,15 @@ from typing import Any
 
 import pandas as pd
 
-from . import judged
+from . import judged, runlines
 from .alerts import event_message, event_payload
 from .detectors.events import SEVERITY_RANK
 from .judge import Judgement, judge, key_files, summary
+from .runlines import COMPUTED_FOOTNOTE  # noqa: F401  (importable here)
 from .store import queries
-from .store.manifest import load_record, save_record
+from .store.manifest import load_record, run_folders, save_record
 from .store.queries import Store
-from .store.summaries import RUN_COLUMNS, STEP_STATS, SUMMARY_COLUMNS, run_folders, run_summary
+from .store.summaries import RUN_COLUMNS, STEP_STATS, SUMMARY_COLUMNS, run_summary
 from .verdict import reader_order
 
 RECORDED_HINT = "--recorded shows the stored ones"
@@ -112,8 +113,9 @@ def _row_key(root: Path, run: str) -> list | None:
         return None
 
 
-def kept_run_rows(store: Store) -> pd.DataFrame:
-    """``RUN_COLUMNS`` and the lowest rank of every run, oldest first, as the ``runs`` view gives them. A run whose
+def kept_run_rows(store: Store, runs: list[str] | None = None) -> pd.DataFrame:
+    """``RUN_COLUMNS`` and the lowest rank of every run (or of ``runs``), oldest first, as the ``runs`` view gives
+    them. A run whose
     status is settled (finished or crashed: no heartbeat can change it while its run-row files stay the same) is
     read once per set of run-row files and kept between processes (``store.manifest``); the others, and runs not
     kept yet, are read from their folders (``queries.run_rows``: every run row in one query when many are). A
@@ -121,7 +123,7 @@ def kept_run_rows(store: Store) -> pd.DataFrame:
     columns = (*RUN_COLUMNS, "rank")
     store.refresh()
     rows, dtypes, stale, keys = [], None, [], {}
-    for run in run_folders(store.root):
+    for run in run_folders(store.root) if runs is None else runs:
         keys[run] = k = _row_key(store.root, run)
         kept = load_record(store.root, ROW_KIND, run, k) if k is not None else None
         if isinstance(kept, dict) and kept.get("columns") == list(columns):
@@ -146,26 +148,37 @@ def kept_run_rows(store: Store) -> pd.DataFrame:
 def runs_table(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(compact table, full rows): one row per run, oldest first, with its verdict. The full rows (for --json /
     --csv) hold every ``runs_summary`` column plus the verdict's fields; n_events counts the shown episodes.
-    Only the run rows are read across the store; each run's step statistics and verdict come from what was kept of
-    its segment files (``_step_stats``, ``judge.summary``), computed from its folder alone when new."""
-    base = kept_run_rows(store)
-    full, compact = [], []
-    for r in base.to_dict("records"):
-        run = r["run"]
-        files = key_files(store, run)
-        stats = _step_stats(store, run, None if pd.isna(r["rank"]) else int(r["rank"]), files)
-        r = {c: stats[c] if c in STEP_STATS else r[c] for c in SUMMARY_COLUMNS}
-        j = summary(store, run, files=files)
-        v = j.verdict
-        fields = {k: x for k, x in v.as_dict().items() if k not in ("status", "n_steps", "last_step")}
-        full.append({**r, "n_events": j.n_events, "events_computed": j.computed, "verdict": v.status, **fields})
-        compact.append({"run": run, "status": r["status"], "objective": r["objective"],
-                        "steps": r["n_steps"], "updated": short_time(r["updated_at"]),
-                        "verdict": v.status + ("*" if j.computed else ""), "episodes": j.n_events,
-                        "sentence": v.sentence})
-    cols = ["run", "status", "objective", "steps", "updated", "verdict", "episodes", "sentence"]
-    return pd.DataFrame(compact, columns=cols), pd.DataFrame(full)
+
+    A settled run's line (not running) is kept whole between processes (``runlines``), so a warm ``runs`` of 1,000
+    finished runs stats five folders and reads one small file per run. The others are read from the run rows
+    (``kept_run_rows``) with each run's step statistics and verdict from what was kept of its segment files
+    (``_step_stats``, ``judge.summary``), computed from its folder alone when new."""
+    lines, keys = runlines.kept_lines(store.root)
+    stale = [run for run in keys if run not in lines]
+    for r in (kept_run_rows(store, stale) if stale else pd.DataFrame()).to_dict("records"):
+        compact, full = _line(store, r)
+        ts = full["started_at"]
+        order = [True, 0] if ts is None or ts is pd.NaT else [False, ts.value]
+        lines[r["run"]] = line = {"compact": {k: judged.plain(v, None) for k, v in compact.items()},
+                                  "full": {k: judged.typed(v) for k, v in full.items()}, "order": order}
+        if r["status"] != "running" and keys.get(r["run"]) is not None:
+            runlines.keep_line(store.root, r["run"], keys[r["run"]], **line)
+    order = runlines.ordered(lines)
+    return (pd.DataFrame(runlines.table_rows(lines), columns=list(runlines.COMPACT_COLUMNS)),
+            pd.DataFrame([{k: judged.untyped(v) for k, v in lines[run]["full"].items()} for run in order]))
 
 
-COMPUTED_FOOTNOTE = ("* episodes computed on read with today's detector rules: the stored ones were found by other "
-                     "rules (`collapsewatch detect STORE --run RUN --recorded` shows them)")
+def _line(store: Store, r: dict) -> tuple[dict, dict]:
+    """One run's (compact, full) row of ``runs_table`` from its run row ``r``."""
+    run = r["run"]
+    files = key_files(store, run)
+    stats = _step_stats(store, run, None if pd.isna(r["rank"]) else int(r["rank"]), files)
+    r = {c: stats[c] if c in STEP_STATS else r[c] for c in SUMMARY_COLUMNS}
+    j = summary(store, run, files=files)
+    v = j.verdict
+    fields = {k: x for k, x in v.as_dict().items() if k not in ("status", "n_steps", "last_step")}
+    full = {**r, "n_events": j.n_events, "events_computed": j.computed, "verdict": v.status, **fields}
+    compact = {"run": run, "status": r["status"], "objective": r["objective"], "steps": r["n_steps"],
+               "updated": short_time(r["updated_at"]), "verdict": v.status + ("*" if j.computed else ""),
+               "episodes": j.n_events, "sentence": v.sentence}
+    return compact, full

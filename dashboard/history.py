@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pandas as pd
 
@@ -17,9 +15,8 @@ from collapsewatch import judged
 from collapsewatch.detectors.rules import rules_digest
 from collapsewatch.judge import judgement, key_files
 from collapsewatch.store import queries
-from collapsewatch.store.manifest import load_record, save_record
+from collapsewatch.store.manifest import load_record, run_folders, run_signature, save_record
 from collapsewatch.store.queries import Store
-from collapsewatch.store.summaries import run_folders
 
 from . import cache
 from .cache import (
@@ -41,9 +38,6 @@ __all__ = ["EventLog", "Partials", "SegmentIndex", "StepHistory", "TokenIndex", 
 
 SUMMARY_COLUMNS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "entropy_mean", "on_policy",
                    "ratio_p05_pos", "ratio_p95_pos")
-TABLED = ("runs", "step_metrics", "scalars", "events")
-"""A run's folders whose files the runs page reads: a refresh reads a run again only when one of them changed."""
-SETTLE_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime's granularity
 KIND = "runs-page"
 _tables: dict[tuple[str, tuple[str, ...]], dict[str, tuple[tuple | None, dict]]] = {}
 _frames: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], pd.DataFrame]] = {}
@@ -54,14 +48,14 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     """One row per run for the runs page: run rows, step summary (``series.last_values``), events and the
     verdict (:func:`collapsewatch.judge.judgement`), whose reward now / best / collapse step the page shows.
 
-    A refresh reads again only the runs whose folders changed since the last one (``TABLED``: their mtimes) and
+    A refresh reads again only the runs whose folders changed since the last one (``store.summaries.run_signature``: their mtimes) and
     the running ones, so its cost does not grow with the number of finished runs. A running run's summary comes
     from its ``StepHistory`` (incremental; warm when its overview is open); a finished run's is computed once per
     set of segment files and rules and kept between processes (``store.manifest``), like its judgement."""
     store.refresh()
     seen = _tables.setdefault((str(store.root), columns), {})
     now = time.time_ns()
-    sigs = {run: _signature(store.root / run, now) for run in run_folders(store.root)}
+    sigs = {run: run_signature(store.root / run, now) for run in run_folders(store.root)}
     stale = [r for r, sig in sigs.items()
              if r not in seen or sig is None or seen[r][0] != sig or seen[r][1]["status"] == "running"]
     if stale:
@@ -90,23 +84,6 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
 
 def _sorted(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values(["started_at", "run"], ascending=[False, True], kind="stable", ignore_index=True)
-
-
-def _signature(folder: Path, now: int) -> tuple | None:
-    """The mtimes of the run's folder and of its ``TABLED`` folders (a segment added, merged or removed, a run row
-    replaced changes its folder's); None while one changed within ``SETTLE_NS``. (Plain string paths: 5 stats a run
-    at every refresh, where pathlib's objects cost more than the stat.)"""
-    out = []
-    base = str(folder)
-    for path in (base, *(f"{base}/{t}" for t in TABLED)):
-        try:
-            m = os.stat(path).st_mtime_ns
-        except OSError:
-            m = -1
-        if m > now - SETTLE_NS:
-            return None
-        out.append(m)
-    return tuple(out)
 
 
 def _computed(store: Store, r: dict, columns: tuple[str, ...]) -> dict:

@@ -38,14 +38,14 @@ assert "runs" in out.getvalue() and "lab" in out.getvalue(), out.getvalue()
 
 
 def test_a_command_still_imports_what_it_uses(tmp_path) -> None:
-    # the check can fail: `runs` reads the store through DuckDB and builds its table with pandas
+    # the check can fail: `runs --json` reads the store through DuckDB and builds its rows with pandas
     from collapsewatch.store.writer import init_store
 
     init_store(tmp_path / "store")
     code = f"""
 from collapsewatch.cli import main
 try:
-    main(["runs", {str(tmp_path / "store")!r}])
+    main(["runs", {str(tmp_path / "store")!r}, "--json"])
 except SystemExit:
     pass
 """

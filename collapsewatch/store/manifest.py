@@ -150,3 +150,34 @@ def clear() -> None:
     """Forget this process's loaded checks (the files stay)."""
     with _lock:
         _checks.clear()
+
+
+def run_folders(root: Path) -> list[str]:
+    """The names of the store's run folders (those with a ``runs`` folder), sorted."""
+    try:
+        return sorted(e.name for e in os.scandir(root)
+                      if e.is_dir() and not e.name.startswith((".", "_")) and os.path.isdir(os.path.join(e.path, "runs")))
+    except FileNotFoundError:
+        return []
+
+
+TABLED = ("runs", "step_metrics", "scalars", "events")
+"""A run's folders whose files its runs-table row is read from (run row, step statistics, episodes, verdict)."""
+SETTLE_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime's granularity
+
+
+def run_signature(folder: Path, now: int) -> tuple | None:
+    """The mtimes of the run's folder and of its ``TABLED`` folders (a segment added, merged or removed, a run row
+    replaced changes its folder's); None while one changed within ``SETTLE_NS``. (Plain string paths: 5 stats a run
+    at every refresh, where pathlib's objects cost more than the stat.)"""
+    out = []
+    base = str(folder)
+    for path in (base, *(f"{base}/{t}" for t in TABLED)):
+        try:
+            m = os.stat(path).st_mtime_ns
+        except OSError:
+            m = -1
+        if m > now - SETTLE_NS:
+            return None
+        out.append(m)
+    return tuple(out)

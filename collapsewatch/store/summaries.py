@@ -5,8 +5,6 @@ segment files and keeps, ``collapsewatch.report``). One SQL text for both."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -55,12 +53,3 @@ def run_summary(store: Store, run: str) -> dict[str, Any] | None:
     df = store.query(_summary_sql(runs_sql(store.run_view("run_ranks", run)), store.run_view("step_metrics", run),
                                   store.run_view("scalars", run), store.run_view("events", run)))
     return df.iloc[0].to_dict() if len(df) else None
-
-
-def run_folders(root: Path) -> list[str]:
-    """The names of the store's run folders (those with a ``runs`` folder), sorted."""
-    try:
-        return sorted(e.name for e in os.scandir(root)
-                      if e.is_dir() and not e.name.startswith((".", "_")) and os.path.isdir(os.path.join(e.path, "runs")))
-    except FileNotFoundError:
-        return []

@@ -19,7 +19,7 @@ SMALL = Shape(seqs=4, token_seqs=2, seq_len=12)
 @pytest.fixture()
 def runs(tmp_path, monkeypatch):
     monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(history, "SETTLE_NS", 0)  # the folders were written a moment ago; their mtimes are exact
+    monkeypatch.setattr(manifest, "SETTLE_NS", 0)  # the folders were written a moment ago; their mtimes are exact
     history.clear()
     made = []
     for i in range(3):
