@@ -3,7 +3,6 @@ pytest-xdist once for all workers: tests.conftest.built_once)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,28 +14,25 @@ from tests.conftest import built_once, child_env
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(out: Path, *args: str, env: dict[str, str]) -> None:
+def _run(out: Path) -> None:
     with (out / "console.txt").open("w") as stdout:
-        subprocess.run([sys.executable, "-m", "tests.ingest.trl_logs", str(out), *args], cwd=ROOT, stdout=stdout,
-                       stderr=subprocess.PIPE, check=True, timeout=300, env=child_env(**env, PYTHONPATH=str(ROOT)))
+        subprocess.run([sys.executable, "-m", "tests.ingest.trl_logs", str(out)], cwd=ROOT, stdout=stdout,
+                       stderr=subprocess.PIPE, check=True, timeout=300, env=child_env(PYTHONPATH=str(ROOT)))
 
 
 @pytest.fixture(scope="session")
 def trl_logs(tmp_path_factory) -> Path:
     """OUT with console.txt (PrinterCallback's stdout), tb/, mlruns/, trackio/cw.db, wandb/offline-run-*/ and
-    trl/checkpoint-3/trainer_state.json of one 3-step tiny TRL GRPO run (tests/ingest/trl_logs.py)."""
+    trl/checkpoint-3/trainer_state.json of one 3-step tiny TRL GRPO run, and mlflow-default/ (trl_mlflow_db) of a
+    second one (tests/ingest/trl_logs.py: one process, two runs)."""
     pytest.importorskip("trl")
-    for extra in ("tensorboard", "mlflow", "trackio", "wandb"):
+    for extra in ("tensorboard", "mlflow", "trackio", "wandb", "sqlalchemy", "alembic"):
         pytest.importorskip(extra)
-    return built_once(tmp_path_factory, "trl-logs", lambda out: _run(out, env=dict(os.environ)))
+    return built_once(tmp_path_factory, "trl-logs", _run)
 
 
 @pytest.fixture(scope="session")
-def trl_mlflow_db(tmp_path_factory) -> Path:
+def trl_mlflow_db(trl_logs) -> Path:
     """OUT with mlflow.db — where MLflow 3's default tracking URI puts it when the run sets none — and
     trl/checkpoint-3/trainer_state.json of the same kind of 3-step TRL run, report_to=["mlflow"]."""
-    pytest.importorskip("trl")
-    for extra in ("mlflow", "sqlalchemy", "alembic"):
-        pytest.importorskip(extra)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    return built_once(tmp_path_factory, "trl-mlflow-db", lambda out: _run(out, "--mlflow-default", env=env))
+    return trl_logs / "mlflow-default"

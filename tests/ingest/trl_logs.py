@@ -1,21 +1,27 @@
-"""One tiny TRL ``GRPOTrainer`` run that leaves its logs in every format users keep, written by the real loggers.
+"""Two tiny TRL ``GRPOTrainer`` runs, one process, that leave their logs in every format users keep, written by the
+real loggers.
 
-    python -m tests.ingest.trl_logs OUT                   (run by tests/ingest/conftest.py in a subprocess, stdout →
-                                                           OUT/console.txt)
-    python -m tests.ingest.trl_logs OUT --mlflow-default  (MLflow only, at its default tracking URI: OUT/mlflow.db)
+    python -m tests.ingest.trl_logs OUT    (run by tests/ingest/conftest.py in a subprocess, stdout → OUT/console.txt)
 
-HF's own callbacks write them: ``PrinterCallback`` prints the log dicts (``disable_tqdm``: what ``tee`` saves),
-``TensorBoardCallback`` writes ``OUT/tb``, ``MLflowCallback`` ``OUT/mlruns``, ``TrackioCallback`` ``OUT/trackio``,
-``WandbCallback`` ``OUT/wandb/offline-run-*/run-<id>.wandb`` (offline: nothing is sent), and the checkpoint at the
-last step holds ``trainer_state.json``. With ``--mlflow-default`` no tracking URI is set, as in most users' runs:
-MLflow 3 then writes ``sqlite:///mlflow.db`` in the working directory (OUT), and the run's own ``trainer_state.json``
-is the reference for its values. The first run is also watched by collapsewatch (``watch_run``: store OUT/store),
-so its trackers hold the ``collapsewatch/…`` series too. A subprocess because trackio and MLflow read their
-folders from the environment when imported, and ``PrinterCallback`` prints to the process's stdout.
+The first run: HF's own callbacks write its logs. ``PrinterCallback`` prints the log dicts (``disable_tqdm``: what
+``tee`` saves), ``TensorBoardCallback`` writes ``OUT/tb``, ``MLflowCallback`` ``OUT/mlruns``, ``TrackioCallback``
+``OUT/trackio``, ``WandbCallback`` ``OUT/wandb/offline-run-*/run-<id>.wandb`` (offline: nothing is sent), and the
+checkpoint at the last step holds ``trainer_state.json``. It is also watched by collapsewatch (``watch_run``: store
+OUT/store), so its trackers hold the ``collapsewatch/…`` series too.
+
+The second run (``OUT/mlflow-default``) reports to MLflow only and sets no tracking URI, as in most users' runs:
+MLflow 3 then writes ``sqlite:///mlflow.db`` in the working directory (``OUT/mlflow-default``); its own
+``trainer_state.json`` is the reference for its values. In the first run's process (the imports are paid once): its
+MLflow variables are removed and MLflow's process-wide URI forgotten first, and its printed dicts go to its own
+``console.txt``, not the first run's.
+
+A subprocess because trackio and MLflow read their folders from the environment when imported, and
+``PrinterCallback`` prints to the process's stdout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -23,32 +29,51 @@ from pathlib import Path
 STEPS = 3
 
 
-def main(out: Path, mlflow_default: bool = False) -> None:
+def main(out: Path) -> None:
     os.environ.update({"HF_HUB_OFFLINE": "1"})
-    if mlflow_default:
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-        os.chdir(out)  # where MLflow's default sqlite:///mlflow.db lands
-        report_to = ["mlflow"]
-    else:
-        os.environ.update({"TRACKIO_DIR": str(out / "trackio"), "MLFLOW_TRACKING_URI": (out / "mlruns").as_uri(),
-                           "MLFLOW_ALLOW_FILE_STORE": "true", "TENSORBOARD_LOGGING_DIR": str(out / "tb"),
-                           "TRACKIO_PROJECT": "cw"})
-        # W&B offline, into OUT/wandb; no console capture (PrinterCallback's stdout stays as printed), no banner, no
-        # error reports sent anywhere
-        os.environ.update({"WANDB_MODE": "offline", "WANDB_DIR": str(out), "WANDB_PROJECT": "cw",
-                           "WANDB_CONSOLE": "off", "WANDB_SILENT": "true", "WANDB_ERROR_REPORTING": "false"})
-        report_to = ["tensorboard", "mlflow", "trackio", "wandb"]
+    every_tracker_run(out)
+    default_mlflow_run(out / "mlflow-default")
+
+
+def every_tracker_run(out: Path) -> None:
+    """The first run: TensorBoard, MLflow (folder store), trackio and W&B, watched by collapsewatch."""
+    os.environ.update({"TRACKIO_DIR": str(out / "trackio"), "MLFLOW_TRACKING_URI": (out / "mlruns").as_uri(),
+                       "MLFLOW_ALLOW_FILE_STORE": "true", "TENSORBOARD_LOGGING_DIR": str(out / "tb"),
+                       "TRACKIO_PROJECT": "cw"})
+    # W&B offline, into OUT/wandb; no console capture (PrinterCallback's stdout stays as printed), no banner, no
+    # error reports sent anywhere
+    os.environ.update({"WANDB_MODE": "offline", "WANDB_DIR": str(out), "WANDB_PROJECT": "cw",
+                       "WANDB_CONSOLE": "off", "WANDB_SILENT": "true", "WANDB_ERROR_REPORTING": "false"})
     from tests.integrations.trl_tiny import tiny_grpo_trainer
 
-    trainer = tiny_grpo_trainer(str(out / "trl"), max_steps=STEPS, report_to=report_to, save_strategy="steps",
-                                save_steps=STEPS, project="cw", run_name="tiny", steps_per_generation=2)
-    if not mlflow_default:
-        watch_run(trainer, out / "store")
+    trainer = tiny_grpo_trainer(str(out / "trl"), max_steps=STEPS, report_to=["tensorboard", "mlflow", "trackio",
+                                "wandb"], save_strategy="steps", save_steps=STEPS, project="cw", run_name="tiny",
+                                steps_per_generation=2)
+    watch_run(trainer, out / "store")
     trainer.train()
-    if "wandb" in report_to:
-        import wandb
+    import wandb
 
-        wandb.finish()  # returns once W&B's service process has written the run's last records into its file
+    wandb.finish()  # returns once W&B's service process has written the run's last records into its file
+
+
+def default_mlflow_run(out: Path) -> None:
+    """The second run: MLflow only, at MLflow's default tracking URI (OUT/mlflow.db), as a process that never set
+    one would log."""
+    import mlflow
+
+    from tests.integrations.trl_tiny import tiny_grpo_trainer
+
+    for key in [k for k in os.environ if k.startswith("MLFLOW_")]:
+        del os.environ[key]  # HF's MLflowCallback reads MLFLOW_TRACKING_URI: unset, it sets no URI
+    out.mkdir()
+    os.chdir(out)  # where MLflow's default sqlite:///mlflow.db lands
+    mlflow.set_tracking_uri(None)  # forget the URI the first run's callback set in this process
+    if mlflow.get_tracking_uri() != f"sqlite:///{out / 'mlflow.db'}":
+        raise SystemExit(f"MLflow's default tracking URI is {mlflow.get_tracking_uri()}, not OUT/mlflow.db")
+    trainer = tiny_grpo_trainer(str(out / "trl"), max_steps=STEPS, report_to=["mlflow"], save_strategy="steps",
+                                save_steps=STEPS, project="cw", run_name="tiny", steps_per_generation=2)
+    with (out / "console.txt").open("w") as printed, contextlib.redirect_stdout(printed):
+        trainer.train()
 
 
 SENTINELS = [("the cat sat", " on the mat", True), ("a dog ran", " banana", False)]
@@ -68,4 +93,4 @@ def watch_run(trainer, store: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]).resolve(), "--mlflow-default" in sys.argv[2:])
+    main(Path(sys.argv[1]).resolve())
