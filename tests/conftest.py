@@ -256,7 +256,6 @@ SLOW = (
     "tests/detectors/test_suite.py::test_online_equals_offline_on_shuffled_frames_with_gaps",
     # 10-58 s each in one run of the whole suite on 2 workers (load average 5; fastloop profile), not marked before
     "tests/integrations/test_trl_docs.py::test_the_opening_script_runs_as_pasted",
-    "tests/integrations/test_trl_sinks.py::test_wandb_sink_writes_into_trls_own_run",
     "tests/integrations/test_trl_first_hour.py::test_resume_continues_after_the_checkpoint_or_refuses",
     "tests/store/test_objstore_lazy.py::test_a_reader_reads_while_a_writer_publishes",
     "tests/store/test_objstore.py::test_every_command_works_on_a_url",

@@ -1,6 +1,8 @@
 """The ``collapsewatch/…`` series in a TRL run's own trackers: the shared 3-step run of tests/ingest/trl_logs.py is
 watched by collapsewatch (``watch_run``) and reports to TensorBoard, W&B (offline), MLflow (folder store) and trackio;
 each tracker's files are read back with ingest's own readers and the series hold the values the run's store holds.
+The run's ``watch`` also has the W&B sink (``sinks=["wandb"]``): it writes its alert, severity and verdict into the
+run TRL's ``WandbCallback`` opened — one W&B run, holding TRL's metrics, the series and the sink's records.
 
 What the run's store holds, by hand (trl_logs.py): ``steps_per_generation=2`` generates at steps 1 and 3, which are
 on-policy (ratio columns NULL), step 2 trains the same rollout after an update (ratios exist); sentinels are stored at
@@ -10,11 +12,14 @@ opens a warning episode at step 3. The last emission is train()'s summary log at
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from collapsewatch import connect
 from collapsewatch.ingest import ingest_file
 from collapsewatch.series import COLUMNS, SERIES, SEVERITY_KEY, SEVERITY_LEVEL, STEP_KEY
+from tests.ingest.trl_logs import RULES
 
 # tracker → (its files in the run's OUT, the prefix HF's callback puts before a key, float32 or float64)
 TRACKERS = {"tensorboard": ("tb", "train/", 1e-6), "wandb": ("wandb", "train/", 0.0),
@@ -104,3 +109,28 @@ def test_the_series_stay_out_of_trls_own_log_history(trl_logs):
     assert "collapsewatch/" not in text
     con = connect(trl_logs / "store")
     assert con.execute("SELECT count(*) FROM scalars WHERE key LIKE 'collapsewatch/%'").fetchone() == (0,)
+
+
+def test_wandb_sink_writes_into_trls_own_run(trl_logs):
+    """RULES: only the starvation detector, its warning bar at 0: a share of zero-std groups is always ≥ 0, so the
+    rule holds at every step and opens one warning episode at the 3rd (confirm_steps;
+    tests/integrations/test_trl_on_event.py) — one W&B alert (level WARN), severity 2 at that step."""
+    from collapsewatch.alerts import event_headline
+    from collapsewatch.detectors import DetectorConfig
+    from collapsewatch.ingest.wandb_run import Parser, read
+    from collapsewatch.sinks import SEVERITY_SCALAR, run_verdict
+
+    seen = json.loads((trl_logs / "seen.json").read_text())  # the events watch's on_event was given
+    [folder] = list((trl_logs / "wandb").glob("offline-run-*"))  # one run: TRL's, with the sink's records in it
+    parser = Parser()
+    rows = {r.step: r.values for r in read(folder, parser=parser)}
+    assert any("train/loss" in v or "train/reward" in v for v in rows.values())  # TRL's own metrics
+    first = dict(seen[0], run="tiny")
+    assert first["severity"] == "warning" and first["step_start"] == first["step_end"]
+    assert parser.alerts == [{"level": "WARN", "text": event_headline(first), "wait_duration": "60000",
+                              "title": f"collapsewatch warning: tiny starvation/starvation from step "
+                                       f"{first['step_start']}"}]
+    assert any(v.get(SEVERITY_SCALAR) == 2 for v in rows.values())
+    verdict = run_verdict(trl_logs / "store", "tiny", DetectorConfig.from_dict(RULES))  # the run's own rules
+    assert parser.summary["collapsewatch/verdict"] == verdict["status"]
+    assert parser.summary["collapsewatch/verdict_sentence"] == verdict["sentence"]

@@ -7,7 +7,8 @@ The first run: HF's own callbacks write its logs. ``PrinterCallback`` prints the
 ``tee`` saves), ``TensorBoardCallback`` writes ``OUT/tb``, ``MLflowCallback`` ``OUT/mlruns``, ``TrackioCallback``
 ``OUT/trackio``, ``WandbCallback`` ``OUT/wandb/offline-run-*/run-<id>.wandb`` (offline: nothing is sent), and the
 checkpoint at the last step holds ``trainer_state.json``. It is also watched by collapsewatch (``watch_run``: store
-OUT/store), so its trackers hold the ``collapsewatch/…`` series too.
+OUT/store), so its trackers hold the ``collapsewatch/…`` series too, and its W&B run the W&B sink's alert, severity
+and verdict (the events ``watch``'s ``on_event`` was given: OUT/seen.json).
 
 The second run (``OUT/mlflow-default``) reports to MLflow only and sets no tracking URI, as in most users' runs:
 MLflow 3 then writes ``sqlite:///mlflow.db`` in the working directory (``OUT/mlflow-default``); its own
@@ -22,6 +23,7 @@ A subprocess because trackio and MLflow read their folders from the environment 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -49,11 +51,12 @@ def every_tracker_run(out: Path) -> None:
     trainer = tiny_grpo_trainer(str(out / "trl"), max_steps=STEPS, report_to=["tensorboard", "mlflow", "trackio",
                                 "wandb"], save_strategy="steps", save_steps=STEPS, project="cw", run_name="tiny",
                                 steps_per_generation=2)
-    watch_run(trainer, out / "store")
+    seen = watch_run(trainer, out / "store")
     trainer.train()
     import wandb
 
     wandb.finish()  # returns once W&B's service process has written the run's last records into its file
+    (out / "seen.json").write_text(json.dumps([e.as_row() for e in seen]))
 
 
 def default_mlflow_run(out: Path) -> None:
@@ -76,20 +79,24 @@ def default_mlflow_run(out: Path) -> None:
         trainer.train()
 
 
+RULES = {"enabled": ["starvation"], "starvation": {"warn_frac": 0.0}}
 SENTINELS = [("the cat sat", " on the mat", True), ("a dog ran", " banana", False)]
 
 
-def watch_run(trainer, store: Path) -> None:
+def watch_run(trainer, store: Path) -> list:
     """collapsewatch watches the run as a user's ``watch()`` would, into STORE (run ``tiny``), and adds its
     ``collapsewatch/…`` series to the logs every backend receives (tests/ingest/test_tracker_series.py reads them back).
     Sentinels every 2 steps: scored at global steps 0 and 2, stored at steps 1 and 3. Only the starvation detector,
     with its warning bar at 0: a share of zero-std groups is always ≥ 0, so its rule holds at every step and an
-    episode (warning) opens at step 3, the third step it held (confirm_steps)."""
+    episode (warning) opens at step 3, the third step it held (confirm_steps). The W&B sink writes into the run
+    TRL's ``WandbCallback`` opened; ``on_event`` collects the events (the list returned)."""
     from collapsewatch.detectors import DetectorConfig
     from collapsewatch.integrations.trl import watch
 
-    cfg = DetectorConfig.from_dict({"enabled": ["starvation"], "starvation": {"warn_frac": 0.0}})
-    watch(trainer, store, "tiny", sentinels=SENTINELS, sentinel_every=2, detectors=cfg)
+    seen: list = []
+    watch(trainer, store, "tiny", sentinels=SENTINELS, sentinel_every=2, detectors=DetectorConfig.from_dict(RULES),
+          sinks=["wandb"], on_event=seen.append)
+    return seen
 
 
 if __name__ == "__main__":
