@@ -1,7 +1,10 @@
 """The vLLM rollout engine against the trainer and the HF engine (runs in .venv-vllm: `make test` / `make vllm-env`).
 
-One engine start for the module (~25–60 s on a shared 2-core machine): the warm-started built-in tiny model,
-vLLM in fp32. Bounds: vLLM's CPU kernels and a transformers forward pass agree to ~1e-5 nats per token in fp32
+One engine start for the module: the warm-started built-in tiny model, vLLM in fp32, its engine core in this process
+(``VLLM_ENABLE_V1_MULTIPROCESSING=0``, vLLM's own in-process mode: the same model runner, sampler and weight-reload
+call, without a second process importing torch and vLLM again — 49 → 24 CPU s for this module). The default, the
+engine core in its own process (weights sent to it by ``collective_rpc``), is what tests/vllm_engine/test_vllm_train.py
+runs: the trainer's vLLM engine, synced once. Bounds: vLLM's CPU kernels and a transformers forward pass agree to ~1e-5 nats per token in fp32
 (measured 4.5e-6 greedy, 1.1e-5 at τ = 0.7); 1e-4 leaves room for other CPUs and is 1000× below the 0.1-nat gap
 that a weight change or a temperature mix-up produces.
 """
@@ -28,9 +31,18 @@ def setup():
     policy = load_builtin()
     kb = build_kb(policy.spec.kb)
     _, held_out = kb.split(policy.spec.eval_fraction)
-    engine = VLLMRolloutEngine(policy.model, policy.tokenizer, GREEDY, dtype="float32", seed=0)
-    yield policy.model, policy.tokenizer, held_out[:3], make_env_factory(kb, policy.spec.env), engine
-    engine.close()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        engine = VLLMRolloutEngine(policy.model, policy.tokenizer, GREEDY, dtype="float32", seed=0)
+    try:
+        yield policy.model, policy.tokenizer, held_out[:3], make_env_factory(kb, policy.spec.env), engine
+    finally:
+        engine.close()
+        # vLLM's own reset after an in-process engine (its tests' too): the environment cache the engine core turned
+        # on (it holds VLLM_ENABLE_V1_MULTIPROCESSING=0) and the process group, so later engines start by default
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()
 
 
 def max_gap(batch, logp: torch.Tensor) -> float:

@@ -20,6 +20,11 @@ ARGS = ["--steps", "4", "--run", "vllm-bf16", "--set", "rollout.engine=vllm", "-
 
 @pytest.mark.slow
 def test_train_with_a_bf16_vllm_sampler_stores_the_mismatch(tmp_path):
+    import vllm.envs
+
+    # vLLM's default, the engine core in a process of its own (test_vllm_engine.py's runs in the test's process): the
+    # weight sync below crosses the process boundary
+    assert vllm.envs.VLLM_ENABLE_V1_MULTIPROCESSING
     store = tmp_path / "store"
     assert main([*ARGS, "--store", str(store)]) == 0
     rows = connect(store).execute(
