@@ -99,3 +99,35 @@ def test_trend_of_a_noise_free_line_is_exact():
         h.push(normalise({"step": step, "reward_mean": 1.0 - 0.01 * step}, KINDS))
     t = h.series("reward_mean", 20).trend(0.95)
     assert t.slope == pytest.approx(-0.01) and t.falling and not t.rising
+
+
+def test_theil_sen_by_hand():
+    # x = 0, 1, 2 and y = 0, 1, 3: the pairwise slopes are 1/1, 3/2, 2/1 -> sorted [1, 1.5, 2], median 1.5.
+    # No ties: var = n (n-1) (2n+5) / 18 = 3*2*11/18 = 3.667, sigma = 1.915; confidence 0.9 -> z = ppf(0.05) = -1.645;
+    # upper index min(round((3 + 1.645*1.915)/2) = round(3.07) = 3, 3-1) = 2; lower max(round((3 - 3.15)/2) - 1, 0) = 0
+    from collapsewatch.detectors.history import theil_sen
+
+    assert theil_sen(np.array([0.0, 1.0, 3.0]), np.array([0.0, 1.0, 2.0]), 0.9) == (1.5, 1.0, 2.0)
+    # ties in y lower the variance: y = 1, 1, 1, 2 over x = 0..3 -> one group of t=3: 3*2*11 = 66 off n's 4*3*13 = 156
+    # slopes (6 pairs): 0, 0, 0 (among the ones), 1/3, 1/2, 1 -> sorted [0, 0, 0, 1/3, 1/2, 1], median
+    # (0 + 1/3) / 2 = 1/6; var = (156 - 66)/18 = 5, sigma 2.236; at 0.9: upper min(round((6 + 3.678)/2) = 5, 5) = 5,
+    # lower max(round((6 - 3.678)/2) - 1, 0) = max(1 - 1, 0) = 0 -> (1/6, 0, 1)
+    slope, low, high = theil_sen(np.array([1.0, 1.0, 1.0, 2.0]), np.arange(4.0), 0.9)
+    assert (slope, low, high) == pytest.approx((1 / 6, 0.0, 1.0))
+
+
+def test_theil_sen_is_scipys_theilslopes():
+    # parity with the reference: random windows of the sizes the rules use, continuous and tied values, uneven steps
+    from scipy import stats
+
+    from collapsewatch.detectors.history import theil_sen
+
+    rng = np.random.default_rng(0)
+    for i in range(600):
+        n = int(rng.integers(2, 80))
+        x = np.sort(rng.choice(np.arange(400.0), size=n, replace=False))
+        y = rng.normal(size=n) if i % 2 else rng.integers(0, 4, size=n).astype(float)  # odd: no ties; even: many
+        confidence = (0.8, 0.9, 0.95, 0.99)[i % 4]
+        want = stats.theilslopes(y, x, confidence)
+        got = theil_sen(y, x, confidence)
+        np.testing.assert_array_equal(got, (want.slope, want.low_slope, want.high_slope))
