@@ -45,7 +45,7 @@ def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None
     if not (csv or as_json):  # every run's line kept: the table from those records alone (no pandas, no DuckDB)
         from . import runlines
         from .runlines import COMPUTED_FOOTNOTE
-        from .store.mirror import open_location
+        from .store.opening import open_location
 
         lines, keys = runlines.kept_lines(open_location(store).local)
         if len(lines) == len(keys):
@@ -79,7 +79,7 @@ def sql(store: StoreArg, query: Annotated[str, typer.Argument(help="Read-only SQ
         raise CliError("--max-rows, --max-mb and --timeout must be positive")
     limits = Limits(max_rows=max_rows, max_bytes=int(max_mb * 2**20), timeout_s=timeout)
     sqlproc.prestart(limits.process_bytes)  # the worker imports DuckDB while this process starts
-    from .store.mirror import open_location
+    from .store.opening import open_location
 
     # no Store (its connection is not needed) and no DuckDB here: the worker checks the query before it lists a file
     table, cut = sqlproc.user_query(open_location(store).local, query, limits)
@@ -128,7 +128,7 @@ def export(store: StoreArg,
         if not eq or not key.strip():
             raise CliError(f"--catalog-property {item!r}: expected KEY=VALUE")
         props[key.strip()] = value
-    from .store.views import store_root
+    from .store.opening import store_root
 
     store_root(store)  # not a store: said before any catalog is opened
     cat = open_catalog(catalog, catalog_uri, warehouse, props)

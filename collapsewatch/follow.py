@@ -27,8 +27,8 @@ from .judge import judge, unknown_run_message
 from .report import event_object, verdict_object
 from .sinks import News, Sink, Sinks
 from .store import Store
+from .store.opening import StoreNotFoundError
 from .store.queries import run_rows
-from .store.views import StoreNotFoundError
 
 EXIT_CRITICAL = 2
 """Exit code of ``watch`` when a critical event was reported (0: none; 1: an error)."""

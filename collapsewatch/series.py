@@ -155,8 +155,8 @@ class StoreSnapshots:
 
     def read(self) -> Snapshot | None:
         """The newest snapshot (the previous one while no new step is finished, None before the first)."""
+        from .store.opening import StoreNotFoundError
         from .store.queries import Store, event_severities, step_rows
-        from .store.views import StoreNotFoundError
 
         if self._store is None:
             try:

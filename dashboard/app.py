@@ -69,7 +69,7 @@ def create_app(store: str | Path) -> dash.Dash:
 def wait_for_store(store: str | Path, poll_s: float = 1.0, say: Callable[[str], None] = print) -> Path:
     """Return once ``store`` is a collapsewatch store. A folder that does not exist yet, or has no ``_schema`` yet,
     is waited for (a run about to start creates it), saying so once; a path that is a file is an error."""
-    from collapsewatch.store.views import StoreNotFoundError
+    from collapsewatch.store.opening import StoreNotFoundError
 
     if Path(store).expanduser().is_file():
         raise StoreNotFoundError(f"store {str(store)!r} is a file, not a store folder")

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from . import mirror, segments
-from .views import open_location
+from .opening import open_location
 from .writer import ensure_schema
 
 

@@ -276,3 +276,10 @@ def writer(store: str | os.PathLike, spool: str | os.PathLike | None = None) -> 
         return Location(Path(store))
     remote = parse_url(store)
     return Location(Path(spool) if spool is not None else spool_dir(remote), remote)
+
+
+def not_found():
+    """Arrow's "no such object" file type (imported here: a folder store's readers never need Arrow's filesystems)."""
+    import pyarrow.fs as pafs
+
+    return pafs.FileType.NotFound

@@ -41,6 +41,7 @@ from .location import (
     _parquet_tail,
     is_url,
     mirror_dir,
+    not_found,
     parse_url,
     published,
 )
@@ -70,13 +71,6 @@ def install_lock(mirror: Path, exclusive: bool) -> Iterator[None]:
         finally:
             lazy.enter_shared(0 if exclusive else -1)
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _not_found():
-    """Arrow's "no such object" file type (imported here: a folder store's readers never need Arrow's filesystems)."""
-    import pyarrow.fs as pafs
-
-    return pafs.FileType.NotFound
 
 
 def is_mirror(root: Path) -> bool:
@@ -205,7 +199,7 @@ def _stage(remote: Remote, mirror: Path, rel: str, size: int, mtime: int) -> Pat
         data = remote._read(rel)
     except OSError:
         # S3 says RESOURCE_NOT_FOUND, not FileNotFoundError; any other failure is the endpoint's and is raised
-        if remote.fs.get_file_info(remote.key(rel)).type == _not_found():
+        if remote.fs.get_file_info(remote.key(rel)).type == not_found():
             return GONE
         raise
     lazy.count(len(data))
@@ -291,7 +285,7 @@ def _replaced_remote(remote: Remote, rel: str) -> set[str] | None:
             meta = pq.read_schema(pa.BufferReader(b"PAR1" + tail)).metadata or {}
             _footers[(remote.url, rel)] = set(json.loads(meta.get(REPLACES_KEY, b"[]")))
         except OSError:
-            if remote.fs.get_file_info(remote.key(rel)).type == _not_found():
+            if remote.fs.get_file_info(remote.key(rel)).type == not_found():
                 return None
             raise  # the endpoint's failure: this sync fails, the mirror stays as it was
         except (ValueError, TypeError, pa.ArrowException):
@@ -403,24 +397,3 @@ def need(mirror: Path, tables: list[str] | tuple[str, ...], run: str | None = No
         missing = ", ".join(sorted(wanted - state.held.keys())[:3])
         raise lazy.NotHeld(f"{mirror}: {missing} not in the mirror; read again")
     fetch_scopes(mirror, wanted_tables, run)
-
-
-class StoreNotFoundError(FileNotFoundError):
-    pass
-
-
-def open_location(store: str | Path) -> Location:
-    """Where a reader reads the store: the resolved folder, or for a URL its local mirror synced now
-    (:func:`reader`); StoreNotFoundError saying why it is not a store."""
-    where = reader(store)
-    root = where.local
-    if not root.is_dir():
-        raise StoreNotFoundError(f"store {str(store)!r} does not exist or is not a directory")
-    if not (root / "_schema").is_dir():
-        raise StoreNotFoundError(f"{str(store)!r} is not a collapsewatch store (no _schema folder)")
-    return where  # never written to: an older store's _schema is stood in for (segments.schema_file)
-
-
-def store_root(store: str | Path) -> Path:
-    """The local folder a reader reads (``open_location``)."""
-    return open_location(store).local

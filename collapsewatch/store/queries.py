@@ -28,11 +28,12 @@ from ..catalogue import ALL_STEP_COLUMNS
 from ..detectors.events import EVENT_COLUMNS
 from . import location, mirror, segments
 from .migrations import TABLES
+from .opening import open_location
 from .sandbox import Limits, ReadOnlyQueryError
 from .segments import raced
 from .sqlproc import run_user_sql
 from .summaries import RUN_COLUMNS, STEP_STATS, run_summary, runs_summary  # noqa: F401  (the API's names)
-from .views import VIEW_ORDER, create_views, episodes_sql, open_location, runs_sql, view_sql, views_named
+from .views import VIEW_ORDER, create_views, episodes_sql, runs_sql, view_sql, views_named
 from .writer import check_run_name, valid_run_name
 
 STEP_COLUMNS: frozenset[str] = frozenset(ALL_STEP_COLUMNS)

@@ -30,8 +30,6 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,8 +115,7 @@ def check_select_only(sql: str) -> list[str]:
     if _depth(sql) > MAX_DEPTH:  # before DuckDB parses it: its parser and the tree check both recurse
         raise ReadOnlyQueryError(f"refused: the query nests more than {MAX_DEPTH} levels of parentheses")
     try:
-        with _parser() as con:
-            statements = [s.query for s in con.extract_statements(sql)]
+        statements = [s.query for s in _parser().extract_statements(sql)]
     except duckdb.Error as e:
         raise ValueError(f"malformed SQL: {str(e).splitlines()[0]}") from e
     if not statements:
@@ -163,32 +160,24 @@ def _lock_down(con: duckdb.DuckDBPyConnection, limits: Limits) -> None:
         con.execute(stmt)
 
 
-_parse_db: list[duckdb.DuckDBPyConnection] = []  # one in-memory database that only parses (a new one: ~30 ms)
-_parse_lock = threading.Lock()
+_local = threading.local()  # each thread's parse database: (pid, connection); a new one costs ~30 ms
+_inherited: list = []
 
 
-@contextmanager
-def _parser() -> Iterator[duckdb.DuckDBPyConnection]:
-    """The connection that parses user SQL (``extract_statements``, ``json_serialize_sql`` with the text bound as
-    a parameter: nothing is executed, and nothing of it outlives the call), one caller at a time."""
-    with _parse_lock:
-        if not _parse_db:
-            _parse_db.append(duckdb.connect(":memory:"))
-        yield _parse_db[0]
-
-
-def _forget_parser() -> None:  # a forked child makes its own: the parent's database and lock are not its to use
-    global _parse_lock
-    _parse_db.clear()
-    _parse_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_parser)
+def _parser() -> duckdb.DuckDBPyConnection:
+    """This thread's connection that parses user SQL (``extract_statements``, ``json_serialize_sql`` with the text
+    bound as a parameter: nothing is executed, and nothing of it outlives the call). A forked child makes its own
+    and keeps the parent's unclosed (closing a database in a forked child can crash it)."""
+    held = getattr(_local, "db", None)
+    if held is None or held[0] != os.getpid():
+        if held is not None:
+            _inherited.append(held)
+        held = _local.db = (os.getpid(), duckdb.connect(":memory:"))
+    return held[1]
 
 
 def _tree(statement: str) -> dict:
-    with _parser() as con:
-        return json.loads(con.execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0])
+    return json.loads(_parser().execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0])
 
 
 def read_tables(root: Path, statement: str) -> list[str]:

@@ -22,7 +22,8 @@ from ..catalogue import LOGGED_REPEAT, LOGGED_SCALARS, LOGGED_STANDINS, scalar_c
 from ..detectors import events
 from . import mirror
 from .migrations import TABLES
-from .mirror import StoreNotFoundError, install_lock, open_location, store_root  # noqa: F401  (importable here)
+from .mirror import install_lock
+from .opening import store_root
 from .segments import files_scan, read_until_stable, readable_dirs, scan_sql, schema_file
 
 RANK_STATUS = """CASE WHEN status = 'running' AND epoch(now() - updated_at) > 3 * heartbeat_s + 10

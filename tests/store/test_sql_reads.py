@@ -166,3 +166,26 @@ def test_one_run_read_alone_gives_the_rows_of_every_run_read(store, view, monkey
     assert {run for _, run in listed} == {None}
     assert one.schema == every.schema and one.num_rows == every.num_rows
     assert sorted(map(repr, one.to_pylist())) == sorted(map(repr, every.to_pylist()))
+
+
+FORKS = textwrap.dedent("""
+    import os, subprocess, sys
+    from collapsewatch.store.sandbox import check_select_only
+    assert check_select_only("SELECT 1") == ["SELECT 1"]  # this process now holds a parse database
+    for _ in range(3):  # a child forked to run Python before its exec (preexec_fn) must not touch it
+        subprocess.run(["true"], preexec_fn=lambda: None, check=True)
+    pid = os.fork()
+    if pid == 0:  # a forked child that parses makes its own database
+        ok = check_select_only("SELECT 2 AS two") == ["SELECT 2 AS two"]
+        os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status), check_select_only("SELECT 3") == ["SELECT 3"])
+""")
+
+
+def test_a_process_that_parsed_sql_forks_safely():
+    # was: a fork handler closed the parent's parse database in the child, which crashed a child forked with a
+    # preexec_fn (a segmentation fault in `collapsewatch demo`'s and `watch`'s launchers under make test)
+    out = subprocess.run([sys.executable, "-c", FORKS], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "True"]
