@@ -115,11 +115,10 @@ def _row_key(root: Path, run: str) -> list | None:
 
 def kept_run_rows(store: Store, runs: list[str] | None = None) -> pd.DataFrame:
     """``RUN_COLUMNS`` and the lowest rank of every run (or of ``runs``), oldest first, as the ``runs`` view gives
-    them. A run whose
-    status is settled (finished or crashed: no heartbeat can change it while its run-row files stay the same) is
-    read once per set of run-row files and kept between processes (``store.manifest``); the others, and runs not
-    kept yet, are read from their folders (``queries.run_rows``: every run row in one query when many are). A
-    1,000-run store whose runs are kept is read without a query."""
+    them. A run whose status is settled (finished or crashed: no heartbeat can change it while its run-row files
+    stay the same) is read once per set of run-row files and kept between processes (``store.manifest``); the
+    others, and runs not kept yet, are read from their folders (``queries.run_rows``: every run row in one query
+    when many are)."""
     columns = (*RUN_COLUMNS, "rank")
     store.refresh()
     rows, dtypes, stale, keys = [], None, [], {}
