@@ -48,7 +48,7 @@ APP = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_
        "context_settings": {"max_content_width": 120}}
 """``typer.Typer(**APP, …)`` for every app of the CLI. Help and usage errors are click's plain text, wrapped at the
 terminal's width up to 120 columns: text is printed as written (``[base]`` is not read as markup), and ``--help``
-imports no Rich (its panels cost a quarter of a second of imports and layout on every ``--help``)."""
+imports no Rich (its panels took about 0.1 s of imports and layout on every ``--help`` on a quiet 2-core machine)."""
 
 
 class HelpGroup(TyperGroup):
@@ -108,8 +108,8 @@ def print_frame(df, csv: bool = False, as_json: bool = False) -> None:
 
 
 def print_arrow(table, csv: bool = False, as_json: bool = False) -> None:
-    """:func:`print_frame` for an Arrow table (``collapsewatch sql``'s answer): the table needs no pandas (a third of
-    a second of imports); CSV and JSON are written by pandas, as every other command's."""
+    """:func:`print_frame` for an Arrow table (``collapsewatch sql``'s answer): the table needs no pandas (and its
+    imports); CSV and JSON are written by pandas, as every other command's."""
     if csv or as_json:
         print_frame(table.to_pandas(), csv, as_json)
     else:

@@ -262,7 +262,6 @@ class History:
         return out
 
 
-
 def theil_sen(y: np.ndarray, x: np.ndarray, confidence: float) -> tuple[float, float, float]:
     """(slope, low, high): the Theil–Sen slope of ``y`` over ``x`` (the median of the pairwise slopes over pairs
     with distinct ``x``) and its ``confidence`` interval from Kendall's tau (Sen 1968, eq. 2.6; ties in ``x`` and

@@ -65,7 +65,7 @@ def weighted_trend(steps: np.ndarray, values: np.ndarray, weights: np.ndarray, c
     slope = float((w * (x - xm) * (y - ym)).sum() / sxx)
     resid = y - ym - slope * (x - xm)
     var = m / (m - 2) * float((w**2 * (x - xm) ** 2 * resid**2).sum()) / sxx**2  # HC1 sandwich, one point a cluster
-    from scipy import stats  # (here: half a second of imports that a command reading kept verdicts never pays)
+    from scipy import stats  # (here: a command that reads kept verdicts never imports scipy)
 
     half = float(stats.t.ppf(0.5 + confidence / 2, m - 2)) * float(np.sqrt(var))
     return Trend(slope, slope - half, slope + half, m)
