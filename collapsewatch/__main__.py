@@ -1,5 +1,5 @@
 """`python -m collapsewatch ...` (what torchrun launches: `torchrun ... -m collapsewatch train ...`)."""
 
-from .cli import main
+from .launch import main
 
 main()

@@ -72,3 +72,45 @@ assert "refused: the store is read-only here" in err.getvalue(), err.getvalue()
 assert "│ 42 │" in out.getvalue(), out.getvalue()
 """
     assert _loaded(code) == ["numpy", "pyarrow"]
+
+
+def test_sql_starts_its_worker_before_the_command_line_imports(tmp_path) -> None:
+    # the entry point (`collapsewatch.launch`, the console script and `python -m collapsewatch`) starts the SQL
+    # worker before Typer and the commands are imported, so the worker's imports overlap them; the check can fail:
+    # with the worker started by the `sql` command itself, typer is already loaded when it spawns
+    from collapsewatch.store.writer import init_store
+
+    init_store(tmp_path / "store")
+    code = f"""
+import contextlib, io, sys
+from collapsewatch.store import sqlproc
+seen = []
+spawn = sqlproc._spawn
+sqlproc._spawn = lambda: (seen.append("typer" in sys.modules), spawn())[1]
+from collapsewatch.launch import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main(["sql", {str(tmp_path / "store")!r}, "SELECT 41 + 1 AS x"])
+    except SystemExit:
+        pass
+assert "│ 42 │" in out.getvalue(), out.getvalue()
+assert seen == [False], seen  # one worker, started before typer was imported, and it answered
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_other_commands_start_no_worker() -> None:
+    code = """
+import contextlib, io
+from collapsewatch.launch import main
+with contextlib.redirect_stdout(io.StringIO()):
+    for argv in (["--help"], ["sql", "--help"]):
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+import sys
+assert "collapsewatch.store.sqlproc" not in sys.modules
+"""
+    assert _loaded(code) == []

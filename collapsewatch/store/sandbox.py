@@ -176,6 +176,13 @@ def _parser() -> duckdb.DuckDBPyConnection:
     return held[1]
 
 
+def warm_up() -> None:
+    """What a process's first query pays once, paid ahead (the SQL worker calls it before it waits for a query):
+    this thread's parse database with one parse, and DuckDB's first connection (a throwaway one)."""
+    _tree("SELECT 1")
+    duckdb.connect(":memory:").close()
+
+
 def _tree(statement: str) -> dict:
     return json.loads(_parser().execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0])
 

@@ -265,6 +265,7 @@ def main() -> None:
     stdout = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
+    sandbox.warm_up()  # the parse database and DuckDB's first connection, while the caller still starts up
     first = _read(stdin)
     if first is None:
         return
