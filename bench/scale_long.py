@@ -41,6 +41,9 @@ def probe(store: Path, run: str, compare: int) -> dict[str, float]:
     out: dict[str, float] = {}
     state.configure(store)
     if compare:
+        from dashboard.app import create_app
+
+        create_app(str(store))  # pages register with an app
         from dashboard.pages import compare as page
 
         runs = queries.run_names(Store(store))

@@ -231,7 +231,7 @@ class EventLog:
 
 _lock = threading.Lock()
 _entries: OrderedDict[tuple, Any] = OrderedDict()
-MAX_RUNS = 16
+MAX_RUNS = 128  # cached objects (step histories, episode logs, token indexes): a compare of 50 runs holds 100
 
 
 def _entry(key: tuple, make: Callable[[], Any]) -> Any:

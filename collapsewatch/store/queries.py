@@ -243,23 +243,31 @@ def run_names(store: Store) -> list[str]:
 def run_info(store: Store, run: str) -> dict[str, Any] | None:
     """Status, objective, config and versions (parsed), ranks and world size of one run; None when the run is
     unknown."""
-    if not store.has_run(run):
-        return None
+    return run_infos(store, [run])[run]
+
+
+def run_infos(store: Store, runs: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+    """:func:`run_info` of each of ``runs``, in one query over their folders alone (a compare of 50 runs reads
+    them at once)."""
+    out: dict[str, dict[str, Any] | None] = {run: None for run in runs}
+    known = [run for run in dict.fromkeys(runs) if store.has_run(run)]
+    if not known:
+        return out
+    ranks = " UNION ALL ".join(f"SELECT * FROM ({store.run_view('run_ranks', run)})" for run in known)
     df = store.query(f"""
-SELECT status, objective, config, versions, rank, world_size, ranks_seen, started_at, updated_at
-FROM ({runs_sql(store.run_view("run_ranks", run))})""")
-    if df.empty:
-        return None
-    row = df.iloc[0].to_dict()
-    if pd.isna(row["rank"]):
-        return None
-    for k in ("config", "versions"):
-        try:
-            row[k] = json.loads(row[k]) if row[k] else {}
-        except ValueError:
-            row[k] = {}
-    row["rank"] = int(row["rank"])
-    return row
+SELECT run, status, objective, config, versions, rank, world_size, ranks_seen, started_at, updated_at
+FROM ({runs_sql(ranks)})""")
+    for row in df.astype(object).where(df.notna(), None).to_dict("records"):  # NULL as None, whatever the others
+        if row["rank"] is None:
+            continue
+        for k in ("config", "versions"):
+            try:
+                row[k] = json.loads(row[k]) if row[k] else {}
+            except ValueError:
+                row[k] = {}
+        row["rank"] = int(row["rank"])
+        out[row.pop("run")] = row
+    return out
 
 
 def step_rows(store: Store, run: str, columns: list[str] | tuple[str, ...], *, after: int = -1,

@@ -89,11 +89,12 @@ def draw(runs: list[str] | None, metrics: list[str] | None, smooth: int | None =
     if not runs or not metrics:
         return charts.compare_figure(pd.DataFrame(), runs, metrics), "", "", metrics
     with state.borrow() as s:
-        df = _rows(s, runs, metrics)
+        infos = queries.run_infos(s, runs)
+        df = _rows(s, runs, metrics, infos)
         events = _events(s, runs)
         colours = charts.run_colours(list(reversed(queries.run_names(s))))
-        configs = {r: (queries.run_info(s, r) or {}).get("config") or {} for r in runs}
-        anchors = _rows(s, runs, ["reward_mean"]) if align == "collapse" else events
+        configs = {r: (infos[r] or {}).get("config") or {} for r in runs}
+        anchors = _rows(s, runs, ["reward_mean"], infos) if align == "collapse" else events
     offsets, note = _offsets(runs, anchors, align)
     unaligned = {r: ALIGN[align] for r in runs if align in ANCHORED and r not in offsets}
     fig = charts.compare_figure(df, runs, metrics, smooth, colours, offsets, events, log or [], unaligned)
@@ -140,13 +141,14 @@ def download(_: int, runs: list[str] | None, metrics: list[str] | None):
     return tables.csv_download(df[cols].to_dict("records") if len(df) else [], cols, "compare.csv")
 
 
-def _rows(s, runs: list[str], metrics: list[str]) -> pd.DataFrame:
-    """Metrics of the overview come from the runs' cached histories; others are read from the store."""
+def _rows(s, runs: list[str], metrics: list[str], infos: dict[str, dict | None] | None = None) -> pd.DataFrame:
+    """Metrics of the overview come from the runs' cached histories; others are read from the store. ``infos``:
+    each run's ``queries.run_info`` when the caller has read it already."""
     if not set(metrics) <= set(COLUMNS):
         return queries.compare_rows(s, runs, metrics)
     parts = []
     for run in runs:
-        info = queries.run_info(s, run)
+        info = infos[run] if infos is not None and run in infos else queries.run_info(s, run)
         if info is not None:
             rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
             parts.append(rows[["step", *metrics]].assign(run=run))

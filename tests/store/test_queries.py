@@ -79,6 +79,17 @@ def test_run_info_parses_config_and_lowest_rank(store):
     assert queries.run_info(store, "nope") is None
 
 
+def test_run_infos_reads_several_runs_at_once(store):
+    # one query for "a" and "b" gives each run's own row: "a" rank 0 running with its config, "b" rank 1 finished
+    # and no config ({}); an unknown name and a name no run can have map to None; a repeated name is read once
+    infos = queries.run_infos(store, ["b", "a", "nope", "../x", "a"])
+    assert list(infos) == ["b", "a", "nope", "../x"]
+    assert infos["a"]["status"] == "running" and infos["a"]["config"]["lr"] == 1e-6 and infos["a"]["rank"] == 0
+    assert infos["b"]["status"] == "finished" and infos["b"]["config"] == {} and infos["b"]["rank"] == 1
+    assert infos["nope"] is None and infos["../x"] is None
+    assert infos["a"] == queries.run_info(store, "a") and infos["b"] == queries.run_info(store, "b")
+
+
 def test_step_rows_after_and_scalars_only_step(store):
     df = queries.step_rows(store, "a", ["reward_mean", "grad_norm"], after=7)
     assert df["step"].tolist() == [8, 9, 10]
