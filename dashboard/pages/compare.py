@@ -6,6 +6,8 @@ URL: ``/compare?runs=a,b&metrics=reward_mean,grad_norm&smooth=16&align=collapse&
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import dash
 import pandas as pd
 from dash import Input, Output, State, callback, dcc, html
@@ -35,21 +37,27 @@ def _events(s, runs: list[str]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def default_runs(names: list[str], events: pd.DataFrame, n: int = 3) -> list[str]:
-    """The ``n`` newest runs, with a healthy baseline (a run never critical) among them when the store has one."""
+def default_runs(names: list[str], critical: Callable[[str], bool], n: int = 3) -> list[str]:
+    """The ``n`` newest runs, with a healthy baseline (a run never critical) among them when the store has one.
+    ``critical(run)`` is asked newest first and only until a healthy run is found: opening the page judges the
+    newest runs, not the store."""
     chosen = names[:n]
-    critical = set(events.loc[events["severity"] == "critical", "run"]) if not events.empty else set()
-    healthy = [r for r in names if r not in critical]
-    if healthy and not any(r in healthy for r in chosen):
-        chosen = chosen[:n - 1] + [healthy[0]]
-    return chosen
+    if any(not critical(r) for r in chosen):
+        return chosen
+    healthy = next((r for r in names[n:] if not critical(r)), None)
+    return chosen if healthy is None else chosen[:n - 1] + [healthy]
+
+
+def _critical(s, run: str) -> bool:
+    events = judge(s, run).events
+    return bool(len(events)) and bool((events["severity"] == "critical").any())
 
 
 def layout(runs: str | None = None, metrics: str | None = None, smooth: str | None = None, align: str = "start",
            log: str | None = None, **_: str) -> html.Div:
     with state.borrow() as s:
         names = queries.run_names(s)
-        chosen = [r for r in runs.split(",") if r in names] if runs else default_runs(names, _events(s, names))
+        chosen = [r for r in runs.split(",") if r in names] if runs else default_runs(names, lambda r: _critical(s, r))
     picked = [m for m in metrics.split(",") if m in NUMERIC] if metrics else list(DEFAULT_METRICS)
     window = int(smooth) if smooth and smooth.isdigit() and int(smooth) in SMOOTHING else DEFAULT_SMOOTH
     return html.Div([

@@ -57,6 +57,28 @@ def test_layouts_render(app, served):
     assert ids.SW_GRID in _text(sweep.layout()) and "[healthy](/run/healthy)" in _text(sweep.layout(runs="heal"))
 
 
+def test_compare_default_runs_judge_the_newest_until_a_healthy_one(app):
+    from collapsewatch.dashboard.pages import compare
+
+    asked: list[str] = []
+
+    def critical(run: str) -> bool:
+        asked.append(run)
+        return run.startswith("c")
+
+    # newest first: c1, c2, h1 are the 3 newest and h1 is healthy: they are the default, and only they are judged
+    assert compare.default_runs(["c1", "c2", "h1", "h2", "c3"], critical) == ["c1", "c2", "h1"]
+    assert asked == ["c1", "c2", "h1"]
+    # the 3 newest all critical: the newest healthy run (h1) replaces the third; c5 is never judged
+    asked.clear()
+    assert compare.default_runs(["c1", "c2", "c3", "c4", "h1", "c5"], critical) == ["c1", "c2", "h1"]
+    assert asked == ["c1", "c2", "c3", "c4", "h1"]
+    # no healthy run at all: the 3 newest; fewer runs than 3: all of them
+    assert compare.default_runs(["c1", "c2", "c3", "c4"], critical) == ["c1", "c2", "c3"]
+    assert compare.default_runs(["h1"], critical) == ["h1"]
+    assert ids.CMP_GRAPH in _text(compare.layout())  # the page over a store, with its default runs
+
+
 def test_callbacks(app, served):
     from collapsewatch.dashboard.pages import compare, overview, sql, tokens
 
