@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import threading
 import time
 import uuid
@@ -154,11 +155,26 @@ def clear() -> None:
 
 def run_folders(root: Path) -> list[str]:
     """The names of the store's run folders (those with a ``runs`` folder), sorted."""
+    return sorted(runs_folder_mtimes(root))
+
+
+def runs_folder_mtimes(root: Path) -> dict[str, int]:
+    """Each run folder's name → the mtime of its ``runs`` folder (a run row added or replaced changes it)."""
+    out = {}
     try:
-        return sorted(e.name for e in os.scandir(root)
-                      if e.is_dir() and not e.name.startswith((".", "_")) and os.path.isdir(os.path.join(e.path, "runs")))
+        entries = list(os.scandir(root))
     except FileNotFoundError:
-        return []
+        return out
+    for e in entries:
+        if e.name.startswith((".", "_")) or not e.is_dir():
+            continue
+        try:
+            st = os.stat(f"{e.path}/runs")
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            out[e.name] = st.st_mtime_ns
+    return out
 
 
 TABLED = ("runs", "step_metrics", "scalars", "events")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from datetime import datetime, timezone
 
 import numpy as np
@@ -70,6 +71,37 @@ def test_run_rows_status_and_lowest_rank(store):
     assert df.loc["a", "status"] == "running" and df.loc["b", "status"] == "finished"
     assert df.loc["a", "objective"] == "grpo" and df.loc["a", "rank"] == 0 and df.loc["b", "rank"] == 1
     assert queries.run_names(store) == ["b", "a"]  # most recently started first
+
+
+def test_run_names_reads_a_run_row_again_only_when_its_folder_changed(tmp_path, monkeypatch):
+    import os
+
+    from collapsewatch.store.manifest import SETTLE_NS
+
+    root = tmp_path / "s"
+    for i, run in enumerate(["old", "mid", "new"]):  # started in this order: newest first is new, mid, old
+        w = StoreWriter(root, run, heartbeat_s=3600)
+        _steps(w, [0], reward_mean=[0.5], on_policy=[True])
+        w.flush(status="finished")
+        for path in (root / run / "runs", *(root / run / "runs").iterdir()):  # settled: changed 10 s + i ago
+            os.utime(path, ns=(time.time_ns() - SETTLE_NS * 5 + i, time.time_ns() - SETTLE_NS * 5 + i))
+    (root / "empty" / "runs").mkdir(parents=True)  # a run folder with no run row: not a run of the runs view
+    os.utime(root / "empty" / "runs", ns=(time.time_ns() - SETTLE_NS * 5, time.time_ns() - SETTLE_NS * 5))
+    s = Store(root)
+    sql_order = s.query("SELECT run FROM runs ORDER BY started_at DESC, run")["run"].tolist()
+    assert queries.run_names(s) == sql_order == ["new", "mid", "old"]
+
+    def no_read(*a, **k):
+        raise AssertionError("a run row was read")
+
+    with monkeypatch.context() as m:  # nothing changed: the runs' starts are known, no run row is read
+        m.setattr(s, "query", no_read)
+        assert queries.run_names(s) == ["new", "mid", "old"]
+    w = StoreWriter(root, "newest", heartbeat_s=3600)  # a new run: read (its folder is new), listed first
+    _steps(w, [0], reward_mean=[0.5], on_policy=[True])
+    w.flush(status="finished")
+    assert queries.run_names(s) == ["newest", "new", "mid", "old"]
+    s.close()
 
 
 def test_run_info_parses_config_and_lowest_rank(store):
