@@ -112,8 +112,7 @@ def _sync(remote: Remote, mirror: Path, want: set[str]) -> bool:
             if (broken := _broken(remote, mirror, listing, staged)) is None:
                 continue  # a merged segment of this listing is gone: list again
             for marker in broken:
-                stem = marker.rsplit("/", 1)[-1]
-                run = marker.split("/", 1)[0]
+                run, stem = marker.split("/", 1)[0], marker.rsplit("/", 1)[-1]
                 for rel in [r for r in visible if r.startswith(f"{run}/") and r.endswith(f"/{stem}.parquet")]:
                     del visible[rel]
             new = lazy.State({"url": remote.url, "listing": {r: list(v) for r, v in visible.items()},
@@ -359,24 +358,25 @@ def reader(store: str | os.PathLike) -> Location:
     return loc
 
 
-_synced: dict[Path, tuple[float, int]] = {}  # mirror -> (when this process last synced it, generation)
-
+_synced: dict[Path, tuple[float, int, float]] = {}  # mirror -> (when this process last synced it, generation, took)
+SYNC_SHARE = 4.0  # syncs ≥ this × the last one's duration apart: listing takes ≤ 1/5 of a reader's time, any bucket
 
 def refresh(loc: Location, max_age: float = 0.0) -> int:
-    """Sync a reader's mirror unless this process synced it less than ``max_age`` seconds ago (every ``Store`` of a
-    dashboard shares one sync a second); returns the mirror's generation, which changes when its files do. No-op
-    (0) for a folder store; an unreachable endpoint or bucket is one clear error."""
+    """Sync a reader's mirror unless this process synced it less than ``max_age`` (> 0: or ``SYNC_SHARE`` × that
+    sync's duration) seconds ago; returns the mirror's generation, which changes when its files do. No-op (0) for a
+    folder store; an unreachable endpoint or bucket is one clear error."""
     if loc.remote is None:
         return 0
-    when, generation = _synced.get(loc.local, (float("-inf"), 0))
-    if time.monotonic() - when < max_age:
+    when, generation, took = _synced.get(loc.local, (float("-inf"), 0, 0.0))
+    if time.monotonic() - when < (max(max_age, SYNC_SHARE * took) if max_age > 0 else 0.0):
         return generation
+    start = time.monotonic()
     try:
         changed = sync(loc.remote, loc.local)
     except OSError as e:
         raise FileNotFoundError(f"store {loc.remote.url!r} cannot be read: {str(e).splitlines()[0]}") from e
     generation += changed
-    _synced[loc.local] = (time.monotonic(), generation)
+    _synced[loc.local] = (time.monotonic(), generation, time.monotonic() - start)
     return generation
 
 

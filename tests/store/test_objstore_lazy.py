@@ -202,3 +202,31 @@ def test_a_reader_reads_while_a_writer_publishes(reader):
     assert not errors, errors
     assert reads >= 2 and last <= 20
     assert len(Store(url).query("SELECT * FROM step_metrics WHERE run = 'live'")) == 20
+
+
+def test_a_reader_lists_the_bucket_at_most_every_sync_share_times_its_last_listing(reader):
+    # a sync lists the whole bucket; a reader asks for one at most every SYNC_S (1 s) and, when the last one took
+    # longer, every SYNC_SHARE (4) × its duration: with a last sync that took 100 s, a refresh 1.1 s later syncs
+    # nothing (at most 1/5 of the reader's time listing); one that took 0 s: the refresh after 1.1 s syncs;
+    # max_age 0 (a forced sync) always does
+    import time
+
+    from collapsewatch.store import mirror
+    from collapsewatch.store.queries import SYNC_S
+
+    url, _ = reader
+    s = Store(url)
+    loc = s.where
+    when, generation, _ = mirror._synced[loc.local]
+    mirror._synced[loc.local] = (when, generation, 100.0)
+    time.sleep(SYNC_S + 0.1)
+    s.refresh()
+    assert mirror._synced[loc.local][0] == when  # 1.1 s < 4 × 100 s: not synced
+    mirror._synced[loc.local] = (when, generation, 0.0)
+    s.refresh()
+    again = mirror._synced[loc.local][0]
+    assert again > when  # 1.1 s > max(1 s, 4 × 0 s): synced
+    mirror._synced[loc.local] = (again, generation, 100.0)
+    mirror.refresh(loc, 0.0)
+    assert mirror._synced[loc.local][0] > again  # forced
+    s.close()
