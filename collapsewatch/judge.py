@@ -34,17 +34,29 @@ from .detectors.rules import rules_digest
 from .judged import Judgement
 from .offline import run_steps
 from .reward import drill_of
-from .store.queries import Store, run_events, run_info, run_segment_files, step_rows
+from .store import mirror
+from .store.queries import BULK, Store, run_events, run_info, run_segment_files, step_rows
 from .verdict import verdict
 
 COMPUTED = "computed"
 """``source`` of episodes computed on read (never stored)."""
 
 
+KEY_TABLES = ("runs", "step_metrics", "scalars", "events")
+"""The tables a run's judgement is derived from."""
+
+
+def fetch_keys(store: Store, runs: list[str]) -> None:
+    """Before judging many ``runs`` of an object store: every run's ``KEY_TABLES`` fetched into the mirror in one
+    round (each run's own fetch is a download round and a rewrite of the mirror's state)."""
+    if store.where.remote is not None and len(runs) > BULK:
+        mirror.need(store.root, KEY_TABLES, None)
+
+
 def key_files(store: Store, run: str) -> tuple:
     """(path, size) of each run-row, step, scalar and event segment of ``run``, per table: what a judgement of the run
     is derived from (segments are immutable with unique names)."""
-    return tuple(tuple(f) for f in run_segment_files(store, run, ("runs", "step_metrics", "scalars", "events")))
+    return tuple(tuple(f) for f in run_segment_files(store, run, KEY_TABLES))
 
 
 _lock = threading.Lock()

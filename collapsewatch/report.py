@@ -22,7 +22,7 @@ import pandas as pd
 from . import judged, runlines
 from .alerts import event_message, event_payload
 from .detectors.events import SEVERITY_RANK
-from .judge import Judgement, judge, key_files, summary
+from .judge import Judgement, fetch_keys, judge, key_files, summary
 from .runlines import COMPUTED_FOOTNOTE  # noqa: F401  (importable here)
 from .store import queries
 from .store.manifest import load_record, run_folders, save_record
@@ -154,6 +154,7 @@ def runs_table(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     (``_step_stats``, ``judge.summary``), computed from its folder alone when new."""
     lines, keys = runlines.kept_lines(store.root)
     stale = [run for run in keys if run not in lines]
+    fetch_keys(store, stale)
     for r in (kept_run_rows(store, stale) if stale else pd.DataFrame()).to_dict("records"):
         compact, full = _line(store, r)
         ts = full["started_at"]

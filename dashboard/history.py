@@ -13,7 +13,7 @@ import pandas as pd
 
 from collapsewatch import judged
 from collapsewatch.detectors.rules import rules_digest
-from collapsewatch.judge import judgement, key_files
+from collapsewatch.judge import fetch_keys, judgement, key_files
 from collapsewatch.store import queries
 from collapsewatch.store.manifest import load_record, run_folders, run_signature, save_record
 from collapsewatch.store.queries import Store
@@ -59,6 +59,7 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     stale = [r for r, sig in sigs.items()
              if r not in seen or sig is None or seen[r][0] != sig or seen[r][1]["status"] == "running"]
     if stale:
+        fetch_keys(store, stale)
         base = queries.run_rows(store, stale)
         for r in base.to_dict("records"):
             if r["run"] in stale:

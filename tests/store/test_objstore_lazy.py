@@ -230,3 +230,31 @@ def test_a_reader_lists_the_bucket_at_most_every_sync_share_times_its_last_listi
     mirror.refresh(loc, 0.0)
     assert mirror._synced[loc.local][0] > again  # forced
     s.close()
+
+
+def test_judging_many_runs_fetches_their_tables_in_one_round(reader):
+    # judge.fetch_keys, before the runs page or `runs` judges more than BULK runs of an object store: the run rows,
+    # step_metrics, scalars and events segments of every run (by hand, from the listing) in one fetch; judging each
+    # run afterwards fetches nothing more. A list of at most BULK runs fetches nothing here (each run's judgement
+    # fetches its own tables)
+    from collapsewatch.judge import KEY_TABLES, fetch_keys, key_files
+    from collapsewatch.store.queries import BULK
+
+    url, _ = reader
+    listing = published(parse_url(url).list())  # now: an earlier test of this module may have added a run
+    s = Store(url)
+    try:
+        b0, o0 = _fetched()
+        before = _mirrored(s)
+        assert all(rel.startswith("_schema/") for rel in before)  # an open store holds _schema alone
+        fetch_keys(s, list(RUNS))  # 3 ≤ BULK (8)
+        assert _fetched() == (b0, o0)
+        many = [RUNS[i % len(RUNS)] for i in range(BULK + 1)]  # (names may repeat: it is their number that counts)
+        fetch_keys(s, many)
+        want = _of(listing, None, *KEY_TABLES)  # run rows, step_metrics, scalars (no events: detectors off)
+        assert want and set(want) == _mirrored(s) - before and _fetched() == (b0 + sum(want.values()), o0 + len(want))
+        for run in RUNS:
+            key_files(s, run)
+        assert _fetched() == (b0 + sum(want.values()), o0 + len(want))
+    finally:
+        s.close()
