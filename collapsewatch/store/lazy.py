@@ -118,6 +118,13 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+def files_key(mirror: Path) -> tuple | None:
+    """What changes whenever the mirror's files do (a sync or a fetch rewrites ``STATE``; a sync, ``LISTING``):
+    their stats; None for a folder store or a mirror not synced."""
+    key, lkey = _stat(mirror / STATE), _stat(mirror / LISTING)
+    return None if key is None or lkey is None else (*key, *lkey)
+
+
 def load(mirror: Path) -> State | None:
     """The mirror's state (cached while its files are unchanged); None for a folder store or a mirror not synced."""
     key, lkey = _stat(mirror / STATE), _stat(mirror / LISTING)

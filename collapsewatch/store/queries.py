@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..catalogue import ALL_STEP_COLUMNS
 from ..detectors.events import EVENT_COLUMNS
-from . import location, mirror, segments
+from . import lazy, location, mirror, segments
 from .manifest import SETTLE_NS, runs_folder_mtimes
 from .migrations import TABLES
 from .opening import open_location
@@ -71,15 +71,24 @@ class Store:
         # own process) and one run's queries (``run_view``: that run's folder) never bind them
         self._dirty = True
         self._bound: set[str] = set()
+        self._bound_key: tuple | None = None
         allowed = ", ".join("'" + d.replace("'", "''") + "/'" for d in segments.readable_dirs(self.root))
         for stmt in (f"SET allowed_directories = [{allowed}]", "SET enable_external_access = false",
                      "SET lock_configuration = true"):
             self.con.execute(stmt)
 
     def _views(self, views: set[str] | None = None) -> bool:
-        """(Re)create the views (``views`` and what they read, or all); True when a bad or replaced segment is
-        skipped (views list files: a snapshot)."""
-        return create_views(self.con, self.root, views)
+        """(Re)create the views (``views`` and what they read, or all); True when they must be created again before
+        the next query: a table read as a listed snapshot (a bad or replaced segment skipped, or a mirror) shows
+        new segments only then. A mirror's files change only by a sync or a fetch, so its views are created again
+        only after one (``lazy.files_key``), not at every query (at 1,000 runs each costs a listing of them all)."""
+        listed = create_views(self.con, self.root, views)
+        self._bound_key = lazy.files_key(self.root) if self.where.remote is not None else None
+        return listed
+
+    def _stale(self) -> bool:
+        """Whether the bound views may miss files: dirty, and not a mirror unchanged since they were bound."""
+        return self._dirty and (self._bound_key is None or lazy.files_key(self.root) != self._bound_key)
 
     def _wanted(self, sql: str) -> set[str]:
         """The views ``sql`` reads, with the views they read (a name anywhere in the text counts: more, never
@@ -98,7 +107,7 @@ class Store:
             return
         generation = mirror.refresh(self.where, SYNC_S)
         if generation != self._generation:
-            self._generation, self._dirty = generation, True
+            self._generation, self._dirty, self._bound_key = generation, True, None
 
     def query(self, sql: str, params: list | dict | None = None, relist: bool = True) -> pd.DataFrame:
         """Run trusted SQL (the package's own, with parameters) and return a DataFrame.
@@ -112,7 +121,7 @@ class Store:
         wanted = self._wanted(sql)
 
         def read() -> pd.DataFrame:
-            if (self._dirty and (self._bound or wanted)) or not wanted <= self._bound:
+            if (self._stale() and (self._bound or wanted)) or not wanted <= self._bound:
                 self._bound = self._bound | wanted
                 self._dirty = self._views(self._bound)
             try:
@@ -125,7 +134,7 @@ class Store:
                 return self.con.execute(sql, params or []).df()
             except duckdb.Error as e:
                 if raced(e) or isinstance(e, duckdb.InvalidInputException):
-                    self._dirty = True  # list afresh before the next try
+                    self._dirty, self._bound_key = True, None  # list afresh before the next try
                 raise
 
         if not relist:

@@ -258,3 +258,28 @@ def test_judging_many_runs_fetches_their_tables_in_one_round(reader):
         assert _fetched() == (b0 + sum(want.values()), o0 + len(want))
     finally:
         s.close()
+
+
+def test_a_mirrors_views_are_bound_again_only_after_its_files_changed(reader, monkeypatch):
+    # a mirror's views list its files (a snapshot); they are created again only when a sync or a fetch changed the
+    # mirror, not before every query: binding the runs view once, then three queries (one of them per-run, one
+    # store-wide) with no fetch in between create no view; a fetch of run c's step rows (the mirror changed) makes
+    # the next store-wide query create them once more, with the same answer
+    from collapsewatch.store import queries as q
+
+    calls = []
+    real = q.create_views
+    monkeypatch.setattr(q, "create_views", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    url, _ = reader
+    s = Store(url)
+    try:
+        n = s.query("SELECT count(*) AS n FROM runs")["n"][0]
+        assert n >= len(RUNS) and len(calls) == 1
+        s.query("SELECT count(*) AS n FROM runs")
+        q.run_info(s, "a")
+        s.query("SELECT run FROM runs")
+        assert len(calls) == 1
+        q.step_rows(s, "c", ["grad_norm"])  # fetches c's step_metrics and scalars: the mirror's files changed
+        assert s.query("SELECT count(*) AS n FROM runs")["n"][0] == n and len(calls) == 2
+    finally:
+        s.close()
