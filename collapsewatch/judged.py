@@ -120,8 +120,10 @@ def frame_in(d: dict[str, Any]) -> pd.DataFrame:
     for col, dtype, values in zip(columns, d["dtypes"], cells, strict=True):
         if dtype.startswith(("float", "int", "bool")):
             data[col] = np.array([float("nan") if v == "NaN" else v for v in values], dtype=dtype)
-        elif dtype.startswith("datetime"):
-            data[col] = pd.to_datetime(pd.Series(values, dtype=object)).astype(dtype)
+        elif dtype.startswith("datetime"):  # (every value NULL reads as naive: a zoned type is applied as a zone)
+            tz = getattr(pd.api.types.pandas_dtype(dtype), "tz", None)
+            parsed = pd.to_datetime(pd.Series(values, dtype=object), utc=tz is not None)
+            data[col] = (parsed.dt.tz_convert(tz) if tz is not None else parsed).astype(dtype)
         else:
             data[col] = pd.Series(values, dtype=dtype)
     return pd.DataFrame(data, columns=columns)

@@ -210,6 +210,11 @@ def test_a_settled_runs_row_is_kept_and_a_resumed_one_read_again(tmp_path, cache
     again = report.kept_run_rows(Store(root))  # a new process: r's settled row is kept, the running one read
     assert read == [["live", "r"], ["live"]]
     pd.testing.assert_frame_equal(again, wide(Store(root)))
+    # the running run alone (what `runs` reads when every other run's line is kept): its ended_at is NULL, the
+    # only value of a zoned timestamp column, and reads as NaT of that zone (not a TypeError)
+    only = report.kept_run_rows(Store(root), ["live"])
+    pd.testing.assert_frame_equal(only, wide(Store(root)).query("run == 'live'").reset_index(drop=True))
+    assert only["ended_at"].isna().all()
     live.close()
     _write(root, range(3, 5), resume=True)  # r resumed and finished again: its run-row file replaced
     _forget()
