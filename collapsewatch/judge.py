@@ -129,25 +129,33 @@ def run_rules(info: dict) -> str | None:
 
 
 def judgement(store: Store, run: str, info: dict, recorded: pd.DataFrame, rows: pd.DataFrame,
-              config: DetectorConfig | None = None, steps_for_detection: pd.DataFrame | None = None) -> Judgement:
+              config: DetectorConfig | None = None, steps_for_detection: pd.DataFrame | None = None,
+              keep: bool = False) -> Judgement:
     """The judgement from what a caller already holds: the run's ``info`` (``run_info``), its ``recorded``
     episodes and step ``rows`` with ``step`` and ``reward_mean`` (the dashboard's caches). Only when the recorded
     episodes came from other rules are the run's full step rows read (or ``steps_for_detection`` used) and the
-    rules run on them, once per (run, rules, segment files)."""
+    rules run on them, once per (run, rules, segment files). With ``keep`` (``info`` of the run's lowest rank: the
+    dashboard's pages), those episodes are first looked up in the judgement ``judge`` keeps between processes
+    (``runs``, ``detect``), so a run judged there is not judged again by a page."""
     rules = rules_digest(config)
     why = stale_reason(recorded, run_rules(info), rules)
-    computed = False
+    computed, kept = False, None
     if why:
         rank = int(info["rank"])
+        files = key_files(store, run)
+        kept = judged.key(store.root, None, rules, files) if keep else None
 
         def detect() -> pd.DataFrame | None:
+            held = judged.load(store.root, run, kept) if kept is not None else None
+            if held is not None and held.computed:  # judged before, by this process or another
+                return held.events
             steps = steps_for_detection if steps_for_detection is not None else run_steps(store, run, rank)
             if steps.empty:
                 return None
             return pd.DataFrame(events_frame(run, rank, detect_frame(steps, config), COMPUTED, rules),
                                 columns=EVENT_COLUMNS)
 
-        found = _cached(("computed", str(store.root), run, rank, rules, key_files(store, run)), detect)
+        found = _cached(("computed", str(store.root), run, rank, rules, files), detect)
         if found is not None:
             events, computed = found, True
     if not computed:

@@ -102,7 +102,7 @@ def _computed(store: Store, r: dict, columns: tuple[str, ...]) -> dict:
         summary, steps = last_values(full), full[["step", "reward_mean"]]
     # the episodes and verdict every reader shows (collapsewatch.judge): stored, or today's rules' on read
     j = judgement(store, run, {**r, "config": _parsed(r.get("config")), "versions": _parsed(r.get("versions"))},
-                  event_log(store, run).events(store), steps)
+                  event_log(store, run).events(store), steps, keep=True)
     events = j.events
     n_active, flags = active_flags(events, summary["last_step"])
     v = j.verdict  # the run's reward now / best / collapse: the verdict's, the same as `runs` and the run page

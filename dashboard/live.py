@@ -64,7 +64,7 @@ def load(run: str, smooth: int = 1, selected: int | None = None,
         if info is None:
             return None
         rows = history.step_history(s, run, info["rank"], COLUMNS).rows_for(s, info["status"] == "running")
-        j = judgement(s, run, info, history.event_log(s, run).events(s), rows)
+        j = judgement(s, run, info, history.event_log(s, run).events(s), rows, keep=True)
     events = j.recorded if recorded else j.events
     view = {"selected": selected, "budget": token_budget(info["config"]), "smooth": smooth,
             "onset": drill_of(info["config"]), "recorded": recorded}
@@ -149,7 +149,7 @@ def poll(st: dict[str, Any]) -> dict[str, Any]:
         if info is None:
             return same
         rows = history.step_history(s, run, st["rank"], COLUMNS).rows_for(s, info["status"] == "running")
-        j = judgement(s, run, info, history.event_log(s, run).events(s), rows)
+        j = judgement(s, run, info, history.event_log(s, run).events(s), rows, keep=True)
     events = j.recorded if (st.get("view") or {}).get("recorded") else j.events
     new = rows[rows["step"] > st["last"]] if len(rows) else rows
     summary = merge_summaries(st["summary"], summarise(new, COLUMNS))

@@ -222,3 +222,32 @@ def test_a_settled_runs_row_is_kept_and_a_resumed_one_read_again(tmp_path, cache
     assert read[-1] == ["live", "r"]  # both changed since: read again (live finished, r rewritten)
     pd.testing.assert_frame_equal(third, wide(Store(root)))
     assert third.set_index("run").loc["r", "updated_at"] > first.set_index("run").loc["r", "updated_at"]
+
+
+def test_a_page_reads_the_judgement_runs_kept(tmp_path, cache, monkeypatch):
+    # a run whose stored episodes are another rules' (here: the default rules' episodes, read under `other` rules)
+    # is judged on read; `judge` (runs, detect) keeps that judgement between processes, and a page's judgement
+    # (keep=True, the dashboard's) reads its episodes instead of running the detectors again: with detect_frame
+    # made to fail, it still answers, with the same episodes; without keep it would run them (and fail here)
+    from collapsewatch.store import queries
+
+    base = DetectorConfig()
+    other = dataclasses.replace(base, entropy=dataclasses.replace(base.entropy, collapse_frac=0.05))
+    kept = judge.judge(Store(SAMPLE), "grpo-collapse", other)
+    assert kept.computed and len(kept.events)
+    _forget()
+
+    def no_detection(*a, **k):
+        raise AssertionError("the detectors ran again")
+
+    monkeypatch.setattr(judge, "detect_frame", no_detection)
+    s = Store(SAMPLE)
+    info = queries.run_info(s, "grpo-collapse")
+    rows = queries.step_rows(s, "grpo-collapse", ["reward_mean"], rank=info["rank"])
+    page = judge.judgement(s, "grpo-collapse", info, queries.run_events(s, "grpo-collapse"), rows, other, keep=True)
+    assert page.computed
+    pd.testing.assert_frame_equal(page.events, kept.events)
+    assert page.verdict == kept.verdict
+    judge.clear()  # (this process's own cache of the episodes, as a new process)
+    with pytest.raises(AssertionError, match="detectors ran again"):
+        judge.judgement(s, "grpo-collapse", info, queries.run_events(s, "grpo-collapse"), rows, other)
