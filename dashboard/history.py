@@ -14,8 +14,8 @@ import pandas as pd
 from collapsewatch import judged
 from collapsewatch.detectors.rules import rules_digest
 from collapsewatch.judge import fetch_keys, judgement, key_files
-from collapsewatch.store import queries
-from collapsewatch.store.manifest import load_record, run_folders, run_signature, save_record
+from collapsewatch.store import manifest, queries
+from collapsewatch.store.manifest import load_record, run_signature, runs_folder_mtimes, save_record
 from collapsewatch.store.queries import Store
 
 from . import cache
@@ -39,7 +39,10 @@ __all__ = ["EventLog", "Partials", "SegmentIndex", "StepHistory", "TokenIndex", 
 SUMMARY_COLUMNS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "entropy_mean", "on_policy",
                    "ratio_p05_pos", "ratio_p95_pos")
 KIND = "runs-page"
-_tables: dict[tuple[str, tuple[str, ...]], dict[str, tuple[tuple | None, dict]]] = {}
+_tables: dict[tuple[str, tuple[str, ...]], dict[str, tuple[tuple | None, dict, int | None]]] = {}
+ROTATE = 50
+"""Settled runs whose folders a refresh looks at in turn, whether their ``runs`` folder changed or not."""
+_turns = itertools.count()
 _frames: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], pd.DataFrame]] = {}
 _versions = itertools.count(1)
 
@@ -48,14 +51,28 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     """One row per run for the runs page: run rows, step summary (``series.last_values``), events and the
     verdict (:func:`collapsewatch.judge.judgement`), whose reward now / best / collapse step the page shows.
 
-    A refresh reads again only the runs whose folders changed since the last one (``store.summaries.run_signature``: their mtimes) and
-    the running ones, so its cost does not grow with the number of finished runs. A running run's summary comes
+    A refresh reads again only the runs whose folders changed since the last one (``manifest.run_signature``: their
+    mtimes) and the running ones, so its cost does not grow with the number of finished runs. A settled finished
+    run's folders are looked at only when its ``runs`` folder changed (every writer, a resumed one too, replaces its
+    run row there: one ``stat`` a run, ``manifest.runs_folder_mtimes``) and, in turn, ``ROTATE`` runs per refresh
+    (a file copied into a run's folder by hand shows within ``runs / ROTATE`` refreshes). A running run's summary comes
     from its ``StepHistory`` (incremental; warm when its overview is open); a finished run's is computed once per
     set of segment files and rules and kept between processes (``store.manifest``), like its judgement."""
     store.refresh()
     seen = _tables.setdefault((str(store.root), columns), {})
     now = time.time_ns()
-    sigs = {run: run_signature(store.root / run, now) for run in run_folders(store.root)}
+    marks = runs_folder_mtimes(store.root)
+    names = sorted(marks)
+    turn = next(_turns) * ROTATE % max(len(names), 1)
+    checked = set(names[turn:turn + ROTATE]) | set(names[:max(0, turn + ROTATE - len(names))])
+    sigs = {}
+    for run in names:
+        kept = seen.get(run)
+        if (kept is not None and kept[0] is not None and kept[2] == marks[run] and run not in checked
+                and kept[1]["status"] != "running" and marks[run] <= now - manifest.SETTLE_NS):
+            sigs[run] = kept[0]  # settled, its run row not replaced: not looked at again (ROTATE)
+        else:
+            sigs[run] = run_signature(store.root / run, now)
     stale = [r for r, sig in sigs.items()
              if r not in seen or sig is None or seen[r][0] != sig or seen[r][1]["status"] == "running"]
     if stale:
@@ -64,7 +81,7 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
         for r in base.to_dict("records"):
             if r["run"] in stale:
                 row = {**r, **_computed(store, r, columns), RUNS_VERSION: next(_versions)}
-                seen[r["run"]] = (sigs.get(r["run"]), row)
+                seen[r["run"]] = (sigs.get(r["run"]), row, marks.get(r["run"]))
     gone = [r for r in seen if r not in sigs]
     for run in gone:
         del seen[run]

@@ -75,6 +75,7 @@ SQL_RESULT = "sql-result"        # dcc.Store: the last result (records, capped) 
 RUNS_GROUP = "runs-group"        # group by: verdict, status, objective or a config axis
 RUNS_VERDICT = "runs-verdict"    # verdicts shown
 RUNS_GROUPS = "runs-groups"      # one line per group: runs and verdict counts
+RUNS_HELD = "runs-held"          # the token of the rows the runs grid holds (pages.runs.hold)
 
 # sweep
 SW_FILTER = "sw-filter"          # run name prefix or glob

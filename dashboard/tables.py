@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -13,16 +12,13 @@ from . import theme
 from .sweep import BASE, FIELD, Axis, Sweep
 
 
-def age(ts: Any, now: datetime | None = None) -> str:
-    """'12 s ago', '4 min ago', '3 h ago', '2 d ago' (empty for a missing time)."""
+def epoch_ms(ts: Any) -> float | None:
+    """A time as milliseconds since the epoch (None for a missing one): the grids show it as an age in the browser
+    (``runAge`` in ``assets/grid.js``), so a row whose data did not change is never sent again for its age."""
     if ts is None or pd.isna(ts):
-        return ""
-    now = now or datetime.now(timezone.utc)
-    secs = max(0.0, (now - pd.Timestamp(ts).to_pydatetime()).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if secs >= size:
-            return f"{int(secs // size)} {unit} ago"
-    return f"{int(secs)} s ago"
+        return None
+    t = pd.Timestamp(ts)
+    return (t.tz_localize("UTC") if t.tzinfo is None else t).value / 1e6
 
 
 def _clean(v: Any) -> Any:
@@ -51,22 +47,22 @@ again, so a memo of what is derived from the row (``runs_rows``) is kept until t
 _memo: dict[tuple[str, int], dict[str, Any]] = {}
 
 
-def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, Any]]:
+def runs_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
     """One grid row per run of ``history.run_table``, with links to its overview and tokens pages. A run's row whose
-    ``RUNS_VERSION`` was seen before is the one made then, its age recomputed: a refresh makes only the changed
-    runs' rows."""
+    ``RUNS_VERSION`` was seen before is the one made then (the same object): a refresh makes only the changed runs'
+    rows. (Its age is the browser's: ``updated`` holds the time, ``epoch_ms``.)"""
     if df.empty or RUNS_VERSION not in df.columns:
-        return _runs_rows(df, now)
+        return _runs_rows(df)
     keys = list(zip(df["run"], df[RUNS_VERSION], strict=True))
     missing = [i for i, k in enumerate(keys) if k not in _memo]
-    made = dict(zip(missing, _runs_rows(df.iloc[missing], now), strict=True)) if missing else {}
+    made = dict(zip(missing, _runs_rows(df.iloc[missing]), strict=True)) if missing else {}
     rows = []
-    for i, (k, updated) in enumerate(zip(keys, df["updated_at"], strict=True)):
+    for i, k in enumerate(keys):
         row = made.get(i) or _memo.get(k)
         if row is None:  # pruned by another refresh meanwhile
-            row = _runs_rows(df.iloc[[i]], now)[0]
+            row = _runs_rows(df.iloc[[i]])[0]
         _memo[k] = row
-        rows.append({**row, "updated": age(updated, now)})
+        rows.append(row)
     if len(_memo) > 4 * len(keys) + 1024:  # rows of runs re-read since: kept no longer than needed
         live = set(keys)
         for k in [k for k in _memo if k not in live]:
@@ -74,7 +70,36 @@ def runs_rows(df: pd.DataFrame, now: datetime | None = None) -> list[dict[str, A
     return rows
 
 
-def _runs_rows(df: pd.DataFrame, now: datetime | None) -> list[dict[str, Any]]:
+def grid_changes(held: tuple[tuple[str, ...], dict[str, Any]] | None, names: list[str], keys: list[Any],
+                 rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What a grid whose rows are ``held`` (their ids in order and each row's key, e.g. its ``RUNS_VERSION``) must be
+    sent to show ``rows`` (ids ``names``, keys ``keys``): None — send every row (nothing is known of what it holds,
+    the order of the rows it keeps changed, or a row joins elsewhere than at the top); ``{}`` — nothing changed;
+    else an AG Grid transaction: ``add`` (new rows, at the top), ``update`` (rows whose key changed, or is None),
+    ``remove`` (rows gone). Ids are the grids' ``getRowId`` field, ``name``."""
+    if held is None:
+        return None
+    order, before = held
+    now = dict(zip(names, keys, strict=True))
+    if [n for n in names if n in before] != [n for n in order if n in now]:
+        return None
+    added = [n for n in names if n not in before]
+    if names[:len(added)] != added:
+        return None
+    at = {n: i for i, n in enumerate(names)}
+    out: dict[str, Any] = {}
+    if added:
+        out.update(add=[rows[at[n]] for n in added], addIndex=0)
+    update = [rows[at[n]] for n in names if n in before and (now[n] is None or now[n] != before[n])]
+    if update:
+        out["update"] = update
+    remove = [{"name": n} for n in order if n not in now]
+    if remove:
+        out["remove"] = remove
+    return out
+
+
+def _runs_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for r in df.to_dict("records"):
         best, at = _clean(r.get("reward_best")), _clean(r.get("reward_best_step"))
@@ -93,7 +118,7 @@ def _runs_rows(df: pd.DataFrame, now: datetime | None) -> list[dict[str, Any]]:
             "entropy": _clean(r.get("last_entropy")),
             "flags": _clean(r["active_flags"]) or "", "n_active": int(r["n_active"] or 0),
             "events": int(r["n_events"] or 0), "policy": "on-policy" if r["on_policy"] else "off-policy",
-            "updated": age(r["updated_at"], now), "tokens": f"[tokens](/tokens/{r['run']})",
+            "updated": epoch_ms(r["updated_at"]), "tokens": f"[tokens](/tokens/{r['run']})",
         })
     return rows
 
@@ -152,7 +177,9 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
          cellStyle={"styleConditions": [{"condition": "params.value != null && params.value < 0.9",
                                          "style": {"color": theme.DETECTOR_COLOURS["isdd"], "fontWeight": 700}}]}),
     {"field": "policy", "headerName": "policy", "width": 95},
-    {"field": "updated", "headerName": "updated", "width": 95},
+    {"field": "updated", "headerName": "updated", "width": 95, "type": "numericColumn",
+     "valueFormatter": {"function": "runAge(params.value)"},
+     "headerTooltip": "time since the run last wrote (its run row's updated_at), as this browser's clock reads it"},
     {"field": "tokens", "headerName": "", "cellRenderer": "markdown", "width": 75, "sortable": False},
 ]
 

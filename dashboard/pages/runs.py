@@ -11,10 +11,13 @@ URL: ``/?group=lr&verdict=collapsed,warning``."""
 
 from __future__ import annotations
 
+import uuid
+from collections import OrderedDict
+
 import dash
 import dash_ag_grid as dag
 import pandas as pd
-from dash import Input, Output, State, callback, dcc, html, no_update
+from dash import Input, Output, State, callback, clientside_callback, dcc, html, no_update
 
 from .. import history, ids, state, sweep, tables, theme
 from ..figures import COLUMNS
@@ -44,7 +47,9 @@ def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> 
     sw = sweep.sweep(table)
     keep = set(verdicts) if verdicts is not None else set(sweep.VERDICTS)
     rows = [{**row, **fields} for row, fields in zip(tables.runs_rows(table), sw.fields, strict=True)]
-    shown = [r for r, v in zip(rows, sw.frame["verdict"], strict=True) if v in keep]
+    versions = table[tables.RUNS_VERSION].tolist() if tables.RUNS_VERSION in table.columns else [None] * len(rows)
+    picked = [v in keep for v in sw.frame["verdict"]]
+    shown = [r for r, p in zip(rows, picked, strict=True) if p]
     frame = sw.frame[sw.frame["verdict"].isin(keep)] if len(sw.frame) else sw.frame
     axes = [a for a in sw.axes if a.name not in sweep.RUN_FIELDS]  # a config "objective" is the objective column
     options = [*sweep.RUN_FIELDS, *(a.name for a in axes)]
@@ -55,7 +60,24 @@ def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> 
         i = next(i for i, c in enumerate(cols) if c["field"] == field)
         cols.insert(1, {**cols.pop(i), "pinned": "left", "sort": "asc", "headerClass": "grouped"})
     return {"rows": rows, "shown": shown, "columns": cols, "options": options, "group": group,
-            "groups": sweep.groups(frame, group) if group is not None else None}
+            "groups": sweep.groups(frame, group) if group is not None else None,
+            "keys": [k for k, p in zip(versions, picked, strict=True) if p]}
+
+
+_held: OrderedDict[str, tuple[tuple[str, ...], dict]] = OrderedDict()
+HELD = 64
+"""Grids whose rows this server knows (a browser tab's page holds its token): their ids and row keys, the newest
+``HELD``; an older token gets every row again."""
+
+
+def hold(v: dict) -> str:
+    """Remember the rows of ``view`` ``v`` as what a grid now holds; returns the token the page keeps."""
+    token = uuid.uuid4().hex
+    _held[token] = (tuple(r["name"] for r in v["shown"]), dict(zip((r["name"] for r in v["shown"]), v["keys"],
+                                                                   strict=True)))
+    while len(_held) > HELD:
+        _held.popitem(last=False)
+    return token
 
 
 def groups_table(groups: pd.DataFrame | None, key: str | None) -> list:
@@ -96,21 +118,37 @@ def layout(group: str | None = None, verdict: str | None = None, **_: str) -> ht
             html.Span("Open a run for its story (events, phases, live charts), or its token drill-down.",
                       className="hint")]),
         dcc.Interval(id=ids.RUNS_INTERVAL, interval=REFRESH_MS),
+        dcc.Store(id=ids.RUNS_HELD, data=hold(v)),
     ])
 
 
-@callback(Output(ids.RUNS_GRID, "rowData"), Output(ids.RUNS_SUMMARY, "children"),
+@callback(Output(ids.RUNS_GRID, "rowData"), Output(ids.RUNS_GRID, "rowTransaction"), Output(ids.RUNS_HELD, "data"),
+          Output(ids.RUNS_SUMMARY, "children"),
           Output(ids.RUNS_GRID, "columnDefs"), Output(ids.RUNS_GROUP, "options"), Output(ids.RUNS_GROUPS, "children"),
           Input(ids.RUNS_INTERVAL, "n_intervals"), Input(ids.RUNS_GROUP, "value"), Input(ids.RUNS_VERDICT, "value"),
-          State(ids.RUNS_GRID, "columnDefs"), State(ids.RUNS_GROUP, "options"), prevent_initial_call=True)
+          State(ids.RUNS_GRID, "columnDefs"), State(ids.RUNS_GROUP, "options"), State(ids.RUNS_HELD, "data"),
+          prevent_initial_call=True)
 def refresh(_: int, group: str | None, verdicts: list[str] | None, columns: list[dict] | None,
-            options: list[str] | None):
-    """The rows again (only changed runs are read, ``history.run_table``); the columns and group options are sent
-    only when they changed, so the grid keeps its filters, widths and sort."""
+            options: list[str] | None, held: str | None):
+    """The rows again (only changed runs are read, ``history.run_table``), sent as a transaction of the rows that
+    changed since what the page holds (``tables.grid_changes``; every row when the columns changed or the server does
+    not know the page's rows); the columns and group options are sent only when they changed, so the grid keeps its
+    filters, widths and sort."""
     v = view(_table(), group, verdicts)
-    return (v["shown"], _summary(v["rows"], len(v["shown"])),
-            v["columns"] if v["columns"] != columns else no_update,
+    changed = v["columns"] != columns
+    change = tables.grid_changes(None if changed else _held.get(held or ""),
+                                 [r["name"] for r in v["shown"]], v["keys"], v["shown"])
+    if change == {}:
+        rows, transaction, token = no_update, no_update, no_update
+    else:
+        rows, transaction, token = (v["shown"], no_update, hold(v)) if change is None else (no_update, change, hold(v))
+    return (rows, transaction, token, _summary(v["rows"], len(v["shown"])), v["columns"] if changed else no_update,
             v["options"] if v["options"] != options else no_update, groups_table(v["groups"], v["group"]))
+
+
+clientside_callback(  # the ages of rows not sent again, redrawn by this browser's clock (tables.RUNS_COLUMNS)
+    "function(n) { dash_ag_grid.getApiAsync('" + ids.RUNS_GRID + "').then(function (api) {"
+    " api.refreshCells({columns: ['updated'], force: true}); }); return window.dash_clientside.no_update; }", Input(ids.RUNS_INTERVAL, "n_intervals"), prevent_initial_call=True)
 
 
 @callback(Output(ids.NAV_URL, "href", allow_duplicate=True), Input(ids.RUNS_COMPARE, "n_clicks"),

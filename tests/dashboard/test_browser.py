@@ -95,6 +95,51 @@ def test_runs_table_lists_runs_with_flags(site, page):
     assert "collapse" in text and "live" in text and "running" in text and "isdd:drift" in text
 
 
+def test_runs_page_refresh_sends_only_the_rows_that_changed(site, page):
+    """After the page's first rows, a refresh sends the rows that changed as a grid transaction (the running runs'),
+    never every row; each row's age is drawn by the browser from its time (tables.epoch_ms → runAge)."""
+    base, writer = site
+    growing = SyntheticRun(writer.root, "growing", n_steps=40, shape=SHAPE, collapse=False, heartbeat_s=3600,
+                           flush_every=5)  # its own running run: the module's live run keeps its steps for the others
+    growing.write(until=10)
+    answers = []
+    page.on("response", lambda r: answers.append(r) if "_dash-update-component" in r.url else None)
+    page.goto(base + "/")
+    cell = f'#{ids.RUNS_GRID} .ag-row[row-id="growing"] [col-id="steps"]'
+    page.wait_for_selector(cell)
+    assert page.inner_text(cell) == "10"
+    growing.write(until=15)
+    _wait_for(page, lambda: page.inner_text(cell) == "15", "the running run's new steps")
+    grids = [b["response"][ids.RUNS_GRID] for b in (a.json() for a in answers) if ids.RUNS_GRID in b.get("response", {})]
+    assert grids and all("rowData" not in g for g in grids)
+    assert {row["name"] for g in grids for row in g["rowTransaction"].get("update", [])} <= {"growing", "live"}
+    assert not any("add" in g["rowTransaction"] or "remove" in g["rowTransaction"] for g in grids)
+    growing.close()
+    # runAge(ms, now): 12 s; 4 min 59 s → "4 min"; 2 d 3 h → "2 d"; a time ahead of the clock → 0 s; none → ""
+    assert page.evaluate("() => [[0, 12000], [0, 299000], [0, 183600000], [5000, 0], [null, 0]]"
+                         ".map(a => window.dashAgGridFunctions.runAge(a[0], a[1]))") == [
+        "12 s ago", "4 min ago", "2 d ago", "0 s ago", ""]
+    assert page.inner_text(f'#{ids.RUNS_GRID} .ag-row[row-id="collapse"] [col-id="updated"]').endswith(" ago")
+    assert page.errors == []
+
+
+def test_runs_page_ages_are_redrawn_without_new_rows(site, browser):
+    """A finished run's row is never sent again, yet its age moves on: every refresh redraws the ages by the
+    browser's clock (a fake clock here, two hours on; in a context of its own, so no other page's clock moves)."""
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        page = ctx.new_page()
+        page.clock.install()
+        page.goto(site[0] + "/")
+        cell = f'#{ids.RUNS_GRID} .ag-row[row-id="collapse"] [col-id="updated"]'
+        page.wait_for_selector(cell)
+        assert not page.inner_text(cell).endswith(" h ago")  # the store was written minutes ago
+        page.clock.fast_forward("02:00:00")
+        _wait_for(page, lambda: page.inner_text(cell) == "2 h ago", "the age two hours on")
+    finally:
+        ctx.close()
+
+
 def _wait_for(page, done, what: str, timeout_s: float = 60.0) -> None:
     """Poll ``done()`` until true: the page's refresh comes every POLL_MS, later on a busy machine (no timed
     assertion: a slow refresh is not a failure, a refresh that never brings the rows is)."""

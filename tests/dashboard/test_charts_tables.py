@@ -49,12 +49,28 @@ def test_sql_chart_kinds():
     assert fig.data[1].line.dash == "dot"
 
 
-def test_age():
-    now = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
-    assert tables.age(now - timedelta(seconds=12), now) == "12 s ago"
-    assert tables.age(now - timedelta(minutes=4, seconds=59), now) == "4 min ago"
-    assert tables.age(now - timedelta(days=2, hours=3), now) == "2 d ago"
-    assert tables.age(None, now) == ""
+def test_epoch_ms():
+    # 2026-01-01 is 56 × 365 + 14 leap days = 20,454 days after 1970-01-01: 1,767,225,600 s; + 12 h = 1,767,268,800 s
+    assert tables.epoch_ms(datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)) == 1_767_268_800_000
+    assert tables.epoch_ms(pd.Timestamp("2026-01-01 12:00")) == 1_767_268_800_000  # a time without a zone is UTC
+    assert tables.epoch_ms(datetime(2026, 1, 1, 13, 0, tzinfo=timezone(timedelta(hours=1)))) == 1_767_268_800_000
+    assert tables.epoch_ms(None) is None and tables.epoch_ms(pd.NaT) is None
+
+
+def test_grid_changes():
+    rows = {n: {"name": n, "v": k} for n, k in (("c", 3), ("b", 2), ("a", 1))}
+    held = (("b", "a"), {"b": 2, "a": 1})
+    # nothing known of the grid: every row; nothing changed: nothing
+    assert tables.grid_changes(None, ["b", "a"], [2, 1], [rows["b"], rows["a"]]) is None
+    assert tables.grid_changes(held, ["b", "a"], [2, 1], [rows["b"], rows["a"]]) == {}
+    # a new run at the top, a's key changed: add c at index 0, update a
+    got = tables.grid_changes(held, ["c", "b", "a"], [3, 2, 5], [rows["c"], rows["b"], rows["a"]])
+    assert got == {"add": [rows["c"]], "addIndex": 0, "update": [rows["a"]]}
+    # b gone: removed by its id; a row without a key is always sent again
+    assert tables.grid_changes(held, ["a"], [None], [rows["a"]]) == {"update": [rows["a"]], "remove": [{"name": "b"}]}
+    # a row joining below another, or two kept rows swapped: every row (a transaction would misplace them)
+    assert tables.grid_changes(held, ["b", "c", "a"], [2, 3, 1], [rows["b"], rows["c"], rows["a"]]) is None
+    assert tables.grid_changes(held, ["a", "b"], [1, 2], [rows["a"], rows["b"]]) is None
 
 
 def test_runs_rows_links_and_flags():
@@ -63,10 +79,10 @@ def test_runs_rows_links_and_flags():
                         "last_reward": 0.5, "last_ratio_p50_pos": 0.8, "last_logp_old_correct": -1.5,
                         "last_entropy": np.nan, "active_flags": "isdd:drift", "n_active": 1, "n_events": 3,
                         "on_policy": False, "updated_at": now - timedelta(seconds=3)}])
-    row = tables.runs_rows(df, now)[0]
+    row = tables.runs_rows(df)[0]
     assert row["run"] == "[exp1](/run/exp1)" and row["tokens"] == "[tokens](/tokens/exp1)"
     assert (row["steps"], row["last_step"], row["flags"], row["events"]) == (40, 39, "isdd:drift", 3)
-    assert row["policy"] == "off-policy" and row["updated"] == "3 s ago"
+    assert row["policy"] == "off-policy" and row["updated"] == tables.epoch_ms(now) - 3000
     assert (row["ratio_p50_pos"], row["logp_old_correct"], row["entropy"]) == (0.8, -1.5, None)
 
 

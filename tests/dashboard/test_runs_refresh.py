@@ -91,24 +91,21 @@ def test_a_finished_run_is_computed_once_across_processes(runs, monkeypatch):
 
 
 def test_grid_rows_are_made_again_only_for_runs_read_again(runs):
-    from datetime import datetime, timezone
-
     root, live = runs
     store = Store(root)
-    now = datetime.now(timezone.utc)
     first = history.run_table(store, COLUMNS)
     v1 = dict(zip(first["run"], first[tables.RUNS_VERSION], strict=True))
-    grid = tables.runs_rows(first, now)
+    grid = tables.runs_rows(first)
     live.write(until=40)
     second = history.run_table(store, COLUMNS)
     v2 = dict(zip(second["run"], second[tables.RUNS_VERSION], strict=True))
     # the running run was read again (a new version); the three finished ones kept theirs
     assert [r for r in v1 if v1[r] != v2[r]] == ["live"]
-    again = {r["name"]: r for r in tables.runs_rows(second, now)}
+    again = {r["name"]: r for r in tables.runs_rows(second)}
     assert again["live"]["last_step"] == 39 and again["live"] != {r["name"]: r for r in grid}["live"]
     # every row as a table never seen makes it (no memo: the versions taken away)
     unversioned = second.drop(columns=tables.RUNS_VERSION)
-    assert list(again.values()) == tables.runs_rows(unversioned, now)
+    assert list(again.values()) == tables.runs_rows(unversioned)
     # nothing changed but the running run: the finished runs' frame rows are the same objects' values
     pd.testing.assert_frame_equal(second[second["run"] != "live"].reset_index(drop=True),
                                   first[first["run"] != "live"].reset_index(drop=True), check_dtype=False)
@@ -118,4 +115,30 @@ def test_grid_rows_are_made_again_only_for_runs_read_again(runs):
     # a run added: its row joins
     SyntheticRun(root, "late", n_steps=10, shape=SMALL, flush_every=10, heartbeat_s=3600).write()
     third = history.run_table(store, COLUMNS)
-    assert "late" in {r["name"] for r in tables.runs_rows(third, now)} and len(third) == 5
+    assert "late" in {r["name"] for r in tables.runs_rows(third)} and len(third) == 5
+
+
+def test_a_settled_run_is_looked_at_when_its_run_row_changes_or_in_turn(runs, monkeypatch):
+    root, _ = runs
+    store = Store(root)
+    history.run_table(store, COLUMNS)  # the first read: every run
+    looked: list[str] = []
+    real = history.run_signature
+    monkeypatch.setattr(history, "run_signature", lambda folder, now: looked.append(folder.name) or real(folder, now))
+    monkeypatch.setattr(history, "ROTATE", 0)  # none in turn
+    history.run_table(store, COLUMNS)
+    assert looked == ["live"]  # the running run; no finished run's five folders
+    # a run row replaced as a writer replaces it (a resumed run's first flush): that run is looked at again
+    row = root / "done1" / "runs" / "r0.parquet"
+    tmp = row.with_suffix(".tmp")
+    tmp.write_bytes(row.read_bytes())
+    tmp.replace(row)
+    looked.clear()
+    history.run_table(store, COLUMNS)
+    assert sorted(looked) == ["done1", "live"]
+    # in turn, every run within as many refreshes as there are runs (4), whatever changed
+    looked.clear()
+    monkeypatch.setattr(history, "ROTATE", 1)
+    for _ in range(4):
+        history.run_table(store, COLUMNS)
+    assert set(looked) == {"done0", "done1", "done2", "live"}
