@@ -65,16 +65,16 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     names = sorted(marks)
     turn = next(_turns) * ROTATE % max(len(names), 1)
     checked = set(names[turn:turn + ROTATE]) | set(names[:max(0, turn + ROTATE - len(names))])
-    sigs = {}
+    sigs, stale = {}, []
     for run in names:
         kept = seen.get(run)
         if (kept is not None and kept[0] is not None and kept[2] == marks[run] and run not in checked
                 and kept[1]["status"] != "running" and marks[run] <= now - manifest.SETTLE_NS):
             sigs[run] = kept[0]  # settled, its run row not replaced: not looked at again (ROTATE)
-        else:
-            sigs[run] = run_signature(store.root / run, now)
-    stale = [r for r, sig in sigs.items()
-             if r not in seen or sig is None or seen[r][0] != sig or seen[r][1]["status"] == "running"]
+            continue
+        sigs[run] = sig = run_signature(store.root / run, now)
+        if kept is None or sig is None or kept[0] != sig or kept[1]["status"] == "running":
+            stale.append(run)
     if stale:
         fetch_keys(store, stale)
         base = queries.run_rows(store, stale)

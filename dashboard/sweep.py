@@ -185,6 +185,8 @@ def sweep(table: pd.DataFrame) -> Sweep:
 
 
 def _int(v: Any) -> int | None:
+    if type(v) is int:
+        return v
     return None if v is None or pd.isna(v) else int(v)
 
 

@@ -40,15 +40,32 @@ def _table() -> pd.DataFrame:
         return history.run_table(s, COLUMNS)
 
 
+_rows: dict[str, tuple[dict, dict, dict]] = {}
+
+
+def _merged(row: dict, fields: dict) -> dict:
+    """A run's grid row with its axis values: made again only when either changed (``runs_rows`` and the sweep give
+    the same objects for an unchanged run)."""
+    kept = _rows.get(row["name"])
+    if kept is not None and kept[0] is row and kept[1] is fields:
+        return kept[2]
+    merged = {**row, **fields}
+    _rows[row["name"]] = (row, fields, merged)
+    return merged
+
+
+history.on_clear(_rows.clear)
+
+
 def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> dict:
     """What the page shows of ``table`` (``history.run_table``): every run's grid row with its config axes (over all
     runs), only the ``verdicts`` ticked, the grid's columns (the ``group`` column pinned first and sorted) and the
     groups' verdict counts."""
     sw = sweep.sweep(table)
     keep = set(verdicts) if verdicts is not None else set(sweep.VERDICTS)
-    rows = [{**row, **fields} for row, fields in zip(tables.runs_rows(table), sw.fields, strict=True)]
+    rows = [_merged(row, fields) for row, fields in zip(tables.runs_rows(table), sw.fields, strict=True)]
     versions = table[tables.RUNS_VERSION].tolist() if tables.RUNS_VERSION in table.columns else [None] * len(rows)
-    picked = [v in keep for v in sw.frame["verdict"]]
+    picked = [v in keep for v in sw.frame["verdict"].tolist()]
     shown = [r for r, p in zip(rows, picked, strict=True) if p]
     frame = sw.frame[sw.frame["verdict"].isin(keep)] if len(sw.frame) else sw.frame
     axes = [a for a in sw.axes if a.name not in sweep.RUN_FIELDS]  # a config "objective" is the objective column
