@@ -53,8 +53,8 @@ def runs_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
     rows. (Its age is the browser's: ``updated`` holds the time, ``epoch_ms``.)"""
     if df.empty or RUNS_VERSION not in df.columns:
         return _runs_rows(df)
-    keys = list(zip(df["run"].tolist(), df[RUNS_VERSION].tolist(), strict=True))  # (tolist: an Arrow column
-    # iterated value by value costs ~10 × as much)
+    keys = list(zip(df["run"].tolist(), df[RUNS_VERSION].tolist(), strict=True))  # (tolist: an Arrow-backed
+    # column iterated value by value costs a pandas call per value)
     missing = [i for i, k in enumerate(keys) if k not in _memo]
     made = dict(zip(missing, _runs_rows(df.iloc[missing]), strict=True)) if missing else {}
     rows = []
