@@ -15,7 +15,7 @@ from collapsewatch import judged
 from collapsewatch.detectors.rules import rules_digest
 from collapsewatch.judge import fetch_keys, judgement, key_files
 from collapsewatch.store import manifest, queries
-from collapsewatch.store.manifest import load_record, run_signature, runs_folder_mtimes, save_record
+from collapsewatch.store.manifest import in_turn, load_record, run_signature, runs_folder_mtimes, save_record
 from collapsewatch.store.queries import Store
 
 from . import cache
@@ -40,7 +40,7 @@ SUMMARY_COLUMNS = ("reward_mean", "ratio_p50_pos", "logp_old_mean_correct", "ent
                    "ratio_p05_pos", "ratio_p95_pos")
 KIND = "runs-page"
 _tables: dict[tuple[str, tuple[str, ...]], dict[str, tuple[tuple | None, dict, int | None]]] = {}
-ROTATE = 50
+ROTATE = manifest.IN_TURN
 """Settled runs whose folders a refresh looks at in turn, whether their ``runs`` folder changed or not."""
 _turns = itertools.count()
 _frames: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], pd.DataFrame]] = {}
@@ -54,17 +54,24 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     A refresh reads again only the runs whose folders changed since the last one (``manifest.run_signature``: their
     mtimes) and the running ones, so its cost does not grow with the number of finished runs. A settled finished
     run's folders are looked at only when its ``runs`` folder changed (every writer, a resumed one too, replaces its
-    run row there: one ``stat`` a run, ``manifest.runs_folder_mtimes``) and, in turn, ``ROTATE`` runs per refresh
-    (a file copied into a run's folder by hand shows within ``runs / ROTATE`` refreshes). A running run's summary comes
+    run row there) and, in turn, ``ROTATE`` runs per refresh (a file copied into a run's folder by hand shows within
+    ``runs / ROTATE`` refreshes); on a folder store that ``runs`` folder is itself looked at only for running, new
+    and in-turn runs, and for every run when the store's folder changed (a run added or removed, a writer started on
+    a run folder that was there: ``manifest.runs_folder_mtimes`` with ``fresh``). A running run's summary comes
     from its ``StepHistory`` (incremental; warm when its overview is open); a finished run's is computed once per
     set of segment files and rules and kept between processes (``store.manifest``), like its judgement."""
     store.refresh()
     seen = _tables.setdefault((str(store.root), columns), {})
     now = time.time_ns()
-    marks = runs_folder_mtimes(store.root)
+    turn = next(_turns)
+
+    def fresh(names: list[str]) -> set[str]:  # runs whose `runs` folder is looked at again (a folder store)
+        return in_turn(names, turn, ROTATE) | {r for r in names if (k := seen.get(r)) is None or k[0] is None
+                                               or k[1]["status"] == "running"}
+
+    marks = runs_folder_mtimes(store.root, fresh if store.where.remote is None else None)
     names = sorted(marks)
-    turn = next(_turns) * ROTATE % max(len(names), 1)
-    checked = set(names[turn:turn + ROTATE]) | set(names[:max(0, turn + ROTATE - len(names))])
+    checked = in_turn(names, turn, ROTATE)
     sigs, stale = {}, []
     for run in names:
         kept = seen.get(run)

@@ -28,6 +28,7 @@ import stat
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,9 +149,10 @@ def save_record(root: Path, kind: str, run: str, key: Any, value: Any) -> None:
 
 
 def clear() -> None:
-    """Forget this process's loaded checks (the files stay)."""
+    """Forget this process's loaded checks and looked-at folders (the files stay)."""
     with _lock:
         _checks.clear()
+        _looked.clear()
 
 
 def run_folders(root: Path) -> list[str]:
@@ -158,8 +160,67 @@ def run_folders(root: Path) -> list[str]:
     return sorted(runs_folder_mtimes(root))
 
 
-def runs_folder_mtimes(root: Path) -> dict[str, int]:
-    """Each run folder's name → the mtime of its ``runs`` folder (a run row added or replaced changes it)."""
+_looked: dict[str, tuple[int, dict[str, int]]] = {}
+"""Store folder → (its mtime, each run's ``runs`` folder mtime) as this process last looked (``runs_folder_mtimes``
+with ``fresh``)."""
+
+
+def runs_folder_mtimes(root: Path, fresh: Callable[[list[str]], set[str]] | None = None) -> dict[str, int]:
+    """Each run folder's name → the mtime of its ``runs`` folder (a run row added or replaced changes it).
+
+    With ``fresh`` (a process that asks again and again: the runs page's refresh, a run page's picker), the runs
+    folders looked at again are only those ``fresh(names)`` names (running runs, runs in turn: :func:`in_turn`),
+    unless the store's own folder changed since this process last looked (a run folder added or removed, or a
+    writer started on a run folder that was there: ``announce``) or changed within ``SETTLE_NS``; the others keep
+    the mtime last seen. So a refresh costs one ``stat`` per run it names, not one per run of the store."""
+    key = str(root)
+    try:
+        top = os.stat(root).st_mtime_ns
+    except OSError:
+        return {}
+    last = _looked.get(key) if fresh is not None else None
+    if last is None or last[0] != top or top > time.time_ns() - SETTLE_NS:
+        out = _scan(root)
+    else:
+        out = dict(last[1])
+        for run in fresh(sorted(out)):
+            try:
+                st = os.stat(f"{key}/{run}/runs")
+                out[run] = st.st_mtime_ns
+            except OSError:
+                out.pop(run, None)
+    if fresh is not None:
+        _looked[key] = (top, out)
+    return dict(out)
+
+
+IN_TURN = 50
+"""Runs a repeated reader looks at in turn each time, changed or not (``in_turn``)."""
+
+
+def in_turn(names: list[str], turn: int, size: int = IN_TURN) -> set[str]:
+    """The ``turn``-th slice of ``size`` of ``names`` (wrapping), so that every name comes within
+    ``len(names) / size`` turns: what a refresh looks at whether it changed or not (a file copied into a run's
+    folder by hand, which no writer announces)."""
+    if not names or size <= 0:
+        return set()
+    start = turn * size % len(names)
+    return set(names[start:start + size]) | set(names[:max(0, start + size - len(names))])
+
+
+def announce(root: Path) -> None:
+    """Change the store folder's mtime (a file made and removed in it), so that readers asking with ``fresh``
+    look at every run again: a writer starting on a run folder that was already there (a resumed run, a rank
+    joining) calls it once. Never fails: a reader also looks at each run in turn."""
+    probe = Path(root) / f".start-{uuid.uuid4().hex}"
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.unlink(probe)
+    except OSError:
+        pass
+
+
+def _scan(root: Path) -> dict[str, int]:
     out = {}
     try:
         entries = list(os.scandir(root))

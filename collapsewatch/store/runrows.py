@@ -8,6 +8,7 @@ run names' order) only when a run's ``runs`` folder changed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .manifest import SETTLE_NS, runs_folder_mtimes
+from .manifest import SETTLE_NS, in_turn, runs_folder_mtimes
 from .views import runs_sql
 
 if TYPE_CHECKING:
@@ -50,17 +51,26 @@ def run_rows(store: Store, runs: Sequence[str] | None = None,
 
 _starts: dict[tuple[str, str], tuple[int, Any]] = {}
 """(store root, run) → (mtime of the run's ``runs`` folder, its start) for :func:`run_names`, in this process."""
+_turns = itertools.count()
 
 
 def run_names(store: Store) -> list[str]:
     """Every run's name, most recently started first (then by name), as ``SELECT run FROM runs ORDER BY started_at
     DESC, run`` gives them. On a folder store a run's start is read again only when its ``runs`` folder changed (a
-    run row added or replaced: its mtime), so a process that asked once stats one folder per run instead of reading
-    every run row (a run page's run picker at 1,000 runs)."""
+    run row added or replaced: its mtime), so a process that asked once does not read every run row again (a run
+    page's run picker at 1,000 runs); and that folder is looked at only for new runs and runs in turn unless the
+    store's folder changed (``manifest.runs_folder_mtimes`` with ``fresh``: a resumed run's new start shows at
+    once where its writer announced it, within runs / ``IN_TURN`` asks otherwise)."""
     if store.where.remote is not None:
         return store.query("SELECT run FROM runs ORDER BY started_at DESC, run")["run"].tolist()
     root, now = str(store.root), time.time_ns()
-    seen = runs_folder_mtimes(store.root)
+    turn = next(_turns)
+
+    def fresh(names: list[str]) -> set[str]:  # new, unsettled, without a run row yet, or in turn
+        return in_turn(names, turn) | {r for r in names if (k := _starts.get((root, r))) is None
+                                       or k[1] is _ABSENT or k[0] > now - SETTLE_NS}
+
+    seen = runs_folder_mtimes(store.root, fresh)
     stale = [r for r, m in seen.items() if m > now - SETTLE_NS or _starts.get((root, r), (None,))[0] != m]
     if stale:
         source = "SELECT * FROM runs" if len(stale) > BULK else runs_sql(

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from . import location, restart
 from .location import REPLACES_KEY, Location
+from .manifest import announce
 from .migrations import SCHEMA_STAMP
 from .publisher import Publisher
 from .tables import ROW_GROUP_ROWS, arrow_schemas, atomic_write_table, conform  # noqa: F401  (re-exported)
@@ -206,6 +207,8 @@ class StoreWriter:
         self.rank, self.world_size, self.heartbeat_s = rank, world_size, heartbeat_s
         try:
             init_store(self.root)
+            # a run folder that was there (a resumed run, a rank joining): its first run row is announced
+            self._announce = (self.root / run).is_dir()
             (self.root / run).mkdir(exist_ok=True)
             init_remote(self.where)
             self._hydrate()
@@ -347,6 +350,9 @@ class StoreWriter:
         table = to_arrow("runs", {k: [v] for k, v in row.items()})
         path = self.root / self.run / "runs" / f"r{self.rank}.parquet"
         atomic_write_table(table, path)
+        if self._announce:  # readers that look at settled runs in turn look at every run once (manifest.announce)
+            self._announce = False
+            announce(self.root)
         self.publisher.push(path, force)  # an object store replaces it by one PUT, never by a rename
 
     def _failed(self, e: OSError) -> None:

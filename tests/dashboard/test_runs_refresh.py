@@ -12,6 +12,7 @@ from collapsewatch.dashboard import history, tables
 from collapsewatch.dashboard.figures import COLUMNS
 from collapsewatch.store import manifest, segments
 from collapsewatch.store.queries import Store
+from collapsewatch.store.writer import StoreWriter
 
 SMALL = Shape(seqs=4, token_seqs=2, seq_len=12)
 
@@ -128,14 +129,25 @@ def test_a_settled_run_is_looked_at_when_its_run_row_changes_or_in_turn(runs, mo
     monkeypatch.setattr(history, "ROTATE", 0)  # none in turn
     history.run_table(store, COLUMNS)
     assert looked == ["live"]  # the running run; no finished run's five folders
-    # a run row replaced as a writer replaces it (a resumed run's first flush): that run is looked at again
+    # a run row replaced by hand, as a writer replaces it but with no writer to announce it: not looked at (only in
+    # turn, below)
     row = root / "done1" / "runs" / "r0.parquet"
     tmp = row.with_suffix(".tmp")
     tmp.write_bytes(row.read_bytes())
     tmp.replace(row)
     looked.clear()
     history.run_table(store, COLUMNS)
-    assert sorted(looked) == ["done1", "live"]
+    assert looked == ["live"]
+    # a writer started on a run folder that was there (a resumed run) announces its first run row: every run's
+    # `runs` folder is looked at once, and the one that changed (done2) is read again
+    writer = StoreWriter(root, "done2", heartbeat_s=3600)
+    writer.flush(status="finished")
+    looked.clear()
+    history.run_table(store, COLUMNS)
+    assert sorted(looked) == ["done1", "done2", "live"]  # (done1's hand-made change shows with it)
+    looked.clear()
+    history.run_table(store, COLUMNS)
+    assert looked == ["live"]
     # in turn, every run within as many refreshes as there are runs (4), whatever changed
     looked.clear()
     monkeypatch.setattr(history, "ROTATE", 1)

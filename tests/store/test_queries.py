@@ -104,6 +104,53 @@ def test_run_names_reads_a_run_row_again_only_when_its_folder_changed(tmp_path, 
     s.close()
 
 
+def test_runs_folders_are_looked_at_again_where_named_or_when_the_store_folder_changed(tmp_path):
+    import os
+
+    from collapsewatch.store import manifest
+
+    past = time.time_ns() - manifest.SETTLE_NS * 10
+
+    def settle(*paths):
+        for p in paths:
+            os.utime(p, ns=(past, past))
+
+    root = tmp_path / "s"
+    for run in ("a", "b"):
+        w = StoreWriter(root, run, heartbeat_s=3600)
+        _steps(w, [0], reward_mean=[0.5], on_policy=[True])
+        w.flush(status="finished")
+        settle(root / run / "runs")
+    settle(root)
+    manifest.clear()
+    asked: list[list[str]] = []
+
+    def none(names):
+        asked.append(names)
+        return set()
+
+    first = manifest.runs_folder_mtimes(root, none)  # first look: every run folder (nothing asked)
+    assert first == {"a": past, "b": past} and asked == []
+    (root / "a" / "runs" / "x.tmp").touch()  # a's runs folder changes (as a run row replaced by hand)
+    os.utime(root / "a" / "runs", ns=(past + 7, past + 7))
+    settle(root)  # (the store folder is as it was)
+    assert manifest.runs_folder_mtimes(root, none) == first  # a is not looked at: not named
+    assert asked == [["a", "b"]]
+    assert manifest.runs_folder_mtimes(root, lambda names: {"a"})["a"] == past + 7  # named: looked at
+    assert manifest.runs_folder_mtimes(root)["a"] == past + 7  # without fresh: every one, as before
+    # a writer started on b's folder (a resumed run): its first run row changes the store folder's mtime, and
+    # the next look takes in every run folder, b's new mark too
+    w = StoreWriter(root, "b", heartbeat_s=3600)
+    assert os.stat(root).st_mtime_ns == past  # (not before its run row is written)
+    w.flush(status="finished")
+    assert os.stat(root).st_mtime_ns != past
+    assert manifest.runs_folder_mtimes(root, none)["b"] == os.stat(root / "b" / "runs").st_mtime_ns != past
+    # in turn: slices of 2 of 5 names, every name within 3 turns, wrapping
+    names = list("abcde")
+    assert [manifest.in_turn(names, t, 2) for t in range(3)] == [{"a", "b"}, {"c", "d"}, {"e", "a"}]
+    assert manifest.in_turn([], 0, 2) == set() and manifest.in_turn(names, 4, 0) == set()
+
+
 def test_run_info_parses_config_and_lowest_rank(store):
     info = queries.run_info(store, "a")
     assert info["objective"] == "grpo" and info["config"]["lr"] == 1e-6 and info["rank"] == 0
