@@ -1,7 +1,7 @@
 """Scale bench: what each command and page costs on stores of 1, 10, 100 (and, with ``--big``, 1,000) runs.
 
     python -m bench.bench_scale [--dir DIR] [--sizes 1,10,100] [--big] [--repeats 3] [--no-live] [--baseline SRC]
-                                [--s3 | --s3-only] [--only NAME]
+                                [--s3 | --s3-only] [--only NAME] [--pause S]
 
 ``--baseline SRC`` (a checkout of other code, e.g. ``git archive main | tar -x -C SRC``) times every command and probe
 under both that code and this, interleaved in one run, each with its own reader caches (emptied at the start).
@@ -224,6 +224,8 @@ def main() -> None:
                     "every timing runs under both, interleaved")
     ap.add_argument("--s3", action="store_true", help="and each store on an S3 server (moto): bytes fetched")
     ap.add_argument("--s3-only", action="store_true", help="only the S3 rows (no command or probe table)")
+    ap.add_argument("--pause", type=float, default=0.0, help="seconds before each command (a person's pace: the "
+                    "process a kept `sql` started for the next command has finished starting)")
     ap.add_argument("--only", help="only the commands whose name starts with this (no probe, no answers check)")
     ap.add_argument("--probe", nargs=3, metavar=("STORE", "RUN", "CHECK"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -257,6 +259,7 @@ def main() -> None:
                 if a.only and not name.startswith(a.only):
                     continue
                 for v in versions if not name.startswith("floor") else ["this"]:
+                    time.sleep(a.pause)
                     cmd_times.setdefault((name, n, v), []).append(timed(cmd, envs[v]))
     if a.only:
         print_table(sizes, list(versions), cmd_times, {}, {}, [])

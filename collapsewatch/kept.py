@@ -319,6 +319,11 @@ def warm(listen_fd: int) -> None:
                 except (OSError, ValueError):
                     pass
     finally:
+        # the caller's stdio let go before the status is sent: a caller reading the command's output to its end
+        # (a pipe) sees it end with the command, not when this process has ended its SQL worker
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
         try:
             conn.sendall(struct.pack("<i", code))
         except OSError:
