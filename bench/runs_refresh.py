@@ -42,12 +42,14 @@ def main() -> None:
         v = runs.view(runs._table(), None, list(VERDICTS))
         sent: object = v["shown"]
         if sends_changes:
-            change = tables.grid_changes(runs._held.get(held), [r["name"] for r in v["shown"]], v["keys"], v["shown"])
+            change = runs.sent(v, held, False) if hasattr(runs, "sent") else tables.grid_changes(
+                runs._held.get(held), [r["name"] for r in v["shown"]], v["keys"], v["shown"])
             if change is not None:
                 sent = change
             if change != {}:
                 held = runs.hold(v)
-        body = json.dumps({"rows": sent, "summary": runs._summary(v["rows"], len(v["shown"]))}, cls=PlotlyJSONEncoder)
+        summary = v["summary"] if "summary" in v else runs._summary(v["rows"], len(v["shown"]))
+        body = json.dumps({"rows": sent, "summary": summary}, cls=PlotlyJSONEncoder)
         times.append(time.perf_counter() - t0)
         sizes.append(len(body))
     print("| runs | refresh, median | min–max | sent |\n|---:|---:|---|---:|")

@@ -43,8 +43,12 @@ _tables: dict[tuple[str, tuple[str, ...]], dict[str, tuple[tuple | None, dict, i
 ROTATE = manifest.IN_TURN
 """Settled runs whose folders a refresh looks at in turn, whether their ``runs`` folder changed or not."""
 _turns = itertools.count()
+_looks: dict[tuple[str, tuple[str, ...]], tuple[list[str], dict[str, tuple | None], set[str]]] = {}
 _frames: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], pd.DataFrame]] = {}
 _versions = itertools.count(1)
+FRAME_VERSION = "runs_frame_version"
+"""``run_table``'s frames carry a version in their ``attrs``: the same only when no run changed (what the page made
+of that frame can be reused)."""
 
 
 def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -61,23 +65,34 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     from its ``StepHistory`` (incremental; warm when its overview is open); a finished run's is computed once per
     set of segment files and rules and kept between processes (``store.manifest``), like its judgement."""
     store.refresh()
-    seen = _tables.setdefault((str(store.root), columns), {})
+    key = (str(store.root), columns)
+    seen = _tables.setdefault(key, {})
+    last = _looks.get(key)  # (names, each run's signature, the runs to look at every time) of the last refresh
     now = time.time_ns()
     turn = next(_turns)
+    looked: set[str] | None = None
 
-    def fresh(names: list[str]) -> set[str]:  # runs whose `runs` folder is looked at again (a folder store)
-        return in_turn(names, turn, ROTATE) | {r for r in names if (k := seen.get(r)) is None or k[0] is None
-                                               or k[1]["status"] == "running"}
+    def look_again(names: list[str]) -> set[str]:  # runs whose `runs` folder is looked at again (a folder store)
+        nonlocal looked
+        watch = last[2] if last is not None else {r for r in names if _watched(seen.get(r))}
+        looked = in_turn(names, turn, ROTATE) | watch
+        return looked
 
-    marks = runs_folder_mtimes(store.root, fresh if store.where.remote is None else None)
+    marks = runs_folder_mtimes(store.root, look_again if store.where.remote is None else None)
     names = sorted(marks)
     checked = in_turn(names, turn, ROTATE)
-    sigs, stale = {}, []
-    for run in names:
+    if looked is not None and last is not None and names == last[0]:
+        sigs, watch = last[1], set(last[2])  # no run added or removed: only the runs looked at are compared
+        todo = sorted(looked & marks.keys())
+    else:
+        sigs, watch, todo = {}, set(), names
+    stale = []
+    for run in todo:
         kept = seen.get(run)
         if (kept is not None and kept[0] is not None and kept[2] == marks[run] and run not in checked
                 and kept[1]["status"] != "running" and marks[run] <= now - manifest.SETTLE_NS):
             sigs[run] = kept[0]  # settled, its run row not replaced: not looked at again (ROTATE)
+            watch.discard(run)
             continue
         sigs[run] = sig = run_signature(store.root / run, now)
         if kept is None or sig is None or kept[0] != sig or kept[1]["status"] == "running":
@@ -89,11 +104,17 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
             if r["run"] in stale:
                 row = {**r, **_computed(store, r, columns), RUNS_VERSION: next(_versions)}
                 seen[r["run"]] = (sigs.get(r["run"]), row, marks.get(r["run"]))
-    gone = [r for r in seen if r not in sigs]
+    for run in todo:  # running, unsettled or without a run row yet: looked at at every refresh
+        if _watched(seen.get(run)):
+            watch.add(run)
+        else:
+            watch.discard(run)
+    _looks[key] = (names, sigs, watch)
+    gone = [r for r in seen if r not in sigs] if todo is names else []
     for run in gone:
         del seen[run]
-    order = tuple(r for r in sigs if r in seen)
-    kept = _frames.get((str(store.root), columns))
+    kept = _frames.get(key)
+    order = kept[0] if kept is not None and not stale and todo is not names else tuple(r for r in sigs if r in seen)
     if kept is not None and not gone and kept[0] == order and len(stale) <= queries.BULK:
         df = kept[1]  # the last refresh's frame, its re-read runs' rows replaced
         if stale:
@@ -103,8 +124,16 @@ def run_table(store: Store, columns: tuple[str, ...]) -> pd.DataFrame:
     else:
         rows = [seen[r][1] for r in order]
         df = _sorted(pd.DataFrame(rows)) if rows else pd.DataFrame()
+    if kept is None or df is not kept[1]:
+        df.attrs[FRAME_VERSION] = next(_versions)  # a frame another refresh gave unchanged keeps its version
     _frames[(str(store.root), columns)] = (order, df)
     return df.copy(deep=False)
+
+
+def _watched(kept: tuple | None) -> bool:
+    """Whether a run's kept entry (signature, row, mark) asks for a look at every refresh: none yet, folders that
+    changed within ``SETTLE_NS`` (no signature), or running."""
+    return kept is None or kept[0] is None or kept[1]["status"] == "running"
 
 
 def _sorted(df: pd.DataFrame) -> pd.DataFrame:
@@ -154,6 +183,7 @@ def clear() -> None:
 
     cache.clear()
     _tables.clear()
+    _looks.clear()
     _frames.clear()
     judge.clear()
     for hook in _clear_hooks:

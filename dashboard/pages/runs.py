@@ -57,10 +57,29 @@ def _merged(row: dict, fields: dict) -> dict:
 history.on_clear(_rows.clear)
 
 
+_views: OrderedDict[tuple, dict] = OrderedDict()
+VIEWS = 16  # views kept: a few browser tabs' (group, verdicts) over the newest frame
+history.on_clear(_views.clear)
+
+
 def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> dict:
     """What the page shows of ``table`` (``history.run_table``): every run's grid row with its config axes (over all
-    runs), only the ``verdicts`` ticked, the grid's columns (the ``group`` column pinned first and sorted) and the
-    groups' verdict counts."""
+    runs), only the ``verdicts`` ticked, the grid's columns (the ``group`` column pinned first and sorted), the
+    groups' verdict counts and the summary line. A table no run changed in (the same ``FRAME_VERSION``) gives the
+    same view object again, made once: a refresh where nothing changed costs no work per run."""
+    version = table.attrs.get(history.FRAME_VERSION)
+    key = (version, group, tuple(verdicts) if verdicts is not None else None)
+    if version is not None and (v := _views.get(key)) is not None:
+        return v
+    v = _view(table, group, verdicts)
+    if version is not None:
+        _views[key] = v
+        while len(_views) > VIEWS:
+            _views.popitem(last=False)
+    return v
+
+
+def _view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> dict:
     sw = sweep.sweep(table)
     keep = set(verdicts) if verdicts is not None else set(sweep.VERDICTS)
     rows = [_merged(row, fields) for row, fields in zip(tables.runs_rows(table), sw.fields, strict=True)]
@@ -78,7 +97,7 @@ def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> 
         cols.insert(1, {**cols.pop(i), "pinned": "left", "sort": "asc", "headerClass": "grouped"})
     return {"rows": rows, "shown": shown, "columns": cols, "options": options, "group": group,
             "groups": sweep.groups(frame, group) if group is not None else None,
-            "keys": [k for k, p in zip(versions, picked, strict=True) if p]}
+            "keys": [k for k, p in zip(versions, picked, strict=True) if p], "summary": _summary(rows, len(shown))}
 
 
 _held: OrderedDict[str, tuple[tuple[str, ...], dict]] = OrderedDict()
@@ -91,10 +110,21 @@ def hold(v: dict) -> str:
     """Remember the rows of ``view`` ``v`` as what a grid now holds; returns the token the page keeps."""
     token = uuid.uuid4().hex
     _held[token] = (tuple(r["name"] for r in v["shown"]), dict(zip((r["name"] for r in v["shown"]), v["keys"],
-                                                                   strict=True)))
+                                                                   strict=True)), v)
     while len(_held) > HELD:
         _held.popitem(last=False)
     return token
+
+
+def sent(v: dict, held: str | None, columns_changed: bool) -> dict | None:
+    """What a refresh sends to show view ``v`` in a grid holding the rows of token ``held`` (``tables.grid_changes``):
+    None — every row; ``{}`` — nothing (also, without comparing a row, when the page holds this very view); else a
+    transaction."""
+    prior = None if columns_changed else _held.get(held or "")
+    if prior is not None and prior[2] is v:
+        return {}
+    return tables.grid_changes(prior[:2] if prior is not None else None, [r["name"] for r in v["shown"]], v["keys"],
+                               v["shown"])
 
 
 def groups_table(groups: pd.DataFrame | None, key: str | None) -> list:
@@ -114,7 +144,7 @@ def layout(group: str | None = None, verdict: str | None = None, **_: str) -> ht
     picked = [v for v in (verdict or "").split(",") if v in sweep.VERDICTS] or list(sweep.VERDICTS)
     v = view(_table(), group, picked)
     return html.Div([
-        html.Div(_summary(v["rows"], len(v["shown"])), id=ids.RUNS_SUMMARY, className="bar"),
+        html.Div(v["summary"], id=ids.RUNS_SUMMARY, className="bar"),
         html.Div(className="bar", children=[
             html.Span("verdict", className="hint"),
             dcc.Checklist(id=ids.RUNS_VERDICT, options=list(sweep.VERDICTS), value=picked, inline=True,
@@ -153,13 +183,12 @@ def refresh(_: int, group: str | None, verdicts: list[str] | None, columns: list
     filters, widths and sort."""
     v = view(_table(), group, verdicts)
     changed = v["columns"] != columns
-    change = tables.grid_changes(None if changed else _held.get(held or ""),
-                                 [r["name"] for r in v["shown"]], v["keys"], v["shown"])
+    change = sent(v, held, changed)
     if change == {}:
         rows, transaction, token = no_update, no_update, no_update
     else:
         rows, transaction, token = (v["shown"], no_update, hold(v)) if change is None else (no_update, change, hold(v))
-    return (rows, transaction, token, _summary(v["rows"], len(v["shown"])), v["columns"] if changed else no_update,
+    return (rows, transaction, token, v["summary"], v["columns"] if changed else no_update,
             v["options"] if v["options"] != options else no_update, groups_table(v["groups"], v["group"]))
 
 

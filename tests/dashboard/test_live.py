@@ -68,8 +68,7 @@ def test_poll_notices_finish(running):
     assert got["patch"] is None and got["state"]["status"] == "finished" and got["info"]["status"] == "finished"
 
 
-def test_unknown_run():
-    state.configure(state.store_path())
+def test_unknown_run(running):  # (a store of its own: it passed only after another test had configured one)
     assert live.load("no-such-run") is None
 
 

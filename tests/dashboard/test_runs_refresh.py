@@ -154,3 +154,32 @@ def test_a_settled_run_is_looked_at_when_its_run_row_changes_or_in_turn(runs, mo
     for _ in range(4):
         history.run_table(store, COLUMNS)
     assert set(looked) == {"done0", "done1", "done2", "live"}
+
+
+def test_a_refresh_where_no_run_changed_reuses_the_page_view(runs):
+    from collapsewatch.dashboard import create_app
+    from collapsewatch.dashboard.sweep import VERDICTS
+
+    root, live = runs
+    create_app(root)  # the pages register with an app
+    from collapsewatch.dashboard.pages import runs as page
+
+    live.write()
+    live.close()  # no run is running: a refresh reads no run again
+    store = Store(root)
+    verdicts = list(VERDICTS)
+    history.run_table(store, COLUMNS)  # (the live run's last read: it finished since)
+    first = page.view(history.run_table(store, COLUMNS), None, verdicts)
+    token = page.hold(first)
+    again = page.view(history.run_table(store, COLUMNS), None, verdicts)
+    assert again is first  # no run changed: the same view, no row made again
+    assert page.sent(again, token, False) == {}  # and nothing sent
+    assert page.view(history.run_table(store, COLUMNS), None, ["healthy"]) is not first  # other ticks: its own
+    writer = StoreWriter(root, "done2", heartbeat_s=3600)  # a run changed (a resumed writer)
+    writer.flush(status="finished")
+    table = history.run_table(store, COLUMNS)
+    changed = page.view(table, None, verdicts)
+    assert changed is not first
+    assert changed["shown"] == page._view(table, None, verdicts)["shown"]  # what a view made afresh shows
+    # the resumed run started again: it is the newest and moves to the top, so the page gets every row again
+    assert changed["shown"][0]["name"] == "done2" and page.sent(changed, token, False) is None
