@@ -7,7 +7,7 @@ How it works:
 
 * ``collapsewatch sql …`` (``launch.main``) connects to a Unix socket in this user's runtime folder
   (:func:`runtime_dir`: ``$COLLAPSEWATCH_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/collapsewatch``, else
-  ``/tmp/collapsewatch-<uid>``; used only where it is a folder of this user that nobody else may open, mode 0700).
+  ``collapsewatch-<uid>`` in the temporary folder (``$TMPDIR``, ``/tmp``); used only where it is a folder of this user that nobody else may open, mode 0700).
   Where a kept process answers, the command's arguments, working folder and environment go to it with this
   process's stdin, stdout and stderr themselves (``SCM_RIGHTS``): the command prints to the same terminal or pipe as
   if it ran here, and its exit status comes back as this process's own. Ctrl+C is passed on to it.
@@ -59,7 +59,8 @@ def runtime_dir() -> Path | None:
     closed to everyone else (then nothing is kept)."""
     explicit = os.environ.get(RUNTIME_ENV)
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    folder = Path(explicit) if explicit else Path(xdg) / "collapsewatch" if xdg else Path(f"/tmp/collapsewatch-{os.getuid()}")
+    temp = os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP") or "/tmp"  # (tempfile's order)
+    folder = Path(explicit) if explicit else Path(xdg) / "collapsewatch" if xdg else Path(temp) / f"collapsewatch-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, parents=bool(explicit or xdg), exist_ok=True)
         st = os.lstat(folder)
