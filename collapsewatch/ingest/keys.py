@@ -1,5 +1,5 @@
-"""What a logged key means in the catalogue: the one home of the mapping from TRL / HF Trainer, verl and OpenRLHF
-log keys onto catalogue metrics, each with the definition difference written beside it.
+"""What a logged key means in the catalogue: the one home of the mapping from TRL / HF Trainer, verl, OpenRLHF and
+tinker-cookbook log keys onto catalogue metrics, each with the definition difference written beside it.
 
 An ingested run has no per-token source, so its logged keys are the only source of reward, entropy and length:
 a key whose meaning is a catalogue metric fills that catalogue column (``steps.entropy_mean`` …), and the original
@@ -121,6 +121,17 @@ KEY_MAP: dict[str, Meaning] = {
     "timing/step_total": Meaning("step_time", "OpenRLHF ≥ 0.9.6", "the whole PPO step: generation, experience "
                                  "making, training and the weight broadcast summed (async trainer: its wall time)"),
     "timing/generation": Meaning("rollout_time", "OpenRLHF ≥ 0.9.6", "async trainer: overlapped with training"),
+    # -- tinker-cookbook's metrics.jsonl (tinker_cookbook/rl/metric_util.py, rl/metrics.py; checked at 9dfcc3a2):
+    #    one row per step, `env/all/…` over the step's trajectory groups --
+    "env/all/reward/total": Meaning("reward_mean", "tinker-cookbook", "mean over the batch's trajectories of each "
+                                    "one's total reward (every turn's summed)"),
+    "env/all/correct": Meaning("correct_frac", "tinker-cookbook (math environments)", "mean over the batch's turns "
+                               "of the environment's `correct` metric"),
+    "env/all/ac_tokens_per_turn": Meaning("response_length_mean", "tinker-cookbook", "action tokens per turn over "
+                                          "the batch (the response length where an episode is one turn)"),
+    "optim/entropy": Meaning("entropy_mean", "tinker-cookbook", "−mean over action tokens of the sampler's "
+                             "log-prob of the sampled token: a one-sample estimate of the sampler's entropy"),
+    "optim/lr": Meaning("lr", "tinker-cookbook"),
 }
 """Logged key → its catalogue meaning (order = precedence among keys of one step that fill the same metric)."""
 
