@@ -137,6 +137,12 @@ class EntropyConfig(Timing):
     """Points the history needs before the collapse or blow-up rule gives a verdict."""
     degenerate_floor: float = 1e-3
     """Degenerate output (critical, no history needed): the latest entropy_mean below this many nats."""
+    solved_correct: float = 0.95
+    """A run whose ``correct_frac`` level is at least this reads as solving its task: near-zero entropy there is a
+    converged policy (degenerate and collapse at ``info``), not degenerate output. Chosen on one held-out run
+    (tinker-cookbook arithmetic: correct_frac 1.0, entropy 1e-4, critical before) against the synthetic entropy
+    drill (exploration dies at a reward plateau near 0.6: still a warning); any value between passes both
+    (docs/lab/bench.md)."""
     severity_smooth_steps: int = 20
     """Points of the levels the blow-up's severity tests read: the correct responses' entropy and the reward drop
     (``signals.reward_drop``). 20, chosen on the natural corpus's learning run and its collapsing runs:

@@ -3,9 +3,14 @@
 
 * degenerate (critical): the latest entropy_mean < degenerate_floor — no history needed, so a collapse inside a
   run's first points is flagged at the first point that shows it (``Finding.immediate``). Harm by itself: the
-  severity gate never lowers it (``severity.exempt``);
+  severity gate never lowers it (``severity.exempt``) — unless the run reads as solving its task (``_solved``: its
+  ``correct_frac`` level ≥ ``solved_correct``): a policy sampling the one answer that is right is converged, not
+  degenerate → ``info`` (issue 31: a tinker-cookbook arithmetic run at correct_frac 1.0 and entropy 1e-4 was marked
+  critical). Degenerate output that is wrong stays critical; a run without a correctness column cannot tell and
+  stays critical;
 
-* collapse (warning): level < collapse_abs, or level < collapse_frac × the *normal peak*: the highest level
+* collapse (warning; ``info`` on a run that reads as solving its task, as above): level < collapse_abs, or
+  level < collapse_frac × the *normal peak*: the highest level
   over the history that was not itself a blow-up (below blowup_factor × the history median). Without that
   exclusion a blow-up to 5 nats would set the bar at 0.5 and the run's ordinary level (≈ 0.3 on the tiny
   model, where it started) would read as a collapse once the blow-up passed;
@@ -47,6 +52,17 @@ from .registry import num as _num
 from .registry import register_detector
 
 
+def _solved(h: History, cfg: DetectorConfig) -> str:
+    """Why the run reads as solving its task ('' where it does not, or where it logs no correctness): its
+    ``correct_frac`` level ≥ ``solved_correct``. The reward does not tell here: a constant reward sits at the top of
+    its observed range whatever it pays."""
+    k = cfg.smooth_steps
+    correct = h.series("correct_frac", k)
+    if not len(correct) or (level := correct.level(k)) < cfg.entropy.solved_correct:
+        return ""
+    return f"correct_frac level {level:.2f}: a task it solves"
+
+
 def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
     level, peak, median = (_num(ev.get(k)) for k in ("entropy_level", "entropy_peak", "entropy_median"))
     if level is None:
@@ -64,7 +80,7 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
 class Entropy:
     name = "entropy"
     phases = ("collapse", "blowup", "degenerate")
-    inputs = ("entropy_mean", "entropy_mean_correct", "reward_mean", *likelihood.INPUTS)
+    inputs = ("entropy_mean", "entropy_mean_correct", "reward_mean", "correct_frac", *likelihood.INPUTS)
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg
@@ -74,10 +90,12 @@ class Entropy:
         now = h.row.num("entropy_mean")
         if now is None:
             return {}
+        solved = _solved(h, self.cfg) if now < c.degenerate_floor else None
         degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor else Finding(
-            "critical", "entropy_mean", now, c.degenerate_floor, 1,
-            f"degenerate output: entropy {now:.3g} nats < {c.degenerate_floor:g} (the policy samples one token "
-            f"per position)", {"entropy_now": now}, immediate=True)}
+            "info" if solved else "critical", "entropy_mean", now, c.degenerate_floor, 1,
+            f"{'a converged policy' if solved else 'degenerate output'}: entropy {now:.3g} nats < "
+            f"{c.degenerate_floor:g} (the policy samples one token per position"
+            + (f"; {solved})" if solved else ")"), {"entropy_now": now, "solved": solved}, immediate=True)}
         e = h.series("entropy_mean", self.cfg.history_steps)
         if len(e) < max(c.min_points, k):
             return degenerate
@@ -89,9 +107,12 @@ class Entropy:
         verdict: Verdict = {"collapse": None, "blowup": None, **degenerate}
         collapse_at = max(c.collapse_abs, c.collapse_frac * peak)
         if level < collapse_at:
+            solved = solved if solved is not None else _solved(h, self.cfg)
+            ev["solved"] = solved
             verdict["collapse"] = Finding(
-                "warning", "entropy_mean", level, collapse_at, self.cfg.history_steps,
-                f"entropy collapse: level {level:.3g} nats < {collapse_at:.3g} (peak {peak:.3g})", ev)
+                "info" if solved else "warning", "entropy_mean", level, collapse_at, self.cfg.history_steps,
+                f"entropy collapse: level {level:.3g} nats < {collapse_at:.3g} (peak {peak:.3g})"
+                + (f"; {solved}: a converged policy" if solved else ""), ev)
         blowup_at = c.blowup_factor * median
         if median > 0 and level >= blowup_at:
             severity, why = self._blowup_severity(h, ev)

@@ -125,3 +125,21 @@ def test_return_to_normal_after_a_blowup_is_not_a_collapse():
     data = rows(160, entropy_mean=lambda s: 5.0 if 60 <= s < 100 else 0.3)
     _, suite = feed(data, ONLY)
     assert [p for p, *_ in spans(suite.episodes(), "entropy")] == ["blowup"]
+
+
+def test_near_zero_entropy_on_a_task_it_solves_is_a_converged_policy():
+    # entropy 0.5 until step 5, then 1e-4 (< degenerate_floor 1e-3). With correct_frac 1.0 (level 1.0 ≥
+    # solved_correct 0.95) the policy is converged: degenerate at info, opening at 5 (immediate). The level is below the collapse bar max(0.01, 0.1 · 0.5) = 0.05 from t = 7,
+    # but the rule needs min_points (20) points: held from 19, opened at 21 (confirm_steps 3) → info.
+    solved = rows(30, entropy_mean=lambda s: 0.5 if s < 5 else 1e-4, reward_mean=1.0, correct_frac=1.0)
+    assert spans(feed(solved, ONLY)[1].episodes(), "entropy") == [("degenerate", 5, 29, "info"),
+                                                                   ("collapse", 21, 29, "info")]
+    # the same entropy with correct_frac 0.9 (< 0.95: a task not solved, exploration gone): degenerate output,
+    # critical; the collapse a warning
+    wrong = rows(30, entropy_mean=lambda s: 0.5 if s < 5 else 1e-4, reward_mean=0.9, correct_frac=0.9)
+    assert spans(feed(wrong, ONLY)[1].episodes(), "entropy") == [("degenerate", 5, 29, "critical"),
+                                                                  ("collapse", 21, 29, "warning")]
+    # no correctness column: a constant reward 1.0 sits at the top of its observed range whatever it pays, so it
+    # does not tell: critical as before
+    blind = rows(30, entropy_mean=lambda s: 0.5 if s < 5 else 1e-4, reward_mean=1.0)
+    assert spans(feed(blind, ONLY)[1].episodes(), "entropy")[0] == ("degenerate", 5, 29, "critical")

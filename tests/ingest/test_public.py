@@ -74,3 +74,21 @@ def test_the_trl_length_collapse_of_the_corpus(store):
     assert warned == [("length", "collapse", "warning", 4)]
     starv = events[events["detector"] == "starvation"]
     assert len(starv) and set(starv["severity"]) == {"info"}
+
+
+def test_the_tinker_cookbook_run_of_the_corpus(store):
+    # tinker-arithmetic: tinker-cookbook's own metrics.jsonl, 100 rows. Read by hand from its first line:
+    # "env/all/reward/total": 0.67625, "env/all/correct": 0.695, "env/all/ac_tokens_per_turn": 4.9175,
+    # "optim/entropy": 0.7731558680534363, "optim/lr": 0.0001 (collapsewatch.ingest.keys maps each).
+    done = ingest_file(store, PUBLIC / "raw" / SOURCES["tinker-arithmetic"]["file"], "tinker-arithmetic")
+    assert (done.format, done.steps) == ("jsonl", 100)
+    con = connect(store)
+    got = con.execute("SELECT reward_mean, correct_frac, response_length_mean, entropy_mean, lr FROM steps "
+                      "WHERE step = 0").fetchall()
+    assert got == [(0.67625, 0.695, 4.9175, 0.7731558680534363, 0.0001)]
+    # its entropy falls to 1e-4 nats (step 20: 0.000143) while correct_frac sits at 1.0: a converged policy on a
+    # task it solves — entropy degenerate and collapse at info (entropy.solved_correct), no warning; before that
+    # rule the run was marked critical (docs/lab/bench.md)
+    events = detect_runs(store)
+    assert sorted(set(events["severity"])) == ["info"]
+    assert {"degenerate", "collapse"} <= set(events[events["detector"] == "entropy"]["phase"])
