@@ -313,6 +313,11 @@ def warm(listen_fd: int) -> None:
                 print(e.code, file=sys.stderr)
         except KeyboardInterrupt:
             code = 130
+        except Exception:  # a traceback the command lets escape goes to the caller's stderr, as in its own process
+            import traceback
+
+            traceback.print_exc()
+            code = 1
         finally:
             for stream in (sys.stdout, sys.stderr):
                 try:
