@@ -224,6 +224,10 @@ class LengthConfig(Timing):
     collapse_abrupt_frac: float = 0.1
     """Abrupt collapse (no history needed): the latest response_length_mean ≤ this × the longest of the run's
     first smooth_steps points — responses shrank tenfold."""
+    collapse_approach: float = 2.0
+    """… flagged at once, not after confirm_steps, when the confirm_steps − 1 points before were already ≤ this ×
+    that bar: the end of a descent, not one short step of a noisy run (one halving above the bar; issue 31's
+    public runs, docs/lab/bench.md)."""
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ truncation rising during the run), degenerate output (``degenerate``: responses 
   (a model that drops its reasoning for a bare answer can score more and still has collapsed); no history needed,
   so it is flagged confirm_steps − 1 points after the first point that shows it — not at once: a per-step mean of a
   few responses dips that low for one step in healthy runs (a blind source's 9,751-step run did 54 times,
-  docs/lab/bench.md); at ≤ degenerate_tokens ``degenerate``
-  says it instead;
+  docs/lab/bench.md) — unless it ends a *descent*: the confirm_steps − 1 points before it were already ≤
+  collapse_approach × the bar, so the point is no lone dip and it is flagged at once (``Finding.immediate``; the
+  9,751-step run's 60 dips all came from its normal level, 0 of them after such points); at ≤ degenerate_tokens
+  ``degenerate`` says it instead;
 * collapse (warning), gradual: level(response_length_mean) ≤ collapse_frac × its *running level* — the median of the
   history's points before the last ``smooth_steps`` — while the reward does not rise: the reward level (same
   smoothing) is below its own running level + collapse_reward_rise (no reward column: the length alone decides).
@@ -124,12 +126,18 @@ class Length:
     def _collapse(self, h: History, now: float) -> Verdict:
         c, k, n = self.cfg.length, self.cfg.smooth_steps, self.cfg.history_steps
         start = float(h.first("response_length_mean", k).values.max())
-        if c.degenerate_tokens < now <= c.collapse_abrupt_frac * start:  # ≤ degenerate_tokens: `degenerate` says it
+        bar = c.collapse_abrupt_frac * start
+        if c.degenerate_tokens < now <= bar:  # ≤ degenerate_tokens: `degenerate` says it
+            before = h.series("response_length_mean", c.confirm_steps).values[:-1]
+            descent = len(before) == c.confirm_steps - 1 and bool((before <= c.collapse_approach * bar).all())
             return {"collapse": Finding(
-                "warning", "response_length_mean", now, c.collapse_abrupt_frac * start, 1,
+                "warning", "response_length_mean", now, bar, 1,
                 f"length collapse: responses {now:.3g} tokens, ≤ {c.collapse_abrupt_frac:g} × their start "
-                f"{start:.3g} (the longest of the run's first {k} points)",
-                {"response_length_now": now, "response_length_start": start})}
+                f"{start:.3g} (the longest of the run's first {k} points)"
+                + (f", the end of a descent (the {len(before)} points before ≤ {c.collapse_approach:g} × that bar)"
+                   if descent else ""),
+                {"response_length_now": now, "response_length_start": start, "descent": descent},
+                immediate=descent)}
         length = h.series("response_length_mean", n)
         if len(length) < max(c.collapse_min_points, 2 * k):
             return {}

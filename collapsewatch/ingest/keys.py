@@ -28,6 +28,8 @@ class Meaning:
     """Which framework logs the key, and from which version when that matters."""
     difference: str = ""
     """How the logged definition differs from the catalogue's (empty: the same)."""
+    complement: bool = False
+    """The key logs the complement of the metric's share: the value stored is 1 − the logged one."""
 
 
 _GEN = "averaged over the logging interval's generation batches (catalogue: the optimizer step's sequences)"
@@ -129,6 +131,9 @@ KEY_MAP: dict[str, Meaning] = {
                                "of the environment's `correct` metric"),
     "env/all/ac_tokens_per_turn": Meaning("response_length_mean", "tinker-cookbook", "action tokens per turn over "
                                           "the batch (the response length where an episode is one turn)"),
+    "env/all/by_group/frac_mixed": Meaning("zero_std_group_frac", "tinker-cookbook", "1 − the logged share of the "
+                                           "step's groups whose rewards are not all equal (= frac_all_good + "
+                                           "frac_all_bad): a share of groups, as TRL's", complement=True),
     "optim/entropy": Meaning("entropy_mean", "tinker-cookbook", "−mean over action tokens of the sampler's "
                              "log-prob of the sampled token: a one-sample estimate of the sampler's entropy"),
     "optim/lr": Meaning("lr", "tinker-cookbook"),
@@ -169,7 +174,7 @@ def catalogue_values(values: dict[str, float | None]) -> dict[str, float | None]
             continue
         rank = _RANK.get(key.removeprefix(HF_PREFIX), -1)
         if m.metric not in best or rank < best[m.metric][0]:
-            best[m.metric] = (rank, value)
+            best[m.metric] = (rank, 1.0 - value if m.complement and value is not None else value)
     return {metric: v for metric, (_, v) in best.items()}
 
 

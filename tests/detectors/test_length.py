@@ -102,6 +102,26 @@ def test_one_short_step_of_a_noisy_run_is_not_an_abrupt_collapse():
     assert spans(suite.episodes(), "length") == [("collapse", 42, 44, "warning")]
 
 
+def test_an_abrupt_collapse_that_ends_a_descent_opens_at_once():
+    # what garg-no_baseline logged (lengths 441 → 160 → … → 59, 52, 39): the start is the longest of the first 5
+    # points, 440 → the bar is 0.1 × 440 = 44 and the descent bar collapse_approach × 44 = 88. Lengths 440 for
+    # steps 0–4, 120 for 5–9, then 59 (10), 52 (11), 39 (12) and 30 after. At 12, 39 ≤ 44 and the confirm_steps − 1
+    # = 2 points before (59, 52) are ≤ 88: the end of a descent, not one short step → the warning opens at 12, the
+    # first point below the bar (before: at 14, confirm_steps 3). The gradual rule has too few points (< 20) to say
+    # anything before.
+    lengths = {10: 59.0, 11: 52.0, 12: 39.0}
+    data = rows(18, response_length_mean=lambda s: 440.0 if s < 5 else 120.0 if s < 10 else lengths.get(s, 30.0),
+                reward_mean=0.5)
+    _, suite = feed(data, ONLY)
+    [ep] = suite.episodes()
+    assert (ep.phase, ep.step_start, ep.step_end, ep.severity) == ("collapse", 12, 17, "warning")
+    # the same fall in one step from 120 (> 88: no descent) opens after confirm_steps, at 14
+    data = rows(18, response_length_mean=lambda s: 440.0 if s < 5 else 120.0 if s < 12 else 39.0 if s == 12 else 30.0,
+                reward_mean=0.5)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "length") == [("collapse", 14, 17, "warning")]
+
+
 def test_one_degenerate_batch_is_not_repetition():
     _, suite = feed(rows(50, repeat_frac_max=lambda s: 0.95 if s in (20, 21) else 0.3), ONLY)
     assert suite.episodes() == []

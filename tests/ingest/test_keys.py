@@ -52,3 +52,12 @@ def test_openrlhf_rollout_statistics_beat_its_micro_batch_means():
                                                                             "response_length_mean": 48.0}
     # its group_reward_std (the mean of the groups' stds) and vllm_kl are kept as scalars only
     assert meaning("group_reward_std") is None and meaning("train/vllm_kl") is None
+
+
+def test_tinker_cookbook_mixed_groups_fill_the_zero_std_share_as_its_complement():
+    # dphuang2/tinker-cookbook iter05, step 6: frac_mixed 0.125 (frac_all_good 0.0 + frac_all_bad 0.875 = 0.875):
+    # 1 − 0.125 = 0.875 of the 16 groups had equal rewards for every response
+    assert catalogue_values({"env/all/by_group/frac_mixed": 0.125, "env/all/correct": 0.0625}) == {
+        "zero_std_group_frac": 0.875, "correct_frac": 0.0625}
+    assert catalogue_values({"env/all/by_group/frac_mixed": None}) == {"zero_std_group_frac": None}
+    assert not any(m.complement for k, m in KEY_MAP.items() if k != "env/all/by_group/frac_mixed")
