@@ -186,6 +186,11 @@ class NonfiniteConfig(Timing):
 class StarvationConfig(Timing):
     """Signal starvation: groups whose rewards are all equal carry no GRPO advantage."""
 
+    confirm_steps: int = 1
+    """The rule reads a level (the median of smooth_steps points), so it holds only once 3 of the last 5 points
+    are ≥ warn_frac: that is its confirmation, and 3 more steps on top only delayed the flag (issue 31's public
+    runs, docs/lab/bench.md 2026-11-29 evening: 1–2 points earlier on 4 collapsed runs, one of them now before its
+    collapse; no new flag on a healthy run, public or natural). Not read before ⌈smooth_steps / 2⌉ points."""
     warn_frac: float = 0.8
     """Warning when the zero_std_group_frac level reaches this."""
     critical_frac: float = 0.95

@@ -22,6 +22,10 @@ sampling) is told from what the run has, first that tells:
    reward that sits at 0 with no range: all-wrong (nothing earned).
 3. otherwise (no correctness, no reward, or p between the two bounds): cannot tell.
 
+Timing: the rule reads a level, the median of the last ``smooth_steps`` points — it holds once most of them are
+≥ warn_frac — so that median is its confirmation (``confirm_steps`` = 1) and it is not read before the run has
+⌈smooth_steps / 2⌉ points (at 5: 3; a level of one or two points confirms nothing).
+
 Severity: all-wrong → warning, critical when in addition the mean over the last critical_window points is
 ≥ critical_frac (sustained: a few all-equal steps in a row are ordinary for small batches of groups); all-correct
 → ``info`` (solved); cannot tell → ``info`` (the message says so). Why: runs at reward 0.8–1.0 from their first
@@ -109,7 +113,10 @@ class Starvation:
         c, k = self.cfg.starvation, self.cfg.smooth_steps
         if h.row.num("zero_std_group_frac") is None:
             return {}
-        level = h.series("zero_std_group_frac", k).level(k)
+        zs = h.series("zero_std_group_frac", k)
+        if len(zs) < (k + 1) // 2:  # a level of 1–2 points is no confirmation (confirm_steps is 1: the level is)
+            return {"starvation": None}
+        level = zs.level(k)
         if level < c.warn_frac:
             return {"starvation": None}
         kind, told = groups(h, level, self.cfg)

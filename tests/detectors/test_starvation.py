@@ -10,7 +10,8 @@ ONLY = DetectorConfig(enabled=("starvation",))
 
 
 def test_warning_then_critical_and_the_kind_of_groups():
-    # 0.3 until 50, 0.85 until 80, then 1.0; all wrong. Level ≥ 0.8 from 52 → opens at 54 (warning).
+    # 0.3 until 50, 0.85 until 80, then 1.0; all wrong. Level ≥ 0.8 from 52 (median of 0.3, 0.3, 0.85, 0.85, 0.85)
+    # → opens at 52 (warning): the level is the confirmation (confirm_steps = 1).
     # Critical needs the mean of the last 20 points ≥ 0.95: with n points of 1.0 after 80 (step 79 + n) the
     # mean is 0.85 + 0.15 n / 20 — 0.9475 at n = 13 (step 92), 0.955 at n = 14 (step 93): critical from 93,
     # although the 5-point level reached 1.0 at 82. The reward fell from 0.5 to 0 at 50, far from its
@@ -18,7 +19,7 @@ def test_warning_then_critical_and_the_kind_of_groups():
     frac = lambda s: 0.3 if s < 50 else (0.85 if s < 80 else 1.0)  # noqa: E731
     stream, suite = feed(rows(100, zero_std_group_frac=frac, correct_frac=0.0,
                               reward_mean=lambda s: 0.5 if s < 50 else 0.0), ONLY)
-    assert spans(suite.episodes(), "starvation") == [("starvation", 54, 99, "critical")]
+    assert spans(suite.episodes(), "starvation") == [("starvation", 52, 99, "critical")]
     sev = {e.step_end: e.severity for e in stream}
     assert sev[82] == sev[92] == "warning" and sev[93] == "critical"
     assert suite.episodes()[0].evidence["groups"] == "all-wrong"
@@ -27,7 +28,7 @@ def test_warning_then_critical_and_the_kind_of_groups():
 def test_all_correct_groups_are_named_and_healthy_levels_do_not_flag():
     # 97 % of groups all-equal with 99 % of responses correct: the task is solved, not the policy lost → an
     # info episode (it would be critical by the level alone: the 20-point mean 0.97 ≥ 0.95). The level holds
-    # from step 0 (a level of the points so far), 3 confirming steps → opens at 2.
+    # from step 0, but is read from the run's third point on (a level of 3 points, ⌈5 / 2⌉) → opens at 2.
     _, suite = feed(rows(40, zero_std_group_frac=0.97, correct_frac=0.99), ONLY)
     assert suite.episodes()[0].evidence["groups"] == "all-correct"
     assert spans(suite.episodes(), "starvation") == [("starvation", 2, 39, "info")]
@@ -42,8 +43,8 @@ def test_all_correct_groups_are_named_and_healthy_levels_do_not_flag():
 
 def test_a_short_run_of_starved_steps_is_a_warning_not_critical():
     # The corpus's false critical: 4 groups per step, so a few steps in a row with every group all-equal are
-    # ordinary. 0.5 everywhere but steps 40–46 at 1.0: the 5-point level is 1.0 at 44–46 (≥ 0.8: opens at 46
-    # after 3 confirming steps, warning); the 20-point mean never exceeds (7 · 1.0 + 13 · 0.5) / 20 = 0.675.
+    # ordinary. 0.5 everywhere but steps 40–46 at 1.0: the 5-point level is 1.0 at 42–48 (≥ 0.8: opens at 42,
+    # warning); the 20-point mean never exceeds (7 · 1.0 + 13 · 0.5) / 20 = 0.675.
     _, suite = feed(rows(80, zero_std_group_frac=lambda s: 1.0 if 40 <= s <= 46 else 0.5, correct_frac=0.0,
                          reward_mean=lambda s: 0.5 if s < 40 else 0.0), ONLY)
     assert [(p, sev) for p, _, _, sev in spans(suite.episodes(), "starvation")] == [("starvation", "warning")]

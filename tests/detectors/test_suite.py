@@ -56,7 +56,8 @@ def test_restart_after_the_history_has_wrapped_is_still_exact():
 
 
 def test_restart_cuts_back_an_episode_open_across_the_restart_step():
-    # Starvation from step 20 (opens at 24 with the defaults); the run restarts at 40 with healthy rows:
+    # Starvation from step 20 (opens at 22 with the defaults: the 5-point level is 1.0 once 20–22 are in it, and
+    # starvation's confirm_steps is 1); the run restarts at 40 with healthy rows:
     # the episode is re-emitted with step_end 39, its last step before the restart. The 5-point level still
     # holds 3 of the old 1.0 points at 40 and 41, so the new branch extends it to 41.
     frac = rows(60, zero_std_group_frac=lambda s: 1.0 if s >= 20 else 0.2)
@@ -65,10 +66,10 @@ def test_restart_cuts_back_an_episode_open_across_the_restart_step():
     for r in frac:
         suite.update(r)
     out = suite.update(redo[0])
-    assert [(e.phase, e.step_start, e.step_end) for e in out] == [("starvation", 24, 39), ("starvation", 24, 40)]
+    assert [(e.phase, e.step_start, e.step_end) for e in out] == [("starvation", 22, 39), ("starvation", 22, 40)]
     for r in redo[1:]:
         suite.update(r)
-    assert [(e.step_start, e.step_end) for e in suite.episodes()] == [(24, 41)]
+    assert [(e.step_start, e.step_end) for e in suite.episodes()] == [(22, 41)]
 
 
 def test_a_restart_older_than_rollback_steps_starts_cold():

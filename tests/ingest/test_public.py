@@ -106,11 +106,11 @@ def test_the_tinker_cookbook_collapse_its_authors_date(store):
     assert got == [(506.71875, -0.03437499999999999, 0.0625, 0.875, 0.37378886342048645)]
     # frac_mixed at steps 2–8: 0.1875, 0.5625, 0.375, 0.125, 0.125, 0, 0 → zero_std 0.8125, 0.4375, 0.625, 0.875,
     # 0.875, 1, 1. Its 5-point median is 0.625 at 5 and 0.8125 at 6 (≥ starvation.warn_frac 0.8), 0.875 at 7 and 8:
-    # the rule holds from 6 and opens at 8 (confirm_steps 3) — one point after the authors' step 7, inside the
-    # "within 2 points" of a collapse in a run's first 10 points. Every group is all-wrong from 7 (correct 0, reward
+    # the rule holds from 6 and opens there (starvation's confirm_steps is 1: the median is the confirmation) — one
+    # point before the authors' step 7. Every group is all-wrong from 7 (correct 0, reward
     # −0.1 on 22 of the 23 points from 7) — starved, not solved — and zero_std is 1.0 at steps 10–29, so the mean of
     # the last critical_window (20) points reaches critical_frac 0.95 by the run's end: the episode is critical.
     events = detect_runs(store)
     warned = sorted({(d, p, s, int(st)) for d, p, s, st in events[["detector", "phase", "severity", "step_start"]]
                      .itertuples(index=False) if s != "info"})
-    assert warned == [("starvation", "starvation", "critical", 8)]
+    assert warned == [("starvation", "starvation", "critical", 6)]
