@@ -20,6 +20,10 @@ tail -n +2 "$here/sources.csv" | while IFS=, read -r run file _fw _alg _model _t
     *.cs336.jsonl)  # one repository's own logger, no reader in ingest: lab/public/cs336_metrics.py says what its keys mean
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/cs336_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.taoger.jsonl)  # another repository's own logger (CS336 assignment 5): lab/public/taoger_metrics.py says what its
+                     # keys mean
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/taoger_metrics.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.runs.csv)  # a long-form table of several runs (run_name,metric,step,value): lab/public/runs_csv.py takes one,
                  # named in the table as the run's name after its source prefix (garg-lr_sweep_1e-4 → lr_sweep_1e-4)
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/runs_csv.py" "$raw" "${run#*-}" "$conv" >&2
