@@ -14,14 +14,18 @@ import pandas as pd
 from .catalogue import ALL_STEP_COLUMNS
 from .detectors import DetectorConfig, detect_frame
 from .detectors.events import TIMELINE_COLUMNS, events_frame
+from .detectors.nonfinite import STORED_FIRST_NONFINITE
 from .detectors.rules import rules_digest
 from .store.queries import Store, run_names
 from .store.writer import replace_segment
 
 
 def run_steps(store: Store, run: str, rank: int = 0) -> pd.DataFrame:
-    """One rank's step rows in the columns the detectors read."""
-    cols = ", ".join(["step", "ts", *ALL_STEP_COLUMNS])
+    """One rank's step rows in the columns the detectors read. A frame cannot tell a stored NaN from NULL, so a step
+    whose ``first_nonfinite`` is empty names the first of the non-finite detector's scalars (loss, grad_norm) that
+    is NaN there: a NaN loss in an ingested log is flagged like the probe's counts."""
+    cols = ", ".join(["step", "ts", *(f"{STORED_FIRST_NONFINITE} AS first_nonfinite" if c == "first_nonfinite" else c
+                                      for c in ALL_STEP_COLUMNS)])
     return store.query(f"SELECT {cols} FROM ({store.run_view('steps', run)}) WHERE rank = ? ORDER BY step",
                        [rank])
 

@@ -97,3 +97,25 @@ def test_merge_logged_is_duckdbs_max():
                                     [values]).fetchone()
         assert (online is None and offline is None) or (math.isnan(online) and math.isnan(offline)) or \
             online == offline, values
+
+
+def test_a_nan_loss_in_an_ingested_log_is_a_nonfinite_episode(tmp_path):
+    # An ingested log's NaN is stored as NaN, not NULL; a frame would read both as missing, so offline.run_steps
+    # names it in first_nonfinite. Steps 1–5, loss NaN at step 3 only (grad_norm logged, finite, everywhere):
+    # the non-finite rule holds at 3 (confirm_steps 1) and nowhere else → one critical episode 3–3 naming loss.
+    # Steps 2 and 4 have no loss at all (NULL): no episode there — missing is not non-finite.
+    import json
+
+    from collapsewatch.ingest import ingest_file
+
+    rows = [{"step": 1, "loss": 0.5, "grad_norm": 1.0}, {"step": 2, "grad_norm": 1.0},
+            {"step": 3, "loss": float("nan"), "grad_norm": 1.0}, {"step": 4, "grad_norm": 1.0},
+            {"step": 5, "loss": 0.4, "grad_norm": 1.0}]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))  # json writes the NaN as NaN
+    ingest_file(tmp_path / "store", log, "nan-run")
+    events = detect_runs(tmp_path / "store", "nan-run")
+    nonfinite = events[events.detector == "nonfinite"]
+    assert [(int(a), int(b), s) for a, b, s in nonfinite[["step_start", "step_end", "severity"]].itertuples(
+        index=False)] == [(3, 3, "critical")]
+    assert "loss" in nonfinite.iloc[0]["message"]

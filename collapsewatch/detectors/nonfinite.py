@@ -1,8 +1,8 @@
 """First non-finite value, phase ``nonfinite`` (critical).
 
 Holds on a step whose ``first_nonfinite`` names a tensor, whose ``nonfinite_*`` counts are > 0, or whose
-logged ``grad_norm`` / ``loss`` is ±Inf (NaN is indistinguishable from NULL in a stored frame, so a NaN
-grad norm alone is not seen; the probe's counts are). The message names the tensor of the episode's first
+logged ``grad_norm`` / ``loss`` is ±Inf. A frame cannot tell NaN from NULL, so a stored run's NaN loss or grad norm
+reaches the rule as ``first_nonfinite`` naming it (the store's query keeps the two apart: ``offline.run_steps``). The message names the tensor of the episode's first
 step, found by walking back over the consecutive non-finite rows in the history (no extra state).
 """
 
@@ -22,6 +22,10 @@ from .registry import register_detector
 # The tensors checked for non-finite values: the catalogue's nonfinite_<tensor> step columns, in its order.
 TENSORS = tuple(m.name.removeprefix("nonfinite_") for m in STEP_METRICS if m.name.startswith("nonfinite_"))
 SCALARS = ("grad_norm", "loss")
+STORED_FIRST_NONFINITE = ("coalesce(first_nonfinite, CASE "
+                          + " ".join(f"WHEN isnan({c}) THEN '{c}'" for c in SCALARS) + " END)")
+"""SQL for a stored run's ``first_nonfinite``: as recorded, else the first of SCALARS that is NaN at that step — a
+frame cannot tell NaN from NULL, the store can (``offline.run_steps`` reads it; part of these rules' digest)."""
 INPUTS = ("first_nonfinite", *(f"nonfinite_{t}" for t in TENSORS), *SCALARS)
 
 
