@@ -175,10 +175,18 @@ class Account:
     skipped_values: Counter = field(default_factory=Counter)  # (key, why) → count
     nonfinite: int = 0
     notes: list[str] = field(default_factory=list)
+    rewinds: int = 0
+    superseded: int = 0
 
     def steps(self, items: Iterable[Record | Skip]) -> list[Step]:
-        """Records → one :class:`Step` per record (a later record of the same step is merged by the writer)."""
-        out = []
+        """Records → one :class:`Step` per record (a later record of the same step is merged by the writer).
+
+        A resumed run logs some steps again: a record whose step is below one read before it starts a new attempt —
+        the records read of that step and later ones are dropped (the last attempt's rows are the run's, not stitched
+        from two). Within what one call reads (a whole file at once, or what one poll of a followed log adds). An
+        attempt that restarts at the newest step itself cannot be told from a second record of that step (trackers
+        log a step's keys in several calls, some twice): it is merged as one."""
+        out: list[Step] = []
         for item in items:
             if isinstance(item, Skip):
                 self.skipped_rows.append(item)
@@ -193,6 +201,12 @@ class Account:
                 self.nonfinite += v is not None and not math.isfinite(v)
                 kept[key] = v
             self.rows += 1
+            top = out[-1].step if out else None  # out stays in step order: a rewind cuts it back
+            if top is not None and step < top:
+                cut = next(i for i, s in enumerate(out) if s.step >= step)
+                self.rewinds += 1
+                self.superseded += len(out) - cut
+                del out[cut:]
             out.append(Step(step, kept, item.wall_time))
         return out
 
@@ -211,6 +225,9 @@ class Account:
             parts.append(f"skipped {total} value(s) that are not numbers: {named}{more}")
         if self.nonfinite:
             parts.append(f"kept {self.nonfinite} non-finite value(s) (NaN / ±Inf)")
+        if self.rewinds:
+            parts.append(f"the log rewound its steps {self.rewinds} time(s) (a resumed run): dropped "
+                         f"{self.superseded} row(s) of the earlier attempt(s), the last attempt's kept")
         return "; ".join(parts + self.notes)
 
 

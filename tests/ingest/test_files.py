@@ -63,6 +63,31 @@ def test_every_line_and_value_is_kept_or_counted(tmp_path, store):
     assert ("nonfinite", 2) in set(zip(events["detector"], events["step_start"], strict=True))
 
 
+def test_a_resumed_run_keeps_its_last_attempt_and_never_stitches_two(tmp_path, store):
+    # Attempt 1 logs steps 0–3, then the run resumes from its step-2 checkpoint and logs 2–4 (a rewind: 2 < 3);
+    # then a third attempt from 3 (3 < 4). Step 5 comes in two records with different keys (a training dict and an
+    # eval dict): one step, merged. Kept: 0, 1 of attempt 1; 2 of attempt 2; 3, 4 of attempt 3 (attempt 1's `kl` at
+    # 3 is gone, not stitched in); 5 with both keys. Dropped: 2 + 2 rows (attempt 1's 2, 3; attempt 2's 3, 4).
+    # Each later attempt logs a *lower* reward: a merge that kept the larger of two values would show the old one.
+    rows = [{"step": 0, "reward": 0.10}, {"step": 1, "reward": 0.20}, {"step": 2, "reward": 0.30},
+            {"step": 3, "reward": 0.40, "kl": 9.0},
+            {"step": 2, "reward": 0.21}, {"step": 3, "reward": 0.22}, {"step": 4, "reward": 0.51},
+            {"step": 3, "reward": 0.12}, {"step": 4, "reward": 0.50},
+            {"step": 5, "loss": 1.0}, {"step": 5, "eval_loss": 2.0}]
+    f = tmp_path / "resumed.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = ingest_file(store, f, "resumed")
+    assert done.steps == 6
+    assert done.summary == ("the log rewound its steps 2 time(s) (a resumed run): dropped 4 row(s) of the earlier "
+                            "attempt(s), the last attempt's kept")
+    con = connect(store)
+    got = con.execute("SELECT step, reward_mean FROM steps WHERE run = 'resumed' ORDER BY step").fetchall()
+    assert got == [(0, 0.10), (1, 0.20), (2, 0.21), (3, 0.12), (4, 0.50), (5, None)]
+    scal = con.execute("SELECT step, key, value FROM scalars WHERE run = 'resumed' AND key IN ('kl', 'loss', "
+                       "'eval_loss') ORDER BY step, key").fetchall()
+    assert scal == [(5, "eval_loss", 2.0), (5, "loss", 1.0)]
+
+
 def test_the_cli_stores_the_detectors_episodes_for_the_dashboard(tmp_path, store):
     f = tmp_path / "log.jsonl"
     f.write_text("\n".join(LINES) + "\n")
