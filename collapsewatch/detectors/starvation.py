@@ -17,14 +17,23 @@ sampling) is told from what the run has, first that tells:
    reward levels and, where ``reward_std`` s is logged beside a reward mean r > lo, r + s² / (r − lo): a variable
    in [lo, hi] has variance ≤ (hi − r)(r − lo) (Bhatia–Davis), exact for a 0/1 reward — so a run logging only
    reward 0.9 and reward_std 0.3 reads hi = 1, and one stuck at 0.3 with std 0.46 reads hi = 1 too, not 0.3 (the
-   sample std, n − 1, makes the bound a little wider still). Both estimates err towards a wider range, i.e.
-   towards "cannot tell" and "all-wrong", never towards "solved". A
-   reward that sits at 0 with no range: all-wrong (nothing earned).
+   sample std, n − 1, makes the bound a little wider still). Both are lower bounds of the per-response maximum
+   (the Bhatia–Davis one exact for a 0/1 reward): a range estimated too narrow puts a level nearer its top than it
+   is, towards "solved". So a range narrower than the reward-drop margin (:func:`.signals.drop_needed` of hi: at
+   least 0.05 reward units) is no range: the reward never rose materially above its floor, its all-equal groups
+   sit at the floor — all-wrong, nothing earned (a base model at reward 0.004 would otherwise read as the top of
+   [0, 0.004], i.e. solved).
 3. otherwise (no correctness, no reward, or p between the two bounds): cannot tell.
 
 Timing: the rule reads a level, the median of the last ``smooth_steps`` points — it holds once most of them are
 ≥ warn_frac — so that median is its confirmation (``confirm_steps`` = 1) and it is not read before the run has
 ⌈smooth_steps / 2⌉ points (at 5: 3; a level of one or two points confirms nothing).
+
+Cold start: all-wrong groups before the run has earned anything — the best reward level since its first point
+(else correct_frac's) is above the floor by less than the reward-drop margin (:func:`.signals.drop_needed`) — are a
+base model that cannot solve the prompts yet, a configuration finding like ``length/budget``: ``info``, the message
+says so. Read while the history still holds the run's first point (``history_steps``): a run that earned nothing in
+that long is stuck, and its starvation is a warning again.
 
 Severity: all-wrong → warning, critical when in addition the mean over the last critical_window points is
 ≥ critical_frac (sustained: a few all-equal steps in a row are ordinary for small batches of groups); all-correct
@@ -46,6 +55,7 @@ from .history import History
 from .registry import fmt as _f
 from .registry import num as _num
 from .registry import register_detector
+from .signals import drop_needed
 
 SOLVED, STARVED, UNKNOWN = "all-correct", "all-wrong", "cannot tell"
 
@@ -68,6 +78,24 @@ def reward_range(h: History, n: int, k: int) -> tuple[float, float] | None:
     return lo, hi
 
 
+def cold_start(h: History, cfg: DetectorConfig) -> bool:
+    """Whether the run has earned nothing since it started (module doc, *cold start*): its reward (else its
+    correct_frac) window still holds its first point, and the best level in it is above the floor by less than
+    :func:`.signals.drop_needed` of that best."""
+    for key in ("reward_mean", "correct_frac"):
+        r = h.series(key, cfg.history_steps)
+        if len(r):
+            break
+    else:
+        return False
+    first = h.first(key, 1)
+    if not len(first) or r.steps[0] != first.steps[0]:
+        return False  # the window has moved past the run's start: older than a cold start
+    levels = r.levels(min(cfg.smooth_steps, len(r)))
+    best, lo = float(levels.max()), min(0.0, float(levels.min()))
+    return best - lo < drop_needed(best, cfg)
+
+
 def groups(h: History, z: float, cfg: DetectorConfig) -> tuple[str, dict]:
     """all-correct / all-wrong / cannot tell for a zero-std share ``z`` (module doc), with what told it."""
     k = cfg.smooth_steps
@@ -81,8 +109,8 @@ def groups(h: History, z: float, cfg: DetectorConfig) -> tuple[str, dict]:
     lo, hi = rng
     r = h.series("reward_mean", k).level(k)
     ev = {"told_by": "reward range", "reward_level": r, "reward_lo": lo, "reward_hi": hi}
-    if hi - lo <= 0:
-        return (STARVED if r <= 0 else UNKNOWN), ev
+    if hi - lo < drop_needed(hi, cfg):  # no material range: nothing earned (module doc)
+        return STARVED, ev
     p = (r - lo) / (hi - lo)
     low, high = (p - (1 - z)) / z, p / z
     ev.update(reward_position=p, solved_share_low=low, solved_share_high=high)
@@ -127,11 +155,15 @@ class Starvation:
               "reward_level": reward.level(k) if len(reward) else None, **told,
               "zero_std_group_frac_mean": mean, "mean_points": len(sustained)}
         critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
-        severity = "warning" if kind == STARVED else "info"
+        cold = kind == STARVED and cold_start(h, self.cfg)
+        ev["cold_start"] = cold
+        severity = "warning" if kind == STARVED and not cold else "info"
         if severity == "warning" and critical:
             severity = "critical"
         what = {SOLVED: "mostly all-correct: a solved task, not starvation", STARVED: "mostly all-wrong",
                 UNKNOWN: "cannot tell all-correct from all-wrong"}[kind]
+        if cold:
+            what += "; nothing earned yet: a cold start, not a collapse"
         return {"starvation": Finding(
             severity, "zero_std_group_frac", level, c.warn_frac, k,
             f"signal starvation: {level:.0%} of groups have zero reward std ({what})", ev)}

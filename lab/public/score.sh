@@ -9,7 +9,11 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 store="${1:?usage: lab/public/score.sh STORE}"
 cw="${COLLAPSEWATCH:-collapsewatch}"
-tail -n +2 "$here/sources.csv" | while IFS=, read -r run file _fw _alg _model _task repo path commit _lic _raw sha _state; do
+# the CSV's quoted fields hold commas: read it with Python's csv module, one tab-separated line per run
+"${PYTHON:-python3}" -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1], newline="")):
+    print("\t".join(r[k] for k in ("run", "file", "repo", "path", "commit", "sha256")))' "$here/sources.csv" |
+while IFS=$'\t' read -r run file repo path commit sha; do
   raw="$here/raw/$file"
   if [ ! -f "$raw" ]; then
     echo "missing $run: fetch https://github.com/$repo/blob/$commit/$path to lab/public/raw/$file" >&2; continue

@@ -32,11 +32,16 @@ def test_all_correct_groups_are_named_and_healthy_levels_do_not_flag():
     _, suite = feed(rows(40, zero_std_group_frac=0.97, correct_frac=0.99), ONLY)
     assert suite.episodes()[0].evidence["groups"] == "all-correct"
     assert spans(suite.episodes(), "starvation") == [("starvation", 2, 39, "info")]
-    # the same level with no correct response is the policy lost: warning; the rule's critical at 20 points
-    # (step 19) needs a reward fall to stand, and no reward is logged here, so the severity gate keeps a warning
-    _, suite = feed(rows(40, zero_std_group_frac=0.97, correct_frac=0.0), ONLY)
-    assert spans(suite.episodes(), "starvation") == [("starvation", 2, 39, "warning")]
+    # the same level with no correct response after the run had earned is the policy lost: correct_frac 0.4 and
+    # 30 % all-equal groups until step 20, then 0.0 and 97 %. The z level is 0.97 from 22 (3 of 5 points), where the
+    # correct_frac level is 0 → all-wrong; its best level 0.4 is above the floor 0 by ≥ max(0.05, 0.25 · 0.4) = 0.1:
+    # earned, so no cold start → warning from 22. The rule's critical (20-point mean of z 0.97 ≥ 0.95 at step 39)
+    # needs a reward fall to stand, and no reward is logged here, so the severity gate keeps a warning.
+    _, suite = feed(rows(40, zero_std_group_frac=lambda s: 0.3 if s < 20 else 0.97,
+                         correct_frac=lambda s: 0.4 if s < 20 else 0.0), ONLY)
+    assert spans(suite.episodes(), "starvation") == [("starvation", 22, 39, "warning")]
     assert suite.episodes()[0].evidence["severity_gate"]["lowered_from"] == "critical"
+    assert suite.episodes()[0].evidence["cold_start"] is False
     _, suite = feed(rows(100, zero_std_group_frac=lambda s: 0.95 if s % 10 == 0 else 0.4), ONLY)
     assert suite.episodes() == []
 
@@ -69,11 +74,32 @@ def test_solved_or_starved_from_the_rewards_range_without_a_correctness_column()
     assert _kind(zero_std_group_frac=0.85, reward_mean=0.5, reward_std=0.5) == ("cannot tell", "info")
     # no reward and no correctness at all: cannot tell, info
     assert _kind(zero_std_group_frac=0.9) == ("cannot tell", "info")
-    # a reward at 0 with no range (nothing ever earned): all-wrong
-    assert _kind(zero_std_group_frac=0.9, reward_mean=0.0) == ("all-wrong", "warning")
+    # a reward at 0 with no range (nothing ever earned): all-wrong, and a cold start (next test) → info
+    assert _kind(zero_std_group_frac=0.9, reward_mean=0.0) == ("all-wrong", "info")
 
 
 def test_a_reward_level_near_the_top_of_its_observed_range_is_solved():
     # no reward_std: the range is the levels' own, [0, 1.0] here (1.0 for steps 0–9, then 0.95). At step 39 the
     # level is 0.95, p = 0.95, z = 0.9: share ≥ (0.95 − 0.1) / 0.9 = 0.94 → all-correct, info
     assert _kind(zero_std_group_frac=0.9, reward_mean=lambda s: 1.0 if s < 10 else 0.95) == ("all-correct", "info")
+
+
+def test_a_cold_start_is_info_until_the_run_has_earned():
+    # A base model that solves nothing yet: reward 0.0 for steps 0–9, 0.004 at 10–14, then 0.3 from 15; 90 % of
+    # groups all-equal until 20, then 30 %. Levels (median of 5) of the reward: 0 up to step 11, 0.004 at 12–16,
+    # 0.3 from 17. At 2–16 the best level (≤ 0.004) is above the floor 0 by less than max(0.05, 0.25 · best) = 0.05:
+    # nothing earned → the all-wrong groups are a cold start, info. From 17 the best 0.3 clears 0.05: earned — but the
+    # groups no longer read all-wrong there: at 17–21 (z level still 0.9) the reward level 0.3 is the top of the range
+    # its levels have shown (no reward_std: hi = 0.3), p = 1 → "solved", info. No warning anywhere.
+    stream, suite = feed(rows(40, zero_std_group_frac=lambda s: 0.9 if s < 20 else 0.3,
+                              reward_mean=lambda s: 0.0 if s < 10 else (0.004 if s < 15 else 0.3)), ONLY)
+    assert all(e.severity == "info" for e in suite.episodes())
+    at = {e.step_end: e.evidence for e in stream if e.detector == "starvation"}
+    assert (at[2]["groups"], at[2]["cold_start"]) == ("all-wrong", True)
+    assert (at[16]["groups"], at[16]["cold_start"]) == ("all-wrong", True)
+    assert at[17]["groups"] == "all-correct"
+    # the same run after it had earned (reward 0.3 for steps 0–19, then 0.0 with 90 % all-equal groups): starved,
+    # a warning from 22 (z level 0.9 once 20–22 are in it; reward level 0 < z / 2 of its range → all-wrong)
+    _, suite = feed(rows(40, zero_std_group_frac=lambda s: 0.3 if s < 20 else 0.9,
+                         reward_mean=lambda s: 0.3 if s < 20 else 0.0), ONLY)
+    assert [(e.step_start, e.severity, e.evidence["cold_start"]) for e in suite.episodes()] == [(22, "warning", False)]
