@@ -26,10 +26,12 @@ mean, for this corpus only, and writes one JSON object per optimizer step:
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path: its sibling
+import jsonl_convert  # noqa: E402
 
 CATALOGUE = {("train", "token_entropy"): "entropy_mean", ("train", "grad_norm"): "grad_norm",
              ("train", "loss"): "loss", ("rollout", "reward"): "reward_mean",
@@ -63,19 +65,7 @@ def convert(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python lab/public/cs336_metrics.py METRICS.jsonl OUT.jsonl", file=sys.stderr)
-        return 2
-    src, dst = Path(argv[0]), Path(argv[1])
-    try:
-        rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
-        steps = convert(rows)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"error: {src}: {e}", file=sys.stderr)
-        return 1
-    dst.write_text("".join(json.dumps(s) + "\n" for s in steps))
-    print(f"{src}: {len(rows)} rows → {len(steps)} optimizer steps in {dst}")
-    return 0
+    return jsonl_convert.main(argv, "cs336_metrics.py", convert)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,12 @@ keys mean, for this corpus only, and writes one JSON object per step:
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path: its sibling
+import jsonl_convert  # noqa: E402
 
 CATALOGUE = {"mean_reward": "reward_mean", "mean_answer_reward": "correct_frac", "token_entropy": "entropy_mean",
              "gradient_norm": "grad_norm", "loss": "loss"}
@@ -55,19 +57,7 @@ def convert(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python lab/public/taoger_metrics.py METRICS.jsonl OUT.jsonl", file=sys.stderr)
-        return 2
-    src, dst = Path(argv[0]), Path(argv[1])
-    try:
-        rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
-        steps = convert(rows)
-    except (OSError, ValueError, KeyError, ZeroDivisionError) as e:
-        print(f"error: {src}: {e!r}", file=sys.stderr)
-        return 1
-    dst.write_text("".join(json.dumps(s) + "\n" for s in steps))
-    print(f"{src}: {len(rows)} rows → {len(steps)} steps in {dst}")
-    return 0
+    return jsonl_convert.main(argv, "taoger_metrics.py", convert)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,28 @@
+"""The command line of a lab/public converter whose source is a JSONL file of a repository's own logger
+(cs336_metrics.py, taoger_metrics.py): read its rows, ``convert`` them, write one JSON object per step."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def main(argv: list[str], script: str, convert: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> int:
+    """``python lab/public/<script> METRICS.jsonl OUT.jsonl``: 0 done, 1 a file it could not read or convert (one
+    line naming it), 2 a wrong call."""
+    if len(argv) != 2:
+        print(f"usage: python lab/public/{script} METRICS.jsonl OUT.jsonl", file=sys.stderr)
+        return 2
+    src, dst = Path(argv[0]), Path(argv[1])
+    try:
+        rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+        steps = convert(rows)
+    except (OSError, ValueError, KeyError, ZeroDivisionError) as e:
+        print(f"error: {src}: {e!r}", file=sys.stderr)
+        return 1
+    dst.write_text("".join(json.dumps(s) + "\n" for s in steps))
+    print(f"{src}: {len(rows)} rows → {len(steps)} steps in {dst}")
+    return 0
