@@ -193,6 +193,9 @@ class StarvationConfig(Timing):
     collapse; no new flag on a healthy run, public or natural). Not read before ⌈smooth_steps / 2⌉ points."""
     warn_frac: float = 0.8
     """Warning when the zero_std_group_frac level reaches this."""
+    cold_start: bool = True
+    """All-wrong groups before the run has earned anything are a cold start, info (module doc of
+    ``detectors/starvation.py``); False: a warning like any starvation."""
     critical_frac: float = 0.95
     """Critical when the mean of the last ``critical_window`` points reaches this …"""
     critical_window: int = 20

@@ -155,7 +155,7 @@ class Starvation:
               "reward_level": reward.level(k) if len(reward) else None, **told,
               "zero_std_group_frac_mean": mean, "mean_points": len(sustained)}
         critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
-        cold = kind == STARVED and cold_start(h, self.cfg)
+        cold = kind == STARVED and c.cold_start and cold_start(h, self.cfg)
         ev["cold_start"] = cold
         severity = "warning" if kind == STARVED and not cold else "info"
         if severity == "warning" and critical:

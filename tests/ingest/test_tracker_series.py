@@ -113,8 +113,9 @@ def test_the_series_stay_out_of_trls_own_log_history(trl_logs):
 
 def test_wandb_sink_writes_into_trls_own_run(trl_logs):
     """RULES: only the starvation detector, its warning bar at 0: a share of zero-std groups is always ≥ 0, so the
-    rule holds at every step and opens one warning episode at the 3rd (confirm_steps;
-    tests/integrations/test_trl_on_event.py) — one W&B alert (level WARN), severity 2 at that step."""
+    rule holds at every step and opens one warning episode at the 3rd (a level of 3 points; cold_start off: the tiny
+    model earns nothing; tests/integrations/test_trl_on_event.py) — one W&B alert (level WARN), severity 2 at that
+    step."""
     from collapsewatch.alerts import event_headline
     from collapsewatch.detectors import DetectorConfig
     from collapsewatch.ingest.wandb_run import Parser, read

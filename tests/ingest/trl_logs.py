@@ -79,7 +79,7 @@ def default_mlflow_run(out: Path) -> None:
         trainer.train()
 
 
-RULES = {"enabled": ["starvation"], "starvation": {"warn_frac": 0.0}}
+RULES = {"enabled": ["starvation"], "starvation": {"warn_frac": 0.0, "cold_start": False}}
 SENTINELS = [("the cat sat", " on the mat", True), ("a dog ran", " banana", False)]
 
 

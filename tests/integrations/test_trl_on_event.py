@@ -15,9 +15,10 @@ from tests.integrations.trl_tiny import LogsSeen, tiny_grpo_trainer  # noqa: E40
 
 def test_on_event_is_called_on_a_trl_run(tmp_path):
     # Only the starvation detector, with its warning bar at 0: a share of zero-std groups is always ≥ 0, so
-    # the rule holds on every step with a zero_std_group_frac and opens an episode on the 3rd (confirm_steps).
+    # the rule holds on every step with a zero_std_group_frac and opens an episode on the 3rd (a level of 3 points);
+    # the tiny model earns nothing, so cold_start is off to keep it a warning.
     # The hook then sees that episode (and each extension) as the store does.
-    cfg = DetectorConfig.from_dict({"enabled": ["starvation"], "starvation": {"warn_frac": 0.0}})
+    cfg = DetectorConfig.from_dict({"enabled": ["starvation"], "starvation": {"warn_frac": 0.0, "cold_start": False}})
     seen = []
     trainer = tiny_grpo_trainer(str(tmp_path / "out"))
     watch(trainer, tmp_path / "store", "hooked", detectors=cfg, on_event=seen.append)
