@@ -22,7 +22,7 @@ from .store.writer import replace_segment
 
 def run_steps(store: Store, run: str, rank: int = 0) -> pd.DataFrame:
     """One rank's step rows in the columns the detectors read. A frame cannot tell a stored NaN from NULL, so a step
-    whose ``first_nonfinite`` is empty names the first of the non-finite detector's scalars (loss, grad_norm) that
+    whose ``first_nonfinite`` is empty names the first of the non-finite detector's scalars (grad_norm, then loss) that
     is NaN there: a NaN loss in an ingested log is flagged like the probe's counts."""
     cols = ", ".join(["step", "ts", *(f"{STORED_FIRST_NONFINITE} AS first_nonfinite" if c == "first_nonfinite" else c
                                       for c in ALL_STEP_COLUMNS)])
