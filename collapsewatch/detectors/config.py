@@ -172,6 +172,17 @@ class GradConfig(Timing):
     consecutive elevated points make it a warning (critical by critical_factor)."""
     critical_factor: float = 20.0
     """… ≥ this × the reference median: critical."""
+    recur_spikes: int = 3
+    """Spikes that keep coming back: this many points over the bar within the last ``recur_window`` logged points
+    make a warning however fast each recovered (clipping absorbs each one; their return says the update is
+    unstable). 0 turns it off."""
+    recur_window: int = 10
+    """… counted over this many logged points (the current one included)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.recur_spikes < 0 or not 1 <= self.recur_window <= self.window + 1:
+            raise ValueError(f"grad.recur_spikes must be ≥ 0 and grad.recur_window in 1..window + 1 ({self.window + 1})")
 
 
 @dataclass(frozen=True)

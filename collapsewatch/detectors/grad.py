@@ -12,6 +12,9 @@ most ``window`` points; NULL rows are not points):
                                                           next points show whether the norm recovered)
     n ≥ sustain_steps, no point ≥ crit · m  → warning   (the norm stays up: an explosion under way)
     n ≥ sustain_steps, a point ≥ crit · m   → critical
+    n < sustain_steps, the current point the recur_spikes-th over the bar within the last recur_window logged
+    points                                  → warning   (spikes that keep coming back: each recovered, together
+                                                          they say the update is unstable)
 
 with crit = max(critical_factor, bar), per point, over those n points. So a spike of any size that falls back
 under recover_factor · m within sustain_steps − 1 points stays info (healthy public runs have isolated
@@ -53,8 +56,10 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
     g, med, n = _num(ev.get("grad_norm")), _num(ev.get("reference_median")), ev.get("reference_points")
     if g is None or not med:
         return None
-    run = ev.get("elevated_run")
+    run, spikes = ev.get("elevated_run"), ev.get("recent_spikes")
     tail = f", still up {run} logged points after the spike" if run and run > 1 else ""
+    if spikes:
+        tail += f", spike {spikes} in the last {ev.get('recur_window')} logged points"
     return f"grad norm {g:.3g} is {g / med:.1f}× its median {med:.3g} over the previous {n} logged points{tail}"
 
 
@@ -96,7 +101,20 @@ class Grad:
         severity = "info" if run < c.sustain_steps else "critical" if critical else "warning"
         ev = {"grad_norm": g, "reference_median": median, "ratio": g / median, "bar": bar, "log_spread": spread,
               "reference_points": min(now, c.window), "elevated_run": run, "peak_ratio": peak}
+        recurring = ""
+        if severity == "info" and g >= bar * median and (spikes := recent_spikes(values, now, c)) >= c.recur_spikes > 0:
+            severity, ev["recent_spikes"], ev["recur_window"] = "warning", spikes, c.recur_window
+            recurring = f"; spike {spikes} in the last {c.recur_window} logged points"
         return {"explosion": Finding(
             severity, "grad_norm", g, bar * median, c.window,
             f"gradient explosion: grad_norm {g:.3g} = {g / median:.1f} × its median {median:.3g} "
-            f"over {c.window} steps ({run} elevated point(s), peak {peak:.1f} ×)", ev)}
+            f"over {c.window} steps ({run} elevated point(s), peak {peak:.1f} ×{recurring})", ev)}
+
+
+def recent_spikes(values: np.ndarray, now: int, c: GradConfig) -> int:
+    """Points of ``values`` over their own bar (see :func:`reference`) among the last ``recur_window`` up to ``now``."""
+    count = 0
+    for i in range(now, max(now - c.recur_window, -1), -1):
+        r = reference(values, i, c)
+        count += r is not None and values[i] >= r[1] * r[0]
+    return count

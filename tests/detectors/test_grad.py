@@ -106,3 +106,23 @@ def test_sparse_grad_norm_beside_per_step_metrics_is_judged(tmp_path):
     data = rows(200, reward_mean=0.5, grad_norm=lambda s: logged[s]["grad_norm"] if s in logged else None)
     _, suite = feed(data, ONLY)
     assert [(p, a, b) for p, a, b, _ in spans(suite.episodes(), "grad")] == [("explosion", 150, 150)]
+
+
+def test_spikes_that_keep_coming_back_are_a_warning():
+    # grad_norm 1.0 (bar = spike_factor 5, as above) with single points of 6.0 (6 × the median: over the bar)
+    # that fall back at once, so each alone is an info spike (elevated_run 1 < sustain_steps 3). At 100, 104,
+    # 108: at 108 the last recur_window 10 logged points (99–108) hold 3 = recur_spikes points over the bar
+    # (100, 104, 108; each over its own bar: two 6.0s in a 50-point window of 1.0s leave median 1.0 and MAD 0):
+    # warning at 108. At 100, 105, 110: at 110 the last 10 points (101–110) hold 105 and 110 only: info.
+    # Each spike is its own episode (3 rows back at 1.0 close one, exit_patience 3).
+    for at, expected in (((100, 104, 108), ["info", "info", "warning"]), ((100, 105, 110), ["info"] * 3)):
+        _, suite = feed(rows(130, grad_norm=lambda s, at=at: 6.0 if s in at else 1.0), ONLY)
+        assert spans(suite.episodes(), "grad") == [("explosion", s, s, sev) for s, sev in zip(at, expected, strict=True)]
+    _, suite = feed(rows(130, grad_norm=lambda s: 6.0 if s in (100, 104, 108) else 1.0), ONLY)
+    last = suite.episodes()[-1]
+    assert last.evidence["recent_spikes"] == 3 and last.evidence["recur_window"] == 10
+    assert "spike 3 in the last 10 logged points" in last.message
+    # recur_spikes 0 turns it off: three info spikes
+    off = replace(ONLY, grad=replace(ONLY.grad, recur_spikes=0))
+    _, suite = feed(rows(130, grad_norm=lambda s: 6.0 if s in (100, 104, 108) else 1.0), off)
+    assert [sev for *_, sev in spans(suite.episodes(), "grad")] == ["info"] * 3
