@@ -4,7 +4,7 @@
 
 * **collapsed** — the reward collapsed by the one rule (:func:`collapsewatch.reward.reward_collapse`):
   ``Collapsed at step 84 (reward 0.42 → 0.07). First warning at 54: entropy blow-up, 30 steps earlier. Worst:
-  critical.`` (with ``First critical at …`` too when the first critical episode is another one). The two rewards are the best reward level before the collapse and the last level of the run
+  critical.`` (with ``First critical at …`` too when the first critical came later or is another episode). The two rewards are the best reward level before the collapse and the last level of the run
   (level = the trailing median, :func:`collapsewatch.reward.reward_level`).
 * **warning** — no collapse, but an episode of severity warning or critical: ``Warning from step 54: entropy
   blow-up. No reward collapse in 200 steps (reward best 0.45 at 120). Worst: critical.``
@@ -15,8 +15,10 @@ A run with a ``length / budget`` episode (truncation at the cap from its first p
 gets one note in any of the three: ``Note: 95 % of responses hit the length budget from the start: raise the
 completion length.`` (:func:`budget_note`).
 
-First warning = the episode of severity ≥ warning that began first; its lead = collapse step − its start
-(negative: it came after). A drill run ends with ``Drill: lld from step 24.`` The run page, ``runs``,
+First warning = the episode that stood at warning or above first, dated by the step it did (an episode that
+opened at info and turned warning later rang then, not at its start: ``reached`` in its evidence,
+:func:`collapsewatch.detectors.events.reached_step`); its lead = collapse step − that step (negative: it came
+after). First critical likewise. A drill run ends with ``Drill: lld from step 24.`` The run page, ``runs``,
 ``detect`` and ``watch --json`` all print this sentence (:mod:`collapsewatch.judge` feeds it the episodes of
 the reader's rules). ``reader_order`` is the one order episodes are listed in for a person: grouped by detector ·
 phase, the cause first (worst severity, then earliest), the noise (info) last.
@@ -32,7 +34,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .detectors.events import SEVERITY_RANK, evidence_dict
+from .detectors.events import SEVERITY_RANK, evidence_dict, reached_step
 from .detectors.registry import specs
 from .reward import reward_collapse, reward_level
 
@@ -118,13 +120,19 @@ def _when(lead: int) -> str:
 
 
 def _first(events: pd.DataFrame, severities: tuple[str, ...] = ("warning", "critical")) -> Mapping[str, Any] | None:
-    """The episode of one of ``severities`` that began first (ties: detector, phase), or None."""
+    """The episode of one of ``severities`` that rang first (ties: detector, phase), or None; ``at`` = the step it
+    first stood at the least of ``severities`` (:func:`reached_step`: an info episode that turned warning later rang
+    then, not at its start)."""
     if events.empty:
         return None
     hot = events[events["severity"].isin(list(severities))]
     if hot.empty:
         return None
-    return hot.sort_values(["step_start", "detector", "phase"], kind="stable").iloc[0].to_dict()
+    least = min(severities, key=SEVERITY_RANK.__getitem__)
+    evidence = hot["evidence"] if "evidence" in hot.columns else pd.Series([None] * len(hot), index=hot.index)
+    at = [reached_step(e, least, s) for e, s in zip(evidence, hot["step_start"], strict=True)]
+    hot = hot.assign(at=at)
+    return hot.sort_values(["at", "detector", "phase"], kind="stable").iloc[0].to_dict()
 
 
 def _worst(events: pd.DataFrame) -> str | None:
@@ -154,7 +162,7 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
     defined = level[~np.isnan(level)]  # the last level: a run logging its reward every k-th step (TRL's
     after = float(defined[-1]) if len(defined) else None  # steps_per_generation) has none on its last step
     first = _first(events)
-    first_step = int(first["step_start"]) if first is not None else None
+    first_step = int(first["at"]) if first is not None else None
     first_name = phase_name(str(first["detector"]), str(first["phase"])) if first is not None else None
     lead = collapse - first_step if collapse is not None and first_step is not None else None
     worst = _worst(events)
@@ -167,9 +175,10 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
         else:
             text += f" First warning at {first_step}: {first_name}, {_when(lead)}."
             crit = _first(events, ("critical",))
-            if crit is not None and crit is not first and (crit["detector"], crit["phase"], crit["step_start"]) != \
-                    (first["detector"], first["phase"], first["step_start"]):
-                cs = int(crit["step_start"])
+            same = crit is not None and (crit["detector"], crit["phase"], crit["step_start"]) == \
+                (first["detector"], first["phase"], first["step_start"])
+            if crit is not None and not (same and int(crit["at"]) == first_step):
+                cs = int(crit["at"])
                 text += (f" First critical at {cs}: {phase_name(str(crit['detector']), str(crit['phase']))}, "
                          f"{_when(collapse - cs)}.")
     elif first is not None:

@@ -29,6 +29,19 @@ def test_collapsed_run_names_the_collapse_the_first_warning_and_the_first_critic
                           "earlier. First critical at 18: entropy blow-up, 7 steps earlier. Worst: critical.")
 
 
+def test_an_episode_that_turned_warning_later_is_dated_when_it_did():
+    # the collapse of the first test (25). One entropy episode opened at 5 as info, stood at warning from 12 and at
+    # critical from 21 (its evidence's `reached`): the first warning is at 12 (lead 13), not at its start 5, and the
+    # same episode's critical at 21 is named too (4 steps earlier)
+    steps, reward = np.arange(40), np.r_[np.full(20, .5), np.full(20, .05)]
+    row = Event("entropy", "blowup", 5, 30, "critical", None, None, None, None, "m",
+                {"reached": {"info": 5, "warning": 12, "critical": 21}}).as_row()
+    v = verdict(pd.DataFrame([row]), steps, reward)
+    assert (v.first_warning_step, v.lead_steps) == (12, 13)
+    assert v.sentence == ("Collapsed at step 25 (reward 0.50 → 0.05). First warning at 12: entropy blow-up, 13 steps "
+                          "earlier. First critical at 21: entropy blow-up, 4 steps earlier. Worst: critical.")
+
+
 def test_the_reward_now_is_the_last_level_when_the_last_step_logged_no_reward():
     # TRL with steps_per_generation 2 (or a rollout every k optimizer steps) logs the reward on every other step:
     # 40 logged points at steps 0, 2, …, 78 (.5 ×20 then .05 ×20), NaN at the odd steps, and the run ends on 79.

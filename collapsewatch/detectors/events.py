@@ -13,7 +13,9 @@ one); the episode's first :class:`Event` has
 ``step_end`` extended (same detector, phase, step_start: the store keeps the latest row). The episode
 ends after ``exit_patience`` consecutive evaluated steps where the rule does not hold; its ``step_end``
 stays at the last step where it held. Steps without a verdict neither extend nor end an episode.
-Severity is the worst seen during the episode; message, value and evidence are those of its last step.
+Severity is the worst seen during the episode; message, value and evidence are those of its last step, plus
+``reached``: the step at which the episode first stood at each severity up to its worst (an episode that opens at
+info and turns warning later rang as a warning then, not at its start: :func:`reached_step`).
 """
 
 from __future__ import annotations
@@ -127,6 +129,18 @@ def evidence_dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
+def reached_step(evidence: Any, severity: str, step_start: int) -> int:
+    """The step at which an episode first stood at ``severity`` or above (its evidence's ``reached``); its
+    ``step_start`` for an episode recorded before ``reached`` existed, or one that never rose past it."""
+    reached = evidence_dict(evidence).get("reached")
+    if isinstance(reached, Mapping):
+        steps = [int(s) for level, s in reached.items()
+                 if level in SEVERITY_RANK and SEVERITY_RANK[level] >= SEVERITY_RANK[severity] and s is not None]
+        if steps:
+            return max(min(steps), int(step_start))
+    return int(step_start)
+
+
 def events_frame(run: str, rank: int, events: list[Event], source: str, rules: str) -> dict[str, list[Any]]:
     """Events as columns of the ``events`` table (evidence as strict JSON, written now), each carrying the
     digest of the ``rules`` that found it (:func:`collapsewatch.detectors.rules.rules_digest`)."""
@@ -167,10 +181,14 @@ def advance(
     severity = finding.severity
     if old is not None and SEVERITY_RANK[old.severity] > SEVERITY_RANK[severity]:
         severity = old.severity
+    reached = dict(old.evidence.get("reached") or {}) if old is not None else {}
+    for level, rank in SEVERITY_RANK.items():  # the first step at each level up to this one
+        if rank <= SEVERITY_RANK[severity]:
+            reached.setdefault(level, step)
     event = Event(
         detector=detector, phase=phase, step_start=old.step_start if old else step, step_end=step,
         severity=severity, metric=finding.metric, value=clean(finding.value), threshold=clean(finding.threshold),
         window_steps=finding.window_steps, message=finding.message,
-        evidence=clean({**finding.evidence, "severity_now": finding.severity}),
+        evidence=clean({**finding.evidence, "severity_now": finding.severity, "reached": reached}),
     )
     return PhaseState(streak=streak, misses=0, episode=event), event

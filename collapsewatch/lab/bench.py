@@ -21,19 +21,21 @@ Definitions (fixed before any figure was looked at; the constants below are the 
 * **Classes** of the trusted runs: *collapsed* (E set), *healthy* (no drill, no E: every alarm on it is false),
   *other* (a drilled run that did not collapse: counted, not scored).
 * **Alarm**: an offline detector episode (``detect_frame``, today's rules or ``--detectors``) whose worst severity
-  is ≥ warning, dated by its ``step_start``. **Flag class** (detector, phase, s): the episodes of that phase whose
+  is ≥ warning. **Dated** by the step it first stood at the severity counted (:func:`.score.dated`: an episode that
+  opened at info and turned warning later rang as a warning then, not at its start). **Flag class** (detector, phase, s): the episodes of that phase whose
   worst severity is ≥ s (s = info, warning, critical; score.py's convention).
 * **Share of healthy runs a class fires on**, over a set H of healthy runs: runs of H with an episode of the class /
   |H|. A class is **specific** on H when |H| > 0 and that share is ≤ ``SPECIFIC_MAX`` (10 %). An alarm of
   (detector, phase) with worst severity w is a **specific flag** when class (detector, phase, w) is specific (≥
-  critical is a subset of ≥ warning, so a critical can count where its phase's warnings do not).
+  critical is a subset of ≥ warning, so a critical can count where its phase's warnings do not); it rang when it
+  first stood at the least severity s ≤ w whose class is specific.
 * **Pooled (in-sample)**: H = the healthy runs of every source. **Held out** (leave one source out): for the runs
   of source S, H = the healthy runs of every *other* source — which flags count is decided without S. The overall
   held-out row adds up each source's held-out figures.
-* **Collapsed runs**: *flagged* — a specific flag starts at or before E; *early* — one starts ≥ ``EARLY`` (20)
-  steps before E; *lead* — E − the first specific flag's start, median over flagged runs.
+* **Collapsed runs**: *flagged* — a specific flag rings at or before E; *early* — one rings ≥ ``EARLY`` (20)
+  steps before E; *lead* — E − the step the first specific flag rang, median over flagged runs.
 * **Early collapses**: E is among the run's first ``FIRST_POINTS`` (10) logged points (fewer than 10 step rows
-  before it); *caught* — a specific flag starts at most ``WITHIN_POINTS`` (2) logged points after E (or before it).
+  before it); *caught* — a specific flag rings at most ``WITHIN_POINTS`` (2) logged points after E (or before it).
 * **Healthy runs** (no specificity filter: the alarms as a user sees them): runs with an alarm, runs with a
   critical, alarms per 1,000 healthy steps (a run's steps = last − first + 1); and runs with a specific alarm,
   pooled and held out.
@@ -54,7 +56,7 @@ import pandas as pd
 from ..detectors.events import SEVERITY_RANK
 from .labels import SMOOTH, RunLabel, reward_level
 from .natural import EARLY
-from .score import SEVERITIES
+from .score import SEVERITIES, dated
 
 SPECIFIC_MAX = 0.10
 """A flag class firing on more than this share of healthy runs is not evidence of a collapse (issue 31)."""
@@ -155,8 +157,13 @@ def _point(steps: tuple[int, ...], step: int) -> int:
 
 
 def _first_specific(alarms: pd.DataFrame, spec: Specificity) -> int | None:
-    ok = [int(s) for d, p, w, s in alarms[["detector", "phase", "severity", "step_start"]].itertuples(
-        index=False, name=None) if spec.specific((d, p, w))]
+    """The first step a specific flag rang: per alarm, the least severity s from warning up to its worst whose class
+    (detector, phase, ≥ s) is specific, dated by when the alarm first stood at s (:func:`.score.dated`)."""
+    ok = []
+    for sev in ("warning", "critical"):
+        hot = alarms[alarms["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[sev]]
+        ok += [int(s) for d, p, s in zip(hot["detector"], hot["phase"], dated(hot, sev), strict=True)
+               if spec.specific((d, p, sev))]
     return min(ok) if ok else None
 
 
@@ -165,7 +172,7 @@ def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Spe
     first = {"pooled": _first_specific(alarms, pooled), "held": _first_specific(alarms, held)}
     rec: dict = {"source": r.source, "run": r.run, "status": r.status, "collapse": r.collapse, "steps": r.n_steps,
                  "alarms": len(alarms), "critical": bool((alarms["severity"] == "critical").any()),
-                 "first_alarm": int(alarms["step_start"].min()) if len(alarms) else None,
+                 "first_alarm": int(dated(alarms, ALARM).min()) if len(alarms) else None,
                  "first_specific_pooled": first["pooled"], "first_specific_held": first["held"],
                  "first_points": r.collapse is not None and _point(r.steps, r.collapse) < FIRST_POINTS,
                  "reason": r.reason}
@@ -257,9 +264,13 @@ def trust_rows(runs: list[BenchRun], flags: pd.DataFrame) -> list[dict]:
     collapse = {r.run: r.collapse for r in trusted if r.status == "collapsed"}
     source = {r.run: r.source for r in trusted}
     healthy_fired = fired(flags, {r.run for r in trusted if r.status == "healthy"})
-    before = flags[[c is not None and s <= c for c, s in zip(flags["run"].map(collapse), flags["step_start"],
-                                                                strict=True)]] if len(flags) else flags
-    preceded = fired(before, set(collapse))
+    preceded: dict[Key, set[str]] = {}
+    for sev in SEVERITIES:  # class (d, p, ≥ sev) preceded E: an episode at sev or above by E, dated when it got there
+        hot = flags[flags["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[sev]]
+        when = dated(hot, sev)
+        for run, d, p, s in zip(hot["run"], hot["detector"], hot["phase"], when, strict=True):
+            if collapse.get(run) is not None and s <= collapse[run]:
+                preceded.setdefault((d, p, sev), set()).add(run)
     keys = sorted(fired(flags, set(source)), key=lambda k: (k[0], k[1], SEVERITY_RANK[k[2]]))
     n_healthy = sum(r.status == "healthy" for r in trusted)
     return [{"detector": k[0], "phase": k[1], "severity": k[2], "healthy_fired": len(healthy_fired.get(k, ())),

@@ -147,8 +147,9 @@ def natural_cmd(store: StoreArg, labels: LabelsOpt = None, detectors: DetectorsO
     found = flags(corpus, _detector_config(detectors))
     print_frame(run_table(found, labs) if runs else score_natural(found, labs), as_json=as_json)
     if not as_json:
-        typer.echo(f"flags = episodes at warning or above; early = starting ≥ {EARLY} steps before the reward "
-                   "collapse (the lab's rule, collapsewatch/lab/labels.py); docs/lab/natural-corpus.md")
+        typer.echo(f"flags = episodes at warning or above, dated when they first stood at warning; early = ≥ {EARLY} "
+                   "steps before the reward collapse (the lab's rule, collapsewatch/lab/labels.py); "
+                   "docs/lab/natural-corpus.md")
 
 
 @app.command("mismatch")

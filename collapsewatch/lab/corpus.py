@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..detectors import DetectorConfig, detect_frame
+from ..detectors.events import SEVERITY_RANK, reached_step
 from ..offline import run_steps
 from ..store.queries import Store, run_names
 from .hold import objective_of
@@ -71,7 +72,9 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
 def flags(corpus: Corpus, config: DetectorConfig | None = None) -> pd.DataFrame:
     """Offline detector episodes over every run of the corpus (columns FLAG_COLUMNS)."""
     rows = [{"run": run, "detector": e.detector, "phase": e.phase, "severity": e.severity,
-             "step_start": e.step_start}
+             "step_start": e.step_start,
+             **{f"{s}_at": reached_step(e.evidence, s, e.step_start) if SEVERITY_RANK[e.severity] >= SEVERITY_RANK[s]
+                else None for s in ("warning", "critical")}}
             for run, df in corpus.frames.items() for e in detect_frame(df, config)]
     return pd.DataFrame(rows, columns=FLAG_COLUMNS)
 

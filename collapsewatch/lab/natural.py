@@ -2,7 +2,7 @@
 
 The drill scores (:mod:`.score`) date a detection from a known onset; a natural collapse has none, so each
 detector is scored by how early it warns *before the reward collapses* (``labels.reward_collapse``). A *flag*
-is an episode of the detector (any phase) whose worst severity is ≥ warning, dated by its ``step_start``. Over
+is an episode of the detector (any phase) whose worst severity is ≥ warning, dated by the step it first stood at warning (:func:`.score.dated`). Over
 the corpus's undrilled runs:
 
 * ``flagged_early_share`` = collapsed runs with a flag starting ≥ ``EARLY`` steps before the collapse / collapsed runs;
@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..detectors.events import SEVERITY_RANK
 from .labels import RunLabel
+from .score import dated
 
 EARLY = 20
 """Steps before the reward collapse a flag must start by to count as early."""
@@ -30,7 +31,9 @@ NATURAL_COLUMNS = ["detector", "collapsed_runs", "flagged_early_share", "lead_me
 
 
 def _flags(flags: pd.DataFrame, severity: str = "warning") -> pd.DataFrame:
-    return flags[flags["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[severity]]
+    """The flags at ``severity`` or above, each dated by the step it first stood there (:func:`.score.dated`)."""
+    hot = flags[flags["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[severity]]
+    return hot.assign(step_start=dated(hot, severity))
 
 
 def score_natural(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """`lab score`: how well each detector sees the drills, from labels and detector episodes (pure arithmetic).
 
 A *flag* of (detector, phase) at severity s is an episode of that phase whose worst severity is ≥ s; it is
-dated by its ``step_start``. Phase ``*`` is any phase of the detector. For a drill kind k and a run of kind k:
+dated by the step it first stood at the class's severity (:func:`dated`). Phase ``*`` is any phase of the detector. For a drill kind k and a run of kind k:
 
 * flagged — some flag starts at or after the onset; the first such start is the *detection step*;
 * ``flagged_share`` = flagged runs / runs of kind k;
@@ -45,7 +45,20 @@ def _own_detectors() -> dict[str, tuple[str, ...]]:
 
 
 OWN_DETECTORS: dict[str, tuple[str, ...]] = _own_detectors()
-FLAG_COLUMNS = ["run", "detector", "phase", "severity", "step_start"]
+FLAG_COLUMNS = ["run", "detector", "phase", "severity", "step_start", "warning_at", "critical_at"]
+"""An episode as the lab scores it: its worst severity, its start, and the steps it first stood at warning / critical
+(empty above its worst; :func:`collapsewatch.detectors.events.reached_step`)."""
+
+
+def dated(flags: pd.DataFrame, severity: str) -> pd.Series:
+    """Per flag, the step it first stood at ``severity`` or above — a flag of the class (detector, phase, ≥
+    ``severity``) is dated by when it rang at that severity, not by its episode's start (an info episode that
+    turned warning later rang then). ``step_start`` for info, or where the column is missing or empty."""
+    start = flags["step_start"]
+    column = f"{severity}_at"
+    if severity == "info" or column not in flags.columns:
+        return start
+    return flags[column].where(flags[column].notna(), start).astype("int64")
 SCORE_COLUMNS = ["detector", "phase", "severity", "drill", "drilled_runs", "flagged_share", "delay_median",
                  "lead_median", "false_pre_onset_per_1k", "false_healthy_per_1k", "critical_near_best"]
 
@@ -102,7 +115,7 @@ def score(flags: pd.DataFrame, labels: Iterable[RunLabel], near_best: Mapping[st
     """One row per (detector, phase incl. ``*``, severity ≥, drill kind): the detector's own drill kind, or
     with ``all_kinds`` every drill kind present (kind "" rows: detectors no drill targets)."""
     labels = list(labels)
-    flags = flags[FLAG_COLUMNS] if len(flags) else pd.DataFrame(columns=FLAG_COLUMNS)
+    flags = flags.reindex(columns=FLAG_COLUMNS) if len(flags) else pd.DataFrame(columns=FLAG_COLUMNS)
     rank = flags["severity"].map(SEVERITY_RANK)
     kinds = sorted({lab.kind for lab in labels if lab.kind})
     detectors = sorted(set(flags["detector"]) | {d for k, ds in OWN_DETECTORS.items() if k in kinds for d in ds})
@@ -115,6 +128,7 @@ def score(flags: pd.DataFrame, labels: Iterable[RunLabel], near_best: Mapping[st
             for sev in SEVERITIES:
                 sel = flags[(flags["detector"] == det) & (rank >= SEVERITY_RANK[sev])
                              & ((flags["phase"] == phase) | (phase == ANY_PHASE))]
+                sel = sel.assign(step_start=dated(sel, sev))
                 for kind in targets:
                     rows.append({"detector": det, "phase": phase, "severity": sev, "drill": kind,
                                  **score_flags(sel, labels, kind, near_best)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from collapsewatch.detectors.events import Event, Finding, PhaseState, advance, clean
+from collapsewatch.detectors.events import Event, Finding, PhaseState, advance, clean, reached_step
 
 WARN = Finding("warning", "m", 1.0, 0.5, 10, "w", {"x": 1.0})
 CRIT = Finding("critical", "m", 2.0, 0.5, 10, "c", {"x": 2.0})
@@ -48,6 +48,23 @@ def test_episode_keeps_worst_severity_but_latest_message():
     assert [e.severity for e in events] == ["warning", "critical", "critical"]
     assert events[-1].message == "w" and events[-1].value == 1.0
     assert events[-1].evidence["severity_now"] == "warning"
+
+
+def test_reached_records_when_each_severity_first_held():
+    # confirm 1: info at 1 opens the episode; warning at 3 (info again at 2 and 4), critical at 6. reached = the
+    # first step at each level: info 1, warning 3, critical 6 — the episode rang as a warning at 3, not at 1.
+    info = Finding("info", "m", 0.5, 0.5, 10, "i")
+    events = drive({1: info, 2: info, 3: WARN, 4: info, 5: WARN, 6: CRIT, 7: WARN}, confirm=1)
+    last = events[-1]
+    assert (last.step_start, last.severity) == (1, "critical")
+    assert last.evidence["reached"] == {"info": 1, "warning": 3, "critical": 6}
+    assert [reached_step(last.evidence, s, last.step_start) for s in ("info", "warning", "critical")] == [1, 3, 6]
+    # straight to critical: every level reached at once; the store's JSON text reads the same
+    jump = drive({4: CRIT}, confirm=1)[-1]
+    assert jump.evidence["reached"] == {"info": 4, "warning": 4, "critical": 4}
+    assert reached_step(jump.as_row()["evidence"], "warning", 4) == 4
+    # an episode recorded before `reached` existed, or unreadable evidence: its start
+    assert reached_step({"x": 1}, "warning", 7) == reached_step("not json", "critical", 7) == 7
 
 
 def test_clean_and_as_row_give_strict_json():

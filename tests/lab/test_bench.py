@@ -5,7 +5,8 @@ Every run logs only ``step`` (= its point index), ``reward_mean`` and ``grad_nor
 inputs is ``grad/explosion`` (docs/detectors.md): grad norm 1.0 everywhere (median 1, log spread 0 → bar 5×)
 except
 * a *warning* at point p: 10.0 at p, p+1, p+2 (3 points ≥ the bar = sustain_steps; 10 < 20 × = critical_factor),
-  one episode starting at p, worst severity warning;
+  one episode starting at p, worst severity warning — an info spike at p and p+1, a warning from p+2: the bench
+  dates the alarm p+2, when it rang as a warning;
 * an *info* at point p: 10.0 at p alone (falls back at once).
 A point needs 10 earlier points (min_points), so p ≥ 10.
 
@@ -116,13 +117,14 @@ def test_pooled_and_held_out_figures(corpora):
     _, recs, _ = corpora
     t = bench_table(recs).set_index("source")
     a = t.loc["all"]
-    # pooled: the warning class is specific (1/11): ac1 (25 ≤ 50, lead 25, early) and gc1 (40 ≤ 55, lead 15, not
-    # ≥ 20 before) flagged; bc1's flag at 10 is after its collapse at 8 → 2 of 3, early 1, lead median 20.
-    assert (a["collapsed"], a["flagged_pooled"], a["early_pooled"], a["lead_median_pooled"]) == (3, 2, 1, 20.0)
-    # held out: only alpha's fold finds it specific → ac1 alone: 1 of 3, early 1, lead 25
-    assert (a["flagged_held"], a["early_held"], a["lead_median_held"]) == (1, 1, 25.0)
-    # bc1: a first-10 collapse (point 8), flagged at point 10 ≤ 8 + 2: caught pooled, not held out (beta's fold)
-    assert (a["first10_collapses"], a["first10_caught_pooled"], a["first10_caught_held"]) == (1, 1, 0)
+    # pooled: the warning class is specific (1/11): ac1 (rang at 27 ≤ 50, lead 23, early) and gc1 (42 ≤ 55, lead 13,
+    # not ≥ 20 before) flagged; bc1's rang at 12, after its collapse at 8 → 2 of 3, early 1, lead median 18.
+    assert (a["collapsed"], a["flagged_pooled"], a["early_pooled"], a["lead_median_pooled"]) == (3, 2, 1, 18.0)
+    # held out: only alpha's fold finds it specific → ac1 alone: 1 of 3, early 1, lead 23
+    assert (a["flagged_held"], a["early_held"], a["lead_median_held"]) == (1, 1, 23.0)
+    # bc1: a first-10 collapse (point 8); its flag rang at point 12 > 8 + 2: not caught (dated by its start, point
+    # 10, it was; test_an_alarm_is_dated_when_it_rang has the caught case)
+    assert (a["first10_collapses"], a["first10_caught_pooled"], a["first10_caught_held"]) == (1, 0, 0)
     # healthy: ah1's one warning over 11 × 60 steps; no critical; bh2's info is no alarm
     assert (a["healthy"], a["healthy_alarmed"], a["healthy_critical"]) == (11, 1, 0)
     assert a["healthy_alarms_per_1k"] == pytest.approx(1000 / 660)
@@ -147,13 +149,38 @@ def test_trust_rows_by_hand(corpora):
     rows = {(r["detector"], r["phase"], r["severity"]): r for r in trust_rows(bench.runs, bench.flags)}
     assert set(rows) == {("grad", "explosion", "info"), ("grad", "explosion", "warning")}
     warn = rows[("grad", "explosion", "warning")]
-    # fired on ah1 of 11 healthy; preceded ac1 (25 ≤ 50) and gc1 (40 ≤ 55), not bc1 (10 > 8); held out: ac1 only
+    # fired on ah1 of 11 healthy; preceded ac1 (rang at 27 ≤ 50) and gc1 (42 ≤ 55), not bc1 (12 > 8); held out: ac1 only
     assert [warn[k] for k in ("healthy_fired", "healthy_runs", "preceded", "collapsed_runs", "preceded_held_out",
                               "specific_sources", "sources")] == [1, 11, 2, 3, 1, 1, 3]
     info = rows[("grad", "explosion", "info")]
     # ≥ info fires on ah1 and bh2: 2 of 11. Alpha's fold: bh2 of 10 = exactly 10 % → specific (≤); beta's 1/9 and
     # gamma's 2/3 are not → preceded ac1 and gc1, held out ac1 only
     assert [info[k] for k in ("healthy_fired", "preceded", "preceded_held_out", "specific_sources")] == [2, 2, 1, 1]
+
+
+def test_an_alarm_is_dated_when_it_rang():
+    import pandas as pd
+
+    from collapsewatch.lab.bench import BenchRun, Specificity, run_record
+
+    # a run collapsing at step 8 (its point 8 of 0…59: a first-10 collapse), no healthy run has fired (every class
+    # specific). Episode A opened at 5 as info and stood at warning from 9 (worst warning); B opened at 6 and turned
+    # warning at 11, critical at 14. First alarm: A at 9 (not 5, its start); 9 ≤ 8 + 2 points → caught, flagged
+    # after the collapse (9 > 8) so not "at or before"; B's class ≥ critical would date it 14.
+    run = BenchRun("s", "r", "collapsed", 8, 60, tuple(range(60)))
+    alarms = pd.DataFrame([
+        {"run": "r", "detector": "grad", "phase": "explosion", "severity": "warning", "step_start": 5,
+         "warning_at": 9, "critical_at": None},
+        {"run": "r", "detector": "entropy", "phase": "blowup", "severity": "critical", "step_start": 6,
+         "warning_at": 11, "critical_at": 14}])
+    spec = Specificity({}, 10)
+    rec = run_record(run, alarms, spec, spec)
+    assert (rec["first_alarm"], rec["first_specific_pooled"], rec["caught_pooled"]) == (9, 9, True)
+    # where the warning class is not specific (fired on 2 of 10 healthy runs), only B's critical counts: at 14
+    loud = Specificity({("grad", "explosion", "warning"): {"h1", "h2"},
+                        ("entropy", "blowup", "warning"): {"h1", "h2"}}, 10)
+    rec = run_record(run, alarms, loud, loud)
+    assert (rec["first_specific_pooled"], rec["caught_pooled"]) == (14, False)
 
 
 def test_drilled_runs_u1_and_other():
