@@ -50,6 +50,10 @@ while IFS=$'\t' read -r run file repo path commit sha; do
     *.rlor.jsonl)  # a repository's own logger wrapping TRL's log dicts under trl_logs: lab/public/rlor_trl_logs.py
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rlor_trl_logs.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.rfs.csv.gz)  # reasoning-from-scratch's GRPO metric CSVs (one prompt × 8 answers a step): lab/public/rfs_metrics.py
+                   # says what their columns mean and derives the all-equal group share
+      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/rfs_metrics.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac
 done

@@ -1,6 +1,7 @@
-"""The lab's converters of three public sources (docs/lab/public_runs.md): lab/public/trinity_csv.py (Trinity-RFT's
-tutorial curve exports), lab/public/dequeueing_metrics.py (dequeueing/assignment5-alignment's own JSONL logger) and
-lab/public/rlor_trl_logs.py (LakshyaChaudhry/rl-or-data's logger, TRL's dicts under trl_logs).
+"""The lab's converters of four public sources (docs/lab/public_runs.md): lab/public/trinity_csv.py (Trinity-RFT's
+tutorial curve exports), lab/public/dequeueing_metrics.py (dequeueing/assignment5-alignment's own JSONL logger),
+lab/public/rlor_trl_logs.py (LakshyaChaudhry/rl-or-data's logger, TRL's dicts under trl_logs) and
+lab/public/rfs_metrics.py (rasbt/reasoning-from-scratch's GRPO metric CSVs, committed under lab/public/raw/).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def _load(name: str):
 trinity_csv = _load("trinity_csv")
 dequeueing_metrics = _load("dequeueing_metrics")
 rlor_trl_logs = _load("rlor_trl_logs")
+rfs_metrics = _load("rfs_metrics")
 
 # the first rows of lora32_speed_metrics.csv (an empty entropy cell: not logged at those steps)
 TRINITY = """step,score,entropy,response_clip_ratio,prompt_length_mean,train_step_seconds,update_actor_seconds,tokens,runners
@@ -92,3 +94,26 @@ def test_rlor_rows_become_trls_dicts_and_the_summary_row_is_left_out(tmp_path, s
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"step": 2, "reward_mean": 0.5}\n')
     assert rlor_trl_logs.main([str(bad), str(out)]) == 1  # no trl_logs: one line naming the file, exit 1
+
+
+def test_rfs_columns_and_the_all_equal_share_from_the_advantage_std(tmp_path, store):
+    # the committed raw file (Apache-2.0), read as score.sh reads it: its header is
+    # step,total_steps,loss,kl_loss,policy_ratio,reward_avg,tokens_per_sec,avg_response_len,adv_avg,adv_std,entropy_avg,
+    # eval_acc. Its rows 1 and 7, as logged:
+    #   1,500,-0.787370,-0.096710,0.282757,0.125000,29.850303,38.375000,0.000000,0.999717,1.268579,15.6
+    #   7,500,0.161173,0.161173,0.649954,0.000000,22.934336,942.875000,0.000000,0.000000,0.205846,
+    # Step 1: one group of 8 answers, one correct (reward 0.125): advantages (r − mean) / (std + 1e-4) have std ≈ 1
+    # (0.999717), so the group is not all-equal → 0.0. Step 7: all 8 wrong, advantages all 0 (std 0) → 1.0.
+    out = tmp_path / "rfs.csv"
+    assert rfs_metrics.main([str(PUBLIC / "raw" / "rfs-7_5-kl.rfs.csv.gz"), str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == ("step,rfs/total_steps,loss,loss_kl,rfs/policy_ratio,reward_mean,rfs/tokens_per_sec,"
+                        "response_length_mean,rfs/adv_avg,rfs/adv_std,entropy_mean,rfs/eval_acc,zero_std_group_frac")
+    assert len(lines) == 501  # 500 steps
+    ingest_file(store, out, "rfs")
+    rows = connect(store).execute("SELECT step, reward_mean, entropy_mean, response_length_mean, zero_std_group_frac "
+                                  "FROM steps WHERE step IN (1, 7) ORDER BY step").fetchall()
+    assert rows == [(1, 0.125, 1.268579, 38.375, 0.0), (7, 0.0, 0.205846, 942.875, 1.0)]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("step,score\n1,0.5\n")
+    assert rfs_metrics.main([str(bad), str(tmp_path / "x.csv")]) == 1  # not its header: one line on stderr, exit 1
