@@ -10,13 +10,15 @@ import pytest
 import torch
 
 from collapsewatch import Monitor, TokenBatch, connect
-from collapsewatch.detectors import DetectorConfig
+from collapsewatch.detectors import DetectorConfig, SeverityConfig
 from collapsewatch.ingest import ingest_file
 from collapsewatch.offline import detect_runs
 from collapsewatch.store import Store
 from collapsewatch.store.queries import runs_summary
 
-LENGTH_ONLY = DetectorConfig(enabled=("length",))
+LENGTH_ONLY = DetectorConfig(enabled=("length",), severity=SeverityConfig(sustain_steps=0))
+"""The length detector alone; the severity gate by its levels only (a 40-step run: its 20-step fall never lasts the
+default sustain_steps 30 — test_severity.py has that)."""
 STEPS = 40
 FALL = 20
 """From step FALL on every response is truncated and the logged reward is 0.1 (0.8 before)."""

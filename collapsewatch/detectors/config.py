@@ -297,6 +297,12 @@ class SeverityConfig:
     margin (``signals.reward_drop_*``): a sustained fall, not a one-level dip (5 = ``smooth_steps``: the fall
     outlasts one level's window)."""
 
+    sustain_steps: int = 30
+    """… and the fall has lasted this many steps: the run of levels below the best that ends now began this many
+    steps ago or more (on a log of every step, 30 levels; on a log of every 10th step the 5 levels above already
+    span 50). Chosen on the natural corpus: the longest such falls of the two runs that kept their reward lasted 23
+    and 38 steps, those of the four that collapsed 82–145 (docs/lab/bench.md, 2026-11-29 late); 0 turns it off."""
+
     noise_z: float = 3.0
     """… and by this many times the level's noise (1.2533 · the reward's per-point noise / √smooth_steps): on a
     noisy reward the best level sits high by noise alone, so a fall within the noise shows no harm."""
@@ -306,6 +312,8 @@ class SeverityConfig:
             raise ValueError("severity.near_best_frac and near_best_min must be ≥ 0")
         if self.sustain_levels < 1:
             raise ValueError("severity.sustain_levels must be ≥ 1")
+        if self.sustain_steps < 0:
+            raise ValueError("severity.sustain_steps must be ≥ 0")
 
 
 DETECTORS = ("isdd", "lld", "entropy", "grad", "nonfinite", "starvation", "length", "mismatch", "grpo_guard")

@@ -5,7 +5,8 @@ seen while the run still learns is a warning at most: a detector's critical find
 at a step where the reward shows harm — a **sustained fall from its best**: each of the last ``sustain_levels``
 reward levels (median of ``smooth_steps`` points of reward_mean) is below the running best level (over
 ``signals.reward_peak_window`` points) by the reward-drop margin, max(``signals.reward_drop_min``,
-``signals.reward_drop_frac`` · |best|) (:func:`.signals.reward_fall`). Otherwise — the reward near its best, a
+``signals.reward_drop_frac`` · |best|), and the run of such levels has lasted ``sustain_steps`` steps
+(:func:`.signals.reward_fall`): a fall that recovers within them was a dip. Otherwise — the reward near its best, a
 one-level dip, no reward column, too few reward points to have a best — it is lowered to ``warning`` and the evidence
 records ``severity_gate`` (the levels, ``lowered_from``).
 
@@ -75,7 +76,7 @@ def gate(finding: Finding | None, detector: str, h: History, cfg: DetectorConfig
         return finding
     if exempt(detector, phase, cfg):
         return finding
-    fell, ev = reward_fall(h, cfg, cfg.severity.sustain_levels)
+    fell, ev = reward_fall(h, cfg, cfg.severity.sustain_levels, cfg.severity.sustain_steps)
     if fell:
         return finding
     if fell is None:

@@ -37,11 +37,13 @@ def drop_needed(peak: float, cfg: DetectorConfig) -> float:
     return max(cfg.signals.reward_drop_min, cfg.signals.reward_drop_frac * abs(peak))
 
 
-def reward_fall(h: History, cfg: DetectorConfig, sustain: int) -> Signal:
+def reward_fall(h: History, cfg: DetectorConfig, sustain: int, steps: int = 0) -> Signal:
     """A *sustained* reward drop: each of the last ``sustain`` reward levels (median of smooth_steps points) is
     below the running max of the levels (over reward_peak_window points) by :func:`drop_needed` and by
-    ``severity.noise_z`` × the level's noise (1.2533 · the reward's per-point noise / √smooth_steps). None when there
-    are fewer than 2 · smooth_steps + sustain − 1 reward points (no best to fall from yet)."""
+    ``severity.noise_z`` × the level's noise (1.2533 · the reward's per-point noise / √smooth_steps) — and, with
+    ``steps``, the run of such levels ending now began at least ``steps`` steps ago (its first level's last point
+    ≤ now − steps + 1: a log of every step needs ``steps`` levels, a sparser one fewer). None when there are fewer
+    than 2 · smooth_steps + sustain − 1 reward points (no best to fall from yet)."""
     k = cfg.smooth_steps
     r = h.series("reward_mean", cfg.signals.reward_peak_window)
     if len(r) < 2 * k + sustain - 1:
@@ -52,10 +54,17 @@ def reward_fall(h: History, cfg: DetectorConfig, sustain: int) -> Signal:
     # levels sits high by noise alone, so a fall must also exceed noise_z such level noises
     level_noise = 1.2533 * r.noise() / np.sqrt(k)
     need = max(drop_needed(peak, cfg), cfg.severity.noise_z * level_noise)
-    recent = levels[-sustain:]
-    fired = bool(np.all(peak - recent >= need))
-    return fired, {"reward_best": peak, "reward_now": float(levels[-1]), "drop_needed": need,
-                   "level_noise": float(level_noise), "sustain_levels": sustain}
+    down = peak - levels >= need
+    fired = bool(np.all(down[-sustain:]))
+    ev = {"reward_best": peak, "reward_now": float(levels[-1]), "drop_needed": need,
+          "level_noise": float(level_noise), "sustain_levels": sustain}
+    if fired and steps > 0:
+        n = len(down) - int(np.flatnonzero(~down)[-1]) - 1 if not down.all() else len(down)  # fallen levels in a row
+        since = int(r.steps[len(levels) - n + k - 1])  # the last point of the first of them
+        lasted = int(r.steps[-1]) - since + 1
+        fired = lasted >= steps
+        ev.update(fallen_since=since, fallen_steps=lasted, sustain_steps=steps)
+    return fired, ev
 
 
 def _recent_vs_reference(h: History, key: str, cfg: DetectorConfig) -> tuple[np.ndarray, np.ndarray] | None:

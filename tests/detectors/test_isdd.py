@@ -7,6 +7,8 @@ a phase opens on the 3rd consecutive step its rule holds and closes after 5 step
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collapsewatch.detectors import DetectorConfig
 
 from .series import feed, rows, spans
@@ -72,10 +74,11 @@ def test_entropy_rise_fall_and_reward_drop_together_make_it_critical():
     # Both confirmations: rise-fall holds from 144, the reward drop from 148 (derived above) → critical by the
     # rule at 148. The severity gate keeps a critical only once the fall is sustained: each of the last 5 reward
     # levels r(t − 2) = 0.6 − 0.025 (t − 142) ≥ 0.15 below the best 0.6, i.e. the oldest of them, at t − 4, is
-    # ≥ 148 → t ≥ 152. Steps 148–151 are lowered to warning; critical from 152.
+    # ≥ 148 → t ≥ 152. Steps 148–151 are lowered to warning; critical from 152. (The gate's sustain_steps, the
+    # fall's duration, is off here: test_severity.py has it; this test is about the rule's two confirmations.)
     data = rows(160, ratio_p50_pos=p50_falling_from(100, 0.005), ratio_p05_pos=0.85, entropy_mean=ent,
                 reward_mean=reward_from(140))
-    stream, suite = feed(data, ISDD_ONLY)
+    stream, suite = feed(data, replace(ISDD_ONLY, severity=replace(ISDD_ONLY.severity, sustain_steps=0)))
     severity = {e.step_end: e.severity for e in stream}
     assert severity[147] == severity[151] == "warning" and severity[152] == "critical"
     assert [e.evidence.get("severity_gate", {}).get("lowered_from") for e in stream if e.step_end == 151] == ["critical"]

@@ -22,11 +22,12 @@ def test_blowup_and_repetition_open_from_their_own_steps():
     assert suite.episodes()[0].evidence["response_length_level"] == 200.0
     assert suite.episodes()[0].evidence["truncated_frac_start"] == 0.02
     # The reward falls 0.6 → 0.2 at 90 and stays: levels 0.4 below the best from 92 (≥ max(0.05, 0.25 · 0.6) =
-    # 0.15), sustained over 5 levels from 96 — so the rule's critical at 103 stands.
-    stream, suite = feed(rows(120, truncated_frac=trunc, response_length_mean=200.0,
+    # 0.15), over 5 levels from 96, and the fall has lasted severity.sustain_steps 30 steps at 92 + 29 = 121 — so
+    # the rule's critical (from 103) stands from 121.
+    stream, suite = feed(rows(130, truncated_frac=trunc, response_length_mean=200.0,
                               reward_mean=lambda s: 0.6 if s < 90 else 0.2), ONLY)
     severity = {e.step_end: e.severity for e in stream if e.phase == "blowup"}
-    assert severity[102] == "warning" and severity[103] == "critical"
+    assert severity[103] == severity[120] == "warning" and severity[121] == "critical"
 
 
 def test_a_blowup_that_recovers_stays_a_warning():
@@ -175,8 +176,8 @@ def test_a_blowup_while_the_reward_holds_is_growth_into_the_budget():
     # the reward falls 0.6 → 0.4 at 70: its level (median of 5) is 0.4 from 72, 0.2 ≥ 0.15 below the best →
     # warning from 72. The truncation rule says critical from 67 (level 0.8 ≥ 0.7 and the mean of the last 20
     # points n · 0.8 + (20 − n) · 0.02 ≥ 14 → n ≥ 18); the severity gate lets it stand once 5 levels in a row are
-    # below the best (72–76) → critical from 76.
-    stream, _ = feed(rows(100, truncated_frac=trunc, response_length_mean=200.0,
+    # below the best (72–76) and the fall has lasted 30 steps (72–101) → critical from 101.
+    stream, _ = feed(rows(110, truncated_frac=trunc, response_length_mean=200.0,
                           reward_mean=lambda s: 0.6 if s < 70 else 0.4), ONLY)
     severity = {e.step_end: e.severity for e in stream if e.phase == "blowup"}
-    assert [severity[s] for s in (71, 72, 75, 76)] == ["info", "warning", "warning", "critical"]
+    assert [severity[s] for s in (71, 72, 76, 100, 101)] == ["info", "warning", "warning", "warning", "critical"]

@@ -58,11 +58,14 @@ def test_a_dip_must_last_sustain_levels_to_be_harm():
     # (The entropy rule's own critical needs the correct responses' 20-point level ≥ 1.5 × their median 0.5: with
     # t − 99 points at 1.5 among the last 20 the median is 1.0 ≥ 0.75 at t = 109 — info before that.)
     # 3 points (110–112): 3 low levels < sustain_levels 5 → never critical. 8 points (110–117): levels 112–119
-    # low; at 116 the last five (112–116) are all low → critical.
+    # low; at 116 the last five (112–116) are all low → critical. (sustain_steps 0 here: levels alone; the next
+    # test adds the steps.)
+    levels_only = replace(ENTROPY, severity=SeverityConfig(sustain_steps=0))
+
     def sev(n: int) -> str:
         data = rows(150, entropy_mean=blowup, entropy_mean_correct=blowup,
                     reward_mean=lambda s: 0.3 if 110 <= s < 110 + n else 0.6)
-        stream, _ = feed(data, ENTROPY)
+        stream, _ = feed(data, levels_only)
         return {e.step_end: e.severity for e in stream}
 
     assert "critical" not in sev(3).values()
@@ -71,9 +74,42 @@ def test_a_dip_must_last_sustain_levels_to_be_harm():
     assert replace(ENTROPY, severity=SeverityConfig(sustain_levels=3)).severity.sustain_levels == 3
     three = {e.step_end: e.severity for e in feed(rows(150, entropy_mean=blowup, entropy_mean_correct=blowup,
              reward_mean=lambda s: 0.3 if 110 <= s < 113 else 0.6), replace(ENTROPY, severity=SeverityConfig(
-                 sustain_levels=3)))[0]}
+                 sustain_levels=3, sustain_steps=0)))[0]}
     # sustain_levels 3: the 3-point dip's levels 112–114 are all low at 114 → critical there
     assert three[113] == "warning" and three[114] == "critical"
+
+
+def test_a_fall_must_also_last_sustain_steps():
+    from collapsewatch.detectors.history import History, Row
+    from collapsewatch.detectors.signals import reward_fall
+
+    cfg = DetectorConfig()  # sustain_levels 5, sustain_steps 30
+
+    def fall(points: list[tuple[int, float]]):
+        h = History(400)
+        for s, r in points:
+            h.push(Row(s, {"reward_mean": r}))
+        return reward_fall(h, cfg, cfg.severity.sustain_levels, cfg.severity.sustain_steps)
+
+    # Every step logged: 0.6, and 0.3 for steps 110–149. Differences all 0 but two → MAD 0, noise 0; the margin is
+    # max(0.05, 0.25 × 0.6) = 0.15 ≤ the 0.3 fall. The 5-point level is low from the one ending at 112 (108–112:
+    # three 0.3s) on; at step t the run of low levels has lasted t − 112 + 1 steps: 29 at 140 (five low levels,
+    # not yet harm), 30 at 141 (harm).
+    every = [(s, 0.3 if 110 <= s < 150 else 0.6) for s in range(200)]
+    assert fall(every[:141])[0] is False
+    fired, ev = fall(every[:142])
+    assert fired is True and (ev["fallen_since"], ev["fallen_steps"]) == (112, 30)
+    # a 25-step dip (110–134) recovers before it has lasted 30: never harm
+    dip = [(s, 0.3 if 110 <= s < 135 else 0.6) for s in range(200)]
+    assert not any(fall(dip[:t])[0] for t in range(120, 200))
+    # Every 10th step logged (steps 0, 10, …): 0.3 for steps 300–370 (points 30–37). Levels low from the one
+    # ending at step 320 (points 28–32). At 350 the last five levels (points 31–35) include point 31's (27–31: two
+    # 0.3s → 0.6): not harm. At 360 the last five (32–36) are low and the run began at 320: 41 ≥ 30 steps → harm at
+    # once — on a sparse log the 5 levels already span the 30 steps.
+    sparse = [(10 * i, 0.3 if 30 <= i < 38 else 0.6) for i in range(60)]
+    assert fall(sparse[:36])[0] is False
+    fired, ev = fall(sparse[:37])
+    assert fired is True and (ev["fallen_since"], ev["fallen_steps"]) == (320, 41)
 
 
 def test_without_reward_nothing_shows_harm_but_nonfinite_and_degenerate_are_exempt():

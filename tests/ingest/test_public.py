@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -109,8 +110,12 @@ def test_the_tinker_cookbook_collapse_its_authors_date(store):
     # the rule holds from 6 and opens there (starvation's confirm_steps is 1: the median is the confirmation) — one
     # point before the authors' step 7. Every group is all-wrong from 7 (correct 0, reward
     # −0.1 on 22 of the 23 points from 7) — starved, not solved — and zero_std is 1.0 at steps 10–29, so the mean of
-    # the last critical_window (20) points reaches critical_frac 0.95 by the run's end: the episode is critical.
+    # the last critical_window (20) points reaches critical_frac 0.95 by the run's end: critical by the rule. The
+    # severity gate keeps a critical only once the reward's fall has lasted severity.sustain_steps (30) steps: its
+    # levels are below the best from step 6, and the log ends at 29 (24 steps) — a warning to the end.
     events = detect_runs(store)
     warned = sorted({(d, p, s, int(st)) for d, p, s, st in events[["detector", "phase", "severity", "step_start"]]
                      .itertuples(index=False) if s != "info"})
-    assert warned == [("starvation", "starvation", "critical", 6)]
+    assert warned == [("starvation", "starvation", "warning", 6)]
+    gate = json.loads(events[events["detector"] == "starvation"]["evidence"].iloc[-1])["severity_gate"]
+    assert (gate["lowered_from"], gate["fallen_since"], gate["fallen_steps"]) == ("critical", 6, 24)
