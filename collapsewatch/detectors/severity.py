@@ -81,6 +81,9 @@ def gate(finding: Finding | None, detector: str, h: History, cfg: DetectorConfig
         return finding
     if fell is None:
         why = "no reward fall to show harm (too few reward points)"
+    elif "fallen_steps" in ev:  # below the best long enough in levels, not yet in steps
+        why = (f"reward {ev['reward_now']:.3g} has been below its best {ev['reward_best']:.3g} by {ev['drop_needed']:.3g} "
+               f"for {ev['fallen_steps']} steps, fewer than {ev['sustain_steps']}")
     else:
         why = f"reward {ev['reward_now']:.3g} has not stayed below its best {ev['reward_best']:.3g} by {ev['drop_needed']:.3g}"
     evidence = {**finding.evidence, "severity_gate": {**ev, "lowered_from": "critical"}}

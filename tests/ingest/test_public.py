@@ -117,5 +117,7 @@ def test_the_tinker_cookbook_collapse_its_authors_date(store):
     warned = sorted({(d, p, s, int(st)) for d, p, s, st in events[["detector", "phase", "severity", "step_start"]]
                      .itertuples(index=False) if s != "info"})
     assert warned == [("starvation", "starvation", "warning", 6)]
-    gate = json.loads(events[events["detector"] == "starvation"]["evidence"].iloc[-1])["severity_gate"]
+    last = events[events["detector"] == "starvation"].iloc[-1]
+    gate = json.loads(last["evidence"])["severity_gate"]
     assert (gate["lowered_from"], gate["fallen_since"], gate["fallen_steps"]) == ("critical", 6, 24)
+    assert "for 24 steps, fewer than 30)" in last["message"]
