@@ -63,38 +63,55 @@ WRITER = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture
-def offline(tmp_path) -> Path:
-    return tmp_path / "cache" / "offline"
+def start(root: Path, *runs: tuple[str, int], lines: bool = False) -> tuple[Path, set[Path], list]:
+    """Start WRITER once per (name, steps) under ``root``'s own ClearML cache, side by side in subprocesses (each
+    sleeps most of its ~15 s: ClearML's reporter and its exit wait); :func:`finish` waits for them."""
+    env = {**os.environ, "HOME": str(root), "CLEARML_CACHE_DIR": str(root / "cache"),
+           "CLEARML_CONFIG_FILE": str(root / "none.conf"), "CLEARML_OFFLINE_MODE": "1"}
+    before = set((root / "cache" / "offline").glob("offline-*"))
+    procs = [(name, subprocess.Popen([sys.executable, "-c", WRITER, name, str(steps), "lines" if lines else "one"],
+                                     env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+             for name, steps in runs]
+    return root, before, procs
 
 
-def write(tmp_path: Path, *runs: tuple[str, int], lines: bool = False) -> list[Path]:
-    """Run WRITER once per (name, steps), side by side in subprocesses (each sleeps most of its ~15 s: ClearML's
-    reporter and its exit wait); the offline session folders they left, by task name in ``runs``' order."""
-    env = {**os.environ, "HOME": str(tmp_path), "CLEARML_CACHE_DIR": str(tmp_path / "cache"),
-           "CLEARML_CONFIG_FILE": str(tmp_path / "none.conf"), "CLEARML_OFFLINE_MODE": "1"}
-    before = set((tmp_path / "cache" / "offline").glob("offline-*"))
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, name, str(steps), "lines" if lines else "one"], env=env,
-                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for name, steps in runs]
-    for p in procs:
+def finish(started: tuple[Path, set[Path], list]) -> list[Path]:
+    """The offline session folders the writers of :func:`start` left, by task name in their order."""
+    root, before, procs = started
+    for _, p in procs:
         _, err = p.communicate(timeout=180)
         assert p.returncode == 0, err.decode(errors="replace")[-2000:]
-    new = [p for p in (tmp_path / "cache" / "offline").glob("offline-*") if p.is_dir() and p not in before]
+    new = [p for p in (root / "cache" / "offline").glob("offline-*") if p.is_dir() and p not in before]
     by_name = {json.loads((p / "task.json").read_text())["name"]: p for p in new}
-    assert len(new) == len(runs) == len(by_name)
-    return [by_name[name] for name, _ in runs]
+    assert len(new) == len(procs) == len(by_name)
+    return [by_name[name] for name, _ in procs]
 
 
 @pytest.fixture(scope="module")
-def long_session(tmp_path_factory) -> list[str]:
+def sessions(tmp_path_factory) -> dict[str, Path]:
+    """Every session the module reads, written once, the independent ones side by side (≈ 30 s, not ≈ 70 s one
+    after the other), each group under its own cache: ``verl`` (verl's logger calls, alone in its offline folder);
+    ``b``, ``a2`` and then ``a1`` (a second run named "a") in one offline folder; ``long`` (4 steps, one
+    metrics.jsonl line per step: ClearML's reporter writes one per 5 s flush)."""
+    verl = start(tmp_path_factory.mktemp("clearml-verl"), ("verl", 0))
+    several = start(tmp_path_factory.mktemp("clearml-several"), ("b", 4), ("a", 2))
+    long = start(tmp_path_factory.mktemp("clearml-long"), ("long", 4), lines=True)
+    (v,) = finish(verl)
+    b, a2 = finish(several)
+    (a1,) = finish(start(several[0], ("a", 1)))  # after the first "a": a second run of the same name
+    (lg,) = finish(long)
+    return {"verl": v, "b": b, "a2": a2, "a1": a1, "long": lg}
+
+
+@pytest.fixture(scope="module")
+def long_session(sessions) -> list[str]:
     """The lines of a real session's metrics.jsonl, one per step: step s logs actor/entropy = s / 4."""
-    tmp = tmp_path_factory.mktemp("clearml-long")
-    (session,) = write(tmp, ("long", 4), lines=True)
-    return (session / "metrics.jsonl").read_text().splitlines(keepends=True)
+    return (sessions["long"] / "metrics.jsonl").read_text().splitlines(keepends=True)
 
 
-def test_verl_logger_rows_fill_the_catalogue_at_the_global_step(tmp_path, offline, store):
-    (session,) = write(tmp_path, ("verl", 0))
+def test_verl_logger_rows_fill_the_catalogue_at_the_global_step(sessions, store):
+    session = sessions["verl"]
+    offline = session.parent
     for path in (offline, session, session.with_suffix(".zip"), session / "metrics.jsonl"):
         assert detect(path).NAME == "clearml"
     done = ingest_file(store, offline, "verl")
@@ -118,9 +135,9 @@ def test_verl_logger_rows_fill_the_catalogue_at_the_global_step(tmp_path, offlin
         assert ingest_file(store, path, f"again{i}").steps == 3
 
 
-def test_an_offline_folder_with_several_sessions_needs_source_run(tmp_path, offline, store):
-    b, a2 = write(tmp_path, ("b", 4), ("a", 2))
-    (a1,) = write(tmp_path, ("a", 1))  # a second run of the same name
+def test_an_offline_folder_with_several_sessions_needs_source_run(sessions, store):
+    b, a2, a1 = sessions["b"], sessions["a2"], sessions["a1"]  # a1: a second run named "a"
+    offline = b.parent
     with pytest.raises(IngestError, match=r"holds 3 ClearML run\(s\) \(.*; pass one with --source-run") as e:
         ingest_file(store, offline, "c")
     assert "\n" not in str(e.value) and all(f"({s.name})" in str(e.value) for s in (a1, a2, b))
@@ -132,7 +149,7 @@ def test_an_offline_folder_with_several_sessions_needs_source_run(tmp_path, offl
     assert ingest_file(store, offline, "by-id", source_run=a2.name).steps == 2
 
 
-@pytest.mark.slow  # the first to use long_session waits ~25 s for ClearML's reporter (4 lines × 5 s)
+@pytest.mark.slow  # the sessions fixture waits ~25 s for the long session's reporter (4 lines × 5 s)
 def test_a_session_cut_mid_line_keeps_the_lines_before_it(tmp_path, store, long_session):
     lines = long_session
     assert len(lines) == 4  # one line per flush, one flush per step
@@ -160,7 +177,7 @@ def test_a_file_that_is_not_a_clearml_session_says_so_in_one_line(tmp_path, stor
         assert str(e.value).startswith(repr(str(path))) and "\n" not in str(e.value)
 
 
-@pytest.mark.slow  # the first to use long_session waits ~25 s for ClearML's reporter (4 lines × 5 s)
+@pytest.mark.slow  # the sessions fixture waits ~25 s for the long session's reporter (4 lines × 5 s)
 def test_a_growing_session_is_followed_step_by_step(tmp_path, store, long_session):
     lines = long_session
     live = tmp_path / "live" / "metrics.jsonl"
