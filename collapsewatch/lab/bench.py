@@ -36,6 +36,10 @@ Definitions (fixed before any figure was looked at; the constants below are the 
   steps before E; *lead* — E − the step the first specific flag rang, median over flagged runs.
 * **Early collapses**: E is among the run's first ``FIRST_POINTS`` (10) logged points (fewer than 10 step rows
   before it); *caught* — a specific flag rings at most ``WITHIN_POINTS`` (2) logged points after E (or before it).
+* **Criticals on collapsed runs** (no specificity filter): runs whose first critical rang at or before E, runs whose
+  first came after E, and the median of (its step − E) over the latter — in ``--json`` (``critical_by_collapse``,
+  ``critical_after_collapse``, ``critical_lag_median``; per run ``first_critical``), the cost of criticals that need
+  harm, beside the early flags.
 * **Healthy runs** (no specificity filter: the alarms as a user sees them): runs with an alarm, runs with a
   critical, alarms per 1,000 healthy steps (a run's steps = last − first + 1); and runs with a specific alarm,
   pooled and held out.
@@ -173,6 +177,8 @@ def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Spe
     rec: dict = {"source": r.source, "run": r.run, "status": r.status, "collapse": r.collapse, "steps": r.n_steps,
                  "alarms": len(alarms), "critical": bool((alarms["severity"] == "critical").any()),
                  "first_alarm": int(dated(alarms, ALARM).min()) if len(alarms) else None,
+                 "first_critical": int(dated(crit, "critical").min()) if len(crit := alarms[alarms["severity"]
+                                                                                         == "critical"]) else None,
                  "first_specific_pooled": first["pooled"], "first_specific_held": first["held"],
                  "first_points": r.collapse is not None and _point(r.steps, r.collapse) < FIRST_POINTS,
                  "reason": r.reason}
@@ -211,6 +217,12 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
         row[f"lead_median_{how}"] = float(statistics.median(e - f for e, f in before)) if before else None
         row[f"first10_caught_{how}"] = int(early_col[f"caught_{how}"].sum())
         row[f"healthy_specific_{how}"] = int(healthy[f"first_specific_{how}"].notna().sum())
+    # when a critical came on a collapsed run (no specificity filter: criticals as shipped) — the price of "critical
+    # means harm", reported beside the early flags
+    crit = [(int(e), int(c)) for e, c in zip(col["collapse"], col["first_critical"], strict=True) if pd.notna(c)]
+    after = [c - e for e, c in crit if c > e]
+    row.update({"critical_by_collapse": sum(c <= e for e, c in crit), "critical_after_collapse": len(after),
+                "critical_lag_median": float(statistics.median(after)) if after else None})
     steps = int(healthy["steps"].sum())
     row.update({"first10_collapses": len(early_col), "healthy_alarmed": int((healthy["alarms"] > 0).sum()),
                 "healthy_critical": int(healthy["critical"].sum()),

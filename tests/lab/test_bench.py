@@ -125,6 +125,8 @@ def test_pooled_and_held_out_figures(corpora):
     # bc1: a first-10 collapse (point 8); its flag rang at point 12 > 8 + 2: not caught (dated by its start, point
     # 10, it was; test_an_alarm_is_dated_when_it_rang has the caught case)
     assert (a["first10_collapses"], a["first10_caught_pooled"], a["first10_caught_held"]) == (1, 0, 0)
+    # no critical anywhere in this fixture: no collapsed run has one
+    assert (a["critical_by_collapse"], a["critical_after_collapse"]) == (0, 0) and a["critical_lag_median"] is None
     # healthy: ah1's one warning over 11 × 60 steps; no critical; bh2's info is no alarm
     assert (a["healthy"], a["healthy_alarmed"], a["healthy_critical"]) == (11, 1, 0)
     assert a["healthy_alarms_per_1k"] == pytest.approx(1000 / 660)
@@ -176,6 +178,10 @@ def test_an_alarm_is_dated_when_it_rang():
     spec = Specificity({}, 10)
     rec = run_record(run, alarms, spec, spec)
     assert (rec["first_alarm"], rec["first_specific_pooled"], rec["caught_pooled"]) == (9, 9, True)
+    assert rec["first_critical"] == 14  # B rang critical at 14, 6 steps after the collapse
+    from collapsewatch.lab.bench import summarise
+    row = summarise(pd.DataFrame([rec]), "s")
+    assert (row["critical_by_collapse"], row["critical_after_collapse"], row["critical_lag_median"]) == (0, 1, 6.0)
     # where the warning class is not specific (fired on 2 of 10 healthy runs), only B's critical counts: at 14
     loud = Specificity({("grad", "explosion", "warning"): {"h1", "h2"},
                         ("entropy", "blowup", "warning"): {"h1", "h2"}}, 10)
