@@ -15,10 +15,14 @@ for r in csv.DictReader(open(sys.argv[1], newline="")):
     print("\t".join(r[k] for k in ("run", "file", "repo", "path", "commit", "sha256")))' "$here/sources.csv" |
 while IFS=$'\t' read -r run file repo path commit sha; do
   raw="$here/raw/$file"
-  if [ ! -f "$raw" ]; then
+  if [ ! -e "$raw" ]; then
     echo "missing $run: fetch https://github.com/$repo/blob/$commit/$path to lab/public/raw/$file" >&2; continue
   fi
-  got="$( (case "$file" in *.gz) gzip -dc "$raw" ;; *) cat "$raw" ;; esac) | sha256sum | cut -d' ' -f1)"
+  if [ -d "$raw" ]; then  # a folder of the authors' files (file ends in /): the sha256 of its sorted sha256sum listing
+    got="$(cd "$here/raw" && find "${file%/}" -type f | LC_ALL=C sort | xargs -d '\n' sha256sum | sha256sum | cut -d' ' -f1)"
+  else
+    got="$( (case "$file" in *.gz) gzip -dc "$raw" ;; *) cat "$raw" ;; esac) | sha256sum | cut -d' ' -f1)"
+  fi
   [ "$got" = "$sha" ] || { echo "$run: sha256 $got is not the recorded $sha" >&2; exit 1; }
   case "$file" in
     *.cs336.jsonl)  # one repository's own logger, no reader in ingest: lab/public/cs336_metrics.py says what its keys mean
@@ -53,6 +57,14 @@ while IFS=$'\t' read -r run file repo path commit sha; do
     *.rfs.csv.gz)  # reasoning-from-scratch's GRPO metric CSVs (one prompt × 8 answers a step): lab/public/rfs_metrics.py
                    # says what their columns mean and derives the all-equal group share
       conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/rfs_metrics.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    asycn-*/)  # 065536/Asycn_verl's SwanLab chart exports, a folder per batch, a column per run:
+               # lab/public/asycn_swanlab.py takes the run's columns (verl's keys)
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/asycn_swanlab.py" "$raw" "$run" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.terrense.csv)  # terrense/qwen3-8b-grpo-dapo-lab's flight-recorder CSVs: lab/public/terrense_csv.py renames their
+                     # short names to the verl keys the authors' metric dictionary gives
+      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/terrense_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac

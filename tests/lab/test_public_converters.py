@@ -1,7 +1,9 @@
 """The lab's converters of four public sources (docs/lab/public_runs.md): lab/public/trinity_csv.py (Trinity-RFT's
 tutorial curve exports), lab/public/dequeueing_metrics.py (dequeueing/assignment5-alignment's own JSONL logger),
 lab/public/rlor_trl_logs.py (LakshyaChaudhry/rl-or-data's logger, TRL's dicts under trl_logs) and
-lab/public/rfs_metrics.py (rasbt/reasoning-from-scratch's GRPO metric CSVs, committed under lab/public/raw/).
+lab/public/rfs_metrics.py (rasbt/reasoning-from-scratch's GRPO metric CSVs, committed under lab/public/raw/),
+lab/public/asycn_swanlab.py (065536/Asycn_verl's SwanLab chart exports) and lab/public/terrense_csv.py
+(terrense/qwen3-8b-grpo-dapo-lab's flight-recorder CSVs).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ trinity_csv = _load("trinity_csv")
 dequeueing_metrics = _load("dequeueing_metrics")
 rlor_trl_logs = _load("rlor_trl_logs")
 rfs_metrics = _load("rfs_metrics")
+asycn_swanlab = _load("asycn_swanlab")
+terrense_csv = _load("terrense_csv")
 
 # the first rows of lora32_speed_metrics.csv (an empty entropy cell: not logged at those steps)
 TRINITY = """step,score,entropy,response_clip_ratio,prompt_length_mean,train_step_seconds,update_actor_seconds,tokens,runners
@@ -117,3 +121,53 @@ def test_rfs_columns_and_the_all_equal_share_from_the_advantage_std(tmp_path, st
     bad = tmp_path / "bad.csv"
     bad.write_text("step,score\n1,0.5\n")
     assert rfs_metrics.main([str(bad), str(tmp_path / "x.csv")]) == 1  # not its header: one line on stderr, exit 1
+
+
+# Asycn_verl exp_data/4.15: the first rows of two of its chart files, as downloaded (two runs' columns each)
+ASYCN_LR = """step,deepseek1.5b_sync_8gpu_entadapt_initial_lr1e-5-actor/lr_step,deepseek1.5b_sync_8gpu_entadapt_lr1e-5-actor/lr_step
+1,1.0000000000000002e-06,1.0000000000000002e-06
+2,1.0000000000000002e-06,1.0000000000000002e-06
+"""
+ASYCN_GRAD = """step,deepseek1.5b_sync_8gpu_entadapt_initial_lr1e-5-actor/grad_norm_step,deepseek1.5b_sync_8gpu_entadapt_lr1e-5-actor/grad_norm_step
+1,0.06464524567127228,0.06450425740331411
+2,0.061858325731009245,0.06026553083211183
+"""
+
+
+def test_asycn_takes_one_runs_columns_from_every_chart(tmp_path, store):
+    (tmp_path / "actor").mkdir()
+    (tmp_path / "actor" / "lr.csv").write_text(ASYCN_LR)
+    (tmp_path / "actor" / "grad.csv").write_text(ASYCN_GRAD)
+    out = tmp_path / "run.jsonl"
+    # the corpus name asy415-entadapt-ema is experiment deepseek1.5b_sync_8gpu_entadapt_lr1e-5: its column of each
+    # file (the second), its prefix and SwanLab's _step suffix removed — verl's keys as logged
+    assert asycn_swanlab.main([str(tmp_path), "asy415-entadapt-ema", str(out)]) == 0
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"step": 1, "actor/grad_norm": 0.06450425740331411, "actor/lr": 1.0000000000000002e-06},
+        {"step": 2, "actor/grad_norm": 0.06026553083211183, "actor/lr": 1.0000000000000002e-06}]
+    ingest_file(store, out, "asy")
+    assert connect(store).execute("SELECT step, grad_norm FROM steps ORDER BY step").fetchall() == [
+        (1, 0.06450425740331411), (2, 0.06026553083211183)]
+    # a run with no column there: one line, exit 1
+    assert asycn_swanlab.main([str(tmp_path), "no-such-run", str(tmp_path / "x.jsonl")]) == 1
+
+
+# terrense/qwen3-8b-grpo-dapo-lab experiments/A_grpo/metrics/training_metrics.csv: its header and first row, as logged
+TERRENSE = 'global_step,wall_iso,restart_epoch,validation_accuracy,dual_clip_fraction,response_width_hit_fraction,cap_hit_rate,t_testing,policy_loss,learning_rate,grad_norm,entropy,kl,clip_fraction,clip_fraction_low,clip_fraction_high,reward_mean,reward_std,reward_max,reward_min,advantage_mean,advantage_std,advantage_min,advantage_max,n_prompts,rollout_n,n_groups,all_correct_groups,all_wrong_groups,mixed_groups,zero_std_groups,all_correct_group_ratio,all_wrong_group_ratio,mixed_group_ratio,zero_std_group_ratio,effective_signal_groups,effective_signal_fraction,group_reward_std_mean,verifier_correct,verifier_incorrect,verifier_parse_failure,verifier_exception,verifier_truncated,response_length_mean,response_length_median,response_length_p95,response_length_max,truncation_rate,eos_rate,total_num_tokens,tokens_per_second,t_rollout,t_old_logprob,t_ref_logprob,t_adv,t_reward,t_actor_update,t_weight_sync,t_checkpoint,t_step,pct_rollout,pct_reward,pct_logprob,pct_actor_update,pct_weight_sync,pct_other,rollout_policy_step,consumer_update_step,policy_staleness_steps,policy_staleness_max,trajectory_span_mean,rollout_train_prob_corr,rollout_train_prob_diff_mean,rollout_train_prob_diff_max,rollout_train_kl,actor_peak_mem_gb,actor_reserved_mem_gb,mfu_actor,kl_loss,value_mean,value_max,value_min,returns_mean,returns_max,returns_min,explained_variance,value_loss,value_clip_fraction,t_critic_update,peak_vram_gpu0,peak_vram_gpu1,peak_vram_gpu2,peak_vram_gpu3' + "\n" + '1,2026-09-11T16:48:44,0,,0.0,0.0078125,,,0.024689029902219772,1e-06,0.20199108496308327,0.34275832772254944,-2.482418312865775e-05,9.249654931409168e-05,,,-0.375,0.9270248108869579,1.0,-1.0,-0.03846050426363945,,-2.474870204925537,1.6201833486557007,16,8.0,16,0,7,9,7,0.0,0.4375,0.5625,0.4375,9,0.5625,0.5186391340619118,,,,,,1713.6953125,,,4409.0,,,240409.0,532.5852021547336,32.352812923491,9.450046602636576,26.18945874646306,0.11695215106010437,,32.076281640678644,3.8416945673525333,,112.85001865774393,28.67,,31.58,28.42,3.4,7.92,1.0,1,0.0,0.0,1.0,0.9997207522392273,0.0027147557120770216,0.1531192660331726,0.0002779373317025602,49.14286422729492,61.287109375,0.6462137511513022,0.00013381729240791174,,,,-0.03846050426363945,1.6201833486557007,-2.474870204925537,,,,,87.374,92.597,92.489,92.489' + "\n"
+
+
+def test_terrense_names_become_verl_keys_and_the_width_hit_is_not_truncation(tmp_path, store):
+    src, out = tmp_path / "m.csv", tmp_path / "out.csv"
+    src.write_text(TERRENSE)
+    assert terrense_csv.main([str(src), str(out)]) == 0
+    header = out.read_text().splitlines()[0].split(",")
+    # entropy → actor/entropy, zero_std_group_ratio → zero_std_group_frac, wall_iso left out; the padded-width hit
+    # (verl's response_length/clip_ratio) kept under its own name, not truncated_frac
+    assert {"actor/entropy", "zero_std_group_frac", "response_width_hit_fraction", "truncated_frac"} <= set(header)
+    assert "wall_iso" not in header and "entropy" not in header
+    ingest_file(store, out, "terrense")
+    # row 1: reward_mean −0.375, entropy 0.34275832772254944, grad_norm 0.20199108496308327, zero_std_group_ratio
+    # 0.4375 (7 of 16 groups), cap_hit_rate empty (not logged before the lab's fix) → truncated_frac NULL
+    assert connect(store).execute("SELECT step, reward_mean, entropy_mean, grad_norm, zero_std_group_frac, "
+                                  "truncated_frac FROM steps").fetchall() == [
+        (1, -0.375, 0.34275832772254944, 0.20199108496308327, 0.4375, None)]
