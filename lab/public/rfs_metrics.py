@@ -24,11 +24,11 @@ CSV row per training step to ``logs/<script>_metrics.csv`` (``append_step_metric
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from csv_columns import main_csv  # noqa: E402
 
 RENAME = {"reward_avg": "reward_mean", "entropy_avg": "entropy_mean", "avg_response_len": "response_length_mean",
           "loss": "loss", "kl_loss": "loss_kl", "step": "step"}
@@ -53,21 +53,7 @@ def convert(rows: list[list[str]]) -> list[list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python rfs_metrics.py METRICS.csv[.gz] OUT.csv", file=sys.stderr)
-        return 2
-    src, dst = Path(argv[0]), Path(argv[1])
-    try:
-        data = src.read_bytes()
-        text = (gzip.decompress(data) if src.suffix == ".gz" else data).decode("utf-8")
-        rows = convert(list(csv.reader(io.StringIO(text, newline=""))))
-    except (OSError, ValueError, IndexError, csv.Error, EOFError) as e:
-        print(f"error: {src}: {e!r}", file=sys.stderr)
-        return 1
-    with dst.open("w", newline="") as f:
-        csv.writer(f).writerows(rows)
-    print(f"{src}: {len(rows) - 1} rows → {dst}")
-    return 0
+    return main_csv(argv, convert, "lab/public/rfs_metrics.py")
 
 
 if __name__ == "__main__":

@@ -23,9 +23,11 @@ column and every cell is copied as it is (an empty cell stays empty: not emitted
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from csv_columns import Rows, main_csv, rename_columns  # noqa: E402
 
 RENAME = {"entropy": "actor/entropy", "kl": "actor/ppo_kl", "kl_loss": "actor/kl_loss",
           "clip_fraction": "actor/pg_clipfrac", "dual_clip_fraction": "actor/pg_clipfrac_lower",
@@ -34,29 +36,12 @@ RENAME = {"entropy": "actor/entropy", "kl": "actor/ppo_kl", "kl_loss": "actor/kl
 DROP = {"wall_iso"}
 
 
-def convert(rows: list[list[str]]) -> list[list[str]]:
-    header, body = rows[0], rows[1:]
-    if "global_step" not in header:
-        raise ValueError(f"no 'global_step' column in the header {header[:6]}")
-    keep = [i for i, h in enumerate(header) if h not in DROP]
-    return [[RENAME.get(header[i], header[i]) for i in keep]] + [[r[i] for i in keep] for r in body if r]
+def convert(rows: Rows) -> Rows:
+    return rename_columns(rows, RENAME, DROP, "global_step")
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python terrense_csv.py METRICS.csv OUT.csv", file=sys.stderr)
-        return 2
-    src, dst = Path(argv[0]), Path(argv[1])
-    try:
-        with src.open(newline="") as f:
-            rows = convert(list(csv.reader(f)))
-    except (OSError, ValueError, IndexError, csv.Error) as e:
-        print(f"error: {src}: {e!r}", file=sys.stderr)
-        return 1
-    with dst.open("w", newline="") as f:
-        csv.writer(f).writerows(rows)
-    print(f"{src}: {len(rows) - 1} rows → {dst}")
-    return 0
+    return main_csv(argv, convert, "lab/public/terrense_csv.py")
 
 
 if __name__ == "__main__":

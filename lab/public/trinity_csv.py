@@ -16,9 +16,11 @@ logged at that step).
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from csv_columns import Rows, main_csv, rename_columns  # noqa: E402
 
 RENAME = {"score": "critic/score/mean", "entropy": "actor/entropy_loss",
           "response_clip_ratio": "response_length/clip_ratio", "prompt_length_mean": "prompt_length/mean",
@@ -28,30 +30,13 @@ RENAME = {"score": "critic/score/mean", "entropy": "actor/entropy_loss",
 DROP = {"runners"}
 
 
-def convert(rows: list[list[str]]) -> list[list[str]]:
+def convert(rows: Rows) -> Rows:
     """Header renamed, dropped columns removed; the step column must be there."""
-    header, body = rows[0], rows[1:]
-    if "step" not in header:
-        raise ValueError(f"no 'step' column in the header {header[:6]}")
-    keep = [i for i, h in enumerate(header) if h not in DROP]
-    return [[RENAME.get(header[i], header[i]) for i in keep]] + [[r[i] for i in keep] for r in body if r]
+    return rename_columns(rows, RENAME, DROP, "step")
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python lab/public/trinity_csv.py METRICS.csv OUT.csv", file=sys.stderr)
-        return 2
-    src, dst = Path(argv[0]), Path(argv[1])
-    try:
-        with src.open(newline="") as f:
-            rows = convert(list(csv.reader(f)))
-    except (OSError, ValueError, IndexError, csv.Error) as e:
-        print(f"error: {src}: {e!r}", file=sys.stderr)
-        return 1
-    with dst.open("w", newline="") as f:
-        csv.writer(f).writerows(rows)
-    print(f"{src}: {len(rows) - 1} rows → {dst}")
-    return 0
+    return main_csv(argv, convert, "lab/public/trinity_csv.py")
 
 
 if __name__ == "__main__":
