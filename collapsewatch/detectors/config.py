@@ -123,10 +123,8 @@ class EntropyConfig(Timing):
     """Entropy collapse (exploration gone) and blow-up (policy dissolving)."""
 
     collapse_abs: float = 0.01
-    """Collapse: entropy_mean level below this many nats … 0.01 from the public runs: 7B models on GSM8K
-    converge to 0.011–0.04 nats at rewards ≥ 0.95 in verl's reference runs, which a bar of 0.05 warns on (4 of 8);
-    the synthetic bench's collapses (from a plateau: the frac rule) and the sample runs give the same episodes at either bar
-    (docs/lab/public_runs.md)."""
+    """Collapse: entropy_mean level below this many nats … (verl's 7B GSM8K reference runs converge to 0.011–0.04
+    nats at rewards ≥ 0.95: a bar of 0.05 warned on 4 of 8; docs/lab/public_runs.md)."""
     collapse_frac: float = 0.1
     """… or below this fraction of its peak level over the history (blow-up levels excluded from the peak)."""
     blowup_factor: float = 1.5
@@ -174,8 +172,7 @@ class GradConfig(Timing):
     """… ≥ this × the reference median: critical."""
     recur_spikes: int = 3
     """Spikes that keep coming back: this many points over the bar within the last ``recur_window`` logged points
-    make a warning however fast each recovered (clipping absorbs each one; their return says the update is
-    unstable). 0 turns it off."""
+    make a warning, however fast each recovered (together they say the update is unstable); 0: off."""
     recur_window: int = 10
     """… counted over this many logged points (the current one included)."""
 
@@ -296,13 +293,9 @@ class SeverityConfig:
     """Critical only while each of the last this many reward levels is below the running best by the reward-drop
     margin (``signals.reward_drop_*``): a sustained fall, not a one-level dip (5 = ``smooth_steps``: the fall
     outlasts one level's window)."""
-
     sustain_steps: int = 30
-    """… and the fall has lasted this many steps: the run of levels below the best that ends now began this many
-    steps ago or more (on a log of every step, 30 levels; on a log of every 10th step the 5 levels above already
-    span 50). Chosen on the natural corpus: the longest such falls of the two runs that kept their reward lasted 23
-    and 38 steps, those of the four that collapsed 82–145 (docs/lab/bench.md, 2026-11-29 late); 0 turns it off."""
-
+    """… and that run of fallen levels has lasted this many steps (30 levels of a log of every step; 5 levels of a log
+    of every 10th step span 50). Chosen on the natural corpus (docs/lab/bench.md, 2026-11-29 late); 0: off."""
     noise_z: float = 3.0
     """… and by this many times the level's noise (1.2533 · the reward's per-point noise / √smooth_steps): on a
     noisy reward the best level sits high by noise alone, so a fall within the noise shows no harm."""
