@@ -123,24 +123,29 @@ class EntropyConfig(Timing):
     """Entropy collapse (exploration gone) and blow-up (policy dissolving)."""
 
     collapse_abs: float = 0.01
-    """Collapse: entropy_mean level below this many nats … (verl's 7B GSM8K reference runs converge to 0.011–0.04
-    nats at rewards ≥ 0.95: a bar of 0.05 warned on 4 of 8; docs/lab/public_runs.md)."""
+    """Collapse: entropy_mean level below this many nats … (verl's 7B GSM8K runs converge to 0.011–0.04 nats)."""
     collapse_frac: float = 0.1
     """… or below this fraction of its peak level over the history (blow-up levels excluded from the peak)."""
     blowup_factor: float = 1.5
-    """Blow-up: level ≥ this × the median of entropy_mean over the history. 1.5 from `collapsewatch lab
-    calibrate` on the lab corpus: held-out blowup drills flagged 3 steps sooner than at 2.0, no false flag on its
-    healthy runs or on the synthetic ones (docs/lab/detectors-evaluation.md, "Calibration")."""
+    """Blow-up: level ≥ this × the median of entropy_mean over the history (`collapsewatch lab calibrate` on the
+    lab corpus; docs/lab/detectors-evaluation.md, "Calibration")."""
     min_points: int = 20
     """Points the history needs before the collapse or blow-up rule gives a verdict."""
     degenerate_floor: float = 1e-3
     """Degenerate output (critical, no history needed): the latest entropy_mean below this many nats."""
     solved_correct: float = 0.95
     """A run whose ``correct_frac`` level is at least this reads as solving its task: near-zero entropy there is a
-    converged policy (degenerate and collapse at ``info``), not degenerate output. Chosen on one held-out run
-    (tinker-cookbook arithmetic: correct_frac 1.0, entropy 1e-4, critical before) against the synthetic entropy
-    drill (exploration dies at a reward plateau near 0.6: still a warning); any value between passes both
-    (docs/lab/bench.md)."""
+    converged policy (degenerate and collapse at ``info``), not degenerate output (docs/lab/bench.md)."""
+    ceiling: float = 2.0
+    """Diffuse output (warning, no history needed): entropy_mean above this many nats on ``ceiling_points``
+    consecutive logged points — near-random sampling (e² ≈ 7 tokens per position); 0: off (docs/lab/bench.md)."""
+    ceiling_points: int = 2
+    """… consecutive points (one point over the bar is a spike, not output)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.ceiling < 0 or self.ceiling_points < 1:
+            raise ValueError("entropy.ceiling must be ≥ 0 and entropy.ceiling_points ≥ 1")
     severity_smooth_steps: int = 20
     """Points of the levels the blow-up's severity tests read: the correct responses' entropy and the reward drop
     (``signals.reward_drop``). 20, chosen on the natural corpus's learning run and its collapsing runs:
@@ -163,8 +168,7 @@ class GradConfig(Timing):
     spike_z: float = 5.0
     """… and ≥ exp(this × robust σ of log grad_norm over the window) × the median (jumpy runs need more)."""
     recover_factor: float = 3.0
-    """A point ≥ this × the reference median is still elevated: a spike has recovered once the norm is back
-    under it."""
+    """A point ≥ this × the reference median is still elevated (a spike recovers once the norm is back under it)."""
     sustain_steps: int = 3
     """An elevated run (holding a point over the bar) shorter than this is an info spike; this many
     consecutive elevated points make it a warning (critical by critical_factor)."""
@@ -195,10 +199,8 @@ class StarvationConfig(Timing):
     """Signal starvation: groups whose rewards are all equal carry no GRPO advantage."""
 
     confirm_steps: int = 1
-    """The rule reads a level (the median of smooth_steps points), so it holds only once 3 of the last 5 points
-    are ≥ warn_frac: that is its confirmation, and 3 more steps on top only delayed the flag (issue 31's public
-    runs, docs/lab/bench.md 2026-11-29 evening: 1–2 points earlier on 4 collapsed runs, one of them now before its
-    collapse; no new flag on a healthy run, public or natural). Not read before ⌈smooth_steps / 2⌉ points."""
+    """The rule reads a level (3 of the last 5 points ≥ warn_frac): that is its confirmation; 3 more steps only
+    delayed the flag (docs/lab/bench.md, 2026-11-29 evening). Not read before ⌈smooth_steps / 2⌉ points."""
     warn_frac: float = 0.8
     """Warning when the zero_std_group_frac level reaches this."""
     cold_start: bool = True
@@ -207,9 +209,8 @@ class StarvationConfig(Timing):
     critical_frac: float = 0.95
     """Critical when the mean of the last ``critical_window`` points reaches this …"""
     critical_window: int = 20
-    """… points of zero_std_group_frac (not the 5-point level: with few groups per step, e.g. 4 groups of 4, a
-    few all-equal steps in a row are ordinary; the lab's corpus raised a false critical on a healthy run
-    that way)."""
+    """… points of zero_std_group_frac (not the 5-point level: with 4 groups of 4 a step, a few all-equal steps
+    in a row are ordinary)."""
 
 
 @dataclass(frozen=True)
@@ -222,8 +223,8 @@ class LengthConfig(Timing):
     truncated_critical: float = 0.7
     """… and the level and the mean of the last blowup_sustain_points points ≥ this: critical."""
     blowup_sustain_points: int = 20
-    """Points of truncated_frac whose mean must stay ≥ truncated_critical for a critical blow-up (a blow-up that
-    recovers within them stays a warning; 20 = starvation.critical_window, the same 'sustained')."""
+    """Points of truncated_frac whose mean must stay ≥ truncated_critical for a critical blow-up (one that
+    recovers within them stays a warning)."""
     degenerate_tokens: float = 2.0
     """Degenerate output (critical, no history needed): the latest response_length_mean ≤ this many tokens — a
     letter or a number and the end token, no reasoning and no sentence."""
@@ -242,8 +243,7 @@ class LengthConfig(Timing):
     first smooth_steps points — responses shrank tenfold."""
     collapse_approach: float = 2.0
     """… flagged at once, not after confirm_steps, when the confirm_steps − 1 points before were already ≤ this ×
-    that bar: the end of a descent, not one short step of a noisy run (one halving above the bar; issue 31's
-    public runs, docs/lab/bench.md)."""
+    that bar: the end of a descent, not one short step of a noisy run (docs/lab/bench.md)."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,15 @@
   critical). Degenerate output that is wrong stays critical; a run without a correctness column cannot tell and
   stays critical;
 
+* diffuse (warning): the last ``ceiling_points`` logged entropy_mean values all above ``ceiling`` nats — the policy
+  samples among e^ceiling ≈ 7 or more tokens per position: random output (``!!!!`` or tokens of every script), the
+  blow-up's end state, and no history needed (``Finding.immediate``): a run that dissolves in its first points is
+  flagged when it does, where the blow-up rule still waits for min_points. Chosen on the tuned-on public sources:
+  their healthy runs peak at 1.48 nats (docs/lab/bench.md). A warning, not critical: one public run its authors
+  call healthy holds 2–11 nats for a third of its steps while its reward holds. A run that starts above
+  ceiling / blowup_factor (the median of its first smooth_steps points) gets blowup_factor × its start as the bar:
+  it was configured diffuse (a tiny model, a high temperature), it is not dissolving;
+
 * collapse (warning; ``info`` on a run that reads as solving its task, as above): level < collapse_abs, or
   level < collapse_frac × the *normal peak*: the highest level
   over the history that was not itself a blow-up (below blowup_factor × the history median). Without that
@@ -76,10 +85,11 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
 
 @register_detector(primary=("entropy_mean",), config=EntropyConfig, sentence=_sentence, colour="#ffee58",
                    phase_names={"blowup": "entropy blow-up", "collapse": "entropy collapse",
-                                "degenerate": "degenerate output (entropy)"}, drills=("blowup",))
+                                "degenerate": "degenerate output (entropy)", "diffuse": "diffuse output (entropy)"},
+                   drills=("blowup",))
 class Entropy:
     name = "entropy"
-    phases = ("collapse", "blowup", "degenerate")
+    phases = ("collapse", "blowup", "degenerate", "diffuse")
     inputs = ("entropy_mean", "entropy_mean_correct", "reward_mean", "correct_frac", *likelihood.INPUTS)
 
     def __init__(self, cfg: DetectorConfig):
@@ -97,6 +107,7 @@ class Entropy:
             f"{c.degenerate_floor:g} (the policy samples one token per position"
             + (f"; {solved})" if solved else ")"), {"entropy_now": now, "solved": solved}, immediate=True)}
         e = h.series("entropy_mean", self.cfg.history_steps)
+        degenerate["diffuse"] = self._diffuse(e.values[-c.ceiling_points:], h.first("entropy_mean", k).values)
         if len(e) < max(c.min_points, k):
             return degenerate
         level = e.level(k)
@@ -120,6 +131,23 @@ class Entropy:
                 severity, "entropy_mean", level, blowup_at, self.cfg.history_steps,
                 f"entropy blow-up: level {level:.3g} nats ≥ {c.blowup_factor:g} × median {median:.3g}; {why}", ev)
         return verdict
+
+    def _diffuse(self, last: np.ndarray, start: np.ndarray) -> Finding | None:
+        """The diffuse-output finding on the last ``ceiling_points`` entropies (module doc), or None. The bar is
+        ``ceiling``, or ``blowup_factor`` × the run's start (the median of its first smooth_steps points) where that
+        is higher: a run that starts that diffuse (a tiny model, a high temperature) is configured so, not dissolving."""
+        c = self.cfg.entropy
+        if c.ceiling <= 0 or len(last) < c.ceiling_points:
+            return None
+        bar = max(c.ceiling, c.blowup_factor * float(np.median(start)))
+        if not np.all(last > bar):
+            return None
+        low = float(last.min())
+        return Finding("warning", "entropy_mean", float(last[-1]), bar, c.ceiling_points,
+                       f"diffuse output: entropy {last[-1]:.3g} nats, over {bar:.3g} on the last {c.ceiling_points}"
+                       f" points (as random as a uniform pick among {np.exp(low):,.0f} tokens per position)",
+                       {"entropy_now": float(last[-1]), "entropy_min_recent": low, "points": c.ceiling_points,
+                        "entropy_start": float(np.median(start))}, immediate=True)
 
     def _blowup_severity(self, h: History, ev: dict[str, Any]) -> tuple[Severity, str]:
         """critical / info / warning by the module docstring's rule; ``ev`` gets what each test saw."""

@@ -66,6 +66,15 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                      # short names to the verl keys the authors' metric dictionary gives
       conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/terrense_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.minio3.csv.gz)  # dddraxxx/Mini-o3's per-step curve tables: lab/public/minio3_csv.py renames their short names to the
+                   # verl keys they stand for
+      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/minio3_csv.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.trace.json)  # maveryn/trace-internal's W&B snapshot of two EasyR1 runs: lab/public/trace_easyr1.py takes the one
+                   # the run's name ends with (trace-easyr1-3b → 3B)
+      conv="$(mktemp --suffix=.jsonl)"; scale="${run##*-}"
+      "${PYTHON:-python3}" "$here/trace_easyr1.py" "$raw" "${scale^^}" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac
 done

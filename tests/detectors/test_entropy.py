@@ -124,7 +124,47 @@ def test_return_to_normal_after_a_blowup_is_not_a_collapse():
     # (median 0.3 → levels ≥ 0.6), so the bar stays max(0.05, 0.1 · 0.3) = 0.05 and only the blow-up is flagged.
     data = rows(160, entropy_mean=lambda s: 5.0 if 60 <= s < 100 else 0.3)
     _, suite = feed(data, ONLY)
-    assert [p for p, *_ in spans(suite.episodes(), "entropy")] == ["blowup"]
+    assert sorted(p for p, *_ in spans(suite.episodes(), "entropy")) == ["blowup", "diffuse"]  # 5 nats: diffuse too
+
+
+def test_diffuse_output_needs_no_history_and_two_points():
+    # entropy 0.7 for steps 0–5, then 9.0 (over the ceiling 2.0 nats) from 6 on: the last 2 points are both over
+    # it from step 7 (6 and 7) → a warning that opens at 7, immediate (no confirm_steps, no min_points: the
+    # history holds 8 points). The blow-up rule (min_points 20) says nothing before step 19.
+    data = rows(12, entropy_mean=lambda s: 0.7 if s < 6 else 9.0)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "entropy") == [("diffuse", 7, 11, "warning")]
+    ev = suite.episodes()[0]
+    assert ev.threshold == 2.0 and ev.value == 9.0
+    assert "9 nats, over 2 on the last 2 points" in ev.message
+    assert "8,103 tokens" in ev.message  # e^9 = 8103.08
+    # one point over the bar is a spike, not output: 0.7 everywhere but step 6 (9.0) → nothing
+    assert feed(rows(12, entropy_mean=lambda s: 9.0 if s == 6 else 0.7), ONLY)[1].episodes() == []
+    # at the ceiling is not over it: 0.7 then 2.0 from step 6 → nothing; 2.01 → diffuse from step 7 as above
+    assert feed(rows(12, entropy_mean=lambda s: 0.7 if s < 6 else 2.0), ONLY)[1].episodes() == []
+    at = rows(12, entropy_mean=lambda s: 0.7 if s < 6 else 2.01)
+    assert spans(feed(at, ONLY)[1].episodes(), "entropy") == [("diffuse", 7, 11, "warning")]
+
+
+def test_a_run_that_starts_diffuse_is_judged_against_its_start():
+    # entropy 3.0 from step 0 (a tiny model, a high temperature): the start (median of the first 5 points) is 3.0,
+    # the bar max(2.0, 1.5 · 3.0) = 4.5 → nothing at 3.0; a rise to 5.0 from step 10 is over it from step 11.
+    assert feed(rows(12, entropy_mean=3.0), ONLY)[1].episodes() == []
+    data = rows(14, entropy_mean=lambda s: 3.0 if s < 10 else 5.0)
+    episodes = feed(data, ONLY)[1].episodes()
+    assert spans(episodes, "entropy") == [("diffuse", 11, 13, "warning")] and episodes[0].threshold == 4.5
+
+
+def test_diffuse_output_settings():
+    off = DetectorConfig(enabled=("entropy",), entropy=EntropyConfig(ceiling=0))  # 0 turns it off
+    assert feed(rows(12, entropy_mean=9.0), off)[1].episodes() == []
+    three = DetectorConfig(enabled=("entropy",), entropy=EntropyConfig(ceiling_points=3))  # points 4, 5, 6 → 6
+    data = rows(12, entropy_mean=lambda s: 0.7 if s < 4 else 9.0)
+    assert spans(feed(data, three)[1].episodes(), "entropy") == [("diffuse", 6, 11, "warning")]
+    with pytest.raises(ValueError, match="entropy.ceiling_points"):
+        EntropyConfig(ceiling_points=0)
+    with pytest.raises(ValueError, match="entropy.ceiling must be ≥ 0"):
+        EntropyConfig(ceiling=-1.0)
 
 
 def test_near_zero_entropy_on_a_task_it_solves_is_a_converged_policy():

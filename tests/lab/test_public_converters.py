@@ -2,8 +2,9 @@
 tutorial curve exports), lab/public/dequeueing_metrics.py (dequeueing/assignment5-alignment's own JSONL logger),
 lab/public/rlor_trl_logs.py (LakshyaChaudhry/rl-or-data's logger, TRL's dicts under trl_logs) and
 lab/public/rfs_metrics.py (rasbt/reasoning-from-scratch's GRPO metric CSVs, committed under lab/public/raw/),
-lab/public/asycn_swanlab.py (065536/Asycn_verl's SwanLab chart exports) and lab/public/terrense_csv.py
-(terrense/qwen3-8b-grpo-dapo-lab's flight-recorder CSVs).
+lab/public/asycn_swanlab.py (065536/Asycn_verl's SwanLab chart exports), lab/public/terrense_csv.py
+(terrense/qwen3-8b-grpo-dapo-lab's flight-recorder CSVs), lab/public/minio3_csv.py (dddraxxx/Mini-o3's curve tables)
+and lab/public/trace_easyr1.py (maveryn/trace-internal's W&B snapshot of two EasyR1 runs).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ rlor_trl_logs = _load("rlor_trl_logs")
 rfs_metrics = _load("rfs_metrics")
 asycn_swanlab = _load("asycn_swanlab")
 terrense_csv = _load("terrense_csv")
+minio3_csv = _load("minio3_csv")
+trace_easyr1 = _load("trace_easyr1")
 
 # the first rows of lora32_speed_metrics.csv (an empty entropy cell: not logged at those steps)
 TRINITY = """step,score,entropy,response_clip_ratio,prompt_length_mean,train_step_seconds,update_actor_seconds,tokens,runners
@@ -171,3 +174,44 @@ def test_terrense_names_become_verl_keys_and_the_width_hit_is_not_truncation(tmp
     assert connect(store).execute("SELECT step, reward_mean, entropy_mean, grad_norm, zero_std_group_frac, "
                                   "truncated_frac FROM steps").fetchall() == [
         (1, -0.375, 0.34275832772254944, 0.20199108496308327, 0.4375, None)]
+
+
+# dddraxxx/Mini-o3 exps/train/qwen35_9b_official_tool_h200_rl_20260526_214535/train_reward_curve.csv: header, row 1
+MINIO3 = """step,score_mean,reward_mean,step_s,gen_s,response_len_mean,response_len_max,exceed_sample_ratio,accepted_groups,rejected_groups
+1,0.494140625,0.494140625,293.66404654458165,168.53202977403998,1032.662109375,6544.0,0.03125,64.0,46.0
+"""
+
+
+def test_minio3_short_names_become_verl_keys(tmp_path, store):
+    src, out = tmp_path / "m.csv", tmp_path / "out.csv"
+    src.write_text(MINIO3)
+    assert minio3_csv.main([str(src), str(out)]) == 0
+    header = out.read_text().splitlines()[0].split(",")
+    # response_len_mean → verl's response_length/mean, exceed_sample_ratio kept under the fork's batch/ key
+    assert "response_length/mean" in header and "batch/exceed_sample_ratio" in header
+    assert "response_len_mean" not in header and "exceed_sample_ratio" not in header
+    ingest_file(store, out, "minio3")
+    # row 1: reward_mean 0.494140625, response_len_mean 1032.662109375 → response_length_mean
+    assert connect(store).execute("SELECT step, reward_mean, response_length_mean FROM steps").fetchall() == [
+        (1, 0.494140625, 1032.662109375)]
+
+
+# maveryn/trace-internal paper/trace/data/training_dynamics_wandb.json: run 3B's first update, as stored
+TRACE = {"runs": {"3B": {"history": [{
+    "answer_accuracy": 0.1708984375, "mean_response_length": 183.234375, "response_clip_ratio": 0.0,
+    "sampled_token_entropy_estimate": 0.9443828000618917, "training_reward": 0.20825195312499994, "update": 1}]}}}
+
+
+def test_trace_snapshot_takes_one_runs_updates(tmp_path, store):
+    src, out = tmp_path / "w.json", tmp_path / "out.jsonl"
+    src.write_text(json.dumps(TRACE))
+    assert trace_easyr1.main([str(src), "3B", str(out)]) == 0
+    ingest_file(store, out, "trace")
+    # update 1 → step 1; training_reward → reward_mean, answer_accuracy → correct_frac, the length pair through
+    # verl's names → response_length_mean 183.234375 and truncated_frac 0.0, the entropy estimate → entropy_mean
+    assert connect(store).execute("SELECT step, reward_mean, correct_frac, response_length_mean, truncated_frac, "
+                                  "entropy_mean FROM steps").fetchall() == [
+        (1, 0.20825195312499994, 0.1708984375, 183.234375, 0.0, 0.9443828000618917)]
+    # a run the snapshot does not hold: one line, exit 1; a wrong command line: exit 2
+    assert trace_easyr1.main([str(src), "7B", str(tmp_path / "x.jsonl")]) == 1
+    assert trace_easyr1.main([str(src)]) == 2
