@@ -16,7 +16,10 @@
   their healthy runs peak at 1.48 nats (docs/lab/bench.md). A warning, not critical: one public run its authors
   call healthy holds 2–11 nats for a third of its steps while its reward holds. A run that starts above
   ceiling / blowup_factor (the median of its first smooth_steps points) gets blowup_factor × its start as the bar:
-  it was configured diffuse (a tiny model, a high temperature), it is not dissolving;
+  it was configured diffuse (a tiny model, a high temperature), it is not dissolving. Once open, the episode holds
+  while any of the last smooth_steps points is over the bar: on the natural corpus's two runs that kept their
+  reward, entropy flickers across 2 nats, and two points under the bar opened a new alarm each time (22 episodes;
+  8 with the hold);
 
 * collapse (warning; ``info`` on a run that reads as solving its task, as above): level < collapse_abs, or
   level < collapse_frac × the *normal peak*: the highest level
@@ -107,7 +110,8 @@ class Entropy:
             f"{c.degenerate_floor:g} (the policy samples one token per position"
             + (f"; {solved})" if solved else ")"), {"entropy_now": now, "solved": solved}, immediate=True)}
         e = h.series("entropy_mean", self.cfg.history_steps)
-        degenerate["diffuse"] = self._diffuse(e.values[-c.ceiling_points:], h.first("entropy_mean", k).values)
+        degenerate["diffuse"] = self._diffuse(e.values[-max(c.ceiling_points, k):], h.first("entropy_mean", k).values,
+                                              "diffuse" in open_phases)
         if len(e) < max(c.min_points, k):
             return degenerate
         level = e.level(k)
@@ -132,21 +136,27 @@ class Entropy:
                 f"entropy blow-up: level {level:.3g} nats ≥ {c.blowup_factor:g} × median {median:.3g}; {why}", ev)
         return verdict
 
-    def _diffuse(self, last: np.ndarray, start: np.ndarray) -> Finding | None:
-        """The diffuse-output finding on the last ``ceiling_points`` entropies (module doc), or None. The bar is
-        ``ceiling``, or ``blowup_factor`` × the run's start (the median of its first smooth_steps points) where that
-        is higher: a run that starts that diffuse (a tiny model, a high temperature) is configured so, not dissolving."""
+    def _diffuse(self, recent: np.ndarray, start: np.ndarray, is_open: bool) -> Finding | None:
+        """The diffuse-output finding (module doc), or None, on the last max(ceiling_points, smooth_steps)
+        entropies. The bar is ``ceiling``, or ``blowup_factor`` × the run's start (the median of its first
+        smooth_steps points) where that is higher: a run that starts that diffuse (a tiny model, a high temperature)
+        is configured so, not dissolving. It opens on ``ceiling_points`` points in a row over the bar; once open it
+        holds while any of the last smooth_steps points is over it (a point or two under the bar between diffuse
+        ones is the same episode, not a new alarm)."""
         c = self.cfg.entropy
+        last = recent[-c.ceiling_points:]
         if c.ceiling <= 0 or len(last) < c.ceiling_points:
             return None
         bar = max(c.ceiling, c.blowup_factor * float(np.median(start)))
-        if not np.all(last > bar):
+        over = recent[-self.cfg.smooth_steps:] > bar
+        if not (np.all(last > bar) or (is_open and over.any())):
             return None
-        low = float(last.min())
-        return Finding("warning", "entropy_mean", float(last[-1]), bar, c.ceiling_points,
-                       f"diffuse output: entropy {last[-1]:.3g} nats, over {bar:.3g} on the last {c.ceiling_points}"
-                       f" points (as random as a uniform pick among {np.exp(low):,.0f} tokens per position)",
-                       {"entropy_now": float(last[-1]), "entropy_min_recent": low, "points": c.ceiling_points,
+        now, high = float(last[-1]), float(recent[-self.cfg.smooth_steps:].max())
+        return Finding("warning", "entropy_mean", now, bar, c.ceiling_points,
+                       f"diffuse output: entropy over {bar:.3g} nats on {int(over.sum())} of the last {len(over)} points"
+                       f" (up to {high:.3g}: as random as a uniform pick among {np.exp(high):,.0f} tokens per position;"
+                       f" now {now:.3g})",
+                       {"entropy_now": now, "entropy_max_recent": high, "points_over": int(over.sum()),
                         "entropy_start": float(np.median(start))}, immediate=True)
 
     def _blowup_severity(self, h: History, ev: dict[str, Any]) -> tuple[Severity, str]:

@@ -6,7 +6,8 @@ in sub-folders: actor, critic, response_len, …), header ``step,<experiment_nam
 per run of that batch. One run is the columns whose header starts with its experiment name and "-": the key is
 verl's own (``actor/grad_norm``, ``actor/entropy``, ``critic/score/mean``, ``response_length/mean``,
 ``actor/ppo_kl``, ``actor/pg_clipfrac``, ``actor/lr`` …) once the run prefix and SwanLab's ``_step`` suffix are
-removed; nothing else is renamed. An empty cell is a metric not logged at that step (SwanLab skips a few steps).
+removed; nothing else is renamed. An empty cell is a metric not logged at that step (SwanLab skips a few steps). A
+CSV with no column of the run (another batch's chart, a summary table) is passed over.
 ``RUNS`` maps the corpus's run names to their experiment names.
 
     python asycn_swanlab.py BATCH_FOLDER RUN OUT.jsonl
@@ -28,7 +29,25 @@ RUNS = {"asy47-sync-lr3e-6": "deepseek1.5b_sync_8gpu_lr3e-6", "asy47-sync-lr1e-6
         "asy414-ent0.1": "deepseek1.5b_sync_8gpu_ent0.1_lr1e-5",
         "asy414-cosine-floor": "deepseek1.5b_sync_8gpu_cosine_floor_lr1e-5",
         "asy415-entadapt-initial": "deepseek1.5b_sync_8gpu_entadapt_initial_lr1e-5",
-        "asy415-entadapt-ema": "deepseek1.5b_sync_8gpu_entadapt_lr1e-5"}
+        "asy415-entadapt-ema": "deepseek1.5b_sync_8gpu_entadapt_lr1e-5",
+        "asy421-sigfrac-lr1e-5": "deepseek1.5b_sync_8gpu_sigfrac_lr1e-5",
+        "asy423-cfixed-lr1e-5": "deepseek1.5b_sync_8gpu_sigfrac_cfixed_lr1e-5",
+        "asy423-cfixed-lr7.5e-6": "deepseek1.5b_sync_8gpu_sigfrac_cfixed_lr7.5e-6",
+        "asy424-cfixed-lr1.25e-5": "deepseek1.5b_sync_8gpu_sigfrac_cfixed_lr1.25e-5",
+        "asy424-matched-2.97e-6": "deepseek1.5b_sync_8gpu_matched_alpha_2.97e-6",
+        "asy424-signgate-g0.5": "deepseek1.5b_sync_8gpu_sign_gate_meanmatch_gamma0.5",
+        "asy426-cfixed-lr1.25e-5-s0": "deepseek1.5b_sync_8gpu_sigfrac_cfixed_lr1.25e-5_seed0",
+        "asy426-cfixed-lr1.25e-5-s1": "deepseek1.5b_sync_8gpu_sigfrac_cfixed_lr1.25e-5_seed1",
+        "asy426-matched-2.97e-6-s0": "deepseek1.5b_sync_8gpu_matched_alpha_2.97e-6_seed0",
+        "asy426-matched-2.97e-6-s1": "deepseek1.5b_sync_8gpu_matched_alpha_2.97e-6_seed1",
+        "asy426-signgate-g0.5-s0": "deepseek1.5b_sync_8gpu_sign_gate_meanmatch_gamma0.5_seed0",
+        "asy426-signgate-g0.5-s1": "deepseek1.5b_sync_8gpu_sign_gate_meanmatch_gamma0.5_seed1",
+        "asy427-matched-3.10e-6-s0": "deepseek1.5b_sync_8gpu_matched_alpha_3.10e-6_seed0",
+        "asy427-matched-3.10e-6-s1": "deepseek1.5b_sync_8gpu_matched_alpha_3.10e-6_seed1",
+        "asy427-matched-3.10e-6-s42": "deepseek1.5b_sync_8gpu_matched_alpha_3.10e-6_seed42",
+        "asy427-shuffled-s0": "deepseek1.5b_sync_8gpu_sigfrac_cfixed_lr1.25e-5_alpha_shuffled_seed0",
+        "asy427-shuffled-s1": "deepseek1.5b_sync_8gpu_sigfrac_cfixed_lr1.25e-5_alpha_shuffled_seed1",
+        "asy427-shuffled-s42": "deepseek1.5b_sync_8gpu_sigfrac_cfixed_lr1.25e-5_alpha_shuffled_seed42"}
 
 
 def convert(folder: Path, run: str) -> dict[int, dict[str, float]]:
@@ -44,6 +63,8 @@ def convert(folder: Path, run: str) -> dict[int, dict[str, float]]:
             head = next(reader, [])
             cols = {i: c[len(name) + 1:] for i, c in enumerate(head) if c.startswith(name + "-")}
             cols = {i: k.removesuffix("_step") for i, k in cols.items()}
+            if not cols:  # another run's chart, or not a chart (4.24's figures/summary_stats.csv: metric,M,A,B)
+                continue
             for r in reader:
                 if not r or not r[0].strip():
                     continue

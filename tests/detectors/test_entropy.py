@@ -136,14 +136,24 @@ def test_diffuse_output_needs_no_history_and_two_points():
     assert spans(suite.episodes(), "entropy") == [("diffuse", 7, 11, "warning")]
     ev = suite.episodes()[0]
     assert ev.threshold == 2.0 and ev.value == 9.0
-    assert "9 nats, over 2 on the last 2 points" in ev.message
-    assert "8,103 tokens" in ev.message  # e^9 = 8103.08
+    # at step 11 the last 5 points (7–11) are all 9.0: over the bar on 5 of 5; e^9 = 8103.08
+    assert ev.message == ("diffuse output: entropy over 2 nats on 5 of the last 5 points (up to 9: as random as a "
+                          "uniform pick among 8,103 tokens per position; now 9)")
     # one point over the bar is a spike, not output: 0.7 everywhere but step 6 (9.0) → nothing
     assert feed(rows(12, entropy_mean=lambda s: 9.0 if s == 6 else 0.7), ONLY)[1].episodes() == []
     # at the ceiling is not over it: 0.7 then 2.0 from step 6 → nothing; 2.01 → diffuse from step 7 as above
     assert feed(rows(12, entropy_mean=lambda s: 0.7 if s < 6 else 2.0), ONLY)[1].episodes() == []
     at = rows(12, entropy_mean=lambda s: 0.7 if s < 6 else 2.01)
     assert spans(feed(at, ONLY)[1].episodes(), "entropy") == [("diffuse", 7, 11, "warning")]
+
+
+def test_an_open_diffuse_episode_holds_over_a_point_or_two_under_the_bar():
+    # 0.7 until 5, 9.0 at 6 and 7 (opens at 7), 0.7 at 8, 9.0 at 9, then 0.7. Once open it holds while any of the
+    # last 5 points is over 2.0: at 13 the window 9–13 still holds step 9; from 14 on none → 5 misses (14–18) end it,
+    # its last step 13. One episode, not two: without the hold it would end at 7 (8 and 9 each have a point under the
+    # bar among their last 2) and 9 alone (one point) would not reopen it.
+    data = rows(31, entropy_mean=lambda s: 9.0 if s in (6, 7, 9) else 0.7)
+    assert spans(feed(data, ONLY)[1].episodes(), "entropy") == [("diffuse", 7, 13, "warning")]
 
 
 def test_a_run_that_starts_diffuse_is_judged_against_its_start():

@@ -141,6 +141,10 @@ def test_asycn_takes_one_runs_columns_from_every_chart(tmp_path, store):
     (tmp_path / "actor").mkdir()
     (tmp_path / "actor" / "lr.csv").write_text(ASYCN_LR)
     (tmp_path / "actor" / "grad.csv").write_text(ASYCN_GRAD)
+    # a summary table beside the charts (exp_data/4.24/figures/summary_stats.csv's header and first row): no column of
+    # the run, passed over — before, its "AIME24 peak" read as a step and the whole batch failed
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "summary_stats.csv").write_text("metric,M,A,B\nAIME24 peak,0.3375,0.33125,0.3416666666666667\n")
     out = tmp_path / "run.jsonl"
     # the corpus name asy415-entadapt-ema is experiment deepseek1.5b_sync_8gpu_entadapt_lr1e-5: its column of each
     # file (the second), its prefix and SwanLab's _step suffix removed — verl's keys as logged
