@@ -1,6 +1,7 @@
 """The command line of a lab/public converter whose source is a JSONL file of a repository's own logger
 (cs336_metrics.py, taoger_metrics.py, dequeueing_metrics.py,
-rlor_trl_logs.py): read its rows, ``convert`` them, write one JSON object per step."""
+rlor_trl_logs.py): read its rows, ``convert`` them, write one JSON object per step; :func:`write` is that last part,
+for a converter whose source is not JSONL (trace_easyr1.py)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,19 @@ def main(argv: list[str], script: str, convert: Callable[[list[dict[str, Any]]],
     if len(argv) != 2:
         print(f"usage: python lab/public/{script} METRICS.jsonl OUT.jsonl", file=sys.stderr)
         return 2
-    src, dst = Path(argv[0]), Path(argv[1])
+    src = Path(argv[0])
+    return write(src, Path(argv[1]),
+                 lambda: convert([json.loads(line) for line in src.read_text().splitlines() if line.strip()]))
+
+
+def write(src: Path, dst: Path, steps: Callable[[], list[dict[str, Any]]]) -> int:
+    """Write ``steps()`` (read from ``src``) to ``dst``, one JSON object a line: 0 done, 1 when reading or converting
+    ``src`` failed (one line naming it; nothing written)."""
     try:
-        rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
-        steps = convert(rows)
-    except (OSError, ValueError, KeyError, ZeroDivisionError) as e:
+        rows = steps()
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
         print(f"error: {src}: {e!r}", file=sys.stderr)
         return 1
-    dst.write_text("".join(json.dumps(s) + "\n" for s in steps))
-    print(f"{src}: {len(rows)} rows → {len(steps)} steps in {dst}")
+    dst.write_text("".join(json.dumps(s) + "\n" for s in rows))
+    print(f"{src}: {len(rows)} steps → {dst}")
     return 0

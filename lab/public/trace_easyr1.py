@@ -20,6 +20,9 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from jsonl_convert import write  # noqa: E402
+
 KEYS = {"reward_mean": "training_reward", "correct_frac": "answer_accuracy",
         "response_length/mean": "mean_response_length", "response_length/clip_ratio": "response_clip_ratio",
         "entropy_mean": "sampled_token_entropy_estimate"}
@@ -38,15 +41,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         print("usage: python lab/public/trace_easyr1.py SNAPSHOT.json 3B|7B OUT.jsonl", file=sys.stderr)
         return 2
-    src, scale, out = Path(argv[0]), argv[1], Path(argv[2])
-    try:
-        data = rows(json.loads(src.read_text()), scale)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"error: {src}: {e!r}", file=sys.stderr)
-        return 1
-    out.write_text("".join(json.dumps(r) + "\n" for r in data))
-    print(f"{src}: {len(data)} rows of run {scale} → {out}")
-    return 0
+    src, scale = Path(argv[0]), argv[1]
+    return write(src, Path(argv[2]), lambda: rows(json.loads(src.read_text()), scale))
 
 
 if __name__ == "__main__":
