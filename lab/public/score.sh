@@ -78,7 +78,17 @@ while IFS=$'\t' read -r run file repo path commit sha; do
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac
 done
-"$cw" lab score "$store" --labels "$here/labels.csv" --all-kinds
-"$cw" lab natural "$store" --labels "$here/labels.csv"           # the reward collapses: flagged ≥ 20 steps before?
-"$cw" lab natural "$store" --labels "$here/labels.csv" --runs    # what fired where
+# score the labelled runs this store holds (a run whose raw file is not here is listed above as missing; the lab
+# commands refuse labels of runs a store lacks)
+present="$("$cw" sql "$store" "SELECT DISTINCT run FROM steps" --csv | tail -n +2)"
+labels="$(mktemp --suffix=.csv)"; trap 'rm -f "$labels"' EXIT
+PRESENT="$present" "${PYTHON:-python3}" -c 'import csv, os, sys
+keep = set(os.environ["PRESENT"].split())
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+csv.writer(sys.stdout, lineterminator="\n").writerows([rows[0]] + [r for r in rows[1:] if r and r[0] in keep])' \
+  "$here/labels.csv" > "$labels"
+echo "scoring the $(($(wc -l < "$labels") - 1)) labelled runs of lab/public/labels.csv this store holds" >&2
+"$cw" lab score "$store" --labels "$labels" --all-kinds
+"$cw" lab natural "$store" --labels "$labels"           # the reward collapses: flagged ≥ 20 steps before?
+"$cw" lab natural "$store" --labels "$labels" --runs    # what fired where
 "$cw" detect "$store" --csv
