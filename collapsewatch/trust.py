@@ -5,7 +5,7 @@ the file only, never the lab).
 Per flag class (detector, phase, episodes whose worst severity is ≥ s): ``healthy_fired`` of ``healthy_runs``
 healthy runs had one; it started at or before the collapse on ``preceded`` of ``collapsed_runs`` collapsed runs,
 ``preceded_held_out`` of them where the class was specific (≤ 10 % of healthy runs) on the *other* sources' healthy
-runs. Definitions: ``collapsewatch/lab/bench.py``. ``python -m collapsewatch.trust`` prints the Markdown table;
+runs and not alike on the run's own source (it fired on ≤ 10 % of that source's healthy runs). Definitions: ``collapsewatch/lab/bench.py``. ``python -m collapsewatch.trust`` prints the Markdown table;
 ``python -m collapsewatch.trust --docs docs/detectors.md`` rewrites it between the markers there (a test keeps the
 two equal).
 """
@@ -79,7 +79,7 @@ def markdown_table(data: dict[str, Any] | None = None) -> str:
     """The trust data as a Markdown table (the section of docs/detectors.md between BEGIN and END)."""
     data = load() if data is None else data
     lines = ["| detector / phase | severity ≥ | healthy runs it fired on | collapses it preceded | "
-             "… held out (specific on the other sources) | sources where specific |", "|---|---|---|---|---|---|"]
+             "… held out (specific on the other sources, not alike in its own) | sources where specific |", "|---|---|---|---|---|---|"]
     rows = sorted(data.get("rows", []), key=lambda r: (r["detector"], r["phase"], SEVERITY_ORDER[r["severity"]]))
     for i, r in enumerate(rows):
         up = rows[i + 1] if i + 1 < len(rows) else None

@@ -32,6 +32,11 @@ Definitions (fixed before any figure was looked at; the constants below are the 
 * **Pooled (in-sample)**: H = the healthy runs of every source. **Held out** (leave one source out): for the runs
   of source S, H = the healthy runs of every *other* source — which flags count is decided without S. The overall
   held-out row adds up each source's held-out figures.
+* **Alike in its own source**: on a *collapsed* run of source S, a flag counts only if its class also fires on at
+  most ``SPECIFIC_MAX`` of S's own healthy runs (S without a healthy run cannot tell). A flag that fires on a
+  source's healthy and collapsed runs alike — one setup's quirk, which no other source's healthy runs show — is not
+  evidence of the collapse, pooled or held out. (This judges; it chooses nothing: the flags that count on S are
+  still decided without S's collapses.) Healthy runs' alarms are counted without it: every one is false.
 * **Collapsed runs**: *flagged* — a specific flag rings at or before E; *early* — one rings ≥ ``EARLY`` (20)
   steps before E; *lead* — E − the step the first specific flag rang, median over flagged runs.
 * **Early collapses**: E is among the run's first ``FIRST_POINTS`` (10) logged points (fewer than 10 step rows
@@ -163,25 +168,45 @@ def folds(flags: pd.DataFrame, runs: list[BenchRun]) -> dict[str, Specificity]:
     return {s: specificity(flags, runs, exclude=s) for s in sorted({r.source for r in runs})}
 
 
+def own_sources(flags: pd.DataFrame, runs: list[BenchRun]) -> dict[str, Specificity]:
+    """Per source, the flag classes its own healthy runs fire on (module doc: alike)."""
+    healthy: dict[str, set[str]] = {}
+    for r in runs:
+        healthy.setdefault(r.source, set())
+        if r.status == "healthy":
+            healthy[r.source].add(r.run)
+    return {s: Specificity(fired(flags, h), len(h)) for s, h in healthy.items()}
+
+
 def _point(steps: tuple[int, ...], step: int) -> int:
     """Index of ``step`` among the run's logged steps (the number of logged steps before it)."""
     return int(np.searchsorted(np.asarray(steps), step, side="left"))
 
 
-def _first_specific(alarms: pd.DataFrame, spec: Specificity) -> int | None:
+def counts(key: Key, spec: Specificity, own: Specificity | None = None) -> bool:
+    """Whether a flag of class ``key`` counts: specific on ``spec``'s healthy runs and, with ``own`` (the healthy runs
+    of the flagged run's own source), not firing on more than ``SPECIFIC_MAX`` of them (module doc: alike)."""
+    share = own.share(key) if own is not None else None
+    return spec.specific(key) and (share is None or share <= SPECIFIC_MAX)
+
+
+def _first_specific(alarms: pd.DataFrame, spec: Specificity, own: Specificity | None = None) -> int | None:
     """The first step a specific flag rang: per alarm, the least severity s from warning up to its worst whose class
-    (detector, phase, ≥ s) is specific, dated by when the alarm first stood at s (:func:`.score.dated`)."""
+    (detector, phase, ≥ s) counts (:func:`counts`), dated by when the alarm first stood at s (:func:`.score.dated`)."""
     ok = []
     for sev in ("warning", "critical"):
         hot = alarms[alarms["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[sev]]
         ok += [int(s) for d, p, s in zip(hot["detector"], hot["phase"], dated(hot, sev), strict=True)
-               if spec.specific((d, p, sev))]
+               if counts((d, p, sev), spec, own)]
     return min(ok) if ok else None
 
 
-def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Specificity) -> dict:
-    """Per run: what the bench counts for it (``alarms``: its episodes ≥ warning)."""
-    first = {"pooled": _first_specific(alarms, pooled), "held": _first_specific(alarms, held)}
+def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Specificity,
+               own: Specificity | None = None) -> dict:
+    """Per run: what the bench counts for it (``alarms``: its episodes ≥ warning; ``own``: the healthy runs of its
+    source, read for a collapsed run only — module doc, alike)."""
+    own = own if r.status == "collapsed" else None
+    first = {"pooled": _first_specific(alarms, pooled, own), "held": _first_specific(alarms, held, own)}
     rec: dict = {"source": r.source, "run": r.run, "status": r.status, "collapse": r.collapse, "steps": r.n_steps,
                  "alarms": len(alarms), "critical": bool((alarms["severity"] == "critical").any()),
                  "first_alarm": int(dated(alarms, ALARM).min()) if len(alarms) else None,
@@ -198,11 +223,12 @@ def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Spe
 
 def run_records(runs: list[BenchRun], flags: pd.DataFrame) -> pd.DataFrame:
     """One record per run (:func:`run_record`), each judged with the pooled and its source's held-out specificity."""
-    pooled, held = specificity(flags, runs), folds(flags, runs)
+    pooled, held, own = specificity(flags, runs), folds(flags, runs), own_sources(flags, runs)
     alarms = flags[flags["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[ALARM]]
     by_run = {k: g for k, g in alarms.groupby("run")}
     empty = alarms.iloc[0:0]
-    return pd.DataFrame([run_record(r, by_run.get(r.run, empty), pooled, held[r.source]) for r in runs])
+    return pd.DataFrame([run_record(r, by_run.get(r.run, empty), pooled, held[r.source], own[r.source])
+                         for r in runs])
 
 
 def _frac(n: int, of: int) -> str:
@@ -283,10 +309,10 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
 
 def trust_rows(runs: list[BenchRun], flags: pd.DataFrame) -> list[dict]:
     """Per flag class with an episode anywhere in the bench: healthy runs it fired on (all sources), collapsed runs
-    it preceded (an episode starting at or before E), and those it preceded where it was specific on the other
-    sources (held out); in how many sources' folds it was specific. The rows ``collapsewatch.trust`` reads."""
+    it preceded (an episode starting at or before E), and those it preceded where it counted held out (specific on
+    the other sources, not alike in its own: :func:`counts`); in how many sources' folds it was specific. The rows ``collapsewatch.trust`` reads."""
     trusted = [r for r in runs if r.status in ("healthy", "collapsed")]
-    held = folds(flags, trusted)
+    held, own = folds(flags, trusted), own_sources(flags, trusted)
     collapse = {r.run: r.collapse for r in trusted if r.status == "collapsed"}
     source = {r.run: r.source for r in trusted}
     healthy_fired = fired(flags, {r.run for r in trusted if r.status == "healthy"})
@@ -301,6 +327,6 @@ def trust_rows(runs: list[BenchRun], flags: pd.DataFrame) -> list[dict]:
     n_healthy = sum(r.status == "healthy" for r in trusted)
     return [{"detector": k[0], "phase": k[1], "severity": k[2], "healthy_fired": len(healthy_fired.get(k, ())),
              "healthy_runs": n_healthy, "preceded": len(preceded.get(k, ())), "collapsed_runs": len(collapse),
-             "preceded_held_out": sum(held[source[r]].specific(k) for r in preceded.get(k, ())),
+             "preceded_held_out": sum(counts(k, held[source[r]], own[source[r]]) for r in preceded.get(k, ())),
              "specific_sources": sum(f.specific(k) for f in held.values()), "sources": len(held)}
             for k in keys]

@@ -11,8 +11,9 @@ except
 A point needs 10 earlier points (min_points), so p ≥ 10.
 
 Sources, 60 steps per run unless said:
-* ``alpha/x`` (public, labels.csv): ah1 healthy, warning at 30 (a false alarm); ac1 collapse 50 (labels.csv),
-  warning at 25.
+* ``alpha/x`` (public, labels.csv): ac1 collapse 50 (labels.csv), warning at 25; no healthy run (its own healthy
+  runs cannot tell whether a flag fires on them alike: it counts).
+* ``omega/z`` (public): oh1 healthy, warning at 30 (a false alarm), no collapsed run.
 * ``beta/y`` (public): bh1 healthy, quiet; bh2 healthy, info at 20; bc1 labels.csv kind grad-explosion onset 8, no
   collapse column → E = 8, at point 8 < 10 (an early collapse), warning at 10; bmiss in sources.csv, no raw file.
 * ``gamma`` (a --store, labels derived by the reward rule): gh1…gh8 healthy, quiet, reward 0.5; gc1 reward 0.2 for
@@ -21,10 +22,13 @@ Sources, 60 steps per run unless said:
   0.75 × 0.6 → collapse 55, best set at point 25 ≥ 20: trusted; warning at 40. gu1 reward 0.6 for 0–14, then 0.1:
   best 0.6 at point 9 (the first level), collapse at 20 (six 0.1 in 11–20) → U2, untrusted; warning at 30.
 
-Healthy runs: ah1, bh1, bh2, gh1…gh8 = 11. Class (grad, explosion, ≥ warning) fires on {ah1}; ≥ info on {ah1, bh2}.
+Healthy runs: oh1, bh1, bh2, gh1…gh8 = 11. Class (grad, explosion, ≥ warning) fires on {oh1}; ≥ info on {oh1, bh2}.
 * pooled: warning 1/11 = 9.1 % ≤ 10 % → specific.
-* held out: alpha's fold = beta + gamma healthy (10): 0/10 → specific; beta's = ah1 + gh1…8 (9): 1/9 = 11.1 % →
-  not specific (the LOSO exclusion); gamma's = ah1, bh1, bh2 (3): 1/3 → not specific.
+* held out: alpha's fold = beta + gamma + omega healthy (11): 1/11 → specific; beta's = oh1 + gh1…8 (9): 1/9 =
+  11.1 % → not specific (the LOSO exclusion); gamma's = oh1, bh1, bh2 (3): 1/3 → not specific; omega's = bh1, bh2,
+  gh1…8 (10): 0/10 → specific.
+* alike in its own source: beta's and gamma's healthy runs have no warning (0/2, 0/8); alpha has none (cannot
+  tell) — no flag is discounted here (test_a_flag_alike_in_its_own_source_does_not_count has that case).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ def gu1_reward(s):
     return np.where(s < 15, 0.6, 0.1)
 
 
-PUBLIC = {"ah1": ("alpha/x", _series(warning=30)), "ac1": ("alpha/x", _series(warning=25)),
+PUBLIC = {"oh1": ("omega/z", _series(warning=30)), "ac1": ("alpha/x", _series(warning=25)),
           "bh1": ("beta/y", _series()), "bh2": ("beta/y", _series(info=20)),
           "bc1": ("beta/y", _series(warning=10)), "bmiss": ("beta/y", None)}
 GAMMA = {**{f"gh{i}": _series() for i in range(1, 9)}, "gc1": _series(80, gc1_reward, warning=40),
@@ -83,7 +87,7 @@ def corpora(tmp_path_factory):
         w.writerow(["run", "file", "repo", "path", "commit", "licence", "sha256"])
         for run, (repo, _) in PUBLIC.items():
             w.writerow([run, f"{run}.jsonl", repo, f"logs/{run}.jsonl", "0" * 40, "MIT", ""])
-    (pub / "labels.csv").write_text("run,kind,onset,collapse\nah1,,,\nac1,,,50\nbh1,,,\nbh2,,,\n"
+    (pub / "labels.csv").write_text("run,kind,onset,collapse\noh1,,,\nac1,,,50\nbh1,,,\nbh2,,,\n"
                                     "bc1,grad-explosion,8,\nbmiss,,,\n")
     for run, (_, rows) in PUBLIC.items():
         if rows is not None:
@@ -108,7 +112,7 @@ def test_runs_are_classified_and_the_missing_and_untrusted_listed(corpora):
                               "why": "raw file missing: fetch beta/y @ 0000000:logs/bmiss.jsonl to raw/bmiss.jsonl"}]
     # the real detector found exactly the episodes the docstring plans (grad/explosion only)
     got = {(r.run, r.phase, r.severity, int(r.step_start)) for r in bench.flags.itertuples()}
-    assert got == {("ah1", "explosion", "warning", 30), ("ac1", "explosion", "warning", 25),
+    assert got == {("oh1", "explosion", "warning", 30), ("ac1", "explosion", "warning", 25),
                    ("bh2", "explosion", "info", 20), ("bc1", "explosion", "warning", 10),
                    ("gc1", "explosion", "warning", 40), ("gu1", "explosion", "warning", 30)}
 
@@ -127,17 +131,17 @@ def test_pooled_and_held_out_figures(corpora):
     assert (a["first10_collapses"], a["first10_caught_pooled"], a["first10_caught_held"]) == (1, 0, 0)
     # no critical anywhere in this fixture: no collapsed run has one
     assert (a["critical_by_collapse"], a["critical_after_collapse"]) == (0, 0) and a["critical_lag_median"] is None
-    # healthy: ah1's one warning over 11 × 60 steps; no critical; bh2's info is no alarm
+    # healthy: oh1's one warning over 11 × 60 steps; no critical; bh2's info is no alarm
     assert (a["healthy"], a["healthy_alarmed"], a["healthy_critical"]) == (11, 1, 0)
     assert a["healthy_alarms_per_1k"] == pytest.approx(1000 / 660)
-    assert (a["healthy_specific_pooled"], a["healthy_specific_held"]) == (1, 1)  # alpha's fold: specific
+    assert (a["healthy_specific_pooled"], a["healthy_specific_held"]) == (1, 1)  # omega's fold: specific
     assert (a["untrusted"], a["other"], a["runs"]) == (1, 0, 15)
-    # a rule designed on alpha: its row, and the other two sources' (bc1 and gc1 not flagged held out; ah1's alarm
-    # falls in alpha's row)
+    # a rule designed on alpha: its row (ac1, no healthy run), and the other three sources' (bc1 and gc1 not flagged
+    # held out; oh1's alarm among their 11 healthy runs)
     split = bench_table(recs, ["alpha/x"]).set_index("source")
-    assert split.loc["tuned on (1 source(s))", "flagged_held"] == 1 and split.loc["tuned on (1 source(s))", "healthy"] == 1
-    other = split.loc["not tuned on (2 source(s))"]
-    assert (other["collapsed"], other["flagged_held"], other["healthy"], other["healthy_alarmed"]) == (2, 0, 10, 0)
+    assert split.loc["tuned on (1 source(s))", "flagged_held"] == 1 and split.loc["tuned on (1 source(s))", "healthy"] == 0
+    other = split.loc["not tuned on (3 source(s))"]
+    assert (other["collapsed"], other["flagged_held"], other["healthy"], other["healthy_alarmed"]) == (2, 0, 11, 1)
     with pytest.raises(ValueError, match="no source 'delta'"):
         bench_table(recs, ["delta"])
     beta = t.loc["beta/y"]
@@ -151,13 +155,14 @@ def test_trust_rows_by_hand(corpora):
     rows = {(r["detector"], r["phase"], r["severity"]): r for r in trust_rows(bench.runs, bench.flags)}
     assert set(rows) == {("grad", "explosion", "info"), ("grad", "explosion", "warning")}
     warn = rows[("grad", "explosion", "warning")]
-    # fired on ah1 of 11 healthy; preceded ac1 (rang at 27 ≤ 50) and gc1 (42 ≤ 55), not bc1 (12 > 8); held out: ac1 only
+    # fired on oh1 of 11 healthy; preceded ac1 (rang at 27 ≤ 50) and gc1 (42 ≤ 55), not bc1 (12 > 8); held out: ac1
+    # only; specific in alpha's and omega's folds of 4
     assert [warn[k] for k in ("healthy_fired", "healthy_runs", "preceded", "collapsed_runs", "preceded_held_out",
-                              "specific_sources", "sources")] == [1, 11, 2, 3, 1, 1, 3]
+                              "specific_sources", "sources")] == [1, 11, 2, 3, 1, 2, 4]
     info = rows[("grad", "explosion", "info")]
-    # ≥ info fires on ah1 and bh2: 2 of 11. Alpha's fold: bh2 of 10 = exactly 10 % → specific (≤); beta's 1/9 and
-    # gamma's 2/3 are not → preceded ac1 and gc1, held out ac1 only
-    assert [info[k] for k in ("healthy_fired", "preceded", "preceded_held_out", "specific_sources")] == [2, 2, 1, 1]
+    # ≥ info fires on oh1 and bh2: 2 of 11. Alpha's fold (11): 2/11 = 18 % → not specific; beta's 1/9 and gamma's
+    # 2/3 neither; omega's bh2 of 10 = exactly 10 % → specific (≤) → preceded ac1 and gc1, held out none
+    assert [info[k] for k in ("healthy_fired", "preceded", "preceded_held_out", "specific_sources")] == [2, 2, 0, 1]
 
 
 def test_an_alarm_is_dated_when_it_rang():
@@ -187,6 +192,31 @@ def test_an_alarm_is_dated_when_it_rang():
                         ("entropy", "blowup", "warning"): {"h1", "h2"}}, 10)
     rec = run_record(run, alarms, loud, loud)
     assert (rec["first_specific_pooled"], rec["caught_pooled"]) == (14, False)
+
+
+def test_a_flag_alike_in_its_own_source_does_not_count():
+    import pandas as pd
+
+    from collapsewatch.lab.bench import BenchRun, Specificity, run_record
+
+    # A run of source S collapsing at 50 with one grad/explosion warning that rang at 30; no healthy run of any other
+    # source fires it (held = pooled = specific). S's own healthy runs:
+    #  * 1 of 2 fire the class (50 % > 10 %): the flag fires on S's healthy and collapsed runs alike → not counted:
+    #    flagged nowhere, and a healthy run of S with the same alarm still counts its own (false) alarm;
+    #  * 1 of 10 (exactly 10 % ≤ 10 %): counted, rang at 30 ≤ 50;
+    #  * S has no healthy run (0): cannot tell → counted.
+    run = BenchRun("s", "c", "collapsed", 50, 60, tuple(range(60)))
+    alarms = pd.DataFrame([{"run": "c", "detector": "grad", "phase": "explosion", "severity": "warning",
+                            "step_start": 28, "warning_at": 30, "critical_at": None}])
+    others = Specificity({}, 20)
+    key = ("grad", "explosion", "warning")
+    alike = Specificity({key: {"h1"}}, 2)
+    rec = run_record(run, alarms, others, others, alike)
+    assert (rec["first_specific_pooled"], rec["first_specific_held"]) == (None, None)
+    assert run_record(run, alarms, others, others, Specificity({key: {"h1"}}, 10))["first_specific_held"] == 30
+    assert run_record(run, alarms, others, others, Specificity({}, 0))["first_specific_held"] == 30
+    healthy = BenchRun("s", "h1", "healthy", None, 60, tuple(range(60)))
+    assert run_record(healthy, alarms.assign(run="h1"), others, others, alike)["first_specific_held"] == 30
 
 
 def test_drilled_runs_u1_and_other():
@@ -224,7 +254,7 @@ def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
     assert trust_line("length", "blowup", "critical", data) == "no benchmark figures for this alarm"
     md = CliRunner().invoke(app, [*args, "--markdown"])
     assert md.exit_code == 0 and md.stdout.split("\n", 2)[2] == markdown_table(data).split("\n", 2)[2]
-    assert "| `grad` / `explosion` | warning | 1 of 11 (9 %) | 2 of 3 | 1 of 3 | 1 of 3 |" in md.stdout
+    assert "| `grad` / `explosion` | warning | 1 of 11 (9 %) | 2 of 3 | 1 of 3 | 2 of 4 |" in md.stdout
 
 
 def test_bad_store_is_one_line():
@@ -269,9 +299,9 @@ def test_the_split_file_is_the_default_tuned_on_list(corpora, tmp_path):
     assert "--tuned-on" not in out["command"]  # the file is the default: the same command reproduces it
     rows = {r["source"]: r for r in out["table"]}
     # the rows of test_pooled_and_held_out_figures' split on alpha/x
-    assert (rows["tuned on (1 source(s))"]["flagged_held"], rows["tuned on (1 source(s))"]["healthy"]) == (1, 1)
-    other = rows["not tuned on (2 source(s))"]
-    assert (other["collapsed"], other["flagged_held"], other["healthy"], other["healthy_alarmed"]) == (2, 0, 10, 0)
+    assert (rows["tuned on (1 source(s))"]["flagged_held"], rows["tuned on (1 source(s))"]["healthy"]) == (1, 0)
+    other = rows["not tuned on (3 source(s))"]
+    assert (other["collapsed"], other["flagged_held"], other["healthy"], other["healthy_alarmed"]) == (2, 0, 11, 1)
     # the trust table's head names the split (the folder is a machine path here: the file's name alone)
     md = CliRunner().invoke(app, [*args[:-1], "--markdown"])
     assert "Split: the 1 source(s) of `tuned_on.csv` tuned on, every other source held out." in md.stdout
