@@ -37,7 +37,7 @@ from __future__ import annotations
 import gzip
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,34 @@ def _head(path: Path) -> str:
             return ""
 
 
+def _text_chunks(path: Path) -> Iterator[str]:
+    """The whole file as text, ``HEAD_BYTES`` at a time, each chunk ending at a line's end."""
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as f:
+        rest = b""
+        try:
+            while block := f.read(HEAD_BYTES):
+                block = rest + block
+                cut = block.rfind(b"\n") + 1
+                rest = block[cut:]
+                if cut:
+                    yield block[:cut].decode("utf-8", errors="replace")
+        except OSError:  # named .gz but not gzip
+            return
+        if rest:
+            yield rest.decode("utf-8", errors="replace")
+
+
+def _looks_like(reader: Reader, path: Path, head: str) -> bool:
+    """``reader.sniff`` on the file's head; for a console log also on the rest of the file, a chunk at a time: its
+    first step line may follow a start-up preamble of any length (a SLURM capture of a verl run prints megabytes of
+    model loading before step 1)."""
+    if reader.sniff(path, head):
+        return True
+    if reader is not console or not path.is_file() or path.stat().st_size <= HEAD_BYTES:
+        return False
+    return any(console.sniff(path, chunk) for chunk in _text_chunks(path))
+
+
 def detect(path: Path, fmt: str | None = None) -> Reader:
     """The reader for ``path``: ``fmt`` when given (checked by the reader), else the first whose ``sniff`` agrees."""
     if not path.exists():
@@ -111,6 +139,8 @@ def detect(path: Path, fmt: str | None = None) -> Reader:
             return reader
     if path.is_dir() and any(path.rglob(tensorboard.PATTERN)):
         return tensorboard  # event files in sub-folders: its reader names them
+    if _looks_like(console, path, head):
+        return console  # step lines after a preamble longer than the head
     tables = sqlite_tables(path)
     if tables is not None:
         raise IngestError(f"{str(path)!r} is a SQLite database but neither MLflow's nor trackio's (its tables: "
@@ -121,7 +151,7 @@ def detect(path: Path, fmt: str | None = None) -> Reader:
 
 def _sniffed(reader: Reader, path: Path) -> None:
     """A forced text format must still look like itself (``SNIFF_FORCED``; the binary readers check on their own)."""
-    if reader.SNIFF_FORCED and (path.is_dir() or not reader.sniff(path, _head(path))):
+    if reader.SNIFF_FORCED and (path.is_dir() or not _looks_like(reader, path, _head(path))):
         raise IngestError(f"{str(path)!r} is not {reader.NAME} (see collapsewatch ingest --help)")
 
 

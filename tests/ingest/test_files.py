@@ -197,3 +197,31 @@ def test_verl_log_into_an_object_store_and_a_run_name_not_reused(tmp_path, monke
             ingest_file(url, log, "v")
     finally:
         server.stop()
+
+
+def test_a_console_log_whose_first_step_follows_a_long_preamble(tmp_path, store):
+    # A SLURM capture of a verl run prints megabytes of start-up (model loading, Ray, vLLM) before its first step
+    # line, past the head every format is sniffed on (HEAD_BYTES = 1 MiB). 20,000 preamble lines of 80 bytes =
+    # 1.6 MB, then two verl step lines; read by auto-detection and by a forced --format console alike.
+    from collapsewatch.ingest import HEAD_BYTES
+
+    preamble = "".join(f"(WorkerDict pid={i:06d}) INFO loading shard {i:05d} of model weights ............\n"
+                       for i in range(20_000))
+    assert len(preamble.encode()) > HEAD_BYTES
+    steps = ("step:1 - actor/entropy:0.9 - actor/grad_norm:0.25 - critic/score/mean:0.1\n"
+             "step:2 - actor/entropy:0.8 - actor/grad_norm:0.5 - critic/score/mean:0.2\n")
+    f = tmp_path / "job-204945.out"
+    f.write_text(preamble + steps)
+    done = ingest_file(store, f, "auto")
+    assert (done.format, done.steps) == ("console", 2)
+    assert ingest_file(store, f, "forced", fmt="console").steps == 2
+    con = connect(store)
+    assert con.execute("SELECT step, entropy_mean, grad_norm, reward_mean FROM steps WHERE run = 'auto' ORDER BY step"
+                       ).fetchall() == [(1, 0.9, 0.25, 0.1), (2, 0.8, 0.5, 0.2)]
+    # the same preamble with no step line is still not a format ingest reads: one line naming the file
+    bare = tmp_path / "job-204946.out"
+    bare.write_text(preamble)
+    with pytest.raises(IngestError, match="job-204946.out' is not a format ingest reads"):
+        ingest_file(store, bare, "bare")
+    with pytest.raises(IngestError, match="job-204946.out' is not console"):
+        ingest_file(store, bare, "bare", fmt="console")
