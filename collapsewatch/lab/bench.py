@@ -45,7 +45,9 @@ Definitions (fixed before any figure was looked at; the constants below are the 
   reward falls (:func:`collapsewatch.verdict.signal_columns`: entropy, gradient norm, group statistics, log-probs,
   policy ratios) — a reward-only log, whose verdict says so. Collapsed blind runs are counted in every figure, and
   ``flagged ≤ collapse`` is also given over the collapsed runs whose log has a signal (``flagged_signal_*`` of
-  ``collapsed_signal``), so a miss no rule could have caught is told apart from one a rule should have.
+  ``collapsed_signal``), so a miss no rule could have caught is told apart from one a rule should have; and healthy
+  runs with an alarm over the healthy runs whose log has one (``healthy_alarmed_signal`` of ``healthy_signal``): a
+  reward-only healthy log is quiet by construction, and would lower the warned share without testing any rule.
 * **Criticals on collapsed runs** (no specificity filter): runs whose first critical rang at or before E, runs whose
   first came after E, and the median of (its step − E) over the latter — in ``--json`` (``critical_by_collapse``,
   ``critical_after_collapse``, ``critical_lag_median``; per run ``first_critical``), the cost of criticals that need
@@ -262,6 +264,8 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
     row.update({"critical_by_collapse": sum(c <= e for e, c in crit), "critical_after_collapse": len(after),
                 "critical_lag_median": float(statistics.median(after)) if after else None})
     steps = int(healthy["steps"].sum())
+    lit = ~healthy["blind"].astype(bool) if "blind" in healthy else pd.Series(True, index=healthy.index)
+    row.update({"healthy_signal": int(lit.sum()), "healthy_alarmed_signal": int((healthy["alarms"][lit] > 0).sum())})
     row.update({"first10_collapses": len(early_col), "healthy_alarmed": int((healthy["alarms"] > 0).sum()),
                 "healthy_critical": int(healthy["critical"].sum()),
                 "healthy_alarms_per_1k": 1000.0 * int(healthy["alarms"].sum()) / steps if steps else None})
@@ -300,7 +304,9 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
                     "… of logs with a signal": _both(r, "flagged_signal", r["collapsed_signal"]),
                     f"≥ {EARLY} before": _both(r, "early", c), "lead": lead,
                     "first-10 caught": _both(r, "first10_caught", r["first10_collapses"]),
-                    "healthy alarmed": _frac(r["healthy_alarmed"], h), "healthy critical": _frac(r["healthy_critical"], h),
+                    "healthy alarmed": _frac(r["healthy_alarmed"], h),
+                    "… of logs with a signal ": _frac(r["healthy_alarmed_signal"], r["healthy_signal"]),
+                    "healthy critical": _frac(r["healthy_critical"], h),
                     "alarms/1k healthy steps": "—" if pd.isna(r["healthy_alarms_per_1k"])
                     else f"{r['healthy_alarms_per_1k']:.2f}",
                     "healthy specific alarm": _both(r, "healthy_specific", h)})

@@ -1,5 +1,5 @@
 """What the lab's CSV-to-CSV converters share (lab/public/trinity_csv.py, terrense_csv.py, rfs_metrics.py,
-minio3_csv.py, drgrpo_csv.py): a header
+minio3_csv.py, drgrpo_csv.py, arlca_csv.py): a header
 renamed to the trainer keys the columns stand for, and the command line that reads a source CSV (gzipped or not),
 converts it and writes the CSV `collapsewatch ingest` reads — one line on stderr and exit 1 for a file it cannot read."""
 

@@ -94,6 +94,12 @@ while IFS=$'\t' read -r run file repo path commit sha; do
       conv="$(mktemp --suffix=.csv)"; stage=""; case "$run" in *-stage[12]) stage="${run##*-stage}" ;; esac
       "${PYTHON:-python3}" "$here/drgrpo_csv.py" "$raw" "$conv" $stage >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.beita.log)  # beita6969/colab-grpo's own GRPO console blocks: lab/public/beita_console.py says what they mean
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/beita_console.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.nbtable.ipynb)  # a notebook's HF training-progress table: lab/public/nb_table_csv.py writes it as a CSV
+      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/nb_table_csv.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac
 done

@@ -133,6 +133,8 @@ def test_pooled_and_held_out_figures(corpora):
     assert (a["critical_by_collapse"], a["critical_after_collapse"]) == (0, 0) and a["critical_lag_median"] is None
     # healthy: oh1's one warning over 11 × 60 steps; no critical; bh2's info is no alarm
     assert (a["healthy"], a["healthy_alarmed"], a["healthy_critical"]) == (11, 1, 0)
+    # every run of this fixture logs grad_norm: all 11 healthy logs have a signal, oh1's the one warned
+    assert (a["healthy_signal"], a["healthy_alarmed_signal"]) == (11, 1)
     assert a["healthy_alarms_per_1k"] == pytest.approx(1000 / 660)
     assert (a["healthy_specific_pooled"], a["healthy_specific_held"]) == (1, 1)  # omega's fold: specific
     assert (a["untrusted"], a["other"], a["runs"]) == (1, 0, 15)
@@ -320,19 +322,22 @@ def test_the_split_file_is_the_default_tuned_on_list(corpora, tmp_path):
 def test_a_reward_only_log_is_counted_apart_as_blind(tmp_path):
     # One --store source "delta", through the real path: dc1 and db1 collapse at step 40 (labels CSV); dc1 logs
     # grad_norm with a warning at point 25 (dated 27, when it stood at warning: module doc), db1 logs only the reward
-    # (no signal column: blind); dh1, dh2 healthy and quiet, with grad_norm. Pooled H = {dh1, dh2}: the grad class
-    # fired on 0 of 2 → specific, so dc1 is flagged (27 ≤ 40) and db1 is not. collapsed 2, flagged 1; collapsed with
+    # (no signal column: blind); dh1, dh2 healthy and quiet, with grad_norm; dq1 healthy, reward only. Pooled H =
+    # {dh1, dh2, dq1}: the grad class fired on 0 of 3 → specific, so dc1 is flagged (27 ≤ 40) and db1 is not. collapsed 2, flagged 1; collapsed with
     # a signal 1 (dc1), flagged of those 1. Held out: delta's fold has no healthy run of another source → nothing
     # specific → 0 and 0.
     store, labels = tmp_path / "delta-store", tmp_path / "delta.csv"
     runs = {"dc1": _series(warning=25), "dh1": _series(), "dh2": _series(),
-            "db1": [{"step": r["step"], "reward_mean": r["reward_mean"]} for r in _series()]}
+            "db1": [{"step": r["step"], "reward_mean": r["reward_mean"]} for r in _series()],
+            "dq1": [{"step": r["step"], "reward_mean": r["reward_mean"]} for r in _series()]}
     for run, rows in runs.items():
         _write_jsonl(tmp_path / f"{run}.jsonl", rows)
         ingest_file(store, tmp_path / f"{run}.jsonl", run)
-    labels.write_text("run,kind,onset,collapse\ndc1,,,40\ndb1,,,40\ndh1,,,\ndh2,,,\n")
+    labels.write_text("run,kind,onset,collapse\ndc1,,,40\ndb1,,,40\ndh1,,,\ndh2,,,\ndq1,,,\n")
     bench = gather(None, tmp_path, None, [f"delta={store}"], [f"delta={labels}"], None)
-    assert {r.run: r.blind for r in bench.runs} == {"db1": True, "dc1": False, "dh1": False, "dh2": False}
+    assert {r.run: r.blind for r in bench.runs} == {"db1": True, "dc1": False, "dh1": False, "dh2": False, "dq1": True}
     row = bench_table(run_records(bench.runs, bench.flags)).set_index("source").loc["delta"]
     assert (row["collapsed"], row["flagged_pooled"], row["collapsed_signal"], row["flagged_signal_pooled"]) == (2, 1, 1, 1)
     assert (row["flagged_held"], row["flagged_signal_held"]) == (0, 0)
+    # healthy: dh1, dh2 log grad_norm (2 with a signal), dq1 only the reward (quiet by construction); none warned
+    assert (row["healthy"], row["healthy_signal"], row["healthy_alarmed_signal"]) == (3, 2, 0)

@@ -7,7 +7,9 @@ lab/public/asycn_swanlab.py (065536/Asycn_verl's SwanLab chart exports), lab/pub
 lab/public/trace_easyr1.py (maveryn/trace-internal's W&B snapshot of two EasyR1 runs), lab/public/shaider_metrics.py
 (s-haider10/finetunned_coding_agent's Tinker loop logger) and lab/public/axiom_metrics.py (Prem01-cyber/AxiomForgeAI's
 GRPO loop) and lab/public/drgrpo_csv.py (chaoheng666/DeepRetrieval-GRPO's analysis CSVs), lab/public/var_metrics.py
-(esmaeil-abedi-dev/verifier-as-reward's harness log) and lab/public/titan_console.py (torchtitan's RL step lines).
+(esmaeil-abedi-dev/verifier-as-reward's harness log), lab/public/titan_console.py (torchtitan's RL step lines),
+lab/public/beita_console.py (beita6969/colab-grpo's GRPO console blocks), lab/public/nb_table_csv.py (a notebook's
+HF training-progress table) and lab/public/arlca_csv.py (RainyFields/Agentic-RL-CA's per-run CSVs).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ axiom_metrics = _load("axiom_metrics")
 drgrpo_csv = _load("drgrpo_csv")
 var_metrics = _load("var_metrics")
 titan_console = _load("titan_console")
+beita_console = _load("beita_console")
+nb_table_csv = _load("nb_table_csv")
+arlca_csv = _load("arlca_csv")
 
 # the first rows of lora32_speed_metrics.csv (an empty entropy cell: not logged at those steps)
 TRINITY = """step,score,entropy,response_clip_ratio,prompt_length_mean,train_step_seconds,update_actor_seconds,tokens,runners
@@ -336,3 +341,96 @@ def test_titan_step_lines_and_nothing_else(tmp_path):
         {"step": 1, "loss": 0.1118, "reward_mean": -0.438, "step_time": 1.0}]
     src.write_text(TITAN + TITAN.splitlines()[0] + "\n")
     assert titan_console.main([str(src), str(out)]) == 1  # a step printed twice: one line naming the file
+
+
+# beita-p30.beita.log: the lines of step 4 (an update) and step 5 (none; its Metrics block) the converter reads, with
+# two of each step's six "DSL质量" lines and one line it does not read
+BEITA = """📍 Step 4/500
+  📊 DSL质量: fallback=False, ops=4, chain=True, DSL=Programmer -> Custom -> Review -> Revise *
+  📊 DSL质量: fallback=False, ops=3, chain=True, DSL=Custom -> Review ? Revise : done
+🔧 P27 简单GRPO诊断:
+  零方差组: 2/3
+  平均奖励: 0.600
+🔄 更新策略...
+🎯 准确率统计: 3/6 = 50.0% (平均正确性评分: 0.60/1.0)
+📍 Step 5/500
+  📊 DSL质量: fallback=True, ops=1, chain=False, DSL=Custom (default fallback)
+  📊 DSL质量: fallback=True, ops=1, chain=False, DSL=Custom (default fallback)
+  📊 P27简单奖励: 0.000
+🔧 P27 简单GRPO诊断:
+  零方差组: 3/3
+  平均奖励: 0.200
+⏭️  P28: 跳过更新 - 所有advantage为0，无学习信号
+🎯 准确率统计: 0/6 = 0.0% (平均正确性评分: 0.20/1.0)
+📊 Metrics:
+  step: 5
+  loss: 0.0000
+  kl_div: 0.0000
+  avg_reward: 0.0000
+📍 Step 6/500
+"""
+
+
+def test_beita_blocks_become_steps_and_a_cut_off_block_is_left_out(tmp_path, store):
+    src, out = tmp_path / "p30.log", tmp_path / "out.jsonl"
+    src.write_text(BEITA)
+    assert beita_console.main([str(src), str(out)]) == 0
+    # step 4: 2 of 3 groups all-equal → 2/3; 3 of 6 right → 0.5; both DSL lines parsed → fallback 0; updated.
+    # step 5: 3/3, 0 of 6, both fallbacks → 1.0, no update, its Metrics block (avg_reward, an advantage mean, left
+    # out); step 6 has no rewards yet → left out
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rows == [
+        {"step": 4, "zero_std_group_frac": 2 / 3, "reward_mean": 0.6, "correct_frac": 0.5,
+         "beita/correctness_mean": 0.6, "beita/dsl_fallback_frac": 0.0, "beita/policy_updated": 1},
+        {"step": 5, "zero_std_group_frac": 1.0, "reward_mean": 0.2, "correct_frac": 0.0,
+         "beita/correctness_mean": 0.2, "beita/dsl_fallback_frac": 1.0, "beita/policy_updated": 0,
+         "loss": 0.0, "kl_loss": 0.0}]
+    ingest_file(store, out, "beita")
+    assert connect(store).execute("SELECT step, zero_std_group_frac, correct_frac FROM steps ORDER BY step").fetchall(
+    ) == [(4, 2 / 3, 0.5), (5, 1.0, 0.0)]
+    src.write_text(BEITA.replace("step: 5", "step: 4"))
+    assert beita_console.main([str(src), str(out)]) == 1  # a Metrics block inside another step's: one line
+
+
+# bsvaz-grpo-count.nbtable.ipynb, cell 35: the progress table's header and first row as the callback wrote them (6 of
+# its 22 columns), in a notebook with a second, smaller table without a reward column
+NB_TABLE = ("<table border=\"1\" class=\"dataframe\">\n  <thead>\n <tr style=\"text-align: left;\">\n"
+            "      <th>Step</th>\n      <th>Training Loss</th>\n      <th>reward</th>\n      <th>reward_std</th>\n"
+            "      <th>completions / mean_length</th>\n      <th>kl</th>\n    </tr>\n  </thead>\n  <tbody>\n"
+            "    <tr>\n      <td>1</td>\n      <td>0.000000</td>\n      <td>3.123958</td>\n      <td>1.455831</td>\n"
+            "      <td>93.375000</td>\n      <td>0.007944</td>\n    </tr>\n"
+            "    <tr>\n      <td>2</td>\n      <td>No log</td>\n      <td>3.703125</td>\n      <td>0.969079</td>\n"
+            "      <td>75.375000</td>\n      <td>0.009539</td>\n    </tr>\n  </tbody>\n</table><p>")
+
+
+def test_a_notebook_progress_table_becomes_trls_keys(tmp_path, store):
+    other = "<table><thead><tr><th>Step</th><th>Validation Loss</th></tr></thead><tbody><tr><td>1</td><td>0.5</td></tr></tbody></table>"
+    notebook = {"cells": [{"cell_type": "code", "outputs": [{"data": {"text/html": other}}]},
+                          {"cell_type": "code", "outputs": [{"data": {"text/html": NB_TABLE.splitlines(True)}}]}]}
+    src, out = tmp_path / "run.ipynb", tmp_path / "out.csv"
+    src.write_text(json.dumps(notebook))
+    assert nb_table_csv.main([str(src), str(out)]) == 0
+    # Step → step, Training Loss → loss, "completions / mean_length" → TRL's key; "No log" → empty
+    assert out.read_text().splitlines() == ["step,loss,reward,reward_std,completions/mean_length,kl",
+                                            "1,0.000000,3.123958,1.455831,93.375000,0.007944",
+                                            "2,,3.703125,0.969079,75.375000,0.009539"]
+    ingest_file(store, out, "nb")
+    assert connect(store).execute("SELECT step, reward_mean, reward_std, response_length_mean FROM steps ORDER BY step"
+                                  ).fetchall() == [(1, 3.123958, 1.455831, 93.375), (2, 3.703125, 0.969079, 75.375)]
+    assert nb_table_csv.main([str(src), str(out), "--cell", "0"]) == 1  # cell 0's table has no reward column
+
+
+# arlca-w1-gigpo-s0.arlca.csv: its header and first two rows, with the file's CRLF line ends
+ARLCA = "step,val_macro_em,reward_mean,avg_turns,clip_ratio,success_rate\r\n0,0.234,,,,\r\n1,,0.266,1.659,0.009,0.266\r\n"
+
+
+def test_arlca_short_names_become_verl_agent_keys(tmp_path, store):
+    src, out = tmp_path / "run.csv", tmp_path / "out.csv"
+    src.write_bytes(ARLCA.encode())
+    assert arlca_csv.main([str(src), str(out)]) == 0
+    assert out.read_text().splitlines()[0] == ("step,val-core/macro_em,reward_mean,episode/length/mean,"
+                                               "response_length/clip_ratio,episode/success_rate")
+    ingest_file(store, out, "arlca")
+    # clip_ratio (the share of turn responses at the token cap) → truncated_frac
+    assert connect(store).execute("SELECT step, reward_mean, truncated_frac FROM steps ORDER BY step").fetchall() == [
+        (0, None, None), (1, 0.266, 0.009)]
