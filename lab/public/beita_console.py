@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path: its sibling
-from jsonl_convert import write  # noqa: E402
+from jsonl_convert import main_text  # noqa: E402
 
 STEP = re.compile(r"^📍 Step (\d+)/\d+\s*$", re.M)
 GROUPS = re.compile(r"P27 简单GRPO诊断:\s*\n\s*零方差组: (\d+)/(\d+)\s*\n\s*平均奖励: ([-0-9.]+)")
@@ -64,11 +64,7 @@ def convert(text: str) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python lab/public/beita_console.py RUN.beita.log OUT.jsonl", file=sys.stderr)
-        return 2
-    src = Path(argv[0])
-    return write(src, Path(argv[1]), lambda: convert(src.read_text(errors="replace")))
+    return main_text(argv, "python lab/public/beita_console.py RUN.beita.log OUT.jsonl", convert)
 
 
 if __name__ == "__main__":

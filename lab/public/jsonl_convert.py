@@ -1,7 +1,7 @@
 """The command line of a lab/public converter whose source is a JSONL file of a repository's own logger
 (cs336_metrics.py, taoger_metrics.py, dequeueing_metrics.py,
 rlor_trl_logs.py, shaider_metrics.py, axiom_metrics.py): read its rows, ``convert`` them, write one JSON object per step; :func:`write` is that last part,
-for a converter whose source is not JSONL (trace_easyr1.py)."""
+for a converter whose source is not JSONL (trace_easyr1.py); :func:`main_text` the command line of one whose source is a text log."""
 
 from __future__ import annotations
 
@@ -21,6 +21,16 @@ def main(argv: list[str], script: str, convert: Callable[[list[dict[str, Any]]],
     src = Path(argv[0])
     return write(src, Path(argv[1]),
                  lambda: convert([json.loads(line) for line in src.read_text().splitlines() if line.strip()]))
+
+
+def main_text(argv: list[str], usage: str, convert: Callable[[str], list[dict[str, Any]]]) -> int:
+    """``python lab/public/<script> LOG OUT.jsonl`` for a converter of a text log (titan_console.py,
+    beita_console.py): ``convert`` the whole file's text (undecodable bytes replaced); exit codes as :func:`main`."""
+    if len(argv) != 2:
+        print(f"usage: {usage}", file=sys.stderr)
+        return 2
+    src = Path(argv[0])
+    return write(src, Path(argv[1]), lambda: convert(src.read_text(errors="replace")))
 
 
 def merge_steps(rows: list[dict[str, Any]], name: Callable[[str], str],

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path: its sibling
-from jsonl_convert import write  # noqa: E402
+from jsonl_convert import main_text  # noqa: E402
 
 STEP = re.compile(r"^\[actor=<root>\] step\s+(\d+)\s+loss=(\S+)\s+reward_mean=(\S+)\s+dt=([0-9.]+)s\s*$")
 
@@ -45,11 +45,7 @@ def convert(text: str) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python lab/public/titan_console.py RUN.log OUT.jsonl", file=sys.stderr)
-        return 2
-    src = Path(argv[0])
-    return write(src, Path(argv[1]), lambda: convert(src.read_text(errors="replace")))
+    return main_text(argv, "python lab/public/titan_console.py RUN.log OUT.jsonl", convert)
 
 
 if __name__ == "__main__":
