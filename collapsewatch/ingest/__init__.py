@@ -225,7 +225,7 @@ class Tail:
             raise IngestError(f"file {str(self.path)!r} does not exist")
         empty = self.path.is_file() and not self.path.stat().st_size
         self.reader = jsonl if empty and not fmt else detect(self.path, fmt)  # an empty file: verl's JSONL
-        if not empty:
+        if not empty and not (fmt and self.reader.GROWS):  # a forced text log may hold only start-up text so far
             _sniffed(self.reader, self.path)
         self.format = self.reader.NAME
         self.source_run = source_run

@@ -1,6 +1,7 @@
 """``ingest --follow`` on the formats a library rewrites or appends in binary (TensorBoard, MLflow): each poll takes
 the steps after the last one ingested except the newest, which waits for a later step (its keys may still be
-coming); close takes it. The files are written live by the real libraries between polls."""
+coming); close takes it. The files are written live by the real libraries between polls; a console log forced with
+--format may hold only start-up text when the follow starts."""
 
 from __future__ import annotations
 
@@ -71,3 +72,23 @@ def test_a_missing_file_and_a_forced_wrong_format_say_so(tmp_path, store):
     text.write_text("not a log\n")
     with pytest.raises(IngestError, match="is not a TensorBoard event file"):
         Tail(store, text, "x", fmt="tensorboard")
+
+
+def test_a_forced_console_log_is_followed_from_its_start_up(tmp_path, store):
+    # `ingest --follow --format console` started with the job: verl prints minutes of start-up (config, Ray, vLLM)
+    # before its first step line. Forced, the file is taken as it is and its step lines are read as they come; not
+    # forced, a file that does not show a format yet is refused in one line that names --format.
+    log = tmp_path / "job.out"
+    log.write_text("(TaskRunner pid=1) INFO loading model weights\n")
+    with pytest.raises(IngestError, match="--format forces one"):
+        Tail(store, log, "x")
+    tail = Tail(store, log, "live", fmt="console")
+    assert tail.poll() == 0
+    with log.open("a") as f:
+        f.write("(TaskRunner pid=1) step:1 - actor/entropy:0.9 - critic/score/mean:0.1\n"
+                "(TaskRunner pid=1) step:2 - actor/entropy:0.8 - critic/score/mean:0.2\n")
+    assert tail.poll() == 2
+    done = tail.close()
+    assert (done.format, done.steps) == ("console", 2)
+    assert connect(store).execute("SELECT step, entropy_mean, reward_mean FROM steps WHERE run = 'live' ORDER BY step"
+                                  ).fetchall() == [(1, 0.9, 0.1), (2, 0.8, 0.2)]
