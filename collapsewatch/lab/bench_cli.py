@@ -143,7 +143,8 @@ def _print_tables(recs: pd.DataFrame, table: pd.DataFrame, rows: list[dict], unt
     else:
         print_frame(readable(table))
         typer.echo(f"a | b = pooled | held out (leave one source out); specific = fires on ≤ {SPECIFIC_MAX:.0%} of "
-                   f"healthy runs; flagged = a specific alarm ≤ the collapse; first-10 = collapses at one of a run's "
+                   f"healthy runs (and, for a collapsed run's alarm, on ≤ {SPECIFIC_MAX:.0%} of its own source's: "
+                   f"not alike); flagged = a specific alarm ≤ the collapse; first-10 = collapses at one of a run's "
                    f"first {FIRST_POINTS} points, caught within {WITHIN_POINTS} points; definitions: "
                    "collapsewatch/lab/bench.py")
         alarms = pd.DataFrame([r for r in rows if r["severity"] != "info"])
