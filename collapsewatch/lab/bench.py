@@ -159,9 +159,10 @@ class Specificity:
         return share is not None and share <= SPECIFIC_MAX
 
 
-def specificity(flags: pd.DataFrame, runs: list[BenchRun], exclude: str | None = None) -> Specificity:
-    """Specificity on the healthy runs of every source but ``exclude`` (None: pooled)."""
-    healthy = {r.run for r in runs if r.status == "healthy" and r.source != exclude}
+def specificity(flags: pd.DataFrame, runs: list[BenchRun], exclude: str | None = None,
+                only: str | None = None) -> Specificity:
+    """Specificity on the healthy runs of every source but ``exclude`` (None: pooled), or of source ``only``."""
+    healthy = {r.run for r in runs if r.status == "healthy" and r.source != exclude and only in (None, r.source)}
     return Specificity(fired(flags, healthy), len(healthy))
 
 
@@ -172,12 +173,7 @@ def folds(flags: pd.DataFrame, runs: list[BenchRun]) -> dict[str, Specificity]:
 
 def own_sources(flags: pd.DataFrame, runs: list[BenchRun]) -> dict[str, Specificity]:
     """Per source, the flag classes its own healthy runs fire on (module doc: alike)."""
-    healthy: dict[str, set[str]] = {}
-    for r in runs:
-        healthy.setdefault(r.source, set())
-        if r.status == "healthy":
-            healthy[r.source].add(r.run)
-    return {s: Specificity(fired(flags, h), len(h)) for s, h in healthy.items()}
+    return {s: specificity(flags, runs, only=s) for s in sorted({r.source for r in runs})}
 
 
 def _point(steps: tuple[int, ...], step: int) -> int:
@@ -237,6 +233,11 @@ def _frac(n: int, of: int) -> str:
     return f"{n}/{of}" if of else "—"
 
 
+def _with_signal(recs: pd.DataFrame) -> pd.Series:
+    """Per record, whether its log holds a signal column (not blind; records without the field: all do)."""
+    return ~recs["blind"].astype(bool) if "blind" in recs else pd.Series(True, index=recs.index)
+
+
 def summarise(recs: pd.DataFrame, name: str) -> dict:
     """The bench figures of one group of run records (a source, or all of them), as counts."""
     col = recs[recs["status"] == "collapsed"]
@@ -245,7 +246,7 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
                  "other": int((recs["status"] == "other").sum()),
                  "untrusted": int((recs["status"] == "untrusted").sum())}
     early_col = col[col["first_points"].astype(bool)]
-    seen = ~col["blind"].astype(bool) if "blind" in col else pd.Series(True, index=col.index)
+    seen = _with_signal(col)
     row["collapsed_signal"] = int(seen.sum())
     for how in ("pooled", "held"):
         first = col[f"first_specific_{how}"]
@@ -264,7 +265,7 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
     row.update({"critical_by_collapse": sum(c <= e for e, c in crit), "critical_after_collapse": len(after),
                 "critical_lag_median": float(statistics.median(after)) if after else None})
     steps = int(healthy["steps"].sum())
-    lit = ~healthy["blind"].astype(bool) if "blind" in healthy else pd.Series(True, index=healthy.index)
+    lit = _with_signal(healthy)
     row.update({"healthy_signal": int(lit.sum()), "healthy_alarmed_signal": int((healthy["alarms"][lit] > 0).sum())})
     row.update({"first10_collapses": len(early_col), "healthy_alarmed": int((healthy["alarms"] > 0).sum()),
                 "healthy_critical": int(healthy["critical"].sum()),
@@ -305,7 +306,7 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
                     f"≥ {EARLY} before": _both(r, "early", c), "lead": lead,
                     "first-10 caught": _both(r, "first10_caught", r["first10_collapses"]),
                     "healthy alarmed": _frac(r["healthy_alarmed"], h),
-                    "… of logs with a signal ": _frac(r["healthy_alarmed_signal"], r["healthy_signal"]),
+                    "healthy alarmed, of logs with a signal": _frac(r["healthy_alarmed_signal"], r["healthy_signal"]),
                     "healthy critical": _frac(r["healthy_critical"], h),
                     "alarms/1k healthy steps": "—" if pd.isna(r["healthy_alarms_per_1k"])
                     else f"{r['healthy_alarms_per_1k']:.2f}",
