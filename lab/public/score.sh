@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The public-runs corpus (docs/lab/public_runs.md): ingest every run of sources.csv whose raw file is under raw/, then
-# score the detectors on them. Raw files not committed (no licence to redistribute) are fetched by hand from the
-# repository, path and commit in sources.csv into raw/<file>; their sha256 is checked. `lab score --all-kinds` scores
+# score the detectors on them. Raw files not committed (no licence to redistribute) come from the repository, path and
+# commit in sources.csv into raw/<file>: `python lab/public/from_mirror.py MIRRORS` takes them from git clones or
+# snapshots of those repositories (MIRRORS/owner+name/), or fetch them by hand; their sha256 is checked. `lab score --all-kinds` scores
 # every detector against each labelled kind (labels.csv: the collapse each public run's logs show, from its onset);
 # `lab natural` scores the reward collapses (labels.csv's collapse column) by how early each detector warns.
 #   lab/public/score.sh STORE        (STORE: a new store folder)

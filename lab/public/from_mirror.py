@@ -1,0 +1,151 @@
+"""Fill lab/public/raw/ from git snapshots of the sources' repositories.
+
+score.sh reads each run's raw file from raw/; files not committed here (no licence to redistribute) come from the
+repository, path and commit that sources.csv records. This script takes them from local git clones or bare snapshots
+(one folder per repository, named ``owner+name``, holding a git directory or a clone) and checks each file's sha256
+against sources.csv before it writes it:
+
+    python lab/public/from_mirror.py MIRRORS          (MIRRORS: a folder of owner+name/ git snapshots)
+
+A file ending in .gz is written gzip-compressed (the recorded sha256 is of its content). A folder entry (``file`` ends
+in /) takes every file under the path's folder whose name matches the pattern in its note (``all *.csv``) and checks
+the sha256 of their sorted ``sha256sum`` listing, as score.sh does. Runs whose repository has no snapshot, whose commit
+the snapshot lacks or whose sha256 differs are listed at the end and left alone; nothing already in raw/ is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import fnmatch
+import gzip
+import hashlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def git_dir(mirrors: Path, repo: str) -> Path | None:
+    """The git directory of ``repo``'s snapshot under ``mirrors``, or None where there is none."""
+    base = mirrors / repo.replace("/", "+")
+    for cand in (base / "repo" / ".git", base / "repo", base / ".git", base):
+        if (cand / "HEAD").is_file() and (cand / "objects").is_dir():
+            return cand
+    return None
+
+
+def show(git: Path, commit: str, path: str) -> bytes | None:
+    """The bytes of ``path`` at ``commit``, or None where the snapshot lacks either."""
+    done = subprocess.run(["git", "--git-dir", str(git), "show", f"{commit}:{path}"], capture_output=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def listing(git: Path, commit: str, folder: str) -> list[str] | None:
+    """Paths of the files under ``folder`` at ``commit``."""
+    done = subprocess.run(["git", "--git-dir", str(git), "ls-tree", "-r", "--name-only", commit, "--", folder],
+                          capture_output=True, text=True)
+    return done.stdout.splitlines() if done.returncode == 0 else None
+
+
+def spec_paths(spec: str) -> list[str]:
+    """The repository paths a folder entry's ``path`` names: ``a + b`` (files), ``dir/{x,y}`` (folders), or one
+    folder; a note in brackets after it is not part of the path."""
+    spec = spec.split(" (")[0].strip()
+    if " + " in spec:
+        return [p.strip().rstrip("/") for p in spec.split(" + ")]
+    brace = re.fullmatch(r"(.*)\{([^}]*)\}(.*)", spec)
+    if brace:
+        return [(brace[1] + part + brace[3]).rstrip("/") for part in brace[2].split(",")]
+    return [spec.rstrip("/")]
+
+
+def folder_entry(git: Path, row: dict[str, str], raw: Path) -> str:
+    """Write a folder entry's files to ``raw/<file>``; returns "" when written, else why not.
+
+    One folder named: its files keep their paths below it. Several paths named: each file (or folder) keeps its last
+    name below ``raw/<file>``."""
+    path = row["path"]
+    note = path.partition(" (")[2]
+    pattern = "*"
+    if note.startswith("all "):
+        pattern = note[4:].split(";")[0].split(")")[0].strip()
+    paths = spec_paths(path)
+    blobs: dict[str, bytes] = {}
+    for src in paths:
+        names = listing(git, row["commit"], src)
+        if not names:
+            return f"commit {row['commit'][:12]} or {src} not in the snapshot"
+        names = [n for n in names if fnmatch.fnmatch(n.rsplit("/", 1)[-1], pattern)]
+        keep = src if len(paths) == 1 else src.rsplit("/", 1)[0]  # a list keeps each path's last name
+        for n in names:
+            data = show(git, row["commit"], n)
+            if data is None:
+                return f"{n} not readable"
+            blobs[row["file"].rstrip("/") + n[len(keep):]] = data
+    # score.sh: find FOLDER -type f | LC_ALL=C sort | xargs sha256sum | sha256sum
+    text = "".join(f"{hashlib.sha256(blobs[rel]).hexdigest()}  {rel}\n" for rel in sorted(blobs, key=str.encode))
+    got = hashlib.sha256(text.encode()).hexdigest()
+    if got != row["sha256"]:
+        return f"sha256 of the folder listing {got[:12]} is not the recorded {row['sha256'][:12]}"
+    for rel, data in blobs.items():
+        out = raw / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+    return ""
+
+
+def file_entry(git: Path, row: dict[str, str], raw: Path) -> str:
+    """Write one file to ``raw/<file>``; returns "" when written, else why not."""
+    data = show(git, row["commit"], row["path"])
+    if data is None:  # a snapshot may hold only the newest commit: the file there is taken if its sha256 matches
+        data = show(git, "HEAD", row["path"])
+    if data is None:
+        return f"{row['path']} at {row['commit'][:12]} (or the snapshot's newest commit) not in the snapshot"
+    got = hashlib.sha256(data).hexdigest()
+    if got != row["sha256"]:
+        return f"sha256 {got[:12]} is not the recorded {row['sha256'][:12]}"
+    out = raw / row["file"]
+    out.write_bytes(gzip.compress(data, mtime=0) if row["file"].endswith(".gz") else data)
+    return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mirrors", type=Path, help="folder of owner+name/ git snapshots")
+    ap.add_argument("--sources", type=Path, default=HERE / "sources.csv")
+    ap.add_argument("--raw", type=Path, default=HERE / "raw")
+    args = ap.parse_args(argv)
+    if not args.mirrors.is_dir():
+        ap.error(f"mirrors: {args.mirrors} is not a folder")
+    with open(args.sources, newline="") as f:
+        rows = list(csv.DictReader(f))
+    args.raw.mkdir(parents=True, exist_ok=True)
+    written, skipped, failed = 0, 0, []
+    done_folders: set[str] = set()
+    for row in rows:
+        target = args.raw / row["file"]
+        if target.exists() or row["file"] in done_folders:
+            skipped += 1
+            continue
+        git = git_dir(args.mirrors, row["repo"])
+        if git is None:
+            failed.append((row["run"], f"no snapshot of {row['repo']}"))
+            continue
+        why = (folder_entry if row["file"].endswith("/") else file_entry)(git, row, args.raw)
+        if why:
+            failed.append((row["run"], why))
+        else:
+            written += 1
+            if row["file"].endswith("/"):
+                done_folders.add(row["file"])
+    print(f"{written} written, {skipped} already there, {len(failed)} not")
+    for run, why in failed:
+        print(f"  {run}: {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
