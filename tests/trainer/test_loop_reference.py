@@ -9,7 +9,7 @@ not measure wall time is compared with ``==`` (NaN equal to NaN) against ``loop_
 The reference was recorded from the trainer *before* the loop was split into phases (main 3edb74c, where
 ``train()`` was one 125-line function), with:
 
-    COLLAPSEWATCH_CACHE=$CACHE .venv/bin/python -m tests.trainer.test_loop_reference --write
+    .venv/bin/python -m tests.trainer.test_loop_reference --write
 
 (the built-in tiny model from that cache, torch 2.13.0 CPU, one intra-op thread, CPython 3.11, x86_64). The model
 is loaded once before the seeded run: a first run on a cold cache builds it inside ``train`` after the seed is set,
@@ -17,12 +17,22 @@ and the build's random draws would shift the run's. A change that
 means to alter training (not only to move code) re-records it with the same command and says why in its commit.
 Re-recorded on 2026-11-30 to add the new step column ``tool_calls_mean`` (the built-in agent's searches per
 response): every other value was equal to the earlier recording's.
+
+**Pinned kernels.** torch picks its CPU kernels by the machine's instruction set, and the AVX-512 ones round
+differently from the AVX2 ones: on an AVX-512 machine both the built model (its init draws and warm start) and the
+run differed from the recording from the first step (a reward of 0.25 where 0.5 was recorded). So the reference runs
+in a child process with ``ATEN_CPU_CAPABILITY=avx2`` (the kernels it was recorded with), one OpenMP thread, and its
+own model cache, ``<collapsewatch cache>/loop-reference-avx2`` (built there once per machine, under the same
+settings: about 35 s; the shared cache may hold a model built with other kernels or threads). ``--write`` runs the
+same way. On a machine whose torch cannot take AVX2 kernels the test is skipped, naming the capability it has.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +42,7 @@ import pytest
 import torch
 
 from collapsewatch import connect
+from collapsewatch.cachedir import cache_dir
 from collapsewatch.models import load_policy
 from collapsewatch.trainer.config import load_config
 from collapsewatch.trainer.loop import train
@@ -80,10 +91,38 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+CAPABILITY = "avx2"
+"""The ATen CPU kernels the reference was recorded with (``ATEN_CPU_CAPABILITY``)."""
+
+
+def pinned_env() -> dict[str, str]:
+    """The child process's environment: AVX2 kernels, one OpenMP thread, the reference's own model cache."""
+    return {**os.environ, "ATEN_CPU_CAPABILITY": CAPABILITY, "OMP_NUM_THREADS": "1",
+            "COLLAPSEWATCH_CACHE": str(cache_dir() / f"loop-reference-{CAPABILITY}")}
+
+
+def run_pinned(names: list[str]) -> dict[str, Any]:
+    """``run_reference`` of each name in a child process under ``pinned_env`` (its JSON on stdout)."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "tests.trainer.test_loop_reference", "--json", *names],
+                          cwd=root, env=pinned_env(), capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise AssertionError(f"the pinned reference run failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def pinned() -> dict[str, Any]:
+    have = torch.backends.cpu.get_cpu_capability()
+    if have not in ("AVX2", "AVX512"):
+        pytest.skip(f"the reference was recorded with AVX2 kernels; this machine's torch has {have}")
+    return run_pinned(sorted(RUNS))
+
+
 @pytest.mark.parametrize("name", sorted(RUNS))
-def test_loop_reproduces_the_recorded_run_bit_for_bit(store, name):
+def test_loop_reproduces_the_recorded_run_bit_for_bit(pinned, name):
     expected = json.loads(REFERENCE.read_text())[name]
-    got = run_reference(name, store)
+    got = pinned[name]
     assert got["steps_done"] == expected["steps_done"]
     assert got["reward_history"] == expected["reward_history"]
     assert len(got["steps"]) == len(expected["steps"])
@@ -97,12 +136,25 @@ def test_loop_reproduces_the_recorded_run_bit_for_bit(store, name):
         assert all(s["bapo_clip_low"] is not None for s in got["steps"])
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python -m tests.trainer.test_loop_reference --write   (re-records loop_reference.json)")
-    out = {}
-    for run_name in sorted(RUNS):
-        with tempfile.TemporaryDirectory() as tmp:
-            out[run_name] = run_reference(run_name, Path(tmp) / "store")
+def main(argv: list[str]) -> int:
+    """``--json NAME …``: print those runs (the test's child process); ``--write``: re-record the reference under
+    ``pinned_env`` (re-running itself there when this process is not)."""
+    if argv[:1] == ["--json"]:
+        out = {}
+        for run_name in argv[1:]:
+            with tempfile.TemporaryDirectory() as tmp:
+                out[run_name] = run_reference(run_name, Path(tmp) / "store")
+        print(json.dumps(out))
+        return 0
+    if argv != ["--write"]:
+        print("usage: python -m tests.trainer.test_loop_reference --write   (re-records loop_reference.json)",
+              file=sys.stderr)
+        return 2
+    out = run_pinned(sorted(RUNS))
     REFERENCE.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"wrote {REFERENCE}: " + ", ".join(f"{k} ({len(v['steps'])} steps)" for k, v in out.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
