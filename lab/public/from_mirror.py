@@ -9,7 +9,8 @@ against sources.csv before it writes it:
 
 A file ending in .gz is written gzip-compressed (the recorded sha256 is of its content). A folder entry (``file`` ends
 in /) takes every file under the path's folder whose name matches the pattern in its note (``all *.csv``) and checks
-the sha256 of their sorted ``sha256sum`` listing, as score.sh does. Runs whose repository has no snapshot, whose commit
+the sha256 of their sorted ``sha256sum`` listing, as score.sh does; ``A.tar.gz (member DIR/)`` takes DIR's files from
+inside a committed archive. Runs whose repository has no snapshot, whose commit
 the snapshot lacks or whose sha256 differs are listed at the end and left alone; nothing already in raw/ is touched.
 """
 
@@ -20,9 +21,11 @@ import csv
 import fnmatch
 import gzip
 import hashlib
+import io
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -62,12 +65,48 @@ def spec_paths(spec: str) -> list[str]:
     return [spec.rstrip("/")]
 
 
+def tar_member(git: Path, row: dict[str, str], raw: Path, archive: str, member: str) -> str:
+    """A folder entry taken from inside a committed archive (``path`` ``A.tar.gz (member DIR/)``): DIR's files, with
+    their paths below DIR, into ``raw/<file>``."""
+    data = show(git, row["commit"], archive)
+    if data is None:
+        return f"{archive} at {row['commit'][:12]} not in the snapshot"
+    blobs: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for info in tar.getmembers():
+            name = info.name.removeprefix("./")
+            if info.isfile() and name.startswith(member + "/"):
+                f = tar.extractfile(info)
+                assert f is not None
+                blobs[row["file"].rstrip("/") + name[len(member):]] = f.read()
+    if not blobs:
+        return f"{archive} has no member under {member}/"
+    return write_listing(row, raw, blobs)
+
+
+def write_listing(row: dict[str, str], raw: Path, blobs: dict[str, bytes]) -> str:
+    """Check the sha256 of the files' sorted listing against the row's, then write them; "" when written."""
+    # score.sh: find FOLDER -type f | LC_ALL=C sort | xargs sha256sum | sha256sum
+    text = "".join(f"{hashlib.sha256(blobs[rel]).hexdigest()}  {rel}\n" for rel in sorted(blobs, key=str.encode))
+    got = hashlib.sha256(text.encode()).hexdigest()
+    if got != row["sha256"]:
+        return f"sha256 of the folder listing {got[:12]} is not the recorded {row['sha256'][:12]}"
+    for rel, data in blobs.items():
+        out = raw / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+    return ""
+
+
 def folder_entry(git: Path, row: dict[str, str], raw: Path) -> str:
     """Write a folder entry's files to ``raw/<file>``; returns "" when written, else why not.
 
     One folder named: its files keep their paths below it. Several paths named: each file (or folder) keeps its last
     name below ``raw/<file>``."""
     path = row["path"]
+    member = re.fullmatch(r"(\S+\.(?:tar\.gz|tgz|tar)) \(member ([^)]+?)/?\)", path.strip())
+    if member:
+        return tar_member(git, row, raw, member[1], member[2])
     note = path.partition(" (")[2]
     pattern = "*"
     if note.startswith("all "):
@@ -85,16 +124,7 @@ def folder_entry(git: Path, row: dict[str, str], raw: Path) -> str:
             if data is None:
                 return f"{n} not readable"
             blobs[row["file"].rstrip("/") + n[len(keep):]] = data
-    # score.sh: find FOLDER -type f | LC_ALL=C sort | xargs sha256sum | sha256sum
-    text = "".join(f"{hashlib.sha256(blobs[rel]).hexdigest()}  {rel}\n" for rel in sorted(blobs, key=str.encode))
-    got = hashlib.sha256(text.encode()).hexdigest()
-    if got != row["sha256"]:
-        return f"sha256 of the folder listing {got[:12]} is not the recorded {row['sha256'][:12]}"
-    for rel, data in blobs.items():
-        out = raw / rel
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
-    return ""
+    return write_listing(row, raw, blobs)
 
 
 def file_entry(git: Path, row: dict[str, str], raw: Path) -> str:

@@ -139,6 +139,29 @@ def test_folder_entries_hash_their_sorted_listing_as_score_sh_does(mirrors: Path
     assert got == csvs
 
 
+def test_a_folder_inside_a_committed_archive(mirrors: Path, tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in (("tb/run1/ev.0", b"one"), ("tb/run1/sub/ev.1", b"two"), ("tb/run2/ev.0", b"other")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    c1 = _commit(mirrors / "alice+runs" / "repo", {"out/tb.tar.gz": buf.getvalue()})
+    # run1's two files, paths below tb/run1/ kept (run2 left out) — the listing by hand:
+    want = _sha("".join(f"{_sha(d)}  {n}\n" for n, d in sorted([("r.tb/ev.0", b"one"), ("r.tb/sub/ev.1", b"two")]))
+                .encode())
+    src = _sources(tmp_path / "sources.csv", [
+        {"run": "r", "file": "r.tb/", "repo": "alice/runs", "path": "out/tb.tar.gz (member tb/run1/)", "commit": c1,
+         "sha256": want}])
+    raw = tmp_path / "raw"
+    from_mirror.main([str(mirrors), "--sources", str(src), "--raw", str(raw)])
+    assert (raw / "r.tb" / "ev.0").read_bytes() == b"one" and (raw / "r.tb" / "sub" / "ev.1").read_bytes() == b"two"
+    assert not (raw / "r.tb" / "ev.1").exists()
+
+
 def test_mirrors_not_a_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         from_mirror.main([str(tmp_path / "nope")])
