@@ -113,13 +113,20 @@ class EntropyConfig(Timing):
     """Collapse: entropy_mean level below this many nats … (verl's 7B GSM8K runs converge to 0.011–0.04 nats)."""
     collapse_frac: float = 0.1
     """… or below this fraction of its peak level over the history (blow-up levels excluded from the peak)."""
+    collapse_abs_fall: float = 0.33
+    """The absolute bar (``collapse_abs``) counts only where the level is also ≤ this × the peak: a collapse is a fall,
+    and a run whose entropy sits under the bar from its start did not fall (1: the absolute bar alone)."""
     blowup_factor: float = 1.5
     """Blow-up: level ≥ this × the median of entropy_mean over the history (`collapsewatch lab calibrate` on the
     lab corpus; docs/lab/detectors-evaluation.md, "Calibration")."""
     min_points: int = 20
     """Points the history needs before the collapse or blow-up rule gives a verdict."""
     degenerate_floor: float = 1e-3
-    """Degenerate output (critical, no history needed): the latest entropy_mean below this many nats."""
+    """Degenerate output (no history needed): the latest entropy_mean below this many nats."""
+    degenerate_points: int = 10
+    """… critical once the median of the last this many points (all of them while fewer) is below the floor too, a
+    warning before: one step's group answered the same way is not a policy that samples one token (1: critical at
+    the first point)."""
     solved_correct: float = 0.95
     """A ``correct_frac`` level this high reads as solving the task: near-zero entropy is convergence (``info``)."""
     solved_reward: bool = True
@@ -134,6 +141,10 @@ class EntropyConfig(Timing):
         super().__post_init__()
         if self.ceiling < 0 or self.ceiling_points < 1:
             raise ValueError("entropy.ceiling must be ≥ 0 and entropy.ceiling_points ≥ 1")
+        if self.degenerate_points < 1:
+            raise ValueError(f"entropy.degenerate_points must be ≥ 1, not {self.degenerate_points}")
+        if not 0 < self.collapse_abs_fall <= 1:
+            raise ValueError(f"entropy.collapse_abs_fall must be in (0, 1], not {self.collapse_abs_fall}")
     severity_smooth_steps: int = 20
     """Points of the levels the blow-up's severity tests read: the correct responses' entropy and the reward drop
     (``signals.reward_drop``). 20, chosen on the natural corpus's learning run and its collapsing runs:

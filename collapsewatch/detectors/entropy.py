@@ -118,12 +118,13 @@ class Entropy:
         if now is None:
             return {}
         solved = _solved(h, self.cfg, point=True) if now < c.degenerate_floor else None
+        e = h.series("entropy_mean", self.cfg.history_steps)
+        sustained = float(np.median(e.values[-c.degenerate_points:])) < c.degenerate_floor if len(e) else True
         degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor else Finding(
-            "info" if solved else "critical", "entropy_mean", now, c.degenerate_floor, 1,
+            "info" if solved else "critical" if sustained else "warning", "entropy_mean", now, c.degenerate_floor, 1,
             f"{'a converged policy' if solved else 'degenerate output'}: entropy {now:.3g} nats < "
             f"{c.degenerate_floor:g} (the policy samples one token per position"
             + (f"; {solved})" if solved else ")"), {"entropy_now": now, "solved": solved}, immediate=True)}
-        e = h.series("entropy_mean", self.cfg.history_steps)
         degenerate["diffuse"] = self._diffuse(e.values[-max(c.ceiling_points, k):], h.first("entropy_mean", k).values,
                                               "diffuse" in open_phases)
         if len(e) < max(c.min_points, k):
@@ -134,7 +135,7 @@ class Entropy:
         peak = float(normal.max() if len(normal) else levels.max())
         ev = {"entropy_level": level, "entropy_peak": peak, "entropy_median": median, "points": len(e)}
         verdict: Verdict = {"collapse": None, "blowup": None, **degenerate}
-        collapse_at = max(c.collapse_abs, c.collapse_frac * peak)
+        collapse_at = max(c.collapse_abs if level <= c.collapse_abs_fall * peak else 0.0, c.collapse_frac * peak)
         if level < collapse_at:
             solved = _solved(h, self.cfg)
             ev["solved"] = solved
