@@ -113,9 +113,6 @@ class EntropyConfig(Timing):
     """Collapse: entropy_mean level below this many nats … (verl's 7B GSM8K runs converge to 0.011–0.04 nats)."""
     collapse_frac: float = 0.1
     """… or below this fraction of its peak level over the history (blow-up levels excluded from the peak)."""
-    collapse_abs_fall: float = 0.33
-    """The absolute bar (``collapse_abs``) counts only where the level is also ≤ this × the peak: a collapse is a fall,
-    and a run whose entropy sits under the bar from its start did not fall (1: the absolute bar alone)."""
     blowup_factor: float = 1.5
     """Blow-up: level ≥ this × the median of entropy_mean over the history (`collapsewatch lab calibrate` on the
     lab corpus; docs/lab/detectors-evaluation.md, "Calibration")."""
@@ -143,8 +140,6 @@ class EntropyConfig(Timing):
             raise ValueError("entropy.ceiling must be ≥ 0 and entropy.ceiling_points ≥ 1")
         if self.degenerate_points < 1:
             raise ValueError(f"entropy.degenerate_points must be ≥ 1, not {self.degenerate_points}")
-        if not 0 < self.collapse_abs_fall <= 1:
-            raise ValueError(f"entropy.collapse_abs_fall must be in (0, 1], not {self.collapse_abs_fall}")
     severity_smooth_steps: int = 20
     """Points of the levels the blow-up's severity tests read: the correct responses' entropy and the reward drop
     (``signals.reward_drop``). 20, chosen on the natural corpus's learning run and its collapsing runs:

@@ -2,7 +2,11 @@
 ``degenerate``.
 
 * degenerate (critical): the latest entropy_mean < degenerate_floor — no history needed, so a collapse inside a
-  run's first points is flagged at the first point that shows it (``Finding.immediate``). Harm by itself: the
+  run's first points is flagged at the first point that shows it (``Finding.immediate``). Critical once the median
+  of the last ``degenerate_points`` (10) points is under the floor too (all the points while fewer: a run degenerate
+  from its first point is critical there), a warning before: on a run of one prompt a step, one group answered the
+  same way reads below the floor while the policy's level does not (a FinQA tool-calling agent, median entropy
+  0.035, critical blind at step 119 on isolated points; docs/lab/bench.md, session 27). Harm by itself: the
   severity gate never lowers it (``severity.exempt``) — unless the run reads as solving its task (``_solved``: its
   ``correct_frac`` level ≥ ``solved_correct``; without a correctness column, the step's reward at the top of a
   material range of the run's rewards, position ≥ ``solved_correct``): a policy sampling the one answer that is right
@@ -119,12 +123,21 @@ class Entropy:
             return {}
         solved = _solved(h, self.cfg, point=True) if now < c.degenerate_floor else None
         e = h.series("entropy_mean", self.cfg.history_steps)
-        sustained = float(np.median(e.values[-c.degenerate_points:])) < c.degenerate_floor if len(e) else True
+        recent = e.values[-c.degenerate_points:]
+        recent_median = float(np.median(recent)) if len(recent) else now
+        sustained = recent_median < c.degenerate_floor
+        if solved:
+            why = f"; {solved})"
+        elif sustained:
+            why = ")"
+        else:  # one step's answers alike; the policy's recent level is not degenerate (yet)
+            why = (f" at this step; the median of its last {len(recent)} points, {recent_median:.3g}, is not: critical "
+                   "once it is)")
         degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor else Finding(
             "info" if solved else "critical" if sustained else "warning", "entropy_mean", now, c.degenerate_floor, 1,
             f"{'a converged policy' if solved else 'degenerate output'}: entropy {now:.3g} nats < "
-            f"{c.degenerate_floor:g} (the policy samples one token per position"
-            + (f"; {solved})" if solved else ")"), {"entropy_now": now, "solved": solved}, immediate=True)}
+            f"{c.degenerate_floor:g} (the policy samples one token per position" + why,
+            {"entropy_now": now, "solved": solved, "entropy_recent_median": recent_median}, immediate=True)}
         degenerate["diffuse"] = self._diffuse(e.values[-max(c.ceiling_points, k):], h.first("entropy_mean", k).values,
                                               "diffuse" in open_phases)
         if len(e) < max(c.min_points, k):
@@ -135,7 +148,7 @@ class Entropy:
         peak = float(normal.max() if len(normal) else levels.max())
         ev = {"entropy_level": level, "entropy_peak": peak, "entropy_median": median, "points": len(e)}
         verdict: Verdict = {"collapse": None, "blowup": None, **degenerate}
-        collapse_at = max(c.collapse_abs if level <= c.collapse_abs_fall * peak else 0.0, c.collapse_frac * peak)
+        collapse_at = max(c.collapse_abs, c.collapse_frac * peak)
         if level < collapse_at:
             solved = _solved(h, self.cfg)
             ev["solved"] = solved

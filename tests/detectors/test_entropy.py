@@ -229,9 +229,29 @@ def test_without_correctness_a_reward_at_the_top_of_its_range_reads_as_solved():
     # solved_reward off: only correct_frac tells → critical
     off = DetectorConfig(enabled=("entropy",), entropy=EntropyConfig(solved_reward=False))
     assert spans(feed(sure_right, off)[1].episodes(), "entropy")[0] == ("degenerate", 10, 29, "critical")
-    # the step's own reward decides the degenerate point: 1e-4 on a step whose 8 answers were not all right (1.075,
-    # position 0.896 < 0.95) is degenerate output — the episode opened at 10 as info turns critical at 11
-    one = rows(12, entropy_mean=entropy, reward_mean=lambda s: 1.075 if s == 11 else reward(1.2)(s))
+    # the step's own reward decides the degenerate point: 1e-4 on steps whose 8 answers were not all right (1.075,
+    # position 0.896 < 0.95) is degenerate output — the episode opened at 10 as info is a warning at 11 (the median
+    # of the last degenerate_points = 10 points, 2–11: eight 0.3 and two 1e-4, is 0.3, not under the floor) and
+    # critical at 15 (points 6–15: four 0.3, six 1e-4 → the 5th and 6th smallest are 1e-4; at 14, five and five →
+    # (1e-4 + 0.3) / 2 ≈ 0.15)
+    one = rows(16, entropy_mean=entropy, reward_mean=lambda s: 1.075 if s >= 11 else reward(1.2)(s))
     (ep,) = [e for e in feed(one, ONLY)[1].episodes() if e.phase == "degenerate"]
     assert (ep.step_start, ep.severity, ep.evidence["reached"]) == (10, "critical", {"info": 10, "warning": 11,
-                                                                                      "critical": 11})
+                                                                                      "critical": 15})
+
+
+def test_a_degenerate_point_among_normal_ones_is_a_warning_and_a_degenerate_start_critical_at_once():
+    # entropy 0.05 (a sharp policy) with single points at 1e-4 (< degenerate_floor 1e-3) at steps 10 and 20: one
+    # group answered the same way. The median of the last 10 points (9 × 0.05 and the 1e-4) is 0.05 ≥ the floor →
+    # each opens a degenerate warning at once (immediate), none critical.
+    dips = rows(30, entropy_mean=lambda s: 1e-4 if s in (10, 20) else 0.05)
+    assert [(p, a, sev) for p, a, _, sev in spans(feed(dips, ONLY)[1].episodes(), "entropy")] == [
+        ("degenerate", 10, "warning"), ("degenerate", 20, "warning")]
+    # a run degenerate from its first point: the median of the 1 point there is 1e-4 → critical at step 0, no
+    # history needed (issue 31's first-10 collapses)
+    start = rows(5, entropy_mean=1e-4)
+    assert spans(feed(start, ONLY)[1].episodes(), "entropy")[0] == ("degenerate", 0, 4, "critical")
+    # degenerate_points 1: the point alone decides, critical at the dips (the earlier rule)
+    one = DetectorConfig(enabled=("entropy",), entropy=EntropyConfig(degenerate_points=1))
+    assert [sev for *_, sev in spans(feed(dips, one)[1].episodes(), "entropy")] == ["critical", "critical"]
+
