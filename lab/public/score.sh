@@ -141,6 +141,15 @@ while IFS=$'\t' read -r run file repo path commit sha; do
       conv="$(mktemp --suffix=.jsonl)"; groups="${file%.slimetb/}"; groups="${groups##*.g}"
       "${PYTHON:-python3}" "$here/slime_tb.py" "$raw" "$groups" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.katop.csv)  # katop1234/softmaxed_rewards' table of every run (an experiment column): lab/public/katop_csv.py takes
+                  # the run's experiment, named after the prefix with _ for - (katop-softmax-tau1.0 → softmax_tau1.0)
+      exp="${run#katop-}"; exp="${exp//-/_}"
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/katop_csv.py" "$raw" "$exp" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.rlvrexp.js)  # halflearned/rlvr-experiments' plot data (one JavaScript file of many runs): lab/public/rlvrexp_plots.py
+                   # takes the one named as the run's name after its prefix (rlvrexp-grpo-lr5e6 → grpo-lr5e6)
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rlvrexp_plots.py" "$raw" "${run#rlvrexp-}" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.omnilora.json)  # SakaiXue6666/Omni-LoRA-RL's per-step reward curves: lab/public/omnilora_curve.py
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/omnilora_curve.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
