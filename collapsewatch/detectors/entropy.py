@@ -121,23 +121,8 @@ class Entropy:
         now = h.row.num("entropy_mean")
         if now is None:
             return {}
-        solved = _solved(h, self.cfg, point=True) if now < c.degenerate_floor else None
         e = h.series("entropy_mean", self.cfg.history_steps)
-        recent = e.values[-c.degenerate_points:]
-        recent_median = float(np.median(recent)) if len(recent) else now
-        sustained = recent_median < c.degenerate_floor
-        if solved:
-            why = f"; {solved})"
-        elif sustained:
-            why = ")"
-        else:  # one step's answers alike; the policy's recent level is not degenerate (yet)
-            why = (f" at this step; the median of its last {len(recent)} points, {recent_median:.3g}, is not: critical "
-                   "once it is)")
-        degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor else Finding(
-            "info" if solved else "critical" if sustained else "warning", "entropy_mean", now, c.degenerate_floor, 1,
-            f"{'a converged policy' if solved else 'degenerate output'}: entropy {now:.3g} nats < "
-            f"{c.degenerate_floor:g} (the policy samples one token per position" + why,
-            {"entropy_now": now, "solved": solved, "entropy_recent_median": recent_median}, immediate=True)}
+        degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor else self._degenerate(h, e.values, now)}
         degenerate["diffuse"] = self._diffuse(e.values[-max(c.ceiling_points, k):], h.first("entropy_mean", k).values,
                                               "diffuse" in open_phases)
         if len(e) < max(c.min_points, k):
@@ -163,6 +148,28 @@ class Entropy:
                 severity, "entropy_mean", level, blowup_at, self.cfg.history_steps,
                 f"entropy blow-up: level {level:.3g} nats ≥ {c.blowup_factor:g} × median {median:.3g}; {why}", ev)
         return verdict
+
+    def _degenerate(self, h: History, values: np.ndarray, now: float) -> Finding:
+        """The degenerate-output finding for a point under the floor (module doc): info on a run that reads as solving
+        its task, critical once the median of the last ``degenerate_points`` points is under the floor too, else a
+        warning (one step's answers alike; the policy's recent level is not degenerate yet)."""
+        c = self.cfg.entropy
+        solved = _solved(h, self.cfg, point=True)
+        recent = values[-c.degenerate_points:]
+        recent_median = float(np.median(recent)) if len(recent) else now
+        sustained = recent_median < c.degenerate_floor
+        if solved:
+            why = f"; {solved})"
+        elif sustained:
+            why = ")"
+        else:
+            why = (f" at this step; the median of its last {len(recent)} points, {recent_median:.3g}, is not: critical "
+                   "once it is)")
+        return Finding(
+            "info" if solved else "critical" if sustained else "warning", "entropy_mean", now, c.degenerate_floor, 1,
+            f"{'a converged policy' if solved else 'degenerate output'}: entropy {now:.3g} nats < "
+            f"{c.degenerate_floor:g} (the policy samples one token per position" + why,
+            {"entropy_now": now, "solved": solved, "entropy_recent_median": recent_median}, immediate=True)
 
     def _diffuse(self, recent: np.ndarray, start: np.ndarray, is_open: bool) -> Finding | None:
         """The diffuse-output finding (module doc), or None, on the last max(ceiling_points, smooth_steps)
