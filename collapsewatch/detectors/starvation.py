@@ -25,6 +25,14 @@ sampling) is told from what the run has, first that tells:
    [0, 0.004], i.e. solved).
 3. otherwise (no correctness, no reward, or p between the two bounds): cannot tell.
 
+Read from ``correct_frac`` where the run logs no zero-std share: a step where every response was wrong
+(``correct_frac`` 0) or every one right (1) has only all-equal groups — its share is 1 — and any other step's share is
+not known, so it is read as 0. That is a lower bound of the share at every step, so its level is too: the rule fires
+on it only where the true share's level would fire, and reads its groups from ``correct_frac`` as above (the message
+says "at least"). A run of one prompt a step logs its share as 0 or 1 directly; this is for logs of the share correct
+alone (a Countdown run whose ``correct_frac`` fell to 0 at its 9th step had no zero-std column and no episode;
+docs/lab/bench.md, session 27).
+
 Timing: the rule reads a level, the median of the last ``smooth_steps`` points — it holds once most of them are
 ≥ warn_frac — so that median is its confirmation (``confirm_steps`` = 1) and it is not read before the run has
 ⌈smooth_steps / 2⌉ points (at 5: 3; a level of one or two points confirms nothing).
@@ -49,7 +57,7 @@ from typing import Any
 
 from .config import DetectorConfig, StarvationConfig
 from .events import Finding, Verdict
-from .history import History
+from .history import History, Series
 from .registry import fmt as _f
 from .registry import num as _num
 from .registry import register_detector
@@ -74,6 +82,16 @@ def cold_start(h: History, cfg: DetectorConfig) -> bool:
     levels = r.levels(min(cfg.smooth_steps, len(r)))
     best, lo = float(levels.max()), min(0.0, float(levels.min()))
     return best - lo < drop_needed(best, cfg)
+
+
+def zero_std(h: History, n: int) -> tuple[Series, str]:
+    """The last ``n`` points of the zero-std group share and where they come from: as logged (``"logged"``), or —
+    where the run never logged one — its lower bound from ``correct_frac`` (module doc; ``"correct_frac"``)."""
+    zs = h.series("zero_std_group_frac", n)
+    if len(zs) or len(h.first("zero_std_group_frac", 1)):
+        return zs, "logged"
+    c = h.series("correct_frac", n)
+    return Series(c.steps, ((c.values == 0.0) | (c.values == 1.0)).astype(float)), "correct_frac"
 
 
 def groups(h: History, z: float, cfg: DetectorConfig) -> tuple[str, dict]:
@@ -116,7 +134,7 @@ def reading(kind: str, cold: bool, short: bool = False) -> str:
     return what
 
 
-@register_detector(primary=("zero_std_group_frac",), config=StarvationConfig, sentence=_sentence, colour="#8d6e63",
+@register_detector(primary=("zero_std_group_frac", "correct_frac"), config=StarvationConfig, sentence=_sentence, colour="#8d6e63",
                    phase_names={"starvation": "signal starvation"}, drills=("starvation",))
 class Starvation:
     name = "starvation"
@@ -128,21 +146,21 @@ class Starvation:
 
     def evaluate(self, h: History, open_phases: frozenset[str]) -> Verdict:
         c, k = self.cfg.starvation, self.cfg.smooth_steps
-        if h.row.num("zero_std_group_frac") is None:
+        zs, source = zero_std(h, k)
+        if h.row.num("zero_std_group_frac" if source == "logged" else "correct_frac") is None:
             return {}
-        zs = h.series("zero_std_group_frac", k)
         if len(zs) < (k + 1) // 2:  # a level of 1–2 points is no confirmation (confirm_steps is 1: the level is)
             return {"starvation": None}
         level = zs.level(k)
         if level < c.warn_frac:
             return {"starvation": None}
         kind, told = groups(h, level, self.cfg)
-        sustained = h.series("zero_std_group_frac", c.critical_window)
+        sustained = zero_std(h, c.critical_window)[0]
         mean = float(sustained.values.mean())
         reward = h.series("reward_mean", k)
         ev = {"zero_std_group_frac_level": level, "groups": kind,
               "reward_level": reward.level(k) if len(reward) else None, **told,
-              "zero_std_group_frac_mean": mean, "mean_points": len(sustained)}
+              "zero_std_group_frac_mean": mean, "mean_points": len(sustained), "zero_std_from": source}
         critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
         cold = kind == STARVED and c.cold_start and cold_start(h, self.cfg)
         ev["cold_start"] = cold
@@ -151,4 +169,5 @@ class Starvation:
             severity = "critical"
         return {"starvation": Finding(
             severity, "zero_std_group_frac", level, c.warn_frac, k,
-            f"signal starvation: {level:.0%} of groups have zero reward std ({reading(kind, cold)})", ev)}
+            f"signal starvation: {'' if source == 'logged' else 'at least '}{level:.0%} of groups have zero reward std"
+            f" ({reading(kind, cold)}{'' if source == 'logged' else '; read from correct_frac'})", ev)}

@@ -108,3 +108,25 @@ def test_a_cold_start_is_info_until_the_run_has_earned():
     _, suite = feed(rows(40, zero_std_group_frac=lambda s: 0.3 if s < 20 else 0.9,
                          reward_mean=lambda s: 0.3 if s < 20 else 0.0), ONLY)
     assert [(e.step_start, e.severity, e.evidence["cold_start"]) for e in suite.episodes()] == [(22, "warning", False)]
+
+
+def test_without_a_zero_std_share_correct_frac_at_0_or_1_gives_its_lower_bound():
+    # No zero_std_group_frac logged. correct_frac 0.3 (reward 0.3) for steps 0–9, then 0.0 (reward 0.0): a step
+    # whose every response is wrong has only all-equal groups (share 1); the others are read as 0 (not known). The
+    # lower bound's 5-point level: at 11 the points 7–11 are 0, 0, 0, 1, 1 → 0; at 12 (8–12: 0, 0, 1, 1, 1) → 1 ≥
+    # warn_frac 0.8 → opens at 12. Groups from correct_frac's level (0 < 0.5): all-wrong; the best reward level 0.3
+    # is above the floor 0 by ≥ max(0.05, 0.25 · 0.3) = 0.075: earned, no cold start → a warning. Critical needs the
+    # 20-point mean ≥ 0.95 (at 28, points 9–28: 19/20 = 0.95), and then the severity gate: the reward has been below
+    # its best for 18 steps at 28 (from 10), 19 at 29 — fewer than the 30 a critical needs → a warning to the end.
+    _, suite = feed(rows(30, correct_frac=lambda s: 0.3 if s < 10 else 0.0,
+                         reward_mean=lambda s: 0.3 if s < 10 else 0.0), ONLY)
+    (ep,) = [e for e in suite.episodes() if e.detector == "starvation"]
+    assert (ep.step_start, ep.step_end, ep.severity) == (12, 29, "warning")
+    assert ep.evidence["zero_std_from"] == "correct_frac"
+    assert ep.evidence["groups"] == "all-wrong" and ep.evidence["zero_std_group_frac_level"] == 1.0
+    # correct_frac strictly between 0 and 1 tells nothing of the share: nothing fires
+    _, quiet = feed(rows(30, correct_frac=0.02, reward_mean=0.02), ONLY)
+    assert spans(quiet.episodes(), "starvation") == []
+    # a logged share wins over the bound: 0.1 logged with correct_frac 0 → no starvation
+    _, logged = feed(rows(30, zero_std_group_frac=0.1, correct_frac=0.0, reward_mean=0.0), ONLY)
+    assert spans(logged.episodes(), "starvation") == []
