@@ -218,6 +218,10 @@ LOGGED_SCALARS: tuple[Metric, ...] = (
        "(rollouts − 1) × groups per rollout; NULL when dynamic sampling is off", "groups", "groups"),
     _m("filtered_groups", "step", "all-equal-reward groups dynamic sampling left out of that rollout's batch; NULL "
        "when it is off", "groups", "groups"),
+    _m("eval_score", "step", "the run's evaluation score at a step it evaluated: the mean of that step's evaluation "
+       "keys of the first family present — accuracy, then score, then reward (collapsewatch.ingest.keys.eval_score: "
+       "verl's val-core/<data>/acc/mean@N, HF's eval_<metric>, eval/accuracy …); NULL between evaluations",
+       "the evaluation set"),
     _m("sentinel_logp_correct_mean", "step", "mean over the known-correct sentinels of each one's mean log-prob per "
        "model token under the current policy (no grad; every sentinel_every steps, NULL between): the LLD paper's "
        "L, independent of what a rollout contains", "known-correct sentinels", "nats"),

@@ -90,9 +90,10 @@ def budget_note(events: pd.DataFrame) -> str:
             "completion length.")
 
 
-BLIND_TO_DETECTORS_EXCEPT = ("length", "nonfinite")
+BLIND_TO_DETECTORS_EXCEPT = ("length", "nonfinite", "evaluation")
 """The detectors whose columns do not count as an early signal for :func:`signal_columns`: response length is
-named in the note on its own, and a non-finite value is the failure itself."""
+named in the note on its own, a non-finite value is the failure itself, and an evaluation score is an outcome like
+the reward (it falls with the collapse, not before it)."""
 
 
 def signal_columns() -> tuple[str, ...]:
@@ -102,10 +103,12 @@ def signal_columns() -> tuple[str, ...]:
                          for c in spec.primary}))
 
 
-def blind_note(length_logged: bool) -> str:
+def blind_note(length_logged: bool, eval_logged: bool = False) -> str:
     """The verdict's note for a log without any of :func:`signal_columns` (``length_logged``: it has
-    ``response_length_mean``)."""
-    watched = "the reward and the response length are" if length_logged else "the reward is"
+    ``response_length_mean``; ``eval_logged``: ``eval_score``)."""
+    seen = ["the reward", *(["the response length"] if length_logged else []),
+            *(["the evaluation score"] if eval_logged else [])]
+    watched = seen[0] + " is" if len(seen) == 1 else ", ".join(seen[:-1]) + " and " + seen[-1] + " are"
     return (" Note: the log has no entropy, gradient norm, group statistics or log-probs, the signals that come "
             f"before a collapse: only {watched} watched.")
 
@@ -222,7 +225,7 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
     text += budget_note(events)
     blind = logged is not None and len(steps) > 0 and not set(logged) & set(signal_columns())
     if blind:
-        text += blind_note("response_length_mean" in set(logged))
+        text += blind_note("response_length_mean" in set(logged), "eval_score" in set(logged))
     if kind:
         text += f" Drill: {kind} from step {onset}" + ("; no warning after it." if status == "healthy" else ".")
     return Verdict(status=status, sentence=text, n_steps=n_steps,

@@ -42,7 +42,8 @@ def _fan(sign: str) -> tuple[Series, ...]:
 
 PANELS: tuple[Panel, ...] = (
     Panel("reward", "reward", (Series("reward_mean", "mean"), Series("correct_frac", "correct", dash="dot"),
-                               Series("zero_std_group_frac", "zero-std groups", dash="dash")),
+                               Series("zero_std_group_frac", "zero-std groups", dash="dash"),
+                               Series("eval_score", "evaluation", dash="dashdot")),  # at the steps that evaluated
           y_title="reward · share"),
     Panel("entropy", "entropy (nats)", (Series("entropy_p05", "p05", "lower"),
                                         Series("entropy_p95", "p05–p95", "upper"),

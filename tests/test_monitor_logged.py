@@ -180,3 +180,35 @@ def test_a_logged_tool_call_count_fills_tool_calls_mean_and_an_observed_one_wins
         (0, 1.5), (1, 0.25), (2, 1.0)]
     assert con.execute("SELECT step, seq_id, tool_calls FROM sequences WHERE step = 2 ORDER BY seq_id").fetchall() == [
         (2, 0, 2), (2, 1, 0)]
+
+
+def test_logged_evaluation_keys_fill_eval_score_online_and_ingested(store, tmp_path):
+    """Evaluation keys (ingest/keys.py ``eval_score``) fill ``eval_score`` at the steps that log them — through
+    ``Monitor.log`` and through ingest alike — and the evaluation detector reads it there (and nowhere else)."""
+    only = DetectorConfig(enabled=("evaluation",))
+    # every 10 steps verl's per-source accuracies: mean of 0.5 and 0.7 = 0.6 up to step 20; then 0.1 and 0.3 = 0.2.
+    # best@16 and format keys are not scores; val-aux/ is not read. Bar at 30: max(0.05, 0.25 × 0.6) = 0.15 (the
+    # three points before it are equal: noise 0) ≤ 0.6 − 0.2 = 0.4 → a warning from 30, held at 40
+    def evals(step: int) -> dict[str, float]:
+        hi = step <= 20
+        return {"val-core/aime/acc/mean@16": 0.5 if hi else 0.1, "val-core/math/acc/mean@16": 0.7 if hi else 0.3,
+                "val-core/math/acc/best@16/mean": 0.9, "val/format_reward": 1.0, "val-aux/aime/acc/mean@16": 0.0}
+
+    plain = TokenBatch(logp=-torch.ones(2, 3), mask=torch.ones(2, 3))
+    with Monitor(store, "online_eval", detectors=only) as mon:
+        for step in range(41):
+            mon.observe(plain, step=step)
+            mon.log(step, {"reward": 0.5, **(evals(step) if step % 10 == 0 else {})})
+    log = tmp_path / "eval.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "reward": 0.5, **(evals(s) if s % 10 == 0 else {})}) + "\n"
+                           for s in range(41)))
+    ingest_file(store, log, "ingested_eval", fmt="jsonl")
+    con = connect(store)
+    for run in ("online_eval", "ingested_eval"):
+        scores = con.execute("SELECT step, eval_score FROM steps WHERE run = ? AND eval_score IS NOT NULL "
+                             "ORDER BY step", [run]).fetchall()
+        assert scores == [(0, pytest.approx(0.6)), (10, pytest.approx(0.6)), (20, pytest.approx(0.6)),
+                          (30, pytest.approx(0.2)), (40, pytest.approx(0.2))]
+        found = detect_runs(store, run=run, config=only)
+        assert [(r.detector, r.phase, r.step_start, r.step_end, r.severity) for r in found.itertuples()] == [
+            ("evaluation", "fall", 30, 40, "warning")]

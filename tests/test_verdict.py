@@ -133,6 +133,12 @@ def test_a_log_without_early_signals_says_only_the_reward_is_watched():
     assert v.blind and v.sentence == "No warning in 30 steps; reward best 0.50 at 4." + note
     v = verdict(_events(), steps, reward, logged={"reward_mean", "response_length_mean"})
     assert v.sentence.endswith("only the reward and the response length are watched.")
+    # an evaluation score is an outcome like the reward, no early signal: still blind, and the note names it
+    v = verdict(_events(), steps, reward, logged={"reward_mean", "eval_score"})
+    assert v.blind and v.sentence.endswith("only the reward and the evaluation score are watched.")
+    v = verdict(_events(), steps, reward, logged={"reward_mean", "response_length_mean", "eval_score"})
+    assert v.sentence.endswith("only the reward, the response length and the evaluation score are watched.")
+    assert "eval_score" not in signal_columns()
     for col in ("grad_norm", "zero_std_group_frac", "entropy_mean", "logp_old_mean_correct"):
         assert col in signal_columns()
         v = verdict(_events(), steps, reward, logged={"reward_mean", col})

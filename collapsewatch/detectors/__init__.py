@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    **dict.fromkeys(("DETECTORS", "DetectorConfig", "EntropyConfig", "GradConfig", "GrpoGuardConfig", "IsddConfig",
+    **dict.fromkeys(("DETECTORS", "DetectorConfig", "EntropyConfig", "EvaluationConfig", "GradConfig", "GrpoGuardConfig", "IsddConfig",
                      "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "SeverityConfig",
                      "SignalConfig", "StarvationConfig", "ToolsConfig"), ".config"),
     **dict.fromkeys(("Event", "Finding", "Severity"), ".events"),
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         DETECTORS,
         DetectorConfig,
         EntropyConfig,
+        EvaluationConfig,
         GradConfig,
         GrpoGuardConfig,
         IsddConfig,
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
     from .suite import PHASES, Applicability, DetectorSuite, detect_each, detect_frame, final_branch, replay
 
 __all__ = [
-    "DETECTORS", "PHASES", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "Event", "Finding",
+    "DETECTORS", "PHASES", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "EvaluationConfig",
+    "Event", "Finding",
     "GradConfig", "GrpoGuardConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity", "SeverityConfig",
     "SignalConfig", "StarvationConfig", "ToolsConfig", "detect_each", "detect_frame", "final_branch", "replay",
 ]

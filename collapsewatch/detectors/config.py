@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .settings import GrpoGuardConfig, MismatchConfig, Timing, ToolsConfig
+from .settings import EvaluationConfig, GrpoGuardConfig, MismatchConfig, Timing, ToolsConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -274,7 +274,7 @@ class SeverityConfig:
 
 
 DETECTORS = ("isdd", "lld", "entropy", "grad", "nonfinite", "starvation", "length", "mismatch", "tools",
-             "grpo_guard")
+             "evaluation", "grpo_guard")
 DEFAULT_ENABLED = DETECTORS[:-1]  # grpo_guard is opt-in until calibrated (the synthetic series carry no ratio_mean_pos)
 
 
@@ -304,6 +304,7 @@ class DetectorConfig:
     length: LengthConfig = field(default_factory=LengthConfig)
     mismatch: MismatchConfig = field(default_factory=MismatchConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     grpo_guard: GrpoGuardConfig = field(default_factory=GrpoGuardConfig)
 
     def __post_init__(self) -> None:

@@ -1,6 +1,7 @@
 """Settings shared by every detector (:class:`Timing`) and those of the detectors that read optional inputs — rollout
-log-probs (:class:`MismatchConfig`), an agent's tool calls (:class:`ToolsConfig`), PPO ratios split by advantage sign
-(:class:`GrpoGuardConfig`). :mod:`.config` re-exports them; :class:`~.config.DetectorConfig` holds one of each.
+log-probs (:class:`MismatchConfig`), an agent's tool calls (:class:`ToolsConfig`), an evaluation score
+(:class:`EvaluationConfig`), PPO ratios split by advantage sign (:class:`GrpoGuardConfig`). :mod:`.config` re-exports
+them; :class:`~.config.DetectorConfig` holds one of each.
 """
 
 from __future__ import annotations
@@ -73,3 +74,21 @@ class ToolsConfig(Timing):
             raise ValueError("tools.smooth_points must be ≥ 1 and tools.min_points ≥ smooth_points")
         if not 0 < self.collapse_frac < 1 or self.established <= 0:
             raise ValueError("tools.collapse_frac must be in (0, 1) and tools.established > 0")
+
+
+@dataclass(frozen=True)
+class EvaluationConfig(Timing):
+    """Evaluation-score fall (:mod:`.evaluation`): the score the run logs on its evaluation set falls from its best."""
+
+    confirm_steps: int = 1
+    """The rule's own ``sustain_points`` is its confirmation (evaluations are sparse: a wait of more points is a wait
+    of more evaluation intervals)."""
+    exit_patience: int = 2
+    """Evaluation points no longer fallen that end an episode (the rule is read only where the score is logged)."""
+    sustain_points: int = 1
+    """Flag when the last this-many evaluation points are all below the best by the reward-drop margin."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.sustain_points < 1:
+            raise ValueError("evaluation.sustain_points must be ≥ 1")

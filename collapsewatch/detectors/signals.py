@@ -63,19 +63,30 @@ def reward_fall(h: History, cfg: DetectorConfig, sustain: int, steps: int = 0) -
     ``steps``, the run of such levels ending now began at least ``steps`` steps ago (its first level's last point
     ≤ now − steps + 1: a log of every step needs ``steps`` levels, a sparser one fewer). None when there are fewer
     than 2 · smooth_steps + sustain − 1 reward points (no best to fall from yet)."""
-    k = cfg.smooth_steps
-    r = h.series("reward_mean", cfg.signals.reward_peak_window)
+    return level_fall(h, cfg, "reward_mean", cfg.smooth_steps, sustain, steps, name="reward")
+
+
+def level_fall(h: History, cfg: DetectorConfig, key: str, k: int, sustain: int, steps: int = 0,
+               name: str = "level", noise_before: bool = False) -> Signal:
+    """:func:`reward_fall`'s rule on any column whose fall from its best is harm, with levels of ``k`` points (1: each
+    point its own level, as for an evaluation score, itself a mean over its evaluation set). A level's noise is
+    1.2533 · σ / √k for a median of k > 1 points and σ for one point (σ: :meth:`.Series.noise`, 0 below 3 points —
+    then the margin alone decides); with ``noise_before``, σ of the points before the last ``sustain`` levels', so a
+    fall cannot widen its own bar (of three sparse points, one fall is half their differences). Evidence keys
+    ``<name>_best`` / ``<name>_now``."""
+    r = h.series(key, cfg.signals.reward_peak_window)
     if len(r) < 2 * k + sustain - 1:
         return None, {}
     levels = r.levels(k)
     peak = float(levels.max())
     # a level is a median of k points: its noise is ≈ 1.2533 σ / √k (σ the per-point noise); the best of many noisy
     # levels sits high by noise alone, so a fall must also exceed noise_z such level noises
-    level_noise = 1.2533 * r.noise() / np.sqrt(k)
+    sigma = (r.head(sustain + k - 1) if noise_before else r).noise()  # head(n): all but the last n points
+    level_noise = (1.2533 / np.sqrt(k) if k > 1 else 1.0) * sigma
     need = max(drop_needed(peak, cfg), cfg.severity.noise_z * level_noise)
     down = peak - levels >= need
     fired = bool(np.all(down[-sustain:]))
-    ev = {"reward_best": peak, "reward_now": float(levels[-1]), "drop_needed": need,
+    ev = {f"{name}_best": peak, f"{name}_now": float(levels[-1]), "drop_needed": need,
           "level_noise": float(level_noise), "sustain_levels": sustain}
     if fired and steps > 0:
         n = len(down) - int(np.flatnonzero(~down)[-1]) - 1 if not down.all() else len(down)  # fallen levels in a row

@@ -14,6 +14,8 @@ TensorBoard / trackio / W&B callbacks write ``train/<key>``: a key not listed is
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -180,6 +182,43 @@ def meaning(key: str) -> Meaning | None:
     return None
 
 
+EVAL_PREFIXES: tuple[str, ...] = ("eval/", "eval_", "val/", "val_", "val-core/", "validation/", "validation_",
+                                  "test/", "test_")
+"""A key is an evaluation key when it starts (lower-cased) with one of these: W&B-style ``eval/…`` and ``val/…``,
+HF Trainer's ``eval_<metric>``, verl's ``val-core/<data source>/<metric>/mean@N`` (not ``val-aux/``: verl's
+secondary statistics)."""
+EVAL_NEVER = re.compile(r"format|(^|[/_])std|best@|worst@|maj@|length|len($|[/_])|time|second|loss|(^|[/_])num"
+                        r"|temperature|top_p|max_tokens|false|kl|entropy|overlong|clip")
+"""Evaluation keys that are no score of the task: format compliance, spreads and best/worst/majority-of-k variants,
+lengths, timings, losses, counts, sampling settings, error rates, KL, entropy."""
+EVAL_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("accuracy", re.compile(r"(^|[/_])(acc|accuracy|success_rate|correct|pass@1|pass1|exact_match)($|[/_@])")),
+    ("score", re.compile(r"(^|[/_])score($|[/_@])")),
+    ("reward", re.compile(r"(^|[/_])rewards?($|[/_@])")),
+)
+"""An evaluation key's family, by the rest of the key after its prefix; a step's ``eval_score`` is the mean over the
+keys of the first family it logged (several data sources' accuracies average into one score; a reward is read only
+where nothing scores accuracy)."""
+
+
+def eval_score(values: dict[str, float | None]) -> float | None:
+    """The step's ``eval_score`` from its evaluation keys (:data:`EVAL_PREFIXES`, :data:`EVAL_FAMILIES`): the mean of
+    the finite values of the first family whose keys the step holds — a key logged empty (NULL, NaN) still names what
+    the evaluation measures, so a logger that writes its accuracy as null between evaluations and its mean reward as 0
+    has no score there, not a reward of 0. None when that family has no finite value, or the step no evaluation key."""
+    found: dict[str, list[float]] = {}
+    for key, value in values.items():
+        low = key.lower()
+        prefix = next((p for p in EVAL_PREFIXES if low.startswith(p)), None)
+        if prefix is None or EVAL_NEVER.search(low[len(prefix):]):
+            continue
+        family = next((name for name, pattern in EVAL_FAMILIES if pattern.search(low[len(prefix):])), None)
+        if family is not None:
+            found.setdefault(family, []).extend([float(value)] if value is not None and math.isfinite(value) else [])
+    first = next((found[name] for name, _ in EVAL_FAMILIES if name in found), [])
+    return sum(first) / len(first) if first else None
+
+
 _RANK = {k: i for i, k in enumerate(KEY_MAP)}
 
 
@@ -194,7 +233,10 @@ def catalogue_values(values: dict[str, float | None]) -> dict[str, float | None]
         rank = _RANK.get(key.removeprefix(HF_PREFIX), -1)
         if m.metric not in best or rank < best[m.metric][0]:
             best[m.metric] = (rank, 1.0 - value if m.complement and value is not None else value)
-    return {metric: v for metric, (_, v) in best.items()}
+    out = {metric: v for metric, (_, v) in best.items()}
+    if "eval_score" not in out and (score := eval_score(values)) is not None:
+        out["eval_score"] = score  # derived from the step's evaluation keys (a logged `eval_score` wins)
+    return out
 
 
 def second_rows(values: dict[str, float | None], columns: Collection[str]) -> dict[str, float | None]:

@@ -49,8 +49,9 @@ def test_everything_else_derives_from_the_declarations():
     # the lab's targets: a detector per drill it declares (the blow-up drill has two textbook signatures)
     assert OWN_DETECTORS["blowup"] == ("entropy", "grad") and OWN_DETECTORS["lld"] == ("lld",)
     # … and every default detector has one, but tools: a search cost in the built-in task's reward did not make its
-    # tiny model stop searching (docs/lab/bench.md, "2026-11-30 (tools)"), so no drill produces its failure
-    assert {d for ds in OWN_DETECTORS.values() for d in ds} == set(DEFAULT_ENABLED) - {"tools"}
+    # tiny model stop searching (docs/lab/bench.md, "2026-11-30 (tools)"), so no drill produces its failure; and
+    # evaluation: the built-in trainer logs no evaluation score
+    assert {d for ds in OWN_DETECTORS.values() for d in ds} == set(DEFAULT_ENABLED) - {"tools", "evaluation"}
 
 
 def test_a_detector_outside_the_list_or_with_unknown_phases_is_refused():

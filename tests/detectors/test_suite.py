@@ -149,6 +149,7 @@ def test_applicability_before_and_after_data():
         suite.update(r)
     status = {name: a.status for name, a in suite.applicability().items()}
     assert status.pop("tools") == "not_applicable"  # the synthetic run is no agent: it logs no tool calls
+    assert status.pop("evaluation") == "not_applicable"  # … and no evaluation score
     assert set(status.values()) == {"applicable"}
 
 

@@ -3,8 +3,10 @@ and docs/ingest.md printing the same table."""
 
 from pathlib import Path
 
+import pytest
+
 from collapsewatch.catalogue import ALL_STEP_COLUMNS
-from collapsewatch.ingest.keys import KEY_MAP, catalogue_values, markdown_table, meaning
+from collapsewatch.ingest.keys import KEY_MAP, catalogue_values, eval_score, markdown_table, meaning
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "ingest.md"
 
@@ -61,3 +63,32 @@ def test_tinker_cookbook_mixed_groups_fill_the_zero_std_share_as_its_complement(
         "zero_std_group_frac": 0.875, "correct_frac": 0.0625}
     assert catalogue_values({"env/all/by_group/frac_mixed": None}) == {"zero_std_group_frac": None}
     assert not any(m.complement for k, m in KEY_MAP.items() if k != "env/all/by_group/frac_mixed")
+
+
+def test_eval_score_is_the_mean_of_the_first_family_logged():
+    # verl: two data sources' mean@16 accuracies → (0.2 + 0.6) / 2 = 0.4; best@16, std, format and val-aux are no
+    # scores; the reward family is read only where nothing scores accuracy
+    assert eval_score({"val-core/aime/acc/mean@16": 0.2, "val-core/math/acc/mean@16": 0.6,
+                       "val-core/math/acc/best@16/mean": 0.9, "val-core/math/acc/std@16": 0.1,
+                       "val-aux/aime/acc/mean@16": 0.0, "val/format_reward": 1.0, "val-core/math/reward/mean@16": -1.0,
+                       }) == pytest.approx(0.4)
+    # HF Trainer's eval_<metric>: eval_loss and the length are not scores; eval_reward is the reward family
+    assert eval_score({"eval_loss": 2.0, "eval_completions/mean_length": 300.0, "eval_reward": 0.75}) == 0.75
+    # a reward function named after accuracy is an accuracy: 0.5, over the total reward 1.5
+    assert eval_score({"eval_rewards/accuracy_reward/mean": 0.5, "eval_reward": 1.5}) == 0.5
+    # old verl's val/test_score/<source> (score family); error rates, sample counts and timings never count
+    assert eval_score({"val/test_score/openai/gsm8k": 0.7, "eval/false_refuse_rate": 0.2, "eval/num_examples": 500.0,
+                       "timing_s/testing": 3.0}) == 0.7
+    # non-finite and missing values are skipped; a step with no evaluation key has no score
+    assert eval_score({"eval/accuracy": float("nan"), "val/accuracy": 0.3, "eval/gsm8k_accuracy": None}) == 0.3
+    # a family is chosen by the keys a step holds, empty ones too: a logger that writes its accuracy as null between
+    # evaluations and its mean reward as 0 there (dequeueing/assignment5-alignment's) has no score at those steps
+    assert eval_score({"val/accuracy": None, "val/mean_reward": 0.0}) is None
+    assert eval_score({"val/accuracy": float("nan"), "val/mean_reward": 0.0}) is None
+    assert eval_score({"val/mean_reward": 0.25}) == 0.25
+    assert eval_score({"reward": 0.5, "train/accuracy": 0.9}) is None
+
+
+def test_eval_score_fills_its_column_unless_the_run_logs_it():
+    assert catalogue_values({"eval/accuracy": 0.3, "reward": 0.5}) == {"eval_score": 0.3, "reward_mean": 0.5}
+    assert catalogue_values({"eval/accuracy": 0.3, "eval_score": 0.8}) == {"eval_score": 0.8}

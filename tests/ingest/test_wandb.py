@@ -82,11 +82,12 @@ def test_openrlhf_rows_take_their_global_step_not_wandbs_call_count(tmp_path, st
         run.log({"eval/pass1": reward / 2, "eval/global_step": step})
     run.finish()
     assert ingest_file(store, run_dir(run), "o").steps == 2
-    # wandb's _step counts the 4 log calls (0..3); the rows belong to global steps 1 and 2, eval beside train
+    # wandb's _step counts the 4 log calls (0..3); the rows belong to global steps 1 and 2, eval beside train; eval's
+    # pass1 (an accuracy) also fills eval_score (ingest/keys.py)
     con = connect(store)
     assert con.execute("SELECT step, key, value FROM scalars ORDER BY step, key").fetchall() == [
-        (1, "eval/pass1", 0.125), (1, "train/rollout/reward_mean", 0.25),
-        (2, "eval/pass1", 0.25), (2, "train/rollout/reward_mean", 0.5)]
+        (1, "eval/pass1", 0.125), (1, "eval_score", 0.125), (1, "train/rollout/reward_mean", 0.25),
+        (2, "eval/pass1", 0.25), (2, "eval_score", 0.25), (2, "train/rollout/reward_mean", 0.5)]
     # train/rollout/reward_mean: OpenRLHF's rollout/reward_mean behind its train/ prefix → reward_mean
     assert con.execute("SELECT step, reward_mean FROM steps ORDER BY step").fetchall() == [(1, 0.25), (2, 0.5)]
 

@@ -1,0 +1,114 @@
+"""Evaluation-score fall: an evaluation point below the best one by the reward-drop margin and by 3 × the noise of
+the points before it; read only at the steps that log ``eval_score``; a warning, never critical."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from collapsewatch.detectors import DetectorConfig, EvaluationConfig
+from collapsewatch.detectors.history import History, normalise
+from collapsewatch.detectors.signals import level_fall, reward_fall
+
+from .series import feed, rows, spans
+
+ONLY = DetectorConfig(enabled=("evaluation",))
+KINDS = {"eval_score": "num", "reward_mean": "num"}
+
+
+def history(points: dict[int, float], key: str) -> History:
+    h = History(200)
+    for step, v in points.items():
+        h.push(normalise({"step": step, key: v}, KINDS))
+    return h
+
+
+def every_tenth(values: list[float]):
+    """eval_score at steps 0, 10, 20 … (values in order), NULL between."""
+    return lambda s: values[s // 10] if s % 10 == 0 else None
+
+
+def test_a_fall_past_the_margin_is_flagged_at_the_evaluation_that_shows_it():
+    # points 0.60, 0.62, 0.58, 0.61, then 0.30 at step 40. Noise of the four before it: differences 0.02, −0.04,
+    # 0.03, median 0.02, absolute deviations 0, 0.06, 0.01 → MAD 0.01 → σ = 1.4826 · 0.01 / √2 = 0.010483.
+    # Bar: max(0.05, 0.25 × best 0.62 = 0.155, 3σ = 0.0314) = 0.155; 0.62 − 0.30 = 0.32 ≥ 0.155 → flagged at 40
+    # (confirm_steps 1). Steps 41–49 log no score: not read, the episode stays open; 0.31 at 50 holds it.
+    scores = [0.60, 0.62, 0.58, 0.61, 0.30, 0.31]
+    stream, suite = feed(rows(51, eval_score=every_tenth(scores), reward_mean=0.5), ONLY)
+    assert spans(suite.episodes(), "evaluation") == [("fall", 40, 50, "warning")]
+    first = stream[0]
+    assert first.step_end == 40 and first.metric == "eval_score" and first.value == pytest.approx(0.30)
+    assert first.threshold == pytest.approx(0.62 - 0.155)
+    assert first.evidence["eval_best"] == pytest.approx(0.62) and first.evidence["drop_needed"] == pytest.approx(0.155)
+    assert first.evidence["level_noise"] == pytest.approx(1.4826 * 0.01 / math.sqrt(2), rel=1e-5)  # stored: 6 digits
+    # at 50 the points before it include the fall: differences 0.02, −0.04, 0.03, −0.31, median −0.01, absolute
+    # deviations 0.03, 0.03, 0.04, 0.30 → MAD 0.035; 3σ = 0.110 < 0.155: the margin still decides
+    assert suite.episodes()[0].evidence["level_noise"] == pytest.approx(1.4826 * 0.035 / math.sqrt(2), rel=1e-5)
+
+
+def test_a_dip_inside_the_margin_is_quiet():
+    # 0.62 − 0.50 = 0.12 < the 0.155 bar (25 % of the best): not fallen
+    scores = [0.60, 0.62, 0.58, 0.61, 0.50, 0.55]
+    _, suite = feed(rows(51, eval_score=every_tenth(scores)), ONLY)
+    assert spans(suite.episodes(), "evaluation") == []
+
+
+def test_a_noisy_score_needs_three_of_its_noises():
+    # 0.50 0.55 0.60 0.50 0.58 0.48 0.59 0.49: the dips (≤ 0.12) stay inside 25 % of the best 0.60 = 0.15. Then 0.42
+    # at step 80: differences before it .05 .05 −.10 .08 −.10 .11 −.10, median .05, absolute deviations 0 0 .15 .03
+    # .15 .06 .15 → MAD .06 → σ = 1.4826 · .06 / √2 = .0629, 3σ = .1887 > the margin: 0.60 − 0.42 = 0.18 is inside
+    # the score's own noise, quiet; 0.35 (0.25 below) is past it → flagged at 80
+    scores = [0.50, 0.55, 0.60, 0.50, 0.58, 0.48, 0.59, 0.49]
+    _, suite = feed(rows(81, eval_score=every_tenth([*scores, 0.42])), ONLY)
+    assert spans(suite.episodes(), "evaluation") == []
+    _, suite = feed(rows(81, eval_score=every_tenth([*scores, 0.35])), ONLY)
+    assert spans(suite.episodes(), "evaluation") == [("fall", 80, 80, "warning")]
+    assert suite.episodes()[0].evidence["drop_needed"] == pytest.approx(3 * 1.4826 * 0.06 / math.sqrt(2), rel=1e-5)
+
+
+def test_a_collapse_before_the_second_evaluation_is_flagged_at_it():
+    # a warm-started policy: 0.95 at step 0, 0.50 at 10 (two points: no noise, 0 below 3 points) → bar
+    # max(0.05, 0.2375) = 0.2375 ≤ 0.45: flagged at step 10, the first point that shows it
+    _, suite = feed(rows(11, eval_score=every_tenth([0.95, 0.50])), ONLY)
+    assert spans(suite.episodes(), "evaluation") == [("fall", 10, 10, "warning")]
+
+
+def test_the_fall_does_not_widen_its_own_bar():
+    # 0.95, 0.95, 0.50: over all three points the differences 0, −0.45 have MAD 0.225 → σ 0.236, 3σ 0.708 > 0.45
+    # and the fall would hide itself; over the points before it (0.95, 0.95: fewer than 3) σ is 0 → flagged at 20
+    h = history({0: 0.95, 10: 0.95, 20: 0.50}, "eval_score")
+    cfg = DetectorConfig()
+    assert level_fall(h, cfg, "eval_score", 1, 1, noise_before=True)[0] is True
+    assert level_fall(h, cfg, "eval_score", 1, 1)[0] is False
+
+
+def test_two_points_to_sustain_wait_for_the_second():
+    # sustain_points 2: 0.30 at 40 alone is not enough; with 0.31 at 50 both are fallen → flagged at 50
+    cfg = DetectorConfig(enabled=("evaluation",), evaluation=EvaluationConfig(sustain_points=2))
+    scores = [0.60, 0.62, 0.58, 0.61, 0.30, 0.31]
+    _, suite = feed(rows(51, eval_score=every_tenth(scores)), cfg)
+    assert spans(suite.episodes(), "evaluation") == [("fall", 50, 50, "warning")]
+    with pytest.raises(ValueError, match="sustain_points"):
+        EvaluationConfig(sustain_points=0)
+
+
+def test_it_stays_a_warning_while_the_reward_collapses_too():
+    # the reward falls 0.6 → 0.05 at step 20 and stays: the severity gate would keep a proposed critical; this
+    # detector proposes a warning only (one evaluation set can be small), so the episode is a warning. It ends at
+    # 70, the last step that logged a score (steps 71–79 are not read)
+    data = rows(80, eval_score=every_tenth([0.6, 0.6, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]),
+                reward_mean=lambda s: 0.6 if s < 20 else 0.05)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "evaluation") == [("fall", 20, 70, "warning")]
+
+
+def test_reward_fall_is_level_fall_over_the_reward():
+    # the severity gate's rule is the same function with 5-point levels: equal verdicts and evidence on one history.
+    # 0.8 to step 29, 0.1 from 30: the first fallen 5-point level ends at 32 (median of 28–32 = 0.1), so at 79 the
+    # fall has lasted 79 − 32 + 1 = 48 ≥ 30 steps
+    h = history({s: 0.8 if s < 30 else 0.1 for s in range(80)}, "reward_mean")
+    cfg = DetectorConfig()
+    fired, ev = reward_fall(h, cfg, 5, 30)
+    assert (fired, ev) == level_fall(h, cfg, "reward_mean", 5, 5, 30, name="reward")
+    assert fired is True and ev["reward_best"] == 0.8 and ev["reward_now"] == 0.1
