@@ -103,6 +103,14 @@ class TrainConfig:
     (the held-out split may hold fewer); 0 = off."""
     sentinel_every: int = 10
     """Optimizer steps between two sentinel scorings (step 0, k, 2k …)."""
+    # -- evaluation ---------------------------------------------------------------------------------
+    eval_every: int = 0
+    """Optimizer steps between two evaluations (step 0, k, 2k …; 0 = off): the policy the step starts from answers
+    the first ``eval_tasks`` held-out questions once each, sampled as a rollout is (``trainer/evaluation.py``), and
+    logs ``eval/reward`` (their mean reward) and ``eval/accuracy`` (the share with reward ≥ 1) — the ``eval_score``
+    the evaluation detector watches. The training's random streams are restored after it."""
+    eval_tasks: int = 32
+    """Held-out questions an evaluation answers (up to the held-out split's size; never trained on)."""
     # -- bookkeeping --------------------------------------------------------------------------------
     seed: int = 0
     """Seed of sampling and data order (rank r uses seed + r)."""
@@ -135,6 +143,9 @@ class TrainConfig:
         _check_types(self)
         _positive(self, "prompts_per_rollout", "group_size", "max_turns", "top_k", "max_turn_tokens",
                   "max_response_tokens", "steps", "mini_batches", "ppo_epochs", "grad_accum")
+        if self.eval_every < 0 or self.eval_tasks < 1:
+            raise ValueError(f"eval_every / eval_tasks: need eval_every ≥ 0 and eval_tasks ≥ 1, got "
+                             f"{self.eval_every} / {self.eval_tasks}")
         if self.sentinels < 0 or self.sentinel_every < 1:
             raise ValueError(f"sentinels / sentinel_every: need sentinels ≥ 0 and sentinel_every ≥ 1, got "
                              f"{self.sentinels} / {self.sentinel_every}")

@@ -35,6 +35,7 @@ from ..sentinels import score as score_sentinels
 from .batches import batch_advantages, rollout_batch
 from .config import TrainConfig, build_params
 from .engines import sync_engine
+from .evaluation import evaluate
 from .forward import old_logps
 from .setup import Run, finish_run, start_run
 from .step import StepInputs, StepTally, micro_step
@@ -152,6 +153,8 @@ def update(run: Run, ro: Prepared) -> None:
                 t0 = time.perf_counter()
                 scores = score_sentinels(run.policy, run.watch, cfg.temperature, run.engine.pad_id, ro.chunk)
                 run.mon.log_sentinels(run.step, scores, time.perf_counter() - t0)
+            if run.eval_tasks and due(run.step, cfg.eval_every):  # the same policy, on held-out questions
+                run.mon.log(run.step, evaluate(run))
             optimizer_step(run, ro, rows, on_policy=epoch == 0 and k == 0)
 
 

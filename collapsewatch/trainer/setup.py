@@ -97,6 +97,8 @@ class Run:
     stopped: bool = False
     """A stop_on phase or a --on-phase stop fired: the loop ends at the next step boundary."""
     rewards_seen: list[float] = field(default_factory=list)
+    eval_tasks: list = field(default_factory=list)
+    """Held-out questions an evaluation answers every ``eval_every`` steps (rank 0; empty: off)."""
     """Mean reward of each rollout."""
 
     def save(self, step: int | None = None) -> None:
@@ -139,7 +141,8 @@ def start_run(cfg: TrainConfig) -> Run:
     actions = PhaseActions(cfg.on_phase, cfg, world_size=dist.world_size, run=cfg.run_name)
     run = Run(cfg, dist, rng, gen, policy, model, ref_model, tokenizer, source, opt,
               train_tasks[: cfg.n_train_tasks or None], make_env, watch, engine, rollout_cfg, corr_params, drill,
-              params, progress, actions, step=step)
+              params, progress, actions, step=step,
+              eval_tasks=held_out[: cfg.eval_tasks] if cfg.eval_every and dist.rank == 0 else [])
     detectors = DetectorConfig.from_file(cfg.detectors) if cfg.detectors else True
     run.mon = Monitor(cfg.store, cfg.run_name, cfg.to_dict(), objective=cfg.objective, on_event=run.on_event,
                       detectors=detectors, clip=objective_clip(cfg, params), rank=dist.rank,
