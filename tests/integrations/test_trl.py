@@ -397,3 +397,19 @@ def test_sentinels_are_scored_under_the_policy_each_step_starts_from(tmp_path):
     assert later.logs and not any(k.startswith("collapsewatch/") for _, logs in later.logs for k in logs)
     with pytest.raises(ValueError, match="sentinel_every"):
         watch(tiny_grpo_trainer(str(tmp_path / "bad")), store, "bad", sentinels=pairs, sentinel_every=0)
+
+
+def test_trl_evaluation_logs_fill_eval_score(tmp_path):
+    # TRL evaluates every eval_steps (here 2: after steps 2 and 4) and logs eval_reward, eval_rewards/<func>/mean,
+    # eval_reward_std …; the callback hands them to Monitor.log at that global step, and the step's eval_score is the
+    # mean of its reward-family keys (no accuracy key): eval_reward and eval_rewards/letter_a_reward/mean, equal with
+    # one reward function of weight 1 — so eval_score = eval_reward
+    trainer, _, store, _ = _run(tmp_path, "evals", per_token=False, n_eval_prompts=8, eval_strategy="steps",
+                                eval_steps=2, per_device_eval_batch_size=4)
+    con = connect(store)
+    logged = [(h["step"], h["eval_reward"]) for h in trainer.state.log_history if "eval_reward" in h]
+    assert [s for s, _ in logged] == [2, 4]
+    scores = con.execute("SELECT step, eval_score FROM steps WHERE eval_score IS NOT NULL ORDER BY step").fetchall()
+    assert [s for s, _ in scores] == [2, 4]
+    for (step, want), (_, got) in zip(logged, scores, strict=True):
+        assert got == pytest.approx(want, rel=1e-9), step

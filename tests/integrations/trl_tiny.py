@@ -37,8 +37,9 @@ def letter_a_reward(completions: list[str], **kwargs: Any) -> list[float]:
 
 
 def tiny_grpo_trainer(output_dir: str, *, seed: int = 0, body: ModelPreset = TOY_BODY, n_prompts: int = 32,
-                      reward_funcs: Any = letter_a_reward, **config: Any):
-    """A ``GRPOTrainer`` on the tiny model; ``config`` overrides :data:`TINY_CONFIG` (any ``GRPOConfig`` field)."""
+                      reward_funcs: Any = letter_a_reward, n_eval_prompts: int = 0, **config: Any):
+    """A ``GRPOTrainer`` on the tiny model; ``config`` overrides :data:`TINY_CONFIG` (any ``GRPOConfig`` field);
+    ``n_eval_prompts`` > 0 gives it an evaluation set of that many prompts (TRL evaluates with ``eval_strategy``)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -49,8 +50,10 @@ def tiny_grpo_trainer(output_dir: str, *, seed: int = 0, body: ModelPreset = TOY
         path = Path(output_dir) / "init-model"
         model.save_pretrained(path)
         model = str(path)
+    evals = [PROMPTS[-1 - i % len(PROMPTS)] for i in range(n_eval_prompts)]
     return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
-                       train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tokenizer)
+                       train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tokenizer,
+                       eval_dataset=Dataset.from_dict({"prompt": evals}) if evals else None)
 
 
 class LogsSeen(TrainerCallback):
