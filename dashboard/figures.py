@@ -136,7 +136,7 @@ def _title(panel: Panel, smooth: int, summary: dict[str, Any] | None = None) -> 
     for s in panel.series:
         if s.role == "lower" or s.column in same:
             continue
-        mark = "▮" if s.role == "upper" else {"solid": "━", "dot": "┈", "dash": "╌"}[s.dash]
+        mark = "▮" if s.role == "upper" else {"solid": "━", "dot": "┈", "dash": "╌", "dashdot": "╍"}[s.dash]
         label = s.label + "".join(f" = {o.label}" for o in panel.series if SAME_AS.get(o.column) == s.column
                                   and o.column in same)
         keys.append(f"<span style='color:{theme.metric_colour(s.column)}'>{mark} {label}</span>")
