@@ -293,10 +293,10 @@ def test_a_drill_onset_is_a_line_on_every_panel():
 
 def test_a_zoom_from_the_url_fits_each_panels_y_range_to_the_window():
     # reward: 0.1 for steps 0-19, then a rise 0.5, 0.6 … 1.4 over steps 20-29 (correct_frac the same: drawn once;
-    # zero-std groups .8); zoomed on 22-25 (raw: smooth 1) the reward panel draws .7 .8 .9 1.0 and .8:
-    # range .7 − .06 × .3 … 1.0 + .06 × .3 = [.682, 1.018]
+    # zero-std groups .8; no evaluation score); zoomed on 22-25 (raw: smooth 1) the reward panel draws .7 .8 .9 1.0
+    # and .8: range .7 − .06 × .3 … 1.0 + .06 × .3 = [.682, 1.018]
     reward = [.1] * 20 + [.5 + .1 * i for i in range(10)]
-    df = _steps(30).assign(reward_mean=reward, correct_frac=reward, zero_std_group_frac=.8)
+    df = _steps(30).assign(reward_mean=reward, correct_frac=reward, zero_std_group_frac=.8, eval_score=np.nan)
     fig = figures.overview_figure(df, EVENTS.iloc[0:0], summarise(df, figures.COLUMNS), 1,
                                   view={"x_range": [21.5, 25.5], "fit_y": True})
     lo, hi = fig["layout"]["yaxis"]["range"]
