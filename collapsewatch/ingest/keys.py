@@ -182,17 +182,18 @@ def meaning(key: str) -> Meaning | None:
     return None
 
 
-EVAL_PREFIXES: tuple[str, ...] = ("eval/", "eval_", "val/", "val_", "val-core/", "validation/", "validation_",
-                                  "test/", "test_")
+EVAL_PREFIXES: tuple[str, ...] = ("eval/", "eval_", "eval-", "val/", "val_", "val-core/", "validation/",
+                                  "validation_", "test/", "test_")
 """A key is an evaluation key when it starts (lower-cased) with one of these: W&B-style ``eval/…`` and ``val/…``,
-HF Trainer's ``eval_<metric>``, verl's ``val-core/<data source>/<metric>/mean@N`` (not ``val-aux/``: verl's
-secondary statistics)."""
+HF Trainer's ``eval_<metric>``, ``eval-rollout/…``, verl's ``val-core/<data source>/<metric>/mean@N`` (not
+``val-aux/``: verl's secondary statistics)."""
 EVAL_NEVER = re.compile(r"format|(^|[/_])std|best@|worst@|maj@|length|len($|[/_])|time|second|loss|(^|[/_])num"
-                        r"|temperature|top_p|max_tokens|false|kl|entropy|overlong|clip")
+                        r"|count|temperature|top_p|max_tokens|false|kl|entropy|overlong|clip")
 """Evaluation keys that are no score of the task: format compliance, spreads and best/worst/majority-of-k variants,
-lengths, timings, losses, counts, sampling settings, error rates, KL, entropy."""
+lengths, timings, losses, counts, sampling settings, error rates, KL, entropy, clipping."""
 EVAL_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("accuracy", re.compile(r"(^|[/_])(acc|accuracy|success_rate|correct|pass@1|pass1|exact_match)($|[/_@])")),
+    ("accuracy", re.compile(r"(^|[/_])(acc|accuracy|success|success_rate|correct|pass@1|pass1|pass_at_1|exact_match"
+                            r"|em|macro_em)($|[/_@])")),
     ("score", re.compile(r"(^|[/_])score($|[/_@])")),
     ("reward", re.compile(r"(^|[/_])rewards?($|[/_@])")),
 )

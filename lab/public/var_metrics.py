@@ -11,7 +11,8 @@ corpus only:
   ``--balance-reward``; TRL's name, which ingest maps to ``reward_mean``); ``loss`` kept;
 * the held-out evaluation of the row — ``accuracy``, ``heldout_violation_rate`` (false authorize),
   ``heldout_false_refuse_rate`` — as ``eval/accuracy``, ``eval/false_authorize_rate``, ``eval/false_refuse_rate``:
-  read by no detector. Step 0 is the untrained (or warm-started) policy's evaluation alone.
+  ``eval/accuracy`` fills ``eval_score`` (the error rates are no score; ``collapsewatch/ingest/keys.py``), which the
+  evaluation detector reads. Step 0 is the untrained (or warm-started) policy's evaluation alone.
 
     python var_metrics.py training_log_X.jsonl OUT.jsonl
 """

@@ -87,6 +87,11 @@ def test_eval_score_is_the_mean_of_the_first_family_logged():
     assert eval_score({"val/accuracy": float("nan"), "val/mean_reward": 0.0}) is None
     assert eval_score({"val/mean_reward": 0.25}) == 0.25
     assert eval_score({"reward": 0.5, "train/accuracy": 0.9}) is None
+    # other names of an accuracy: exact match (a search agent's val_em), success, pass@1 spelled out; eval-<name>/
+    assert eval_score({"val_em": 0.4, "val_macro_em": 0.2, "val_utility": 9.0}) == pytest.approx(0.3)
+    assert eval_score({"eval/success": 0.25, "eval/pass_at_1": 0.75, "eval/n_problems": 500.0,
+                       "eval/success_count": 120.0}) == 0.5  # a count is no score
+    assert eval_score({"eval-rollout/reward": 0.6}) == 0.6
 
 
 def test_eval_score_fills_its_column_unless_the_run_logs_it():
