@@ -18,9 +18,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    **dict.fromkeys(("DETECTORS", "DetectorConfig", "EntropyConfig", "EvaluationConfig", "GradConfig", "GrpoGuardConfig", "IsddConfig",
-                     "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "SeverityConfig",
-                     "SignalConfig", "StarvationConfig", "ToolsConfig"), ".config"),
+    **dict.fromkeys(("DETECTORS", "DetectorConfig", "EntropyConfig", "EvaluationConfig", "GradConfig",
+                     "GrpoGuardConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig",
+                     "SeverityConfig", "SignalConfig", "StarvationConfig", "ToolsConfig"), ".config"),
     **dict.fromkeys(("Event", "Finding", "Severity"), ".events"),
     **dict.fromkeys(("PHASES", "Applicability", "DetectorSuite", "detect_each", "detect_frame", "final_branch",
                      "replay"), ".suite"),
@@ -49,9 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DETECTORS", "PHASES", "Applicability", "DetectorConfig", "DetectorSuite", "EntropyConfig", "EvaluationConfig",
-    "Event", "Finding",
-    "GradConfig", "GrpoGuardConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig", "NonfiniteConfig", "Severity", "SeverityConfig",
-    "SignalConfig", "StarvationConfig", "ToolsConfig", "detect_each", "detect_frame", "final_branch", "replay",
+    "Event", "Finding", "GradConfig", "GrpoGuardConfig", "IsddConfig", "LengthConfig", "LldConfig", "MismatchConfig",
+    "NonfiniteConfig", "Severity", "SeverityConfig", "SignalConfig", "StarvationConfig", "ToolsConfig", "detect_each",
+    "detect_frame", "final_branch", "replay",
 ]
 
 

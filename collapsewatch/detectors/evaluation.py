@@ -9,11 +9,11 @@ The rule is the severity gate's sustained reward fall (:func:`.signals.level_fal
 own level — an evaluation is already a mean over its set: the last ``sustain_points`` points are each below the best
 point so far (over ``signals.reward_peak_window`` points) by the reward-drop margin (:func:`.signals.drop_needed`:
 max(0.05, 25 % of the best)) and by ``severity.noise_z`` × the score's per-point noise before those points (a fall
-does not widen its own bar). It needs sustain_points + 1
+does not widen its own bar; with fewer than 3 such points the margin alone decides). It needs sustain_points + 1
 points (a best to fall from). A warning, never critical: the severity gate keeps critical for harm in the training
 signals (a sustained reward fall, non-finite values, degenerate output); this says the model got worse on held-out
-prompts, which a user acts on, but one evaluation set can be small and noisy. No history of the training signals is
-needed, so a run that collapsed before its second evaluation is flagged at that evaluation.
+prompts, which a user acts on, but one evaluation set can be small and noisy (at 20 questions one answer is 0.05). No
+history of the training signals is needed, so a run that collapsed before its second evaluation is flagged there.
 
 Chosen on the tuned-on sources (``sustain_points``) and scored held out: docs/lab/bench.md, "evaluation".
 """

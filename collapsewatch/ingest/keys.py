@@ -211,9 +211,10 @@ def eval_score(values: dict[str, float | None]) -> float | None:
     for key, value in values.items():
         low = key.lower()
         prefix = next((p for p in EVAL_PREFIXES if low.startswith(p)), None)
-        if prefix is None or EVAL_NEVER.search(low[len(prefix):]):
+        rest = low[len(prefix):] if prefix is not None else ""
+        if prefix is None or EVAL_NEVER.search(rest):
             continue
-        family = next((name for name, pattern in EVAL_FAMILIES if pattern.search(low[len(prefix):])), None)
+        family = next((name for name, pattern in EVAL_FAMILIES if pattern.search(rest)), None)
         if family is not None:
             found.setdefault(family, []).extend([float(value)] if value is not None and math.isfinite(value) else [])
     first = next((found[name] for name, _ in EVAL_FAMILIES if name in found), [])
