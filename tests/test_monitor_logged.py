@@ -212,3 +212,6 @@ def test_logged_evaluation_keys_fill_eval_score_online_and_ingested(store, tmp_p
         found = detect_runs(store, run=run, config=only)
         assert [(r.detector, r.phase, r.step_start, r.step_end, r.severity) for r in found.itertuples()] == [
             ("evaluation", "fall", 30, 40, "warning")]
+    # the online detectors saw it too, at the step the evaluation was logged: the Monitor's stored episode
+    assert con.execute("SELECT detector, phase, step_start, max(step_end), severity FROM events WHERE run = "
+                       "'online_eval' GROUP BY ALL").fetchall() == [("evaluation", "fall", 30, 40, "warning")]
