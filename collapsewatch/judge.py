@@ -168,7 +168,7 @@ def judgement(store: Store, run: str, info: dict, recorded: pd.DataFrame, rows: 
     return Judgement(run, events, recorded.reindex(columns=EVENT_COLUMNS), computed, note, rules, v)
 
 
-WATCHED = (*signal_columns(), "response_length_mean")
+WATCHED = (*signal_columns(), "response_length_mean", "eval_score")
 """The columns the verdict's note on a log without early signals reads (:func:`collapsewatch.verdict.blind_note`)."""
 
 

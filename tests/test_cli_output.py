@@ -110,11 +110,14 @@ def test_lab_score_hides_rows_with_nothing_to_say_unless_all(tmp_path):
 def test_a_reward_only_log_is_told_that_only_its_reward_is_watched(tmp_path):
     # An ingested log of 40 steps: reward 0.5 for 20 steps, then 0.0 (the reward rule's collapse); one with only the
     # reward, one with the same reward and a grad_norm of 1.0 on every step (a signal column). Only the first
-    # verdict ends with the note and says blind; the second says nothing of what is logged.
+    # verdict ends with the note and says blind; the second says nothing of what is logged. A third logs an
+    # evaluation beside the reward (eval/accuracy 0.6 every 10 steps): still blind (a score falls with the collapse,
+    # not before it), and its note names the evaluation score.
     store = tmp_path / "store"
-    for name, extra in (("bare", {}), ("graded", {"grad_norm": 1.0})):
+    for name, extra in (("bare", {}), ("graded", {"grad_norm": 1.0}), ("evaluated", {"eval/accuracy": 0.6})):
         path = tmp_path / f"{name}.jsonl"
-        path.write_text("".join(json.dumps({"step": s, "reward": 0.5 if s < 20 else 0.0, **extra}) + "\n"
+        path.write_text("".join(json.dumps({"step": s, "reward": 0.5 if s < 20 else 0.0,
+                                            **(extra if s % 10 == 0 or name != "evaluated" else {})}) + "\n"
                                 for s in range(40)))
         code, out = _run("ingest", str(store), str(path), "--run", name, "--no-detect")
         assert code == 0, out
@@ -122,6 +125,9 @@ def test_a_reward_only_log_is_told_that_only_its_reward_is_watched(tmp_path):
     assert bare["type"] == "verdict" and bare["status"] == "collapsed" and bare["blind"] is True
     assert bare["sentence"].endswith("Note: the log has no entropy, gradient norm, group statistics or log-probs, "
                                      "the signals that come before a collapse: only the reward is watched.")
+    evaluated = json.loads(_run("detect", str(store), "--run", "evaluated", "--json")[1])[-1]
+    assert evaluated["blind"] is True and evaluated["sentence"].endswith(
+        "only the reward and the evaluation score are watched.")
     graded = json.loads(_run("detect", str(store), "--run", "graded", "--json")[1])[-1]
     assert graded["blind"] is False and "Note" not in graded["sentence"]
     listed = {r["run"]: r for r in json.loads(_run("runs", str(store), "--json")[1])}
