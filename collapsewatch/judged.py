@@ -1,10 +1,10 @@
 """A run's judgement kept between processes (``store.manifest``), so that ``runs``, the runs page and ``detect`` of a
 finished run read it instead of judging the run again in every process (issue 32).
 
-Keyed by the rules' digest, the rank asked for and the run's segment files (name and size of each run-row, step,
-scalar and event segment, relative to the store): segments are immutable with unique names, so the key changes
-exactly when a flush adds rows (a new last step), compaction rewrites them or another rank appears, and a changed
-rule set is another digest. Values are the ``Judgement``'s fields as JSON, frames with their column types.
+Keyed by the rules' digest, the verdict code's (:mod:`.verdict_code`), the rank asked for and the run's segment
+files (name and size of each run-row, step, scalar and event segment, relative to the store): segments are immutable
+with unique names, so the key changes exactly when a flush adds rows (a new last step), compaction rewrites them or
+another rank appears, and a changed rule set or verdict is another digest. Values are the ``Judgement``'s fields as JSON, frames with their column types.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pandas as pd
 
 from .store.manifest import load_record, save_record
 from .verdict import Verdict
+from .verdict_code import verdict_code
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,10 @@ LAYOUT = 3  # of the values (2: NaN of a text column is NULL; 3: the verdict's `
 
 def key(root: Path, rank: int | None, rules: str | None, files: tuple) -> list:
     """The JSON key of a judgement (of anything derived from a run's ``files`` alone: ``rules`` None): ``files`` as
-    ``judge.key_files`` lists them (per table, (path, size))."""
+    ``judge.key_files`` lists them (per table, (path, size)), with the verdict code (``verdict_code``)."""
     prefix = str(root).rstrip("/") + "/"
-    return [LAYOUT, rank, rules, [[[p[len(prefix):] if p.startswith(prefix) else p, n] for p, n in t] for t in files]]
+    return [LAYOUT, verdict_code(), rank, rules,
+            [[[p[len(prefix):] if p.startswith(prefix) else p, n] for p, n in t] for t in files]]
 
 
 def plain(v: Any, nan: Any = "NaN") -> Any:

@@ -1,6 +1,6 @@
 """The runs table's kept lines: each settled run's row of ``collapsewatch runs`` (compact and full), kept between
-processes (``store.manifest``) and keyed by the rules' digest and the mtimes of the run's folders
-(``manifest.run_signature``: a flush, a compaction, a heartbeat or a resume changes them).
+processes (``store.manifest``) and keyed by the rules' digest, the verdict code's (:mod:`.verdict_code`) and the
+mtimes of the run's folders (``manifest.run_signature``: a flush, a compaction, a heartbeat or a resume changes them).
 
 Light on purpose (no pandas, NumPy or DuckDB): when every run of a store has a kept line, ``collapsewatch runs``
 prints its table from these records alone (``report.runs_table`` builds and keeps them).
@@ -14,6 +14,7 @@ from typing import Any
 
 from .detectors.rules import rules_digest
 from .store.manifest import load_record, run_folders, run_signature, save_record
+from .verdict_code import verdict_code
 
 KIND = "runs-line"
 LAYOUT = 1
@@ -30,7 +31,7 @@ def kept_lines(root: Path) -> tuple[dict[str, dict], dict[str, list | None]]:
     keys: dict[str, list | None] = {}
     for run in run_folders(root):
         sig = run_signature(root / run, now)
-        keys[run] = None if sig is None else [LAYOUT, rules, list(sig)]
+        keys[run] = None if sig is None else [LAYOUT, rules, verdict_code(), list(sig)]
         line = load_record(root, KIND, run, keys[run]) if keys[run] is not None else None
         if isinstance(line, dict) and isinstance(line.get("compact"), dict) and isinstance(line.get("full"), dict) \
                 and isinstance(line.get("order"), list):

@@ -58,6 +58,10 @@ def test_a_warm_runs_table_is_the_computed_one_without_pandas_and_a_changed_run_
     third = _runs(store, cache)
     assert third["out"] == first["out"] and {"pandas", "duckdb"} <= set(third["heavy"])  # computed again
     assert _runs(store, cache)["heavy"] == []  # and kept again
+    # a line kept by other verdict code (an upgrade that changed a sentence or a note) is not read back
+    assert len(runlines.kept_lines(store)[0]) == len(keys)
+    monkeypatch.setattr(runlines, "verdict_code", lambda: "other-verdict")
+    assert runlines.kept_lines(store)[0] == {}
 
 
 def test_a_count_column_with_a_missing_value_is_printed_as_a_float_column():

@@ -251,3 +251,22 @@ def test_a_page_reads_the_judgement_runs_kept(tmp_path, cache, monkeypatch):
     judge.clear()  # (this process's own cache of the episodes, as a new process)
     with pytest.raises(AssertionError, match="detectors ran again"):
         judge.judgement(s, "grpo-collapse", info, queries.run_events(s, "grpo-collapse"), rows, other)
+
+
+def test_a_judgement_kept_by_other_verdict_code_is_judged_again(tmp_path, cache, monkeypatch):
+    # the verdict's code (verdict.py, reward.py, judge.py: its sentences and the columns its notes read) is part of
+    # the key, as the rules digest is: a kept judgement from before a verdict change is not read back
+    calls: list[str] = []
+    real = judge._judge
+    monkeypatch.setattr(judge, "_judge", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    judge.judge(Store(SAMPLE), "grpo-collapse")
+    _forget()
+    judge.judge(Store(SAMPLE), "grpo-collapse")
+    assert calls == ["grpo-collapse"]  # kept
+    from collapsewatch.verdict_code import verdict_code
+
+    assert verdict_code() == verdict_code() and len(verdict_code()) == 12
+    monkeypatch.setattr(judged, "verdict_code", lambda: "other-verdict")  # as after an upgrade that changed it
+    _forget()
+    judge.judge(Store(SAMPLE), "grpo-collapse")
+    assert calls == ["grpo-collapse"] * 2  # judged again
