@@ -222,6 +222,10 @@ LOGGED_SCALARS: tuple[Metric, ...] = (
        "keys of the first family present — accuracy, then score, then reward (collapsewatch.ingest.keys.eval_score: "
        "verl's val-core/<data>/acc/mean@N, HF's eval_<metric>, eval/accuracy …); NULL between evaluations",
        "the evaluation set"),
+    _m("eval_size", "step", "how many examples the step's evaluation graded (collapsewatch.ingest.keys.eval_size: "
+       "eval/num_examples, eval/n_problems …, else HF's round(eval_samples_per_second × eval_runtime)); the "
+       "evaluation detector's noise floor for a score in [0, 1]; NULL where the log does not say",
+       "the evaluation set", "examples"),
     _m("sentinel_logp_correct_mean", "step", "mean over the known-correct sentinels of each one's mean log-prob per "
        "model token under the current policy (no grad; every sentinel_every steps, NULL between): the LLD paper's "
        "L, independent of what a rollout contains", "known-correct sentinels", "nats"),

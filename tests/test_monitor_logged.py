@@ -215,3 +215,26 @@ def test_logged_evaluation_keys_fill_eval_score_online_and_ingested(store, tmp_p
     # the online detectors saw it too, at the step the evaluation was logged: the Monitor's stored episode
     assert con.execute("SELECT detector, phase, step_start, max(step_end), severity FROM events WHERE run = "
                        "'online_eval' GROUP BY ALL").fetchall() == [("evaluation", "fall", 30, 40, "warning")]
+
+
+def test_an_evaluation_logged_after_its_steps_training_log_is_seen_online(store):
+    """HF Trainer's order (TRL's callback passes it on): a step's training log, then — in a second call for the same
+    step — its evaluation's metrics, before the next step. The online detectors read the evaluation at that step.
+    Scores as in the test above (0.6 to step 20, 0.2 from 30; bar 0.15 ≤ 0.4) → a warning from 30, held at 40; the
+    sizes (HF's round(eval_samples_per_second × eval_runtime) = round(31.949 × 10.0163) = round(320.01) = 320) fill
+    eval_size, whose floor √(0.6 · 0.4 / 320) · 3 = 0.0822 stays under the margin 0.15."""
+    only = DetectorConfig(enabled=("evaluation",))
+    plain = TokenBatch(logp=-torch.ones(2, 3), mask=torch.ones(2, 3))
+    with Monitor(store, "hf_order", detectors=only) as mon:
+        for step in range(41):
+            mon.observe(plain, step=step)
+            mon.log(step, {"reward": 0.5, "loss": 0.1})
+            if step % 10 == 0:
+                mon.log(step, {"eval_accuracy": 0.6 if step <= 20 else 0.2, "eval_runtime": 10.0163,
+                               "eval_samples_per_second": 31.949, "eval_loss": 1.0})
+    con = connect(store)
+    assert con.execute("SELECT step, eval_score, eval_size FROM steps WHERE run = 'hf_order' AND eval_score IS NOT "
+                       "NULL ORDER BY step").fetchall() == [(s, pytest.approx(0.6 if s <= 20 else 0.2), 320.0)
+                                                             for s in range(0, 41, 10)]
+    assert con.execute("SELECT detector, phase, step_start, max(step_end), severity FROM events WHERE run = "
+                       "'hf_order' GROUP BY ALL").fetchall() == [("evaluation", "fall", 30, 40, "warning")]

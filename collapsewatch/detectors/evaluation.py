@@ -10,7 +10,11 @@ own level — an evaluation is already a mean over its set: the last ``sustain_p
 point so far (over ``signals.reward_peak_window`` points) by the reward-drop margin (:func:`.signals.drop_needed`:
 max(0.05, 25 % of the best)) and by ``severity.noise_z`` × the score's per-point noise before those points (a fall
 does not widen its own bar; with fewer than 3 such points the margin alone decides). It needs sustain_points + 1
-points (a best to fall from). A warning, never critical: the severity gate keeps critical for harm in the training
+points (a best to fall from). Where the log says how many examples the evaluation graded (``eval_size``) and every
+score read is in [0, 1], the per-point noise is at least √(p̄(1 − p̄)/n) (:func:`.signals.binomial_noise`, p̄ the mean
+of the points before): at 20 questions and p̄ = 0.3 that is 0.10, so a fall must pass 0.31 — a dip of two answers
+is sampling, not a collapse, even at a run's second evaluation, where the points' own spread cannot say so yet. A
+warning, never critical: the severity gate keeps critical for harm in the training
 signals (a sustained reward fall, non-finite values, degenerate output); this says the model got worse on held-out
 prompts, which a user acts on, but one evaluation set can be small and noisy (at 20 questions one answer is 0.05). No
 history of the training signals is needed, so a run that collapsed before its second evaluation is flagged there.
@@ -47,7 +51,7 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
 class Evaluation:
     name = "evaluation"
     phases = ("fall",)
-    inputs = ("eval_score",)
+    inputs = ("eval_score", "eval_size")
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg
@@ -56,7 +60,7 @@ class Evaluation:
         if h.row.num("eval_score") is None:
             return {}  # read only where the run evaluated: between evaluations an episode stays as it was
         n = self.cfg.evaluation.sustain_points
-        fired, ev = level_fall(h, self.cfg, "eval_score", 1, n, name="eval", noise_before=True)
+        fired, ev = level_fall(h, self.cfg, "eval_score", 1, n, name="eval", noise_before=True, size_key="eval_size")
         if not fired:
             return {"fall": None}
         return {"fall": Finding(

@@ -6,6 +6,7 @@ phase's severity or complete its rule; they never open an episode by themselves.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -66,14 +67,24 @@ def reward_fall(h: History, cfg: DetectorConfig, sustain: int, steps: int = 0) -
     return level_fall(h, cfg, "reward_mean", cfg.smooth_steps, sustain, steps, name="reward")
 
 
+def binomial_noise(p: float, n: float) -> float:
+    """The sampling noise of a share ``p`` measured on ``n`` examples, √(p(1 − p)/n): exact for right/wrong grades, an
+    upper bound for any score in [0, 1] of mean p (its variance is at most p(1 − p)). 0 unless 0 ≤ p ≤ 1 and n > 0."""
+    if not (n > 0 and 0 <= p <= 1):
+        return 0.0
+    return math.sqrt(p * (1 - p) / n)
+
+
 def level_fall(h: History, cfg: DetectorConfig, key: str, k: int, sustain: int, steps: int = 0,
-               name: str = "level", noise_before: bool = False) -> Signal:
+               name: str = "level", noise_before: bool = False, size_key: str | None = None) -> Signal:
     """:func:`reward_fall`'s rule on any column whose fall from its best is harm, with levels of ``k`` points (1: each
     point its own level, as for an evaluation score, itself a mean over its evaluation set). A level's noise is
     1.2533 · σ / √k for a median of k > 1 points and σ for one point (σ: :meth:`.Series.noise`, 0 below 3 points —
     then the margin alone decides); with ``noise_before``, σ of the points before the last ``sustain`` levels', so a
-    fall cannot widen its own bar (of three sparse points, one fall is half their differences). Evidence keys
-    ``<name>_best`` / ``<name>_now``."""
+    fall cannot widen its own bar (of three sparse points, one fall is half their differences). With ``size_key``
+    (a column logging how many examples each point averages), where every point is in [0, 1] and the last size is
+    known, σ is at least :func:`binomial_noise` of those points' mean — a small set's sampling noise, which the
+    points' own spread cannot show while they are few. Evidence keys ``<name>_best`` / ``<name>_now``."""
     r = h.series(key, cfg.signals.reward_peak_window)
     if len(r) < 2 * k + sustain - 1:
         return None, {}
@@ -81,13 +92,22 @@ def level_fall(h: History, cfg: DetectorConfig, key: str, k: int, sustain: int, 
     peak = float(levels.max())
     # a level is a median of k points: its noise is ≈ 1.2533 σ / √k (σ the per-point noise); the best of many noisy
     # levels sits high by noise alone, so a fall must also exceed noise_z such level noises
-    sigma = (r.head(sustain + k - 1) if noise_before else r).noise()  # head(n): all but the last n points
+    before = r.head(sustain + k - 1) if noise_before else r  # head(n): all but the last n points
+    sigma = before.noise()
+    floor = 0.0
+    if size_key is not None:
+        size = h.series(size_key, 1)
+        if len(size) and np.all((r.values >= 0) & (r.values <= 1)):  # a share: every point read in [0, 1]
+            floor = binomial_noise(float((before if len(before) else r).values.mean()), float(size.values[-1]))
+        sigma = max(sigma, floor)
     level_noise = (1.2533 / np.sqrt(k) if k > 1 else 1.0) * sigma
     need = max(drop_needed(peak, cfg), cfg.severity.noise_z * level_noise)
     down = peak - levels >= need
     fired = bool(np.all(down[-sustain:]))
     ev = {f"{name}_best": peak, f"{name}_now": float(levels[-1]), "drop_needed": need,
           "level_noise": float(level_noise), "sustain_levels": sustain}
+    if floor > 0:
+        ev["noise_floor"] = floor
     if fired and steps > 0:
         n = len(down) - int(np.flatnonzero(~down)[-1]) - 1 if not down.all() else len(down)  # fallen levels in a row
         since = int(r.steps[len(levels) - n + k - 1])  # the last point of the first of them

@@ -221,6 +221,38 @@ def eval_score(values: dict[str, float | None]) -> float | None:
     return sum(first) / len(first) if first else None
 
 
+EVAL_SIZE = re.compile(r"(^|/)(num_examples|n_examples|num_eval_examples|n_problems|num_problems|n_questions"
+                       r"|num_questions|num_evaluated|n_evaluated|n_scored|num_scored|samples|total_episodes)$")
+"""Evaluation keys (by the last part of the rest after an :data:`EVAL_PREFIXES` prefix) that log how many examples
+the evaluation graded: ``eval/num_examples``, ``val/<data>/num_examples``, ``eval/n_problems``, tinker's
+``test/env/all/total_episodes``, HF example scripts' ``eval_samples`` (``len(eval_dataset)``) …"""
+
+
+def eval_size(values: dict[str, float | None]) -> float | None:
+    """How many examples the step's evaluation graded: the smallest finite positive value of its :data:`EVAL_SIZE`
+    keys (several data sources' scores average into one ``eval_score``; the smallest set's size bounds its noise
+    from above), else HF Trainer's ``round(<prefix>samples_per_second × <prefix>runtime)`` — what its speed metrics
+    divide by — where a prefix logs both. None when the step logs neither."""
+    sizes: list[float] = []
+    rates: dict[str, dict[str, float]] = {}
+    for key, value in values.items():
+        if value is None or not math.isfinite(value) or value <= 0:
+            continue
+        low = key.lower()
+        prefix = next((p for p in EVAL_PREFIXES if low.startswith(p)), None)
+        if prefix is None:
+            continue
+        rest = low[len(prefix):]
+        if EVAL_SIZE.search(rest):
+            sizes.append(float(value))
+        elif rest in ("samples_per_second", "runtime"):
+            rates.setdefault(prefix, {})[rest] = float(value)
+    if sizes:
+        return min(sizes)
+    derived = [round(r["samples_per_second"] * r["runtime"]) for r in rates.values() if len(r) == 2]
+    return float(min(derived)) if derived and min(derived) > 0 else None
+
+
 _RANK = {k: i for i, k in enumerate(KEY_MAP)}
 
 
@@ -238,6 +270,8 @@ def catalogue_values(values: dict[str, float | None]) -> dict[str, float | None]
     out = {metric: v for metric, (_, v) in best.items()}
     if "eval_score" not in out and (score := eval_score(values)) is not None:
         out["eval_score"] = score  # derived from the step's evaluation keys (a logged `eval_score` wins)
+    if "eval_size" not in out and (size := eval_size(values)) is not None:
+        out["eval_size"] = size  # how many examples that evaluation graded (a logged `eval_size` wins)
     return out
 
 

@@ -107,8 +107,8 @@ class TrainConfig:
     eval_every: int = 0
     """Optimizer steps between two evaluations (step 0, k, 2k …; 0 = off): the policy the step starts from answers
     the first ``eval_tasks`` held-out questions once each, sampled as a rollout is (``trainer/evaluation.py``), and
-    logs ``eval/reward`` (their mean reward) and ``eval/accuracy`` (the share with reward ≥ 1) — the ``eval_score``
-    the evaluation detector watches. The training's random streams are restored after it."""
+    logs ``eval/reward`` (their mean reward), ``eval/accuracy`` (the share with reward ≥ 1) — the ``eval_score``
+    the evaluation detector watches — and ``eval/num_examples``, its noise floor's set size. The training's random streams are restored after it."""
     eval_tasks: int = 32
     """Held-out questions an evaluation answers (up to the held-out split's size; never trained on)."""
     # -- bookkeeping --------------------------------------------------------------------------------

@@ -7,9 +7,11 @@ temperature and top-p; no drill). The step logs
 * ``eval/reward`` — the mean reward of those responses;
 * ``eval/accuracy`` — the share whose reward reaches 1 (a correct final answer: the monitor's ``success_threshold``,
   as its ``correct_frac``);
+* ``eval/num_examples`` — how many questions it answered;
 * ``eval/time`` — the seconds it took (not a score),
 
-and ``eval/accuracy`` fills the step's ``eval_score`` (``ingest/keys.py``), which the evaluation detector watches.
+and ``eval/accuracy`` fills the step's ``eval_score``, ``eval/num_examples`` its ``eval_size`` (``ingest/keys.py``):
+the evaluation detector watches the score, with the sampling noise of a set that size as its floor.
 
 The training's random streams are left as they were: torch's (CPU and CUDA) and Python's global state are saved
 before and restored after, and the sampling draws from a stream seeded by (``seed``, step) — so with the HF engine
@@ -54,4 +56,4 @@ def evaluate(run: Run) -> dict[str, float]:
     finite = rewards[torch.isfinite(rewards)]
     return {"eval/reward": float(finite.mean()) if len(finite) else math.nan,
             "eval/accuracy": float((rewards >= objective_clip(run.cfg, run.params).success_threshold).double().mean()),
-            "eval/time": time.perf_counter() - t0}
+            "eval/num_examples": float(len(rewards)), "eval/time": time.perf_counter() - t0}

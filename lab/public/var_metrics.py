@@ -12,7 +12,8 @@ corpus only:
 * the held-out evaluation of the row — ``accuracy``, ``heldout_violation_rate`` (false authorize),
   ``heldout_false_refuse_rate`` — as ``eval/accuracy``, ``eval/false_authorize_rate``, ``eval/false_refuse_rate``:
   ``eval/accuracy`` fills ``eval_score`` (the error rates are no score; ``collapsewatch/ingest/keys.py``), which the
-  evaluation detector reads. Step 0 is the untrained (or warm-started) policy's evaluation alone.
+  evaluation detector reads; ``n_eval_actions`` (how many held-out actions it graded) → ``eval/num_examples``, its
+  ``eval_size``. Step 0 is the untrained (or warm-started) policy's evaluation alone.
 
     python var_metrics.py training_log_X.jsonl OUT.jsonl
 """
@@ -26,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path: its sibling
 import jsonl_convert  # noqa: E402
 
-KEYS = {"mean_reward": "reward", "loss": "loss", "accuracy": "eval/accuracy",
+KEYS = {"mean_reward": "reward", "loss": "loss", "accuracy": "eval/accuracy", "n_eval_actions": "eval/num_examples",
         "heldout_violation_rate": "eval/false_authorize_rate", "heldout_false_refuse_rate": "eval/false_refuse_rate"}
 
 

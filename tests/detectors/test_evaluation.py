@@ -9,12 +9,12 @@ import pytest
 
 from collapsewatch.detectors import DetectorConfig, EvaluationConfig
 from collapsewatch.detectors.history import History, normalise
-from collapsewatch.detectors.signals import level_fall, reward_fall
+from collapsewatch.detectors.signals import binomial_noise, level_fall, reward_fall
 
 from .series import feed, rows, spans
 
 ONLY = DetectorConfig(enabled=("evaluation",))
-KINDS = {"eval_score": "num", "reward_mean": "num"}
+KINDS = {"eval_score": "num", "eval_size": "num", "reward_mean": "num"}
 
 
 def history(points: dict[int, float], key: str) -> History:
@@ -112,3 +112,51 @@ def test_reward_fall_is_level_fall_over_the_reward():
     fired, ev = reward_fall(h, cfg, 5, 30)
     assert (fired, ev) == level_fall(h, cfg, "reward_mean", 5, 5, 30, name="reward")
     assert fired is True and ev["reward_best"] == 0.8 and ev["reward_now"] == 0.1
+
+
+def test_binomial_noise():
+    # √(p(1 − p)/n): p 0.3 on 20 examples → √(0.21 / 20) = √0.0105 = 0.102470; p 0.5 on 32 → √(0.25 / 32) = 0.088388
+    assert binomial_noise(0.3, 20) == pytest.approx(0.1024695, rel=1e-6)
+    assert binomial_noise(0.5, 32) == pytest.approx(0.0883883, rel=1e-6)
+    # a share of 0 or 1 has none; no size, or a value that is no share: no bound
+    assert binomial_noise(1.0, 20) == binomial_noise(0.0, 20) == 0.0
+    assert binomial_noise(0.3, 0) == binomial_noise(0.3, float("nan")) == binomial_noise(1.5, 20) == 0.0
+
+
+def test_a_dip_on_a_small_set_is_sampling_when_the_log_says_its_size():
+    # shaider-like: 7 of 20 problems right (0.35), then 5 of 20 (0.25) at step 10. Two points: no spread to take noise
+    # from, so without a size the margin decides: max(0.05, 0.25 × 0.35 = 0.0875) = 0.0875 ≤ 0.10 → a warning.
+    # With eval_size 20 the noise is at least √(0.35 · 0.65 / 20) = 0.106654 (p̄: the mean of the points before the
+    # tested one, 0.35), the bar 3 × that = 0.319962 > 0.10: quiet
+    data = rows(11, eval_score=every_tenth([0.35, 0.25]))
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "evaluation") == [("fall", 10, 10, "warning")]
+    sized = rows(11, eval_score=every_tenth([0.35, 0.25]), eval_size=lambda s: 20.0 if s % 10 == 0 else None)
+    _, suite = feed(sized, ONLY)
+    assert spans(suite.episodes(), "evaluation") == []
+    # a collapse to 0 of 20 (0.35 below) passes the same bar: flagged, the floor in its evidence
+    sized = rows(11, eval_score=every_tenth([0.35, 0.0]), eval_size=lambda s: 20.0 if s % 10 == 0 else None)
+    stream, suite = feed(sized, ONLY)
+    assert spans(suite.episodes(), "evaluation") == [("fall", 10, 10, "warning")]
+    assert stream[0].evidence["noise_floor"] == pytest.approx(0.1066536, rel=1e-5)
+    assert stream[0].evidence["drop_needed"] == pytest.approx(3 * 0.1066536, rel=1e-5)
+
+
+def test_the_floor_holds_only_for_a_share_of_a_known_set():
+    # the same dip on 2,000 examples: floor √(0.35 · 0.65 / 2000) = 0.010665, 3 × = 0.032 < the margin 0.0875 →
+    # the margin decides, as without a size: a warning
+    h = history({0: 0.35, 10: 0.25}, "eval_score")
+    h2 = History(200)
+    for step, v in {0: 0.35, 10: 0.25}.items():
+        h2.push(normalise({"step": step, "eval_score": v, "eval_size": 2000.0}, KINDS))
+    cfg = DetectorConfig()
+    assert level_fall(h, cfg, "eval_score", 1, 1, noise_before=True, size_key="eval_size")[0] is True
+    fired, ev = level_fall(h2, cfg, "eval_score", 1, 1, noise_before=True, size_key="eval_size")
+    assert fired is True and ev["drop_needed"] == pytest.approx(0.0875) and ev["noise_floor"] == pytest.approx(
+        0.0106654, rel=1e-5)
+    # a score outside [0, 1] (a reward of 3.5 falling to 2.0) is no share: no floor, the margin 0.875 decides → fired
+    h3 = History(200)
+    for step, v in {0: 3.5, 10: 2.0}.items():
+        h3.push(normalise({"step": step, "eval_score": v, "eval_size": 20.0}, KINDS))
+    fired, ev = level_fall(h3, cfg, "eval_score", 1, 1, noise_before=True, size_key="eval_size")
+    assert fired is True and "noise_floor" not in ev and ev["drop_needed"] == pytest.approx(0.875)

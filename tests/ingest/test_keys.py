@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from collapsewatch.catalogue import ALL_STEP_COLUMNS
-from collapsewatch.ingest.keys import KEY_MAP, catalogue_values, eval_score, markdown_table, meaning
+from collapsewatch.ingest.keys import KEY_MAP, catalogue_values, eval_score, eval_size, markdown_table, meaning
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "ingest.md"
 
@@ -97,3 +97,24 @@ def test_eval_score_is_the_mean_of_the_first_family_logged():
 def test_eval_score_fills_its_column_unless_the_run_logs_it():
     assert catalogue_values({"eval/accuracy": 0.3, "reward": 0.5}) == {"eval_score": 0.3, "reward_mean": 0.5}
     assert catalogue_values({"eval/accuracy": 0.3, "eval_score": 0.8}) == {"eval_score": 0.8}
+
+
+def test_eval_size_is_the_examples_the_evaluation_graded():
+    # the log's own count, under any evaluation prefix (CS336 forks' eval/num_examples, eval/n_problems, tinker's
+    # test/env/all/total_episodes, HF example scripts' eval_samples = len(eval_dataset))
+    assert eval_size({"eval/num_examples": 500.0, "eval/accuracy": 0.4}) == 500.0
+    assert eval_size({"eval/n_problems": 20.0}) == eval_size({"test/env/all/total_episodes": 20.0}) == 20.0
+    assert eval_size({"eval_samples": 1319.0}) == 1319.0
+    # two data sources' sets: the smaller bounds the averaged score's noise from above → 30
+    assert eval_size({"val/gsm8k/num_examples": 1319.0, "val/aime/num_examples": 30.0}) == 30.0
+    # HF Trainer's speed metrics divide the samples by the runtime: 12.3456 s × 16.203 samples/s = 200.03… → 200;
+    # the logged count wins over the derived one
+    assert eval_size({"eval_runtime": 12.3456, "eval_samples_per_second": 16.203, "eval_loss": 1.0}) == 200.0
+    assert eval_size({"eval_runtime": 12.3456, "eval_samples_per_second": 16.203, "eval_samples": 64.0}) == 64.0
+    # the rate alone, a training key, a count of successes, a zero or a non-finite value: no size
+    assert eval_size({"eval_samples_per_second": 16.203}) is None
+    assert eval_size({"train_samples_per_second": 3.0, "train_runtime": 100.0, "num_examples": 7.0}) is None
+    assert eval_size({"eval/success_count": 120.0, "eval/num_examples": 0.0, "eval/n_scored": float("nan")}) is None
+    # it fills its column beside the score, unless the run logs eval_size itself
+    assert catalogue_values({"eval/accuracy": 0.3, "eval/num_examples": 32.0}) == {"eval_score": 0.3, "eval_size": 32.0}
+    assert catalogue_values({"eval/num_examples": 32.0, "eval_size": 8.0}) == {"eval_size": 8.0}

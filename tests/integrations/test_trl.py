@@ -413,3 +413,10 @@ def test_trl_evaluation_logs_fill_eval_score(tmp_path):
     assert [s for s, _ in scores] == [2, 4]
     for (step, want), (_, got) in zip(logged, scores, strict=True):
         assert got == pytest.approx(want, rel=1e-9), step
+    # HF's speed metrics: eval_samples_per_second = samples / eval_runtime (rounded to 3 and 4 decimals), so their
+    # product rounds back to the samples evaluated — the 8 eval prompts (HF counts the dataset's rows, not the
+    # 8 × 4 completions) — which is the step's eval_size
+    sizes = con.execute("SELECT step, eval_size FROM steps WHERE eval_size IS NOT NULL ORDER BY step").fetchall()
+    implied = [(h["step"], round(h["eval_samples_per_second"] * h["eval_runtime"])) for h in trainer.state.log_history
+               if "eval_runtime" in h]
+    assert sizes == implied == [(2, 8), (4, 8)]

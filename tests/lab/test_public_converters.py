@@ -342,12 +342,12 @@ def test_var_rows_skip_the_config_and_keep_the_evaluation_apart(tmp_path, store)
     (zero, twenty), out = _converted(var_metrics, VAR, tmp_path)
     # the config row has no step: skipped; step 0 has no reward or loss (null: left out), its evaluation kept
     assert zero == {"step": 0, "eval/accuracy": 0.475, "eval/false_authorize_rate": 0.4090909090909091,
-                    "eval/false_refuse_rate": 0.6666666666666666}
+                    "eval/false_refuse_rate": 0.6666666666666666, "eval/num_examples": 80}
     assert (twenty["reward"], twenty["loss"], twenty["eval/false_refuse_rate"]) == (0.0, -0.0291, 1.0)
     ingest_file(store, out, "var")
-    # TRL's reward → reward_mean
-    assert connect(store).execute("SELECT step, reward_mean, loss FROM steps ORDER BY step").fetchall() == [
-        (0, None, None), (20, 0.0, -0.0291)]
+    # TRL's reward → reward_mean; the accuracy → eval_score, the 80 graded actions → eval_size
+    assert connect(store).execute("SELECT step, reward_mean, loss, eval_score, eval_size FROM steps ORDER BY step"
+                                  ).fetchall() == [(0, None, None, 0.475, 80.0), (20, 0.0, -0.0291, 0.55, 80.0)]
 
 
 # titan-grpo-sumdigits-50's first lines: two step lines around a printed sample episode, as logged

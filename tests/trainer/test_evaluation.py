@@ -34,11 +34,14 @@ def test_evaluations_are_logged_and_leave_training_as_it_was(store):
     train(evald)
     con = connect(store)
     rows = con.execute("SELECT step, key, value FROM scalars WHERE run = 'evald' AND key IN "
-                       "('eval/reward', 'eval/accuracy', 'eval_score') ORDER BY step, key").fetchall()
-    assert [(s, k) for s, k, _ in rows] == [(s, k) for s in (0, 2)
-                                            for k in ("eval/accuracy", "eval/reward", "eval_score")]
+                       "('eval/reward', 'eval/accuracy', 'eval/num_examples', 'eval_score', 'eval_size') "
+                       "ORDER BY step, key").fetchall()
+    assert [(s, k) for s, k, _ in rows] == [(s, k) for s in (0, 2) for k in (
+        "eval/accuracy", "eval/num_examples", "eval/reward", "eval_score", "eval_size")]
     by = {(s, k): v for s, k, v in rows}
     for s in (0, 2):
+        # the set's size: the 6 questions asked, logged and read as eval_size
+        assert by[(s, "eval/num_examples")] == by[(s, "eval_size")] == 6.0
         # accuracy: a share of 6 answers (k / 6), the eval_score (the accuracy family wins over the reward)
         assert by[(s, "eval_score")] == by[(s, "eval/accuracy")]
         assert round(by[(s, "eval/accuracy")] * 6, 9) == round(by[(s, "eval/accuracy")] * 6)
@@ -48,7 +51,7 @@ def test_evaluations_are_logged_and_leave_training_as_it_was(store):
     a, b = _steps(store, "plain"), _steps(store, "evald")
     assert len(a) == len(b) == 3
     for x, y in zip(a, b, strict=True):
-        diff = {c: (x[c], y[c]) for c in x if c not in ("run", "eval_score") and not _same(x[c], y[c])}
+        diff = {c: (x[c], y[c]) for c in x if c not in ("run", "eval_score", "eval_size") and not _same(x[c], y[c])}
         assert not diff, f"step {x['step']}: {diff}"
     # the steps view: the score at the evaluated steps, NULL (NaN in the frame) at step 1
     assert b[0]["eval_score"] == by[(0, "eval_score")] and b[2]["eval_score"] == by[(2, "eval_score")]
