@@ -256,11 +256,16 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
     early_col = col[col["first_points"].astype(bool)]
     seen = _with_signal(col)
     row["collapsed_signal"] = int(seen.sum())
+    row["collapse_sources"] = int(col["source"].nunique())
     for how in ("pooled", "held"):
         first = col[f"first_specific_{how}"]
         hit = [pd.notna(f) and f <= e for e, f in zip(col["collapse"], first, strict=True)]
         before = [(int(e), int(f)) for (e, f), h in zip(zip(col["collapse"], first, strict=True), hit, strict=True) if h]
         row[f"flagged_{how}"] = len(before)
+        # each source with a collapse counts once: the mean over those sources of the share of their collapses
+        # flagged — a source with many runs of one kind cannot carry the figure alone
+        per_source = pd.Series(hit, index=col.index, dtype=float).groupby(col["source"]).mean()
+        row[f"flagged_source_mean_{how}"] = float(per_source.mean()) if len(per_source) else None
         row[f"flagged_signal_{how}"] = int(sum(h for h, s in zip(hit, seen, strict=True) if s))
         row[f"early_{how}"] = sum(e - f >= EARLY for e, f in before)
         row[f"lead_median_{how}"] = float(statistics.median(e - f for e, f in before)) if before else None
@@ -310,6 +315,9 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
         out.append({"source": r["source"], "runs (h/c/other/untrusted)":
                     f"{r['runs']} ({h}/{c}/{r['other']}/{r['untrusted']})",
                     "flagged ≤ collapse": _both(r, "flagged", c),
+                    "… each source once": " | ".join(
+                        "—" if pd.isna(r[f"flagged_source_mean_{w}"]) else f"{100 * r[f'flagged_source_mean_{w}']:.0f}%"
+                        for w in ("pooled", "held")) + f" of {r['collapse_sources']}",
                     "… of logs with a signal": _both(r, "flagged_signal", r["collapsed_signal"]),
                     f"≥ {EARLY} before": _both(r, "early", c), "lead": lead,
                     "first-10 caught": _both(r, "first10_caught", r["first10_collapses"]),

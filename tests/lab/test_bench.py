@@ -127,6 +127,10 @@ def test_pooled_and_held_out_figures(corpora):
     assert (a["collapsed"], a["flagged_pooled"], a["early_pooled"], a["lead_median_pooled"]) == (3, 2, 1, 18.0)
     # held out: only alpha's fold finds it specific → ac1 alone: 1 of 3, early 1, lead 23
     assert (a["flagged_held"], a["early_held"], a["lead_median_held"]) == (1, 1, 23.0)
+    # each source with a collapse once (alpha: ac1, beta: bc1, gamma: gc1 — gu1 is untrusted, not a collapse):
+    # pooled 1, 0, 1 of 1 each → 2/3; held out 1, 0, 0 → 1/3
+    assert a["collapse_sources"] == 3
+    assert (a["flagged_source_mean_pooled"], a["flagged_source_mean_held"]) == (pytest.approx(2 / 3), pytest.approx(1 / 3))
     # bc1: a first-10 collapse (point 8); its flag rang at point 12 > 8 + 2: not caught (dated by its start, point
     # 10, it was; test_an_alarm_is_dated_when_it_rang has the caught case)
     assert (a["first10_collapses"], a["first10_caught_pooled"], a["first10_caught_held"]) == (1, 0, 0)
