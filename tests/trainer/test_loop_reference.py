@@ -17,7 +17,8 @@ and the build's random draws would shift the run's. A change that
 means to alter training (not only to move code) re-records it with the same command and says why in its commit.
 Re-recorded on 2026-11-30 to add the new step column ``tool_calls_mean`` (the built-in agent's searches per
 response): every other value was equal to the earlier recording's; and again (session 28) to add ``eval_score``,
-NULL on every step (the built-in trainer logs no evaluation), every other value equal.
+NULL on every step (the built-in trainer logs no evaluation), every other value equal; and again (session 29) to add
+``eval_size``, NULL on every step for the same reason, every other value equal (compared key by key).
 
 **Pinned kernels.** torch picks its CPU kernels by the machine's instruction set, and the AVX-512 ones round
 differently from the AVX2 ones: on an AVX-512 machine both the built model (its init draws and warm start) and the
