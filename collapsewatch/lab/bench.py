@@ -38,7 +38,9 @@ Definitions (fixed before any figure was looked at; the constants below are the 
   evidence of the collapse, pooled or held out. (This judges; it chooses nothing: the flags that count on S are
   still decided without S's collapses.) Healthy runs' alarms are counted without it: every one is false.
 * **Collapsed runs**: *flagged* — a specific flag rings at or before E; *early* — one rings ≥ ``EARLY`` (20)
-  steps before E; *lead* — E − the step the first specific flag rang, median over flagged runs.
+  steps before E; *lead* — E − the step the first specific flag rang, median over flagged runs; *each source once*
+  — the mean, over the sources with a collapse, of the share of their collapses flagged (``flagged_source_mean_*``
+  over ``collapse_sources``), so one source with many runs of one setup cannot carry the figure alone.
 * **Early collapses**: E is among the run's first ``FIRST_POINTS`` (10) logged points (fewer than 10 step rows
   before it); *caught* — a specific flag rings at most ``WITHIN_POINTS`` (2) logged points after E (or before it).
 * **Blind logs**: a run whose log holds none of the columns that let a detector see a collapse coming before its
