@@ -41,7 +41,13 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
     if score is None or best is None:
         return None
     return (f"the evaluation score fell to {score:.3g} from its best {best:.3g} "
-            f"(by ≥ {_f(ev.get('drop_needed'), '.3g')} on {ev.get('sustain_levels', 1)} evaluation(s))")
+            f"(by ≥ {_f(ev.get('drop_needed'), '.3g')} on {ev.get('sustain_levels', 1)} evaluation(s){_set(ev)})")
+
+
+def _set(ev: Mapping[str, Any]) -> str:
+    """``; a set of 20 examples varies by ±0.107 alone`` where the noise floor of a known set size applied."""
+    size, floor = _num(ev.get("set_size")), _num(ev.get("noise_floor"))
+    return f"; a set of {size:g} examples varies by ±{floor:.3g} alone" if size is not None and floor is not None else ""
 
 
 @register_detector(primary=("eval_score",), config=EvaluationConfig, sentence=_sentence, colour="#5c6bc0",
@@ -66,4 +72,4 @@ class Evaluation:
         return {"fall": Finding(
             "warning", "eval_score", ev["eval_now"], ev["eval_best"] - ev["drop_needed"], n,
             f"evaluation score {ev['eval_now']:.3g}, below its best {ev['eval_best']:.3g} by "
-            f"≥ {ev['drop_needed']:.3g} on the last {n} evaluation(s)", ev)}
+            f"≥ {ev['drop_needed']:.3g} on the last {n} evaluation(s){_set(ev)}", ev)}

@@ -107,7 +107,7 @@ def level_fall(h: History, cfg: DetectorConfig, key: str, k: int, sustain: int, 
     ev = {f"{name}_best": peak, f"{name}_now": float(levels[-1]), "drop_needed": need,
           "level_noise": float(level_noise), "sustain_levels": sustain}
     if floor > 0:
-        ev["noise_floor"] = floor
+        ev.update(noise_floor=floor, set_size=float(size.values[-1]))
     if fired and steps > 0:
         n = len(down) - int(np.flatnonzero(~down)[-1]) - 1 if not down.all() else len(down)  # fallen levels in a row
         since = int(r.steps[len(levels) - n + k - 1])  # the last point of the first of them

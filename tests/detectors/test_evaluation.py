@@ -140,6 +140,9 @@ def test_a_dip_on_a_small_set_is_sampling_when_the_log_says_its_size():
     assert spans(suite.episodes(), "evaluation") == [("fall", 10, 10, "warning")]
     assert stream[0].evidence["noise_floor"] == pytest.approx(0.1066536, rel=1e-5)
     assert stream[0].evidence["drop_needed"] == pytest.approx(3 * 0.1066536, rel=1e-5)
+    assert stream[0].evidence["set_size"] == 20.0
+    assert stream[0].message == ("evaluation score 0, below its best 0.35 by ≥ 0.32 on the last 1 evaluation(s); a set "
+                                 "of 20 examples varies by ±0.107 alone")
 
 
 def test_the_floor_holds_only_for_a_share_of_a_known_set():
@@ -160,3 +163,13 @@ def test_the_floor_holds_only_for_a_share_of_a_known_set():
         h3.push(normalise({"step": step, "eval_score": v, "eval_size": 20.0}, KINDS))
     fired, ev = level_fall(h3, cfg, "eval_score", 1, 1, noise_before=True, size_key="eval_size")
     assert fired is True and "noise_floor" not in ev and ev["drop_needed"] == pytest.approx(0.875)
+
+
+def test_the_sentence_names_the_set_where_its_size_set_the_bar():
+    from collapsewatch.detectors.evaluation import _sentence
+    ev = {"eval_now": 0.0, "eval_best": 0.35, "drop_needed": 0.31996, "sustain_levels": 1}
+    assert _sentence("fall", ev, 10) == ("the evaluation score fell to 0 from its best 0.35 (by ≥ 0.32 on 1 "
+                                         "evaluation(s))")
+    assert _sentence("fall", {**ev, "noise_floor": 0.1066536, "set_size": 20.0}, 10) == (
+        "the evaluation score fell to 0 from its best 0.35 (by ≥ 0.32 on 1 evaluation(s); a set of 20 examples "
+        "varies by ±0.107 alone)")
