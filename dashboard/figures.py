@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from collapsewatch.detectors.likelihood import POOLED_COLUMNS, pooled_columns
+from collapsewatch.detectors.signals import binomial_noises
 
 from . import theme
 from .panels import GRID, MARGIN, PANELS, X_TITLE, X_TITLE_PX, Panel, Series, grid_for, log_ticks
@@ -24,9 +25,13 @@ from .timeline import band_shapes, lld_spiral, threshold_shapes
 DEFAULT_SMOOTH = 16
 """Trailing-mean window (steps) of the overview and compare pages unless the URL says otherwise."""
 RAW_PREFIX = "raw:"
-DERIVED_INPUTS = ("logp_old_token_mean_correct", "model_tokens_correct")
-"""Step columns the derived series (``likelihood.POOLED_COLUMNS``, computed here, not stored) are made from."""
-COLUMNS: tuple[str, ...] = tuple(s.column for p in PANELS for s in p.series if s.column not in POOLED_COLUMNS) + \
+DERIVED_INPUTS = ("logp_old_token_mean_correct", "model_tokens_correct", "eval_size")
+"""Step columns the derived series (:data:`DERIVED`, computed here, not stored) are made from."""
+EVAL_BAND = ("eval_lo", "eval_hi")
+"""The evaluation score ± 1.96 × the sampling noise of a share on its set (``signals.binomial_noises``), where the
+log says the set's size (``eval_size``): a dip inside the band is what that many questions give by chance."""
+DERIVED = (*POOLED_COLUMNS, *EVAL_BAND)
+COLUMNS: tuple[str, ...] = tuple(s.column for p in PANELS for s in p.series if s.column not in DERIVED) + \
     ("on_policy", *DERIVED_INPUTS)
 TRACE_COLUMNS: tuple[str, ...] = tuple(k for p in PANELS for s in p.series
                                        for k in ((RAW_PREFIX + s.column, s.column) if s.role == "line" else
@@ -247,7 +252,7 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
     building ``go.Figure`` and its ``to_plotly_json`` deep copy cost ≈ 230 ms for 26 series × 2,500 points,
     most of the page's 300 ms budget, while the dict is built and encoded in ≈ 25 ms."""
     view = dict(view or {}, smooth=smooth)
-    steps = pooled_columns(steps)
+    steps = derived_columns(steps)
     deco = decorations(events, summary, view)
     grid = grid_for(frozenset(collapsed(summary)))
     traces: list[dict[str, Any]] = []
@@ -274,6 +279,20 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
         if view.get("fit_y"):  # a zoom from the URL (an episode's link); a live full view keeps autorange
             fit_y(layout, traces, view["x_range"])
     return {"data": traces, "layout": layout}
+
+
+def derived_columns(steps: pd.DataFrame, z: float = 1.96) -> pd.DataFrame:
+    """``steps`` with the series drawn but not stored (:data:`DERIVED`): the pooled L and its band
+    (``likelihood.pooled_columns``) and the evaluation's band (:data:`EVAL_BAND`, NaN without a size)."""
+    out = pooled_columns(steps)
+    score = pd.to_numeric(out["eval_score"], errors="coerce") if "eval_score" in out else None
+    size = pd.to_numeric(out["eval_size"], errors="coerce") if "eval_size" in out else None
+    if score is None or size is None:
+        out["eval_lo"] = out["eval_hi"] = np.nan
+        return out
+    half = z * binomial_noises(score.to_numpy(dtype=float, na_value=np.nan), size.to_numpy(dtype=float, na_value=np.nan))
+    out["eval_lo"], out["eval_hi"] = score - half, score + half
+    return out
 
 
 def fit_y(layout: dict[str, Any], traces: list[dict[str, Any]], x_range: list[float], pad: float = 0.06) -> None:
@@ -330,7 +349,7 @@ def extension(rows: pd.DataFrame, after: int = -1, smooth: int = 1, summary: dic
     ``floors``: the y of each log panel's markers (its lowest tick, as drawn)."""
     hidden = {s.column for p in PANELS if summary is not None and _hidden(p, summary) for s in p.series}
     hidden |= _same(summary)
-    rows = pooled_columns(rows) if len(rows) else rows
+    rows = derived_columns(rows) if len(rows) else rows
     out = {}
     for i, key in enumerate(TRACE_COLUMNS):
         if key.startswith(MARKS_PREFIX):

@@ -43,6 +43,8 @@ def _fan(sign: str) -> tuple[Series, ...]:
 PANELS: tuple[Panel, ...] = (
     Panel("reward", "reward", (Series("reward_mean", "mean"), Series("correct_frac", "correct", dash="dot"),
                                Series("zero_std_group_frac", "zero-std groups", dash="dash"),
+                               Series("eval_lo", "evaluation", "lower"),  # ± 1.96 of its set's sampling noise
+                               Series("eval_hi", "evaluation ± 1.96 SE", "upper"),  # SE: of a share on its set
                                Series("eval_score", "evaluation", dash="dashdot")),  # at the steps that evaluated
           y_title="reward · share"),
     Panel("entropy", "entropy (nats)", (Series("entropy_p05", "p05", "lower"),

@@ -75,6 +75,14 @@ def binomial_noise(p: float, n: float) -> float:
     return math.sqrt(p * (1 - p) / n)
 
 
+def binomial_noises(p: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """:func:`binomial_noise` element-wise over arrays (NaN where p is not in [0, 1] or n is not > 0: no band)."""
+    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    ok = (p >= 0) & (p <= 1) & (n > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, np.sqrt(p * (1 - p) / np.where(ok, n, 1.0)), np.nan)
+
+
 def level_fall(h: History, cfg: DetectorConfig, key: str, k: int, sustain: int, steps: int = 0,
                name: str = "level", noise_before: bool = False, size_key: str | None = None) -> Signal:
     """:func:`reward_fall`'s rule on any column whose fall from its best is harm, with levels of ``k`` points (1: each

@@ -346,3 +346,25 @@ def test_kl_panel_draws_a_logged_kl_and_collapses_without_one():
     assert trace["yaxis"] == axis.replace("axis", "") and fig["layout"][axis]["type"] == "log"
     without = summarise(_steps(20, kl_ref_mean=np.nan), figures.COLUMNS)
     assert figures.collapsed(without)["kl"] == figures.NOT_RECORDED
+
+
+def test_the_evaluation_band_is_its_sets_sampling_noise():
+    # evaluations at 0 and 10 on 20 questions: 0.5 → ± 1.96 √(0.25 / 20) = ± 0.219135; 0.1 → ± 1.96 √(0.09 / 20)
+    # = 1.96 × 0.067082 = ± 0.131481; a step without an evaluation, and one whose size is not logged, have no band
+    df = pd.DataFrame({"step": [0, 5, 10, 15], "eval_score": [0.5, np.nan, 0.1, 0.4],
+                       "eval_size": [20.0, np.nan, 20.0, np.nan]})
+    out = figures.derived_columns(df)
+    assert np.allclose(out["eval_lo"].to_numpy()[[0, 2]], [0.5 - 0.219135, 0.1 - 0.131481], atol=1e-6)
+    assert np.allclose(out["eval_hi"].to_numpy()[[0, 2]], [0.5 + 0.219135, 0.1 + 0.131481], atol=1e-6)
+    assert out["eval_lo"].isna().tolist() == [False, True, False, True]
+    # a score outside [0, 1] (a reward) has no binomial band
+    assert figures.derived_columns(df.assign(eval_score=[2.0, np.nan, 3.0, 1.0]))["eval_lo"].isna().all()
+    # drawn on the reward panel as a filled band around the score (raw: smooth 1), and sent live as new points come
+    steps = _steps(11, eval_score=[0.5] + [np.nan] * 9 + [0.1], eval_size=[20.0] + [np.nan] * 9 + [20.0])
+    fig = figures.overview_figure(steps, EVENTS.iloc[0:0], summarise(steps, figures.COLUMNS), 1)
+    lo, hi = _trace(fig, "eval_lo"), _trace(fig, "eval_hi")
+    assert list(lo["x"]) == list(hi["x"]) == [0, 10] and hi["fill"] == "tonexty"
+    assert np.allclose(hi["y"], [0.5 + 0.219135, 0.1 + 0.131481], atol=1e-6)
+    new = figures.extension(steps, after=5, smooth=1, summary=summarise(steps, figures.COLUMNS))
+    x, y = new[figures.TRACE_COLUMNS.index("eval_lo")]
+    assert list(x) == [10] and np.allclose(y, [0.1 - 0.131481], atol=1e-6)
