@@ -70,13 +70,12 @@ def reward_fall(h: History, cfg: DetectorConfig, sustain: int, steps: int = 0) -
 def binomial_noise(p: float, n: float) -> float:
     """The sampling noise of a share ``p`` measured on ``n`` examples, √(p(1 − p)/n): exact for right/wrong grades, an
     upper bound for any score in [0, 1] of mean p (its variance is at most p(1 − p)). 0 unless 0 ≤ p ≤ 1 and n > 0."""
-    if not (n > 0 and 0 <= p <= 1):
-        return 0.0
-    return math.sqrt(p * (1 - p) / n)
+    noise = float(binomial_noises(np.float64(p), np.float64(n)))
+    return 0.0 if math.isnan(noise) else noise
 
 
 def binomial_noises(p: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """:func:`binomial_noise` element-wise over arrays (NaN where p is not in [0, 1] or n is not > 0: no band)."""
+    """√(p(1 − p)/n) element-wise over arrays (NaN where p is not in [0, 1] or n is not > 0: no band)."""
     p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
     ok = (p >= 0) & (p <= 1) & (n > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
