@@ -283,11 +283,12 @@ def overview_figure(steps: pd.DataFrame, events: pd.DataFrame, summary: dict[str
 
 def derived_columns(steps: pd.DataFrame, z: float = 1.96) -> pd.DataFrame:
     """``steps`` with the series drawn but not stored (:data:`DERIVED`): the pooled L and its band
-    (``likelihood.pooled_columns``) and the evaluation's band (:data:`EVAL_BAND`, NaN without a size)."""
+    (``likelihood.pooled_columns``) and the evaluation's band (:data:`EVAL_BAND`: at each score, the last size logged
+    at or before it, as the detector reads it; NaN before any size, and throughout where a score is outside [0, 1])."""
     out = pooled_columns(steps)
     score = pd.to_numeric(out["eval_score"], errors="coerce") if "eval_score" in out else None
-    size = pd.to_numeric(out["eval_size"], errors="coerce") if "eval_size" in out else None
-    if score is None or size is None:
+    size = pd.to_numeric(out["eval_size"], errors="coerce").ffill() if "eval_size" in out else None
+    if score is None or size is None or not score.dropna().between(0, 1).all():  # a share, as the detector reads it
         out["eval_lo"] = out["eval_hi"] = np.nan
         return out
     half = z * binomial_noises(score.to_numpy(dtype=float, na_value=np.nan), size.to_numpy(dtype=float, na_value=np.nan))

@@ -350,14 +350,18 @@ def test_kl_panel_draws_a_logged_kl_and_collapses_without_one():
 
 def test_the_evaluation_band_is_its_sets_sampling_noise():
     # evaluations at 0 and 10 on 20 questions: 0.5 → ± 1.96 √(0.25 / 20) = ± 0.219135; 0.1 → ± 1.96 √(0.09 / 20)
-    # = 1.96 × 0.067082 = ± 0.131481; a step without an evaluation, and one whose size is not logged, have no band
+    # = 1.96 × 0.067082 = ± 0.131481; a step without an evaluation has no band, one whose size is not logged takes
+    # the last size logged (as the detector does): 0.4 at 15 on 20 → ± 1.96 √(0.24 / 20) = 1.96 × 0.109545 = ± 0.214708;
+    # before any size, no band
     df = pd.DataFrame({"step": [0, 5, 10, 15], "eval_score": [0.5, np.nan, 0.1, 0.4],
-                       "eval_size": [20.0, np.nan, 20.0, np.nan]})
+                       "eval_size": [20.0, np.nan, np.nan, np.nan]})
     out = figures.derived_columns(df)
-    assert np.allclose(out["eval_lo"].to_numpy()[[0, 2]], [0.5 - 0.219135, 0.1 - 0.131481], atol=1e-6)
-    assert np.allclose(out["eval_hi"].to_numpy()[[0, 2]], [0.5 + 0.219135, 0.1 + 0.131481], atol=1e-6)
-    assert out["eval_lo"].isna().tolist() == [False, True, False, True]
-    # a score outside [0, 1] (a reward) has no binomial band
+    assert np.allclose(out["eval_lo"].to_numpy()[[0, 2, 3]], [0.5 - 0.219135, 0.1 - 0.131481, 0.4 - 0.214708], atol=1e-6)
+    assert np.allclose(out["eval_hi"].to_numpy()[[0, 2, 3]], [0.5 + 0.219135, 0.1 + 0.131481, 0.4 + 0.214708], atol=1e-6)
+    assert out["eval_lo"].isna().tolist() == [False, True, False, False]
+    assert figures.derived_columns(df.assign(eval_size=[np.nan, np.nan, 20.0, np.nan]))["eval_lo"].isna().tolist() == [
+        True, True, False, False]
+    # a run with a score outside [0, 1] (a reward) has no binomial band, at none of its points
     assert figures.derived_columns(df.assign(eval_score=[2.0, np.nan, 3.0, 1.0]))["eval_lo"].isna().all()
     # drawn on the reward panel as a filled band around the score (raw: smooth 1), and sent live as new points come
     steps = _steps(11, eval_score=[0.5] + [np.nan] * 9 + [0.1], eval_size=[20.0] + [np.nan] * 9 + [20.0])
