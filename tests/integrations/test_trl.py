@@ -20,7 +20,10 @@ import torch
 
 pytest.importorskip("trl")
 
+from transformers import TrainerCallback  # noqa: E402
+
 from collapsewatch import Sampling, connect  # noqa: E402
+from collapsewatch.detectors import DetectorConfig  # noqa: E402
 from collapsewatch.integrations._trl_tap import turn_ids_from_tool_mask  # noqa: E402
 from collapsewatch.integrations.trl import (  # noqa: E402
     SUPPORTED_TRL,
@@ -420,3 +423,31 @@ def test_trl_evaluation_logs_fill_eval_score(tmp_path):
     implied = [(h["step"], round(h["eval_samples_per_second"] * h["eval_runtime"])) for h in trainer.state.log_history
                if "eval_runtime" in h]
     assert sizes == implied == [(2, 8), (4, 8)]
+
+
+def test_trl_evaluation_falls_are_seen_online_at_their_step(tmp_path):
+    # HF evaluates after a step's training log and logs eval_* in a second on_log call for the same global step;
+    # the Monitor's online detectors read that evaluation there. The eval reward is made to fall: TRL scores eval
+    # completions with the policy in eval mode (its own train/eval switch), where this reward is 1.0 at the first
+    # evaluation (after step 2) and 0.0 at the second (after step 4); training completions get 0.5 throughout.
+    # eval_score: 1.0 at 2, 0.0 at 4; the bar at 4 is max(0.05, 0.25 × 1.0) = 0.25 (two points: no spread; the set's
+    # 8 prompts give no floor at p̄ = 1.0) ≤ 1.0 → an evaluation/fall warning at 4, found online
+    evaluations_done = []
+
+    class Count(TrainerCallback):
+        def on_evaluate(self, args, state, control, **kwargs):
+            evaluations_done.append(state.global_step)
+
+    trainer = tiny_grpo_trainer(str(tmp_path / "out"), reward_funcs=lambda completions, **kw: [
+        0.5 if trainer.model.training else (0.0 if evaluations_done else 1.0) for _ in completions],
+        n_eval_prompts=8, eval_strategy="steps", eval_steps=2, per_device_eval_batch_size=4)
+    trainer.add_callback(Count())
+    store = tmp_path / "store"
+    watch(trainer, store, "online_eval", per_token=False, detectors=DetectorConfig(enabled=("evaluation",)))
+    trainer.train()
+    assert evaluations_done == [2, 4]
+    con = connect(store)
+    assert con.execute("SELECT step, eval_score, eval_size FROM steps WHERE eval_score IS NOT NULL ORDER BY step"
+                       ).fetchall() == [(2, 1.0, 8.0), (4, 0.0, 8.0)]
+    assert con.execute("SELECT detector, phase, step_start, severity, source FROM events").fetchall() == [
+        ("evaluation", "fall", 4, "warning", "online")]
