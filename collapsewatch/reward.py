@@ -13,6 +13,12 @@ verdict, the judge, the dashboard and the lab.
   the one that first fell). ``MIN_BEST`` 0.1 keeps runs that never learned out (a best under one success in ten
   is within a rollout's noise of 0) and keeps runs whose best is ≈ 0.15 in: the built-in warm starts succeed at
   ≈ 0.2, and a run that peaks at a level of 0.15 and then scores 0 for 300 steps collapsed.
+* **Undecided** (no collapse by the rule, and the run's end decided that): the run's last fall (level ≤
+  ``COLLAPSE_FRAC`` × best) was first seen inside its last ``SUSTAIN`` points, or its only recovery from that fall
+  (level > ``RECOVER_FRAC`` × best) lies inside them. Either way "never collapsed" rests on fewer points than a
+  collapse must last: whether the fall is a collapse, or the recovery lasts, the log cannot tell. The lab lists such
+  runs as labels it cannot trust (``collapsewatch.lab.bench``, U3) and scores them nowhere (issue 31: a natural run
+  at reward 0 for 100 steps, whose last 3 levels rose, was a "never-collapsed" run with criticals).
 * **Drill**: ``drill.kind`` and ``drill.at_step`` from the run's config in the store (the built-in trainer
   records them).
 """
@@ -60,6 +66,28 @@ def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
         if not np.any(later > RECOVER_FRAC * b):
             return int(steps[i])
     return None
+
+
+def undecided(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain: int = SUSTAIN) -> str:
+    """Why the run's end decides its label ("" where it does not, or the run collapsed), by the module docstring."""
+    if reward_collapse(steps, reward, smooth, sustain) is not None:
+        return ""
+    level, best = reward_level(steps, reward, smooth)
+    defined = np.flatnonzero(~np.isnan(level))
+    for j, i in enumerate(defined):
+        b = best[i]
+        if not (b >= MIN_BEST and level[i] <= COLLAPSE_FRAC * b):
+            continue
+        later = defined[j + 1:]
+        if len(later) < sustain:
+            return (f"the reward level fell to {level[i]:.3g} (≤ {COLLAPSE_FRAC:g} × its best {b:.3g}) at step "
+                    f"{int(steps[i])}, {len(later)} point(s) before the run's end: too few to tell a collapse")
+        up = np.flatnonzero(level[later] > RECOVER_FRAC * b)
+        if up[0] >= len(later) - sustain:  # no collapse by the rule, so the level did come back (up is not empty)
+            return (f"the reward level fell to {level[i]:.3g} (≤ {COLLAPSE_FRAC:g} × its best {b:.3g}) at step "
+                    f"{int(steps[i])} and first came back at step {int(steps[later[up[0]]])}, "
+                    f"{len(later) - up[0]} point(s) before the run's end: too few to tell a recovery")
+    return ""
 
 
 def drill_of(config: Mapping[str, Any] | str | None) -> tuple[str, int | None]:

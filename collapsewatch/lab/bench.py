@@ -17,7 +17,9 @@ Definitions (fixed before any figure was looked at; the constants below are the 
   ``SMOOTH`` (10) points (of all of them from the 5th while fewer: :mod:`collapsewatch.reward`); a level set before
   point 20 still has start-up points in its window, so the "best" it falls from is the
   run's noisy starting level, not a level the run learned (issue 31: drilled runs "collapsing" at step 14 from a
-  10-point level at their start, 18 steps before their drill).
+  10-point level at their start, 18 steps before their drill); U3 a derived "no collapse" that the run's last
+  ``SUSTAIN`` points decide (:func:`collapsewatch.reward.undecided`: a fall first seen there, or the only recovery
+  from one) — fewer points than a collapse must last, so the log cannot tell.
 * **Classes** of the trusted runs: *collapsed* (E set), *healthy* (no drill, no E: every alarm on it is false),
   *other* (a drilled run that did not collapse: counted, not scored).
 * **Alarm**: an offline detector episode (``detect_frame``, today's rules or ``--detectors``) whose worst severity
@@ -126,7 +128,7 @@ def best_point(steps: np.ndarray, reward: np.ndarray, at_step: int) -> int | Non
 
 def classify(source: str, label: RunLabel, steps: np.ndarray, reward: np.ndarray, csv_label: bool,
              blind: bool = False, inputs: frozenset[str] | None = None) -> BenchRun:
-    """The run's bench class by the module docstring (E, U1, U2); ``blind``: its log holds no signal column;
+    """The run's bench class by the module docstring (E, U1, U2, U3); ``blind``: its log holds no signal column;
     ``inputs``: the detectors' primary columns it logs (:attr:`BenchRun.inputs`)."""
     collapse = label.collapse
     if collapse is None and csv_label and label.kind and label.onset is not None:
@@ -140,6 +142,8 @@ def classify(source: str, label: RunLabel, steps: np.ndarray, reward: np.ndarray
             if k is not None and k < NOISY_POINTS:
                 status, reason = "untrusted", (f"U2: collapse at {label.collapse} from a best set at reward point "
                                                f"{k} (< {NOISY_POINTS})")
+    if not csv_label and label.undecided:
+        status, reason = "untrusted", f"U3: {label.undecided}"
     return BenchRun(source, label.run, status, collapse, label.n_steps, tuple(int(s) for s in np.sort(steps)),
                     reason, blind, inputs)
 

@@ -1,6 +1,8 @@
 """Ground truth per run for the lab: drill kind and onset, reward collapse, and user-supplied labels.
 
-* **Drill onset** and **reward collapse**: by the product's rule (:mod:`collapsewatch.reward`, one home).
+* **Drill onset** and **reward collapse**: by the product's rule (:mod:`collapsewatch.reward`, one home); a derived
+  label the run's end decides (``reward.undecided``) carries why in ``RunLabel.undecided`` and is neither healthy
+  nor collapsed.
 * **Near best**: the severity gate's rule (``detectors.severity.near_best_points``) — a ``critical`` flag
   there breaks the severity promise (no critical near the best reward); one definition for the gate and the lab.
 * **User labels**: a CSV with columns ``run, kind, onset, collapse`` (empty cells = none) overrides the
@@ -21,15 +23,26 @@ import numpy as np
 
 from ..detectors.config import DetectorConfig
 from ..detectors.severity import near_best_points
-from ..reward import COLLAPSE_FRAC, MIN_BEST, RECOVER_FRAC, SMOOTH, SUSTAIN, drill_of, reward_collapse, reward_level
+from ..reward import (
+    COLLAPSE_FRAC,
+    MIN_BEST,
+    RECOVER_FRAC,
+    SMOOTH,
+    SUSTAIN,
+    drill_of,
+    reward_collapse,
+    reward_level,
+    undecided,
+)
 
 __all__ = ["COLLAPSE_FRAC", "MIN_BEST", "RECOVER_FRAC", "SMOOTH", "SUSTAIN", "RunLabel", "drill_of", "label_run",
-           "near_best_steps", "read_label_file", "reward_collapse", "reward_level"]
+           "near_best_steps", "read_label_file", "reward_collapse", "reward_level", "undecided"]
 
 
 @dataclass(frozen=True)
 class RunLabel:
-    """What is known about one run: the drill (kind "" = none), its onset and the reward collapse step."""
+    """What is known about one run: the drill (kind "" = none), its onset and the reward collapse step;
+    ``undecided``: why a derived "no collapse" rests on the run's last points ('' where it does not)."""
 
     run: str
     kind: str
@@ -37,6 +50,7 @@ class RunLabel:
     collapse: int | None
     first_step: int
     last_step: int
+    undecided: str = ""
 
     @property
     def n_steps(self) -> int:
@@ -44,8 +58,8 @@ class RunLabel:
 
     @property
     def healthy(self) -> bool:
-        """Undrilled and no reward collapse: every flag on it is a false flag."""
-        return not self.kind and self.collapse is None
+        """Undrilled, no reward collapse and a label its end does not decide: every flag on it is a false flag."""
+        return not self.kind and self.collapse is None and not self.undecided
 
 
 def near_best_steps(steps: np.ndarray, reward: np.ndarray, cfg: DetectorConfig | None = None) -> set[int]:
@@ -91,12 +105,15 @@ def _int_or_none(text: str | None) -> int | None:
 
 def label_run(run: str, config: Mapping[str, Any] | str | None, steps: np.ndarray, reward: np.ndarray,
               user: dict[str, str | int | None] | None = None) -> RunLabel:
-    """The run's label: drill from its config, collapse by the rule; a user label overrides both."""
+    """The run's label: drill from its config, collapse by the rule (undecided where the run's end decides it); a user
+    label overrides all three."""
     kind, onset = drill_of(config)
     collapse = reward_collapse(steps, reward)
+    why = "" if collapse is not None else undecided(steps, reward)
     if user is not None:
         kind, onset, collapse = str(user["kind"] or ""), user["onset"], user["collapse"]  # type: ignore[assignment]
+        why = ""
     if kind and onset is None:
         raise ValueError(f"run {run!r}: kind {kind!r} given without an onset step")
     first, last = (int(steps[0]), int(steps[-1])) if len(steps) else (0, -1)
-    return RunLabel(run, kind, onset, collapse, first, last)
+    return RunLabel(run, kind, onset, collapse, first, last, why)

@@ -8,7 +8,10 @@ the corpus's undrilled runs:
 * ``flagged_early_share`` = collapsed runs with a flag starting ≥ ``EARLY`` steps before the collapse / collapsed runs;
 * ``lead_median`` = median over collapsed runs flagged before the collapse of (collapse − first flag start);
 * ``false_per_1k`` = flags on runs that never collapse, per 1,000 of their steps;
-* ``critical_never_collapsed`` = critical flags on runs that never collapse (the target is 0).
+* ``critical_never_collapsed`` = critical flags on runs that never collapse (the target is 0);
+* ``undecided_runs`` = runs whose label the run's end decides (:func:`collapsewatch.reward.undecided`: a fall first
+  seen in its last ``SUSTAIN`` points, or the only recovery from one) — neither collapsed nor never-collapsed, so
+  scored in no column; ``--runs`` says why for each.
 
 Row ``any`` takes every detector's flags together (the issue's target: ≥ 80 % flagged that early by some
 detector). :func:`run_table` says what fired where, one row per run.
@@ -27,7 +30,7 @@ from .score import dated
 EARLY = 20
 """Steps before the reward collapse a flag must start by to count as early."""
 NATURAL_COLUMNS = ["detector", "collapsed_runs", "flagged_early_share", "lead_median", "never_collapsed_runs",
-                   "false_per_1k", "critical_never_collapsed"]
+                   "false_per_1k", "critical_never_collapsed", "undecided_runs"]
 
 
 def _flags(flags: pd.DataFrame, severity: str = "warning") -> pd.DataFrame:
@@ -40,7 +43,8 @@ def score_natural(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
     """One row per detector (and ``any``) over the undrilled runs of ``labels`` (module docstring)."""
     natural = [lab for lab in labels if not lab.kind]
     collapsed = [lab for lab in natural if lab.collapse is not None]
-    never = [lab for lab in natural if lab.collapse is None]
+    never = [lab for lab in natural if lab.healthy]
+    undecided = sum(1 for lab in natural if lab.collapse is None and lab.undecided)
     warn = _flags(flags)
     rows = []
     for det in [*sorted(set(flags["detector"])), "any"]:
@@ -62,22 +66,26 @@ def score_natural(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
             "never_collapsed_runs": len(never),
             "false_per_1k": 1000.0 * sum(len(starts.get(r, [])) for r in never_runs) / steps if steps else None,
             "critical_never_collapsed": int(crit["run"].isin(never_runs).sum()),
+            "undecided_runs": undecided,
         })
     return pd.DataFrame(rows, columns=NATURAL_COLUMNS)
 
 
 def run_table(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
-    """One row per undrilled run: steps, collapse step, and per detector its first flag ≥ warning as
-    ``phase@step(severity)`` (worst severity of that episode), '' when none."""
+    """One row per undrilled run: steps, collapse step ("cannot tell" where the run's end decides its label, with why
+    in ``undecided``), and per detector its first flag ≥ warning as ``phase@step(severity)`` (worst severity of that
+    episode), '' when none."""
     warn = _flags(flags).sort_values("step_start")
     detectors = sorted(set(flags["detector"]))
     rows = []
     for lab in sorted((lab for lab in labels if not lab.kind), key=lambda lab: lab.run):
-        row: dict[str, object] = {"run": lab.run, "steps": lab.n_steps, "collapse": lab.collapse}
+        row: dict[str, object] = {"run": lab.run, "steps": lab.n_steps,
+                                  "collapse": "cannot tell" if lab.collapse is None and lab.undecided else lab.collapse}
         for det in detectors:
             first = warn[(warn["run"] == lab.run) & (warn["detector"] == det)].head(1)
             row[det] = "" if first.empty else \
                 f"{first['phase'].iat[0]}@{int(first['step_start'].iat[0])}({first['severity'].iat[0]})"
+        row["undecided"] = lab.undecided if lab.collapse is None else ""
         rows.append(row)
     return pd.DataFrame(rows)
 

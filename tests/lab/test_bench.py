@@ -244,6 +244,25 @@ def test_drilled_runs_u1_and_other():
     assert classify("p", given, steps, reward, csv_label=True).status == "collapsed"
 
 
+def test_a_label_the_runs_end_decides_is_u3():
+    # reward .5 for 40 points, then .05 for 14 points: the 10-point level falls to .05 ≤ .25 at step 45 (six of ten
+    # points .05), and 8 levels follow (steps 46-53) < SUSTAIN 10 → no collapse by the rule, decided by the run's end
+    steps = np.arange(54)
+    reward = np.r_[np.full(40, .5), np.full(14, .05)]
+    lab = label_run("e1", None, steps, reward)
+    assert lab.collapse is None and "at step 45, 8 point(s) before the run's end" in lab.undecided
+    assert not lab.healthy
+    r = classify("natural", lab, steps, reward, csv_label=False)
+    assert r.status == "untrusted" and r.reason.startswith("U3: the reward level fell to 0.05")
+    # the user's word (a labels-CSV row) decides: healthy, not U3
+    given = label_run("e1", None, steps, reward, {"kind": "", "onset": None, "collapse": None})
+    assert given.undecided == "" and classify("p", given, steps, reward, csv_label=True).status == "healthy"
+    # the same run with 10 more low points: sustained → collapsed at 45, decided
+    longer = np.r_[reward, np.full(10, .05)]
+    lab = label_run("e2", None, np.arange(64), longer)
+    assert (lab.collapse, lab.undecided) == (45, "")
+
+
 def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
     from typer.testing import CliRunner
 

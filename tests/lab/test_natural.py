@@ -36,6 +36,22 @@ def test_natural_scores_per_detector_and_any():
     assert t.loc["any", "critical_never_collapsed"] == 1
 
 
+def test_a_run_its_end_decides_is_scored_nowhere():
+    # n5: no collapse by the rule, but only because its last points rose (reward.undecided): its critical is neither
+    # a false flag on a never-collapsed run nor a flag on a collapse → the figures of the test above, and 1 undecided
+    why = "the reward level fell to 0 … first came back at step 397, 3 point(s) before the run's end"
+    labels = [*LABELS, RunLabel("n5", "", None, None, 0, 399, why)]
+    flags = pd.concat([FLAGS, pd.DataFrame([("n5", "entropy", "blowup", "critical", 300)], columns=FLAGS.columns)])
+    t = score_natural(flags, labels).set_index("detector")
+    ent = t.loc["entropy"]
+    assert ent["never_collapsed_runs"] == 2 and ent["false_per_1k"] == pytest.approx(1000 * 2 / 600)
+    assert ent["critical_never_collapsed"] == 1 and ent["undecided_runs"] == 1 and t.loc["any", "undecided_runs"] == 1
+    runs = run_table(flags, labels).set_index("run")
+    assert runs.loc["n5", "collapse"] == "cannot tell" and runs.loc["n5", "undecided"] == why
+    assert runs.loc["n5", "entropy"] == "blowup@300(critical)"  # still shown: what fired where
+    assert runs.loc["n3", "undecided"] == "" and runs.loc["n1", "collapse"] == 300
+
+
 def test_run_table_says_what_fired_where():
     t = run_table(FLAGS, LABELS).set_index("run")
     assert list(t.index) == ["n1", "n2", "n3", "n4"]  # the drill is not a natural run

@@ -8,6 +8,7 @@ import pytest
 
 from collapsewatch.lab.labels import RunLabel, label_run, read_label_file, reward_collapse, reward_level
 from collapsewatch.lab.score import score
+from collapsewatch.reward import undecided
 
 # a, b: lld drills (onset 10, 50 steps; a collapses at 30); c: isdd drill (onset 20, 40 steps);
 # h: healthy (100 steps); u: undrilled with a collapse at 60 (not healthy: its flags are not false flags)
@@ -111,6 +112,35 @@ def test_a_fall_in_the_runs_last_points_is_not_yet_a_collapse():
     assert reward_collapse(np.arange(25), np.r_[r, [np.nan] * 10], smooth=5) is None
     # ten more logged .1 points make 15: sustained, collapse at 9 (the step the level first fell, not 9 + 10)
     assert reward_collapse(np.arange(25), np.r_[r, [.1] * 10], smooth=5) == 9
+
+
+def test_a_label_the_runs_end_decides_is_undecided():
+    # (b) the fall of the test above with the run ending at step 14: level .1 ≤ 0.5 × .5 from step 9, 5 later
+    # levels < SUSTAIN 10 → no collapse, and it is the run's end that says so
+    r = np.array([.1, .3, .5, .5, .5, .5, .5] + [.1] * 8)
+    why = undecided(np.arange(15), r, smooth=5)
+    assert "at step 9, 5 point(s) before the run's end: too few to tell a collapse" in why
+    # (a) the fall of test_reward_collapse_rule (level .1 from step 9), 18 points at .1, then 3 points at .5:
+    # levels (5-point medians) at steps 25, 26 are .1 (≤ two .5 of five), at 27 .5 (three of five) > .375
+    # = 0.75 × .5 → a recovery (no collapse), first seen at step 27, 1 point before the end (step 27 is the last):
+    # 18 later levels (steps 10-27) ≥ 10, the first above .375 is the 18th, inside the last 10 → undecided
+    late = np.r_[.1, .3, [.5] * 5, [.1] * 18, [.5] * 3]
+    assert reward_collapse(np.arange(28), late, smooth=5) is None
+    assert "first came back at step 27, 1 point(s) before the run's end: too few to tell a recovery" in \
+        undecided(np.arange(28), late, smooth=5)
+    # 13 points at .5 (steps 25-37): the level is back above .375 from step 27 on, 11 levels (27-37); the first of
+    # the 28 later levels above it is the 18th, not inside the last 10 (later levels 19-28) → a recovery: decided
+    assert undecided(np.arange(38), np.r_[late[:-3], [.5] * 13], smooth=5) == ""
+    # decided either way: the sustained collapse (a collapse step, not undecided) and a run that never fell
+    assert undecided(np.arange(25), np.r_[.1, .3, [.5] * 5, [.1] * 18], smooth=5) == ""
+    assert undecided(np.arange(25), np.full(25, .5), smooth=5) == ""
+    # a fall that recovered mid-run (.1 at steps 7-11, .5 at 12-26: level .5 again from step 14, 19 later levels),
+    # then six .1 at steps 27-32: the level is .1 from step 29 (three .1 of its five), 3 later levels < 10 → the
+    # second fall decides: undecided
+    dip = np.r_[.1, .3, [.5] * 5, [.1] * 5, [.5] * 15, [.1] * 6]
+    assert reward_collapse(np.arange(len(dip)), dip, smooth=5) is None
+    assert "at step 29, 3 point(s) before the run's end: too few to tell a collapse" in \
+        undecided(np.arange(len(dip)), dip, smooth=5)
 
 
 def test_the_first_points_alone_never_set_the_best():
