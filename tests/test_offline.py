@@ -99,6 +99,27 @@ def test_merge_logged_is_duckdbs_max():
             online == offline, values
 
 
+def test_an_ingested_nan_grad_norm_alone_is_a_skipped_update_and_with_the_loss_critical(tmp_path):
+    # Steps 1–14, loss and grad_norm logged at every step. Step 4: grad_norm NaN alone (3 and 5 clean) → info (an fp16
+    # skipped update); its episode closes after exit_patience 3 clean steps (5–7). Step 10: grad_norm *and* loss NaN →
+    # offline.run_steps names the loss first (SCALARS order), so the point is not "the norm alone" → critical at once.
+    import json
+
+    from collapsewatch.ingest import ingest_file
+
+    nan = float("nan")
+    rows = [{"step": s, "loss": nan if s == 10 else 0.5, "grad_norm": nan if s in (4, 10) else 1.0}
+            for s in range(1, 15)]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ingest_file(tmp_path / "store", log, "fp16-run")
+    events = detect_runs(tmp_path / "store", "fp16-run")
+    nonfinite = events[events.detector == "nonfinite"].sort_values("step_start")
+    assert [(int(a), int(b), s) for a, b, s in nonfinite[["step_start", "step_end", "severity"]].itertuples(
+        index=False)] == [(4, 4, "info"), (10, 10, "critical")]
+    assert "loss" in nonfinite.iloc[1]["message"]
+
+
 def test_a_nan_loss_in_an_ingested_log_is_a_nonfinite_episode(tmp_path):
     # An ingested log's NaN is stored as NaN, not NULL; a frame would read both as missing, so offline.run_steps
     # names it in first_nonfinite. Steps 1–5, loss NaN at step 3 only (grad_norm logged, finite, everywhere):

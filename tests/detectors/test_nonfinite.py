@@ -33,6 +33,39 @@ def test_infinite_grad_norm_is_reported_but_nan_is_indistinguishable_from_null()
     assert (ep.step_start, ep.metric, ep.evidence["first_tensor"]) == (20, "grad_norm", "grad_norm")
 
 
+def test_an_isolated_nonfinite_grad_norm_is_a_skipped_update():
+    # step 20 alone: grad_norm Inf, step 19 and 21 clean, no probe count, loss finite → what fp16 loss scaling logs
+    # when it skips an overflowing update: info, the episode's worst, and the message says so
+    data = rows(30, grad_norm=lambda s: math.inf if s == 20 else 1.0, loss=0.5, **CLEAN)
+    _, suite = feed(data, ONLY)
+    (ep,) = suite.episodes()
+    assert (ep.step_start, ep.step_end, ep.severity) == (20, 20, "info")
+    assert ep.evidence["skipped_update"] is True and "loss scaler skips" in ep.message
+
+
+def test_a_nonfinite_grad_norm_that_repeats_is_critical():
+    # steps 20 and 21 Inf in a row: 20 reads as a skipped update (info), 21 continues the run of non-finite points
+    # (first step 20 ≠ 21) → critical from 21: an applied NaN gradient leaves NaN weights, so the norm stays
+    data = rows(30, grad_norm=lambda s: math.inf if s in (20, 21) else 1.0, loss=0.5, **CLEAN)
+    stream, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "nonfinite") == [("nonfinite", 20, 21, "critical")]
+    assert [e.severity for e in stream] == ["info", "critical"]
+    assert suite.episodes()[0].evidence["first_step"] == 20
+
+
+def test_a_nonfinite_loss_or_probe_tensor_beside_the_norm_is_critical_at_once():
+    # Inf loss with the norm: the loss is the model's own number → critical at its first point
+    data = rows(30, grad_norm=lambda s: math.inf if s == 20 else 1.0,
+                loss=lambda s: math.inf if s == 20 else 0.5, **CLEAN)
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "nonfinite") == [("nonfinite", 20, 20, "critical")]
+    # a probe count with the norm (NaN log-probs): critical at once too
+    data = rows(30, grad_norm=lambda s: math.inf if s == 20 else 1.0, loss=0.5, **CLEAN)
+    data[20]["nonfinite_logp"] = 3.0
+    _, suite = feed(data, ONLY)
+    assert spans(suite.episodes(), "nonfinite") == [("nonfinite", 20, 20, "critical")]
+
+
 def test_counts_without_a_name_still_flag():
     data = rows(10, **CLEAN)
     data[4]["nonfinite_entropy"] = 2.0
