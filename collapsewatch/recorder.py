@@ -32,6 +32,7 @@ from .catalogue import (
     scalar_column,
     with_logged,
 )
+from .detectors.nonfinite import with_first_nonfinite
 from .ingest.keys import second_rows
 from .probe import ClipSpec
 from .series import Snapshot, after_step
@@ -336,7 +337,7 @@ class Recorder(threading.Thread):
             self.writer.append("step_metrics", row)
         logged = {m.name: scalars.get(m.name) for m in LOGGED_SCALARS}
         # the same columns the offline `steps` view gives the detectors: a logged reward where none was observed
-        row = dict(with_logged(metrics, scalars), **logged, step=step)
+        row = with_first_nonfinite(dict(with_logged(metrics, scalars), **logged, step=step))
         events = self._detect(row) if self.detectors is not None else None
         # published whole, after the step's events: a reader on the training thread needs no lock
         self.series = after_step(self.series, step, row, None if events is None else [e.severity for e in events])

@@ -238,3 +238,32 @@ def test_an_evaluation_logged_after_its_steps_training_log_is_seen_online(store)
                                                              for s in range(0, 41, 10)]
     assert con.execute("SELECT detector, phase, step_start, max(step_end), severity FROM events WHERE run = "
                        "'hf_order' GROUP BY ALL").fetchall() == [("evaluation", "fall", 30, 40, "warning")]
+
+
+def test_a_logged_nan_loss_or_grad_norm_is_seen_online_as_offline(store, tmp_path):
+    """A NaN given to ``Monitor.log`` (what HF's Trainer logs) reaches the non-finite rule online as it does offline
+    (``nonfinite.with_first_nonfinite`` = the store's ``STORED_FIRST_NONFINITE``): steps 0–19, loss 0.5 and grad_norm
+    1.0 logged at every step (clean points), but grad_norm NaN alone at 5 → info, a skipped update (4 and 6 clean);
+    loss and grad_norm NaN at 12 → the loss named first → critical at once (12 is 6 clean points after 5, past
+    exit_patience 3: a new episode)."""
+    only = DetectorConfig(enabled=("nonfinite",))
+    nan = float("nan")
+
+    def scalars(step: int) -> dict[str, float]:
+        return {"loss": nan if step == 12 else 0.5, "grad_norm": nan if step in (5, 12) else 1.0}
+
+    plain = TokenBatch(logp=-torch.ones(2, 3), mask=torch.ones(2, 3))
+    with Monitor(store, "online_nan", detectors=only) as mon:
+        for step in range(20):
+            mon.observe(plain, step=step)
+            mon.log(step, scalars(step))
+    log = tmp_path / "nan.jsonl"
+    log.write_text("".join(json.dumps({"step": s, **scalars(s)}) + "\n" for s in range(20)))
+    ingest_file(store, log, "ingested_nan", fmt="jsonl")
+    want = [("nonfinite", 5, 5, "info"), ("nonfinite", 12, 12, "critical")]
+    con = connect(store)
+    assert con.execute("SELECT detector, step_start, max(step_end), max_by(severity, step_end) FROM events WHERE "
+                       "run = 'online_nan' GROUP BY detector, step_start ORDER BY step_start").fetchall() == want
+    found = detect_runs(store, run="ingested_nan", config=only)
+    assert [(r.detector, r.step_start, r.step_end, r.severity) for r in found.itertuples()] == want
+    assert "loss" in found.iloc[1]["message"] and "skips such an update" in found.iloc[0]["message"]

@@ -17,6 +17,7 @@ healthy logged NaN grad norms at 4 isolated points of 60 and was marked critical
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +39,16 @@ STORED_FIRST_NONFINITE = ("coalesce(first_nonfinite, CASE "
 """SQL for a stored run's ``first_nonfinite``: as recorded, else the first of SCALARS that is NaN at that step — a
 frame cannot tell NaN from NULL, the store can (``offline.run_steps`` reads it; part of these rules' digest)."""
 INPUTS = ("first_nonfinite", *(f"nonfinite_{t}" for t in TENSORS), *SCALARS)
+
+
+def with_first_nonfinite(row: dict[str, Any]) -> dict[str, Any]:
+    """A live step row with ``first_nonfinite`` named as :data:`STORED_FIRST_NONFINITE` names it for a stored run: as
+    recorded, else the first of SCALARS whose logged value is NaN — live and offline read one step alike (a row
+    normalised for the rules reads a NaN as missing)."""
+    if row.get("first_nonfinite"):
+        return row
+    nan = next((s for s in SCALARS if isinstance(row.get(s), float) and math.isnan(row[s])), None)
+    return row if nan is None else {**row, "first_nonfinite": nan}
 
 
 def _tensors(row: Row) -> list[str] | None:
