@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -68,10 +69,23 @@ def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
     return None
 
 
-def undecided(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain: int = SUSTAIN) -> str:
-    """Why the run's end decides its label ("" where it does not, or the run collapsed), by the module docstring."""
+@dataclass(frozen=True)
+class Pending:
+    """A fall the run's last ``SUSTAIN`` points decide (module docstring, "Undecided"): the reward level ``level`` ≤
+    ``COLLAPSE_FRAC`` × ``best`` at ``step``; ``back`` the step the level first came back above ``RECOVER_FRAC`` × best
+    (None: it has not); ``left`` the logged points from the step that decides (``back``, else ``step``) to the end."""
+
+    step: int
+    level: float
+    best: float
+    back: int | None
+    left: int
+
+
+def pending(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain: int = SUSTAIN) -> Pending | None:
+    """The run's last fall where its end decides its label (None where it does not, or the run collapsed)."""
     if reward_collapse(steps, reward, smooth, sustain) is not None:
-        return ""
+        return None
     level, best = reward_level(steps, reward, smooth)
     defined = np.flatnonzero(~np.isnan(level))
     for j, i in enumerate(defined):
@@ -80,14 +94,23 @@ def undecided(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, susta
             continue
         later = defined[j + 1:]
         if len(later) < sustain:
-            return (f"the reward level fell to {level[i]:.3g} (≤ {COLLAPSE_FRAC:g} × its best {b:.3g}) at step "
-                    f"{int(steps[i])}, {len(later)} point(s) before the run's end: too few to tell a collapse")
+            return Pending(int(steps[i]), float(level[i]), float(b), None, len(later))
         up = np.flatnonzero(level[later] > RECOVER_FRAC * b)
         if up[0] >= len(later) - sustain:  # no collapse by the rule, so the level did come back (up is not empty)
-            return (f"the reward level fell to {level[i]:.3g} (≤ {COLLAPSE_FRAC:g} × its best {b:.3g}) at step "
-                    f"{int(steps[i])} and first came back at step {int(steps[later[up[0]]])}, "
-                    f"{len(later) - up[0]} point(s) before the run's end: too few to tell a recovery")
-    return ""
+            return Pending(int(steps[i]), float(level[i]), float(b), int(steps[later[up[0]]]), len(later) - up[0])
+    return None
+
+
+def undecided(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain: int = SUSTAIN) -> str:
+    """Why the run's end decides its label ("" where it does not, or the run collapsed): the lab's reason."""
+    p = pending(steps, reward, smooth, sustain)
+    if p is None:
+        return ""
+    fell = f"the reward level fell to {p.level:.3g} (≤ {COLLAPSE_FRAC:g} × its best {p.best:.3g}) at step {p.step}"
+    if p.back is None:
+        return f"{fell}, {p.left} point(s) before the run's end: too few to tell a collapse"
+    return (f"{fell} and first came back at step {p.back}, {p.left} point(s) before the run's end: too few to tell "
+            "a recovery")
 
 
 def drill_of(config: Mapping[str, Any] | str | None) -> tuple[str, int | None]:

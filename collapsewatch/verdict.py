@@ -13,7 +13,11 @@
 
 A run with a ``length / budget`` episode (truncation at the cap from its first points: a configuration finding)
 gets one note in any of the three: ``Note: 95 % of responses hit the length budget from the start: raise the
-completion length.`` (:func:`budget_note`). So does a run whose log holds none of the signals that come before a
+completion length.`` (:func:`budget_note`). So does a run whose latest points decide whether its reward collapsed
+(:func:`collapsewatch.reward.pending`): ``Note: the reward level fell to 0.31 (≤ 0.5 × its best 0.69) at step 395,
+4 point(s) before the latest: a collapse if it stays down 10 points.`` — or, where the level came back within them,
+``… too early to tell whether the recovery holds.`` (:func:`pending_note`; "No reward collapse" alone would hide a
+reward that just halved). So does a run whose log holds none of the signals that come before a
 collapse — no entropy, gradient norm, group statistics, log-probs or policy ratios (:func:`signal_columns`), a
 reward-only log: ``Note: the log has no entropy, gradient norm, group statistics or log-probs, the signals that come
 before a collapse: only the reward is watched.`` (:func:`blind_note`), so that "No warning" is read for what it is.
@@ -39,7 +43,7 @@ import pandas as pd
 
 from .detectors.events import SEVERITY_RANK, evidence_dict, reached_step
 from .detectors.registry import specs
-from .reward import reward_collapse, reward_level
+from .reward import COLLAPSE_FRAC, SUSTAIN, Pending, pending, reward_collapse, reward_level
 
 Status = Literal["healthy", "warning", "collapsed"]
 
@@ -101,6 +105,19 @@ def signal_columns() -> tuple[str, ...]:
     (``@register_detector(primary=…)``) of every detector but :data:`BLIND_TO_DETECTORS_EXCEPT`'s."""
     return tuple(sorted({c for name, spec in specs().items() if name not in BLIND_TO_DETECTORS_EXCEPT
                          for c in spec.primary}))
+
+
+def pending_note(p: Pending | None) -> str:
+    """The verdict's note for a run whose latest points decide whether its reward collapsed
+    (:func:`collapsewatch.reward.pending`): a fall too recent to be a collapse yet, or a recovery too recent to count;
+    ``""`` without one."""
+    if p is None:
+        return ""
+    fell = f" Note: the reward level fell to {_f(p.level)} (≤ {COLLAPSE_FRAC:g} × its best {_f(p.best)}) at step {p.step}"
+    if p.back is None:
+        return f"{fell}, {p.left} point(s) before the latest: a collapse if it stays down {SUSTAIN} points."
+    return (f"{fell} and came back at step {p.back}, {p.left} point(s) before the latest: too early to tell whether "
+            "the recovery holds.")
 
 
 def blind_note(length_logged: bool, eval_logged: bool = False) -> str:
@@ -223,6 +240,8 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
         if status == "warning" and worst == "critical":  # the badge says warning: why, beside "Worst: critical"
             text += " The run is marked warning, not collapsed, because its reward has not collapsed."
     text += budget_note(events)
+    if collapse is None and len(steps):
+        text += pending_note(pending(steps, reward))
     blind = logged is not None and len(steps) > 0 and not set(logged) & set(signal_columns())
     if blind:
         text += blind_note("response_length_mean" in set(logged), "eval_score" in set(logged))

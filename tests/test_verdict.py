@@ -149,3 +149,28 @@ def test_a_log_without_early_signals_says_only_the_reward_is_watched():
     # the note follows a collapse sentence as it does a healthy one: 20 points at .5, 20 at 0 → collapsed
     v = verdict(_events(), np.arange(40), np.r_[np.full(20, .5), np.zeros(20)], logged=set())
     assert v.status == "collapsed" and v.sentence.endswith(note) and "No warning before it." in v.sentence
+
+
+def test_a_reward_that_just_fell_or_just_came_back_is_named_not_hidden():
+    # the first test's fall with the run ending at step 30: level .05 ≤ .25 = 0.5 × .5 from step 25 (as there), and
+    # only 5 levels follow (26-30) < SUSTAIN 10 → no collapse yet, a warning run; the note says how far it fell, when,
+    # and what would make it a collapse (best .5 first reached at step 4: the warm-up's 5-point median)
+    steps = np.arange(31)
+    reward = np.r_[np.full(20, .5), np.full(11, .05)]
+    v = verdict(_events(("entropy", "blowup", 18, 30, "warning")), steps, reward)
+    assert (v.status, v.collapse_step) == ("warning", None)
+    assert v.sentence == ("Warning from step 18: entropy blow-up. No reward collapse in 31 steps (reward best 0.50 at "
+                          "4). Worst: warning. Note: the reward level fell to 0.05 (≤ 0.5 × its best 0.50) at step 25, "
+                          "5 point(s) before the latest: a collapse if it stays down 10 points.")
+    # 20 points at .5, 20 at .05 (steps 20-39), 10 at .5 (40-49): level .05 from step 25; at 45 the last ten (36-45)
+    # hold six .5 → .5 > .375 = 0.75 × .5: back at 45. Of the 24 levels after 25 (26-49) the first above .375 is the
+    # 20th, inside the last 10 → no collapse by the rule, and too early to call it a recovery: 24 − 19 = 5 points
+    back = np.r_[np.full(20, .5), np.full(20, .05), np.full(10, .5)]
+    v = verdict(_events(), np.arange(50), back)
+    assert v.status == "healthy" and v.sentence.endswith(
+        "Note: the reward level fell to 0.05 (≤ 0.5 × its best 0.50) at step 25 and came back at step 45, 5 point(s) "
+        "before the latest: too early to tell whether the recovery holds.")
+    # a recovery that held (20 points at .5 after the fall) and a run that never fell: no note
+    held = np.r_[np.full(20, .5), np.full(20, .05), np.full(20, .5)]
+    assert "Note" not in verdict(_events(), np.arange(60), held).sentence
+    assert "Note" not in verdict(_events(), np.arange(40), np.full(40, .5)).sentence
