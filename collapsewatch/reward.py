@@ -81,6 +81,13 @@ class Pending:
     back: int | None
     left: int
 
+    def text(self, end: str, fmt: str = ".3g") -> str:
+        """"the reward level fell to … at step …[ and came back at step …], N point(s) before ``end``" — the one
+        wording the lab's reason and the verdict's note share."""
+        back = f" and came back at step {self.back}" if self.back is not None else ""
+        return (f"the reward level fell to {self.level:{fmt}} (≤ {COLLAPSE_FRAC:g} × its best {self.best:{fmt}}) at "
+                f"step {self.step}{back}, {self.left} point(s) before {end}")
+
 
 def pending(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain: int = SUSTAIN) -> Pending | None:
     """The run's last fall where its end decides its label (None where it does not, or the run collapsed)."""
@@ -106,11 +113,7 @@ def undecided(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, susta
     p = pending(steps, reward, smooth, sustain)
     if p is None:
         return ""
-    fell = f"the reward level fell to {p.level:.3g} (≤ {COLLAPSE_FRAC:g} × its best {p.best:.3g}) at step {p.step}"
-    if p.back is None:
-        return f"{fell}, {p.left} point(s) before the run's end: too few to tell a collapse"
-    return (f"{fell} and first came back at step {p.back}, {p.left} point(s) before the run's end: too few to tell "
-            "a recovery")
+    return p.text("the run's end") + f": too few to tell a {'collapse' if p.back is None else 'recovery'}"
 
 
 def drill_of(config: Mapping[str, Any] | str | None) -> tuple[str, int | None]:

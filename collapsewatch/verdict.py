@@ -43,7 +43,7 @@ import pandas as pd
 
 from .detectors.events import SEVERITY_RANK, evidence_dict, reached_step
 from .detectors.registry import specs
-from .reward import COLLAPSE_FRAC, SUSTAIN, Pending, pending, reward_collapse, reward_level
+from .reward import SUSTAIN, Pending, pending, reward_collapse, reward_level
 
 Status = Literal["healthy", "warning", "collapsed"]
 
@@ -113,11 +113,9 @@ def pending_note(p: Pending | None) -> str:
     ``""`` without one."""
     if p is None:
         return ""
-    fell = f" Note: the reward level fell to {_f(p.level)} (≤ {COLLAPSE_FRAC:g} × its best {_f(p.best)}) at step {p.step}"
-    if p.back is None:
-        return f"{fell}, {p.left} point(s) before the latest: a collapse if it stays down {SUSTAIN} points."
-    return (f"{fell} and came back at step {p.back}, {p.left} point(s) before the latest: too early to tell whether "
-            "the recovery holds.")
+    then = (f"a collapse if it stays down {SUSTAIN} points" if p.back is None else
+            "too early to tell whether the recovery holds")
+    return f" Note: {p.text('the latest', '.2f')}: {then}."
 
 
 def blind_note(length_logged: bool, eval_logged: bool = False) -> str:

@@ -126,7 +126,7 @@ def test_a_label_the_runs_end_decides_is_undecided():
     # 18 later levels (steps 10-27) ≥ 10, the first above .375 is the 18th, inside the last 10 → undecided
     late = np.r_[.1, .3, [.5] * 5, [.1] * 18, [.5] * 3]
     assert reward_collapse(np.arange(28), late, smooth=5) is None
-    assert "first came back at step 27, 1 point(s) before the run's end: too few to tell a recovery" in \
+    assert "came back at step 27, 1 point(s) before the run's end: too few to tell a recovery" in \
         undecided(np.arange(28), late, smooth=5)
     # 13 points at .5 (steps 25-37): the level is back above .375 from step 27 on, 11 levels (27-37); the first of
     # the 28 later levels above it is the 18th, not inside the last 10 (later levels 19-28) → a recovery: decided
