@@ -73,7 +73,7 @@ def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
 class Pending:
     """A fall the run's last ``SUSTAIN`` points decide (module docstring, "Undecided"): the reward level ``level`` ≤
     ``COLLAPSE_FRAC`` × ``best`` at ``step``; ``back`` the step the level first came back above ``RECOVER_FRAC`` × best
-    (None: it has not); ``left`` the logged points from the step that decides (``back``, else ``step``) to the end."""
+    (None: it has not); ``left`` the logged points after the step that decides (``back``, else ``step``)."""
 
     step: int
     level: float
@@ -81,12 +81,12 @@ class Pending:
     back: int | None
     left: int
 
-    def text(self, end: str, fmt: str = ".3g") -> str:
-        """"the reward level fell to … at step …[ and came back at step …], N point(s) before ``end``" — the one
+    def text(self, fmt: str = ".3g") -> str:
+        """"the reward level fell to … at step …[ and came back at step …], with N logged point(s) after it" — the one
         wording the lab's reason and the verdict's note share."""
         back = f" and came back at step {self.back}" if self.back is not None else ""
         return (f"the reward level fell to {self.level:{fmt}} (≤ {COLLAPSE_FRAC:g} × its best {self.best:{fmt}}) at "
-                f"step {self.step}{back}, {self.left} point(s) before {end}")
+                f"step {self.step}{back}, with {self.left} logged point(s) after it")
 
 
 def pending(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain: int = SUSTAIN) -> Pending | None:
@@ -104,7 +104,7 @@ def pending(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain
             return Pending(int(steps[i]), float(level[i]), float(b), None, len(later))
         up = np.flatnonzero(level[later] > RECOVER_FRAC * b)
         if up[0] >= len(later) - sustain:  # no collapse by the rule, so the level did come back (up is not empty)
-            return Pending(int(steps[i]), float(level[i]), float(b), int(steps[later[up[0]]]), len(later) - up[0])
+            return Pending(int(steps[i]), float(level[i]), float(b), int(steps[later[up[0]]]), len(later) - up[0] - 1)
     return None
 
 
@@ -113,7 +113,7 @@ def undecided(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, susta
     p = pending(steps, reward, smooth, sustain)
     if p is None:
         return ""
-    return p.text("the run's end") + f": too few to tell a {'collapse' if p.back is None else 'recovery'}"
+    return p.text() + f": too few to tell a {'collapse' if p.back is None else 'recovery'}"
 
 
 def drill_of(config: Mapping[str, Any] | str | None) -> tuple[str, int | None]:

@@ -250,7 +250,7 @@ def test_a_label_the_runs_end_decides_is_u3():
     steps = np.arange(54)
     reward = np.r_[np.full(40, .5), np.full(14, .05)]
     lab = label_run("e1", None, steps, reward)
-    assert lab.collapse is None and "at step 45, 8 point(s) before the run's end" in lab.undecided
+    assert lab.collapse is None and "at step 45, with 8 logged point(s) after it" in lab.undecided
     assert not lab.healthy
     r = classify("natural", lab, steps, reward, csv_label=False)
     assert r.status == "untrusted" and r.reason.startswith("U3: the reward level fell to 0.05")

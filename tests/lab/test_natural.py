@@ -39,7 +39,7 @@ def test_natural_scores_per_detector_and_any():
 def test_a_run_its_end_decides_is_scored_nowhere():
     # n5: no collapse by the rule, but only because its last points rose (reward.undecided): its critical is neither
     # a false flag on a never-collapsed run nor a flag on a collapse → the figures of the test above, and 1 undecided
-    why = "the reward level fell to 0 … came back at step 397, 3 point(s) before the run's end"
+    why = "the reward level fell to 0 … came back at step 397, with 2 logged point(s) after it"
     labels = [*LABELS, RunLabel("n5", "", None, None, 0, 399, why)]
     flags = pd.concat([FLAGS, pd.DataFrame([("n5", "entropy", "blowup", "critical", 300)], columns=FLAGS.columns)])
     t = score_natural(flags, labels).set_index("detector")

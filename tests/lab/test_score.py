@@ -119,14 +119,14 @@ def test_a_label_the_runs_end_decides_is_undecided():
     # levels < SUSTAIN 10 → no collapse, and it is the run's end that says so
     r = np.array([.1, .3, .5, .5, .5, .5, .5] + [.1] * 8)
     why = undecided(np.arange(15), r, smooth=5)
-    assert "at step 9, 5 point(s) before the run's end: too few to tell a collapse" in why
+    assert "at step 9, with 5 logged point(s) after it: too few to tell a collapse" in why
     # (a) the fall of test_reward_collapse_rule (level .1 from step 9), 18 points at .1, then 3 points at .5:
     # levels (5-point medians) at steps 25, 26 are .1 (≤ two .5 of five), at 27 .5 (three of five) > .375
-    # = 0.75 × .5 → a recovery (no collapse), first seen at step 27, 1 point before the end (step 27 is the last):
+    # = 0.75 × .5 → a recovery (no collapse), first seen at step 27, the last point (0 points after it):
     # 18 later levels (steps 10-27) ≥ 10, the first above .375 is the 18th, inside the last 10 → undecided
     late = np.r_[.1, .3, [.5] * 5, [.1] * 18, [.5] * 3]
     assert reward_collapse(np.arange(28), late, smooth=5) is None
-    assert "came back at step 27, 1 point(s) before the run's end: too few to tell a recovery" in \
+    assert "came back at step 27, with 0 logged point(s) after it: too few to tell a recovery" in \
         undecided(np.arange(28), late, smooth=5)
     # 13 points at .5 (steps 25-37): the level is back above .375 from step 27 on, 11 levels (27-37); the first of
     # the 28 later levels above it is the 18th, not inside the last 10 (later levels 19-28) → a recovery: decided
@@ -139,7 +139,7 @@ def test_a_label_the_runs_end_decides_is_undecided():
     # second fall decides: undecided
     dip = np.r_[.1, .3, [.5] * 5, [.1] * 5, [.5] * 15, [.1] * 6]
     assert reward_collapse(np.arange(len(dip)), dip, smooth=5) is None
-    assert "at step 29, 3 point(s) before the run's end: too few to tell a collapse" in \
+    assert "at step 29, with 3 logged point(s) after it: too few to tell a collapse" in \
         undecided(np.arange(len(dip)), dip, smooth=5)
 
 
