@@ -8,7 +8,8 @@ over the consecutive non-finite rows in the history (no extra state).
 
 **A skipped update is info.** A point where the logged ``grad_norm`` is the only non-finite value and the point
 before it was clean is what mixed-precision training logs when its loss scaler skips an update whose gradient
-overflowed (fp16: the step is not applied, the scale is lowered, training goes on) — harmless by itself. It turns
+overflowed (fp16: the step is not applied, the scale is lowered, training goes on; verl's FSDP engine likewise skips an
+update whose norm is not finite, "if grad_norm is not finite, skip the update") — harmless by itself. It turns
 critical when the next logged point is non-finite too: an optimizer that applied a NaN gradient leaves NaN weights,
 so the norm (and the loss) stay non-finite. A non-finite loss, or any tensor the probe counts (log-probs,
 advantages, ratios …), is critical at once (issue 31, "critical means harm": a TRL/Unsloth fp16 run its authors call
