@@ -3,10 +3,11 @@
 
 * degenerate (critical): the latest entropy_mean < degenerate_floor — no history needed, so a collapse inside a
   run's first points is flagged at the first point that shows it (``Finding.immediate``). Critical once the median
-  of the last ``degenerate_points`` (10) points is under the floor too (all the points while fewer: a run degenerate
-  from its first point is critical there), a warning before: on a run of one prompt a step, one group answered the
-  same way reads below the floor while the policy's level does not (a FinQA tool-calling agent, median entropy
-  0.035, critical blind at step 119 on isolated points; docs/lab/bench.md, session 27). Harm by itself: the
+  of the last ``degenerate_points`` (10) points is under the floor too (all the points while fewer), and some point
+  since the run's first was at or above the floor (:meth:`.History.highest`; none: a run that never started, not
+  harm done by training — a warning, ``severity.NEVER_STARTED``, session 31). A warning before: on a run of one
+  prompt a step, one group answered the same way reads below the floor while the policy's level does not (a FinQA
+  tool-calling agent, median entropy 0.035, critical blind at step 119 on isolated points; docs/lab/bench.md, session 27). Harm by itself: the
   severity gate never lowers it (``severity.exempt``) — unless the run reads as solving its task (``_solved``: its
   ``correct_frac`` level ≥ ``solved_correct``; without a correctness column, the step's reward at the top of a
   material range of the run's rewards, position ≥ ``solved_correct``): a policy sampling the one answer that is right
@@ -68,6 +69,7 @@ from .events import Finding, Severity, Verdict
 from .history import History
 from .registry import num as _num
 from .registry import register_detector
+from .severity import NEVER_STARTED
 
 
 def _solved(h: History, cfg: DetectorConfig, point: bool = False) -> str:
@@ -158,18 +160,23 @@ class Entropy:
         recent = values[-c.degenerate_points:]
         recent_median = float(np.median(recent)) if len(recent) else now
         sustained = recent_median < c.degenerate_floor
+        never = (h.highest("entropy_mean") or now) < c.degenerate_floor
         if solved:
             why = f"; {solved})"
+        elif never:
+            why = f" at every point since the run's first: {NEVER_STARTED})"
         elif sustained:
             why = ")"
         else:
             why = (f" at this step; the median of its last {len(recent)} points, {recent_median:.3g}, is not: critical "
                    "once it is)")
         return Finding(
-            "info" if solved else "critical" if sustained else "warning", "entropy_mean", now, c.degenerate_floor, 1,
+            "info" if solved else "critical" if sustained and not never else "warning", "entropy_mean", now,
+            c.degenerate_floor, 1,
             f"{'a converged policy' if solved else 'degenerate output'}: entropy {now:.3g} nats < "
             f"{c.degenerate_floor:g} (the policy samples one token per position" + why,
-            {"entropy_now": now, "solved": solved, "entropy_recent_median": recent_median}, immediate=True)
+            {"entropy_now": now, "solved": solved, "entropy_recent_median": recent_median, "since_start": never},
+            immediate=True)
 
     def _diffuse(self, recent: np.ndarray, start: np.ndarray, is_open: bool) -> Finding | None:
         """The diffuse-output finding (module doc), or None, on the last max(ceiling_points, smooth_steps)

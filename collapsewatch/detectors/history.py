@@ -236,6 +236,13 @@ class History:
         pts = self._first.get(key, [])[:n]
         return Series(np.asarray([p[0] for p in pts], dtype=float), np.asarray([p[1] for p in pts], dtype=float))
 
+    def highest(self, key: str) -> float | None:
+        """The highest value of column ``key`` the history holds — its first points and its window (None: no point):
+        a state whose bar this never crossed has held since the run's first point (exact while the run is shorter
+        than the window plus ``FIRST_POINTS``; beyond that, points between the two are not kept)."""
+        values = [p[1] for p in self._first.get(key, ())] + [p[1] for p in self._points.get(key, ())]
+        return max(values) if values else None
+
     def recent(self, n: int) -> Iterator[Row]:
         """The last ``n`` rows, newest first."""
         for i, row in enumerate(reversed(self.rows)):

@@ -14,7 +14,10 @@ truncation rising during the run), degenerate output (``degenerate``: responses 
   configuration finding like ``budget``; no reward column → it stays a warning (nothing tells);
 * degenerate (critical): the latest response_length_mean ≤ degenerate_tokens — no history needed, so a collapse
   inside a run's first points is flagged at the first point that shows it (``Finding.immediate``). Degenerate
-  output is harm by itself: the severity gate never lowers it (``severity.exempt``);
+  output is harm by itself: the severity gate never lowers it (``severity.exempt``) — but where no point since the
+  run's first was longer (:meth:`.History.highest`) the run never started (``severity.NEVER_STARTED``): a warning
+  (a public run logged 1-token responses, all-equal groups and no update for its first 160 steps, then learned:
+  docs/lab/bench.md, session 31);
 * repetition (warning): level(repeat_frac_max) ≥ repeat_frac. repeat_frac_max is a max over the batch's
   sequences, so the rolling median (not one step) must stay up.
 * collapse (warning), abrupt: the latest response_length_mean ≤ collapse_abrupt_frac × the longest of the run's
@@ -46,6 +49,7 @@ from .history import History
 from .registry import fmt as _f
 from .registry import num as _num
 from .registry import register_detector
+from .severity import NEVER_STARTED
 from .signals import reward_fall
 
 
@@ -86,12 +90,19 @@ class Length:
                 {**ev, "repeat_frac_max_level": level})
         now = h.row.num("response_length_mean")
         if now is not None:
-            verdict["degenerate"] = None if now > c.degenerate_tokens else Finding(
-                "critical", "response_length_mean", now, c.degenerate_tokens, 1,
-                f"degenerate output: responses {now:.3g} tokens on average (≤ {c.degenerate_tokens:g})", ev,
-                immediate=True)
+            verdict["degenerate"] = None if now > c.degenerate_tokens else self._degenerate(h, now, ev)
             verdict.update(self._collapse(h, now))
         return verdict
+
+    def _degenerate(self, h: History, now: float, ev: dict) -> Finding:
+        """degenerate (module doc): critical, or a warning where no point since the run's first was longer."""
+        c = self.cfg.length
+        never = (h.highest("response_length_mean") or now) <= c.degenerate_tokens
+        return Finding(
+            "warning" if never else "critical", "response_length_mean", now, c.degenerate_tokens, 1,
+            f"degenerate output: responses {now:.3g} tokens on average (≤ {c.degenerate_tokens:g})"
+            + (f" at every point since the run's first: {NEVER_STARTED}" if never else ""),
+            {**ev, "since_start": never}, immediate=True)
 
     def _truncation(self, h: History, ev: dict) -> Verdict:
         """budget and blowup (module doc) from the truncated_frac points the history holds."""

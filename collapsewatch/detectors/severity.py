@@ -14,6 +14,11 @@ Findings that are harm by themselves are never lowered: the entries of ``exempt`
 NaN ends the run whatever the reward says) or one phase (``"length/degenerate"``, ``"entropy/degenerate"``:
 degenerate output is the failure, not a sign of one).
 
+Degenerate output present since the run's first logged point — no point so far out of it (:meth:`.History.highest`)
+— is a run that never started, not harm training did: those phases say so at ``warning`` (:data:`NEVER_STARTED`),
+like ``length/budget`` (a budget set too low from the start) and ``starvation.cold_start``; critical where the run
+was out of it before.
+
 The older, weaker promise — never critical while the reward is within ``near_best_frac`` of its best — is implied
 (a sustained drop of ≥ 25 % is not near the best) and kept as :func:`near_best_points`, which the lab scores.
 """
@@ -28,6 +33,10 @@ from .config import DetectorConfig
 from .events import Finding
 from .history import History
 from .signals import reward_fall
+
+NEVER_STARTED = ("a run that never started (check the chat template, the stop tokens and the generation settings), "
+                 "not harm done by training: a warning; critical where the run was out of it before")
+"""The one wording of degenerate output since the run's first point (module doc)."""
 
 
 def near_best(levels: np.ndarray, cfg: DetectorConfig) -> tuple[bool, dict[str, float]]:

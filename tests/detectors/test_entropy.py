@@ -240,17 +240,26 @@ def test_without_correctness_a_reward_at_the_top_of_its_range_reads_as_solved():
                                                                                       "critical": 15})
 
 
-def test_a_degenerate_point_among_normal_ones_is_a_warning_and_a_degenerate_start_critical_at_once():
+def test_a_degenerate_point_among_normal_ones_is_a_warning_and_a_degenerate_start_a_warning_at_once():
     # entropy 0.05 (a sharp policy) with single points at 1e-4 (< degenerate_floor 1e-3) at steps 10 and 20: one
     # group answered the same way. The median of the last 10 points (9 × 0.05 and the 1e-4) is 0.05 ≥ the floor →
     # each opens a degenerate warning at once (immediate), none critical.
     dips = rows(30, entropy_mean=lambda s: 1e-4 if s in (10, 20) else 0.05)
     assert [(p, a, sev) for p, a, _, sev in spans(feed(dips, ONLY)[1].episodes(), "entropy")] == [
         ("degenerate", 10, "warning"), ("degenerate", 20, "warning")]
-    # a run degenerate from its first point: the median of the 1 point there is 1e-4 → critical at step 0, no
-    # history needed (issue 31's first-10 collapses)
+    # a run degenerate from its first point: flagged at step 0, no history needed (issue 31's first-10 collapses),
+    # but no point since the run's first was ≥ the floor (History.highest 1e-4 < 1e-3): a run that never started,
+    # a warning that says so (severity.NEVER_STARTED), though the median of its last points is under the floor too
     start = rows(5, entropy_mean=1e-4)
-    assert spans(feed(start, ONLY)[1].episodes(), "entropy")[0] == ("degenerate", 0, 4, "critical")
+    (ep,) = [e for e in feed(start, ONLY)[1].episodes() if e.phase == "degenerate"]
+    assert (ep.step_start, ep.step_end, ep.severity, ep.evidence["since_start"]) == (0, 4, "warning", True)
+    assert "never started" in ep.message
+    # the same five points after two at 0.5: the run was out of it before → critical once the median of its last
+    # points is under the floor (at step 5: 0.5, 0.5, 1e-4 ×4 → the 3rd and 4th of 6 sorted are 1e-4 → 1e-4;
+    # at 4, 0.5 ×2 and 1e-4 ×3 → median 1e-4 too, so critical from its first degenerate point, step 2)
+    fell = rows(7, entropy_mean=lambda s: 0.5 if s < 2 else 1e-4)
+    (ep,) = [e for e in feed(fell, ONLY)[1].episodes() if e.phase == "degenerate"]
+    assert (ep.step_start, ep.severity, ep.evidence["since_start"]) == (2, "critical", False)
     # degenerate_points 1: the point alone decides, critical at the dips (the earlier rule)
     one = DetectorConfig(enabled=("entropy",), entropy=EntropyConfig(degenerate_points=1))
     assert [sev for *_, sev in spans(feed(dips, one)[1].episodes(), "entropy")] == ["critical", "critical"]

@@ -93,6 +93,24 @@ def test_first_keeps_the_runs_start_beyond_the_window_and_forgets_a_restart():
     assert h.first("reward_mean", 5).values.tolist() == [0, 1, 7]
 
 
+def test_highest_is_the_top_of_the_runs_start_and_its_window():
+    # window 10: steps 0–49, value 9 at step 0 (kept among the first FIRST_POINTS points), 5 at step 45 (in the window
+    # 40–49), 0 elsewhere → highest 9; no point of a column → None
+    h = History(maxlen=10)
+    for step in range(50):
+        h.push(normalise({"step": step, "reward_mean": 9.0 if step == 0 else 5.0 if step == 45 else 0.0}, KINDS))
+    assert h.highest("reward_mean") == 9.0 and h.highest("grad_norm") is None
+    # a 3 at step 48 (the window only) is the top of a run whose start is 0; a 7 at step 30 sits between the start
+    # (0–19) and the window (40–49): not kept, so the run reads highest 3 though it logged 7 (the documented limit);
+    # a restart from step 0 drops every point
+    h = History(maxlen=10)
+    for step in range(50):
+        h.push(normalise({"step": step, "reward_mean": 7.0 if step == 30 else 3.0 if step == 48 else 0.0}, KINDS))
+    assert h.highest("reward_mean") == 3.0
+    h.truncate(0)
+    assert h.highest("reward_mean") is None
+
+
 def test_trend_of_a_noise_free_line_is_exact():
     h = History(maxlen=100)
     for step in range(20):

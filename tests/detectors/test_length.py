@@ -77,6 +77,22 @@ def test_degenerate_output_needs_no_history():
     assert spans(suite.episodes(), "length") == [("collapse", 5, 11, "warning")]
 
 
+def test_degenerate_output_from_the_first_point_is_a_run_that_never_started():
+    # responses of 1 token at every point from the first (an all-equal group each step, no update: a template or
+    # stop-token problem): flagged at step 0 (no history needed) but no point was ever > 2 tokens (History.highest
+    # 1.0 ≤ degenerate_tokens 2) → a warning that says the run never started, not critical
+    _, suite = feed(rows(12, response_length_mean=1.0, reward_mean=0.1), ONLY)
+    (ep,) = suite.episodes()
+    assert (ep.phase, ep.step_start, ep.step_end, ep.severity) == ("degenerate", 0, 11, "warning")
+    assert ep.evidence["since_start"] is True and "never started" in ep.message
+    # it starts learning at step 12 (30 tokens): the episode closes there; a fall back to 1 token at 20 follows
+    # longer responses (highest 30 > 2) → a collapse into it, critical at once
+    data = rows(30, response_length_mean=lambda s: 1.0 if s < 12 or s >= 20 else 30.0, reward_mean=0.1)
+    _, suite = feed(data, ONLY)
+    assert [(e.phase, e.step_start, e.severity) for e in suite.episodes()] == [
+        ("degenerate", 0, "warning"), ("degenerate", 20, "critical")]
+
+
 def test_an_abrupt_collapse_needs_no_history_and_no_reward_fall():
     # 53 tokens at step 0, then 2.6 (what trl-dapo-vl3b logged: 53.4 → 2.6), the reward *rising* 1.75 → 3.6: the
     # start is the longest of the first 5 points, 53; 2.6 ≤ 0.1 × 53 = 5.3 and > 2 (not degenerate) → the abrupt
