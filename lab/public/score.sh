@@ -59,6 +59,10 @@ while IFS=$'\t' read -r run file repo path commit sha; do
     *.axiom.jsonl)  # AxiomForgeAI's own GRPO loop, a row per iteration: lab/public/axiom_metrics.py says what its keys mean
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/axiom_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.structlm.jsonl.gz)  # franalli/struct-lm's run logs (TRL dicts among config, check and backfilled records):
+                          # lab/public/structlm_jsonl.py leaves those out and merges the rest by step
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/structlm_jsonl.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rlor.jsonl)  # a repository's own logger wrapping TRL's log dicts under trl_logs: lab/public/rlor_trl_logs.py
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rlor_trl_logs.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
