@@ -139,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.events:
         for name in names:
             print(f"   {name}: {rerecord_events(name)} episode(s) re-recorded", flush=True)
+        from collapsewatch.store.writer import ensure_schema
+
+        for f in ensure_schema(STORE):  # a table added since the store was written (`collapsewatch check` wants it)
+            print(f"   {f.relative_to(HERE)}: written", flush=True)
     elif not args.summary:
         todo = [r for r in RUNS if not args.only or r[0] in args.only]
         if args.only:
