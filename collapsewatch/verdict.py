@@ -119,14 +119,17 @@ def pending_note(p: Pending | None) -> str:
     return f" Note: {p.text('.2f')}: {then}."
 
 
-def blind_note(length_logged: bool, eval_logged: bool = False) -> str:
+def blind_note(length_logged: bool, eval_logged: bool = False, reward_logged: bool = True) -> str:
     """The verdict's note for a log without any of :func:`signal_columns` (``length_logged``: it has
-    ``response_length_mean``; ``eval_logged``: ``eval_score``)."""
-    seen = ["the reward", *(["the response length"] if length_logged else []),
+    ``response_length_mean``; ``eval_logged``: ``eval_score``; ``reward_logged``: a reward on some step)."""
+    seen = [*(["the reward"] if reward_logged else []), *(["the response length"] if length_logged else []),
             *(["the evaluation score"] if eval_logged else [])]
+    head = " Note: the log has no entropy, gradient norm, group statistics or log-probs, the signals that come before a collapse"
+    if not seen:
+        return (f"{head}, and no reward: nothing is watched (its keys may have names ingest does not know: "
+                "docs/ingest.md lists the ones it reads).")
     watched = seen[0] + " is" if len(seen) == 1 else ", ".join(seen[:-1]) + " and " + seen[-1] + " are"
-    return (" Note: the log has no entropy, gradient norm, group statistics or log-probs, the signals that come "
-            f"before a collapse: only {watched} watched.")
+    return f"{head}: only {watched} watched."
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,13 @@ def _f(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{x:.2f}"
 
 
+def _best(before: float | None, step: int | None, reward: np.ndarray) -> str:
+    """The verdict's reward clause: its best level and step, or why there is none."""
+    if before is not None:
+        return f"reward best {_f(before)} at {step}"
+    return "too few reward points to judge" if np.isfinite(reward).any() else "no reward logged"
+
+
 def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Sequence[float] | np.ndarray,
             drill: tuple[str, int | None] = ("", None), logged: Collection[str] | None = None) -> Verdict:
     """The verdict of a run from its episodes (rows of the ``events`` view's columns), its step numbers and
@@ -228,12 +238,13 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
                          f"{_when(collapse - cs)}.")
     elif first is not None:
         status = "warning"
-        best = f"reward best {_f(before)} at {best_step}" if before is not None else "too few reward points to judge"
-        text = f"Warning from step {first_step}: {first_name}. No reward collapse in {n_steps} steps ({best})."
+        text = f"Warning from step {first_step}: {first_name}. No reward collapse in {n_steps} steps ({_best(before, best_step, reward)})."
+    elif not len(steps):
+        status = "healthy"
+        text = "No steps recorded yet: nothing to judge."
     else:
         status = "healthy"
-        best = f"reward best {_f(before)} at {best_step}" if before is not None else "too few reward points to judge"
-        text = f"No warning in {n_steps} steps; {best}."
+        text = f"No warning in {n_steps} steps; {_best(before, best_step, reward)}."
     if worst is not None:
         text += f" Worst: {worst}." if status != "healthy" else f" {len(events)} info episode(s)."
         if status == "warning" and worst == "critical":  # the badge says warning: why, beside "Worst: critical"
@@ -243,7 +254,8 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
         text += pending_note(pending(steps, reward))
     blind = logged is not None and len(steps) > 0 and not set(logged) & set(signal_columns())
     if blind:
-        text += blind_note("response_length_mean" in set(logged), "eval_score" in set(logged))
+        text += blind_note("response_length_mean" in set(logged), "eval_score" in set(logged),
+                           bool(np.isfinite(reward).any()))
     if kind:
         text += f" Drill: {kind} from step {onset}" + ("; no warning after it." if status == "healthy" else ".")
     return Verdict(status=status, sentence=text, n_steps=n_steps,

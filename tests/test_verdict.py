@@ -139,6 +139,16 @@ def test_a_log_without_early_signals_says_only_the_reward_is_watched():
     v = verdict(_events(), steps, reward, logged={"reward_mean", "response_length_mean", "eval_score"})
     assert v.sentence.endswith("only the reward, the response length and the evaluation score are watched.")
     assert "eval_score" not in signal_columns()
+    # keys ingest does not know fill no column: no reward (all NaN) and nothing logged → the reward clause says so
+    # (not "too few reward points") and the note watches nothing, naming where the known keys are listed
+    v = verdict(_events(), steps, np.full(30, np.nan), logged=set())
+    assert v.blind and v.sentence == (
+        "No warning in 30 steps; no reward logged. Note: the log has no entropy, gradient norm, group statistics or "
+        "log-probs, the signals that come before a collapse, and no reward: nothing is watched (its keys may have "
+        "names ingest does not know: docs/ingest.md lists the ones it reads).")
+    # a run that recorded no step (a Monitor that crashed before its first log): nothing to judge, said so
+    v = verdict(_events(), np.arange(0), np.arange(0.0))
+    assert v.sentence == "No steps recorded yet: nothing to judge." and v.n_steps == 0
     for col in ("grad_norm", "zero_std_group_frac", "entropy_mean", "logp_old_mean_correct"):
         assert col in signal_columns()
         v = verdict(_events(), steps, reward, logged={"reward_mean", col})
