@@ -14,7 +14,9 @@ None (not told) = the ratio metrics are computed from ``logp_old`` when given.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -43,6 +45,10 @@ class TokenBatch:
     on_policy: bool | None = None       # told by the trainer: no update since this batch's rollout (r ≡ 1)
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # numpy arrays become tensors (sharing their memory), here once for every caller
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                setattr(self, f.name, from_numpy(f"TokenBatch.{f.name}", value))
         for name in ("logp", "mask"):
             value = getattr(self, name)
             if not isinstance(value, Tensor):
@@ -95,13 +101,32 @@ class TokenBatch:
         return TokenBatch(**kwargs)
 
 
-def group_zero_std(group_ids: Tensor, rewards: Tensor) -> Tensor:
+def from_numpy(name: str, value: np.ndarray) -> Tensor:
+    """``value`` as a tensor sharing its memory; a dtype torch has no equivalent of is refused naming ``name``."""
+    try:
+        return torch.from_numpy(np.ascontiguousarray(value))
+    except TypeError as e:
+        raise TypeError(f"{name} is a numpy array of dtype {value.dtype}, which has no torch equivalent; pass numbers "
+                        "or a tensor") from e
+
+
+def _tensor(name: str, value: Any) -> Tensor:
+    if isinstance(value, np.ndarray):
+        return from_numpy(name, value)
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor or a numpy array, got {type(value).__name__}")
+    return value
+
+
+def group_zero_std(group_ids: Tensor | np.ndarray, rewards: Tensor | np.ndarray) -> Tensor:
     """(B,) bool for ``TokenBatch.group_zero_std``: the sequence's group carries no learning signal — every member with
     a reward got the same one. NaN rewards (unscored: a TRL reward function returned None) are left out, so a group
     with fewer than two scored rewards has no signal either (TRL gives its members advantage 0).
 
-    Call it on the *whole* rollout (all G responses of each prompt) before splitting into mini-batches.
+    Call it on the *whole* rollout (all G responses of each prompt) before splitting into mini-batches. numpy arrays
+    are taken as they are by ``TokenBatch``.
     """
+    group_ids, rewards = _tensor("group_zero_std: group_ids", group_ids), _tensor("group_zero_std: rewards", rewards)
     if group_ids.shape != rewards.shape or group_ids.dim() != 1:
         raise ValueError(f"group_zero_std: group_ids {tuple(group_ids.shape)} and rewards {tuple(rewards.shape)} "
                          "must both be (B,)")

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .batch import TokenBatch
+from .batch import TokenBatch, from_numpy
 from .probe import ClipSpec
 from .recorder import Close, Flush, Log, Observe, Recorder, Sampling, SentinelRows
 from .runlock import RunLock, refuse_reuse
@@ -80,12 +80,8 @@ def snapshot(batch: TokenBatch) -> TokenBatch:
     out: dict[str, Any] = {}
     for f in fields(batch):
         v = getattr(batch, f.name)
-        if isinstance(v, np.ndarray):
-            try:
-                v = torch.from_numpy(np.ascontiguousarray(v))
-            except TypeError as e:
-                raise TypeError(f"observe: TokenBatch.{f.name} is a numpy array of dtype {v.dtype}, which has no "
-                                "torch equivalent; pass numbers or a tensor") from e
+        if isinstance(v, np.ndarray):  # set after the batch was built (TokenBatch converts its own)
+            v = from_numpy(f"observe: TokenBatch.{f.name}", v)
         elif isinstance(v, (list, tuple)):
             raise TypeError(f"observe: TokenBatch.{f.name} must be a torch.Tensor (or numpy array), got "
                             f"{type(v).__name__}")

@@ -52,6 +52,25 @@ def test_numpy_fields_are_converted(store):
     assert con.execute("SELECT reward_mean, zero_std_group_frac FROM steps").fetchone() == (0.5, 0.0)
 
 
+def test_a_batch_built_from_numpy_arrays_is_observed(store):
+    # the README's loop with numpy everywhere: TokenBatch takes numpy logp / mask at construction (they were refused
+    # as "must be a torch.Tensor"), and group_zero_std takes numpy group ids and rewards (a bare AttributeError before)
+    from collapsewatch.batch import group_zero_std
+
+    groups, rewards = np.array([7, 7, 8, 8]), np.array([1.0, 0.0, 1.0, 1.0])
+    zero = group_zero_std(groups, rewards)
+    assert zero.tolist() == [False, False, True, True]  # group 7 {1, 0}: signal; group 8 {1, 1}: none
+    b = TokenBatch(logp=np.full((4, 3), -0.5, dtype=np.float32), mask=np.ones((4, 3), dtype=np.float32),
+                   group_ids=groups, rewards=rewards, group_zero_std=zero)
+    assert isinstance(b.logp, torch.Tensor) and b.logp.shape == (4, 3)
+    with Monitor(store, "np-built", detectors=False) as mon:
+        mon.observe(b, step=0)
+    # reward mean (1 + 0 + 1 + 1) / 4 = 0.75; zero-std share 2 of 4 sequences' groups → 0.5
+    assert connect(store).execute("SELECT reward_mean, zero_std_group_frac FROM steps").fetchone() == (0.75, 0.5)
+    with pytest.raises(TypeError, match=r"group_zero_std: rewards must be a torch\.Tensor or a numpy array, got list"):
+        group_zero_std(groups, [1.0, 0.0, 1.0, 1.0])
+
+
 @pytest.mark.parametrize(("value", "message"), [
     ([1.0, 0.0], r"TokenBatch\.rewards must be a torch\.Tensor \(or numpy array\), got list"),
     (np.array(["a", "b"]), r"TokenBatch\.rewards is a numpy array of dtype <U1"),
