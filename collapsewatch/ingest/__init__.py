@@ -133,6 +133,7 @@ def detect(path: Path, fmt: str | None = None) -> Reader:
         if fmt not in FORMATS:
             raise IngestError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
         return FORMATS[fmt]
+    _refuse_empty(path)
     head = _head(path)
     for reader in FORMATS.values():
         if reader.sniff(path, head):
@@ -145,14 +146,26 @@ def detect(path: Path, fmt: str | None = None) -> Reader:
     if tables is not None:
         raise IngestError(f"{str(path)!r} is a SQLite database but neither MLflow's nor trackio's (its tables: "
                           f"{', '.join(sorted(tables)[:8]) or 'none'}); --format forces one")
+    as_csv = csv_table.why_not(head) if path.name.removesuffix(".gz").lower().endswith(".csv") else None
     raise IngestError(f"{str(path)!r} is not a format ingest reads ({', '.join(FORMATS)}); "
-                      "--format forces one")
+                      "--format forces one" + (f"; as csv, {as_csv}" if as_csv else ""))
+
+
+def _refuse_empty(path: Path) -> None:
+    if path.is_file() and path.stat().st_size == 0:
+        raise IngestError(f"{str(path)!r} is empty (0 bytes)")
 
 
 def _sniffed(reader: Reader, path: Path) -> None:
     """A forced text format must still look like itself (``SNIFF_FORCED``; the binary readers check on their own)."""
-    if reader.SNIFF_FORCED and (path.is_dir() or not _looks_like(reader, path, _head(path))):
-        raise IngestError(f"{str(path)!r} is not {reader.NAME} (see collapsewatch ingest --help)")
+    if not reader.SNIFF_FORCED:
+        return
+    _refuse_empty(path)
+    head = "" if path.is_dir() else _head(path)
+    if path.is_dir() or not _looks_like(reader, path, head):
+        why = f": {csv_table.why_not(head)}" if reader is csv_table and not path.is_dir() else \
+            " (see collapsewatch ingest --help)"
+        raise IngestError(f"{str(path)!r} is not {reader.NAME}{why}")
 
 
 def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt: str | None = None,

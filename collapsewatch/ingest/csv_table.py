@@ -50,16 +50,31 @@ def step_column(header: list[str]) -> str | None:
     return next((k for k in STEP_COLUMNS if k in names), None)
 
 
+def why_not(head: str) -> str | None:
+    """None when ``head`` opens a CSV of per-step metrics — a header naming a step column, then a row of as many
+    fields — else why not, in a phrase."""
+    lines = [ln for ln in head.lstrip(BOM).splitlines()[:3] if ln.strip()]
+    if not lines or "," not in lines[0]:
+        return "its first line is no CSV header (column names separated by commas)"
+    if lines[0].lstrip()[:1] in ("{", "["):
+        return "its first line is JSON, not a CSV header"
+    try:
+        header = next(_rows(lines[0]))
+        if step_column(header) is None:
+            return f"its header names no step column (one of {', '.join(STEP_COLUMNS)})"
+        if len(lines) < 2:
+            return "it holds a header and no row"
+        first = next(_rows(lines[1]))
+    except (csv.Error, StopIteration):
+        return "it does not read as CSV"
+    if len(header) < 2 or len(first) != len(header):
+        return f"its first row has {len(first)} field(s), its header {len(header)}"
+    return None
+
+
 def sniff(path: Path, head: str) -> bool:
     """A header naming a step column, then a row of as many fields (a CSV of per-step metrics)."""
-    lines = [ln for ln in head.lstrip(BOM).splitlines()[:3] if ln.strip()]
-    if len(lines) < 2 or "," not in lines[0]:
-        return False
-    try:
-        header, first = next(_rows(lines[0])), next(_rows(lines[1]))
-    except (csv.Error, StopIteration):
-        return False
-    return len(header) >= 2 and len(first) == len(header) and step_column(header) is not None
+    return why_not(head) is None
 
 
 class Notes:

@@ -62,9 +62,12 @@ def test_a_panel_of_several_runs_needs_source_run(tmp_path, store):
 def test_a_csv_without_a_step_column_is_not_read(tmp_path, store):
     f = tmp_path / "table.csv"
     f.write_text("epoch,loss\n1,0.5\n")
-    with pytest.raises(IngestError, match="is not a format ingest reads"):
+    # it is CSV: what it lacks is a step column, and the refusal names the ones read (csv_table.STEP_COLUMNS)
+    names = r"\(one of step, global_step, train/global_step, eval/global_step, collapsewatch/step, _step, Step\)"
+    with pytest.raises(IngestError, match="is not a format ingest reads .*; as csv, its header names no step column "
+                                          + names):
         ingest_file(store, f, "x")
-    with pytest.raises(IngestError, match="is not csv"):
+    with pytest.raises(IngestError, match="table.csv' is not csv: its header names no step column " + names):
         ingest_file(store, f, "x", fmt="csv")
     excel = tmp_path / "excel.csv"  # saved by Excel: a byte-order mark before the header
     excel.write_bytes("\ufeffstep,actor/entropy\r\n1,0.5\r\n".encode())
@@ -105,3 +108,12 @@ def test_wall_time_and_wandb_bookkeeping_columns_are_not_metrics(tmp_path, store
     tb.write_text("Wall time,Step,Value\n1700000000.0,10,0.25\n")
     ingest_file(store, tb, "tb")
     assert con.execute("SELECT key, value FROM scalars WHERE run = 'tb'").fetchall() == [("Value", 0.25)]
+
+
+def test_an_empty_file_is_said_to_be_empty(tmp_path, store):
+    f = tmp_path / "empty.jsonl"
+    f.write_bytes(b"")
+    for fmt in (None, "jsonl", "csv"):
+        with pytest.raises(IngestError, match=r"empty.jsonl' is empty \(0 bytes\)$"):
+            ingest_file(store, f, "x", fmt)
+    assert not store.exists()  # nothing written
