@@ -44,22 +44,24 @@ def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None
     """List the runs of a store with status, steps and verdict (every summary column with --csv / --json)."""
     if not (csv or as_json):  # every run's line kept: the table from those records alone (no pandas, no DuckDB)
         from . import runlines
-        from .runlines import COMPUTED_FOOTNOTE
+        from .runlines import computed_footnote
         from .store.opening import open_location
 
         lines, keys = runlines.kept_lines(open_location(store).local)
         if len(lines) == len(keys):
             print_rows(list(runlines.COMPACT_COLUMNS), runlines.table_rows(lines))
-            if any(str(line["compact"]["verdict"]).endswith("*") for line in lines.values()):
-                typer.echo(COMPUTED_FOOTNOTE)
+            starred = [r for r, line in lines.items() if str(line["compact"]["verdict"]).endswith("*")]
+            if starred:
+                typer.echo(computed_footnote(store, starred))
             return
     from .report import runs_table
-    from .runlines import COMPUTED_FOOTNOTE
+    from .runlines import computed_footnote
 
     compact, full = runs_table(_open_store(store))
     print_frame(full if csv or as_json else compact, csv, as_json)
-    if not (csv or as_json) and compact["verdict"].str.endswith("*").any():
-        typer.echo(COMPUTED_FOOTNOTE)
+    starred = compact.loc[compact["verdict"].str.endswith("*"), "run"].tolist() if not (csv or as_json) else []
+    if starred:
+        typer.echo(computed_footnote(store, starred))
 
 
 @app.command()
@@ -252,13 +254,13 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                              "in any format, until Ctrl+C (a FILE not created yet "
                                                              "is waited for).")] = False,
            detect: Annotated[bool, typer.Option(help="Run the detectors over the ingested run and store their "
-                                                     "episodes (the dashboard shows them); not with --follow.")] = True,
+                                                     "episodes (the dashboard shows them); with --follow, once it stops.")] = True,
            interval: Annotated[float, typer.Option(help="Seconds between reads with --follow.")] = 2.0) -> None:
     """Import the logged step scalars of a run made without the monitor (docs/ingest.md)."""
     from .ingest import Tail, ingest_file, wait_for_file
 
     if not follow:
-        typer.echo(ingest_file(store, file, run, fmt, source_run, detect).message(run))
+        typer.echo(ingest_file(store, file, run, fmt, source_run, detect).message(store, run))
         return
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
@@ -275,8 +277,8 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
     except KeyboardInterrupt:
         pass
     finally:
-        done = tail.close()
-    typer.echo(done.message(run))
+        done = tail.close(run_detectors=detect)
+    typer.echo(done.message(store, run))
 
 
 @app.command()

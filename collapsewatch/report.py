@@ -23,7 +23,6 @@ from . import judged, runlines
 from .alerts import event_message, event_payload
 from .detectors.events import SEVERITY_RANK
 from .judge import Judgement, fetch_keys, judge, key_files, summary
-from .runlines import COMPUTED_FOOTNOTE  # noqa: F401  (importable here)
 from .store import queries
 from .store.manifest import load_record, run_folders, save_record
 from .store.queries import Store

@@ -8,6 +8,8 @@ prints its table from these records alone (``report.runs_table`` builds and keep
 
 from __future__ import annotations
 
+import os
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,16 @@ from .verdict_code import verdict_code
 
 KIND = "runs-line"
 LAYOUT = 1
-COMPUTED_FOOTNOTE = ("* episodes computed on read with today's detector rules: the stored ones were found by other "
-                     "rules (`collapsewatch detect STORE --run RUN --recorded` shows them)")
 COMPACT_COLUMNS = ("run", "status", "objective", "steps", "updated", "verdict", "episodes", "sentence")
+
+
+def computed_footnote(store: str | os.PathLike, starred: list[str]) -> str:
+    """The runs table's footnote to its ``*`` verdicts (the runs ``starred``), with the command that shows what those
+    runs stored: ``--run`` that run when there is one."""
+    cmd = f"collapsewatch detect {shlex.quote(str(store))}" + (
+        f" --run {shlex.quote(starred[0])}" if len(starred) == 1 else "") + " --recorded"
+    return ("* episodes computed on read with today's detector rules: the stored ones were found by other rules, or "
+            f"the run was recorded without detectors (`{cmd}` shows what it stored)")
 
 
 def kept_lines(root: Path) -> tuple[dict[str, dict], dict[str, list | None]]:

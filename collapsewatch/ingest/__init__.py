@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import gzip
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ from . import (
     trainer_state,
     wandb_run,
 )
-from .keys import KEY_MAP, Meaning, catalogue_values
+from .keys import KEY_MAP, Meaning, catalogue_values, in_catalogue_order, unmapped
 from .records import Account, IngestError, Reader, Record, Skip, Step, sqlite_tables, step_of
 from .sink import RunSink
 
@@ -77,14 +78,32 @@ class Ingested:
     """What was left out or noted (empty: every row and value was kept)."""
     flagged: list[str] | None = None
     """With ``run_detectors``: the warning / critical episodes the detectors stored ("entropy/collapse @77"); None: not run."""
+    filled: list[str] = field(default_factory=list)
+    """The catalogue columns the logged keys filled, in the catalogue's order."""
+    unmapped: list[str] = field(default_factory=list)
+    """The logged keys that fill no catalogue column (kept in ``scalars`` under their names)."""
 
-    def message(self, run: str) -> str:
+    def message(self, store: str | os.PathLike, run: str) -> str:
+        """What ``collapsewatch ingest`` prints: what was read and left out, the catalogue columns filled (and, when no
+        key gave the reward, the keys that fill nothing), the detectors' findings with the command that details them."""
         out = f"ingested {self.steps} step(s) of {self.format} into run {run!r}" + (
             f"; {self.summary}" if self.summary else "")
+        out += "\ncatalogue columns filled: " + (", ".join(self.filled) or "none")
+        if "reward_mean" not in self.filled:
+            keys = ", ".join(self.unmapped[:UNMAPPED_SHOWN]) + (
+                f" and {len(self.unmapped) - UNMAPPED_SHOWN} more" if len(self.unmapped) > UNMAPPED_SHOWN else "")
+            out += ("\nno key filled reward_mean (the reward the verdict judges)" + (
+                f"; keys that fill no catalogue column: {keys}" if keys else "") +
+                f": rename the reward's key to one of {KEY_TABLE}")
         if self.flagged is not None:
             out += "\ndetectors: " + (", ".join(self.flagged) if self.flagged else "no warning") + (
-                f" (details: collapsewatch detect STORE --run {run})")
+                f" (details: collapsewatch detect {shlex.quote(str(store))} --run {shlex.quote(run)})")
         return out
+
+
+UNMAPPED_SHOWN = 12
+"""Unmapped keys named in the ingest summary, at most."""
+KEY_TABLE = "docs/ingest.md's key table (\"What fills the catalogue's columns\")"
 
 
 def _head(path: Path) -> str:
@@ -186,7 +205,17 @@ def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt
     sink = RunSink(store, path, run, reader.NAME)
     sink.add(steps)
     sink.finish()
-    return Ingested(reader.NAME, len(sink.steps), account.summary(), _detect(store, run) if run_detectors else None)
+    return _ingested(sink, reader.NAME, account.summary(), store, run_detectors)
+
+
+def _ingested(sink: RunSink, fmt: str, summary: str, store: str | os.PathLike, run_detectors: bool) -> Ingested:
+    """The finished run's summary; with ``run_detectors`` the detectors run over it first, their episodes stored and
+    their rules recorded in its run row (:meth:`.sink.RunSink.judged`)."""
+    flagged = None
+    if run_detectors and sink.steps:
+        flagged, rules = _detect(store, sink.run)
+        sink.judged(rules)
+    return Ingested(fmt, len(sink.steps), summary, flagged, in_catalogue_order(sink.filled), unmapped(sink.keys))
 
 
 _NONE = object()
@@ -196,12 +225,16 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)  # NaN == NaN
 
 
-def _detect(store: str | os.PathLike, run: str) -> list[str]:
+def _detect(store: str | os.PathLike, run: str) -> tuple[list[str], str]:
+    """The detectors (built-in rules) over the stored run, their episodes stored: (the warning / critical ones, the
+    rules' digest)."""
+    from ..detectors.rules import rules_digest
     from ..offline import detect_runs
 
     events = detect_runs(store, run=run, write=True)
     flagged = events[events["severity"] != "info"].groupby(["detector", "phase", "severity"]).step_start.min()
-    return [f"{d}/{p} {sev} @{step}" for (d, p, sev), step in sorted(flagged.items(), key=lambda kv: kv[1])]
+    return ([f"{d}/{p} {sev} @{step}" for (d, p, sev), step in sorted(flagged.items(), key=lambda kv: kv[1])],
+            rules_digest(None))
 
 
 def wait_for_file(file: str | os.PathLike, interval: float, say: Callable[[str], None],
@@ -242,6 +275,7 @@ class Tail:
             _sniffed(self.reader, self.path)
         self.format = self.reader.NAME
         self.source_run = source_run
+        self.store = store
         self.parser: Any = self.reader.Parser() if self.reader.GROWS else None
         # a reader's Snapshot re-reads only what was appended (TensorBoard); the others re-read the whole file
         self._snap: Any = self.reader.Snapshot
@@ -268,17 +302,17 @@ class Tail:
 
     def poll(self, final: bool = False) -> int:
         """Ingest what became complete; returns how many steps it held."""
-        steps = self._lines() if self.reader.GROWS else self._snapshot(final)
+        steps = self._lines(final) if self.reader.GROWS else self._snapshot(final)
         if steps:
             self.sink.add(steps, complete=not self.reader.GROWS)  # a snapshot's steps are whole
             self.sink.flush()
         return len({s.step for s in steps})
 
-    def _lines(self) -> list[Step]:
+    def _lines(self, final: bool) -> list[Step]:
         with self.path.open("rb") as f:
             f.seek(self._offset)
             chunk = f.read()
-        end = chunk.rfind(b"\n") + 1
+        end = len(chunk) if final else chunk.rfind(b"\n") + 1  # a partial last line waits, unless this is the last read
         if end == 0:
             return []
         text = chunk[:end].decode(errors="replace")
@@ -331,7 +365,10 @@ class Tail:
         """Stop a snapshot that holds a process (W&B's reader); what it reported."""
         return self._snap.close() if hasattr(self._snap, "close") else []
 
-    def close(self) -> Ingested:
+    def close(self, run_detectors: bool = False) -> Ingested:
+        """Take the rest — a text log's last line too, ended or not (a line cut mid-write is skipped and named, as
+        ``ingest`` without ``--follow`` does) — and mark the run finished; with ``run_detectors``, judge it as
+        :func:`ingest_file` does."""
         try:
             self.poll(final=True)
         finally:
@@ -344,4 +381,4 @@ class Tail:
                                       "been ingested (a resumed run rewinds its steps: ingest it again when it ends)")
         if self._error:
             self.account.notes.append(f"the last read failed: {self._error}")
-        return Ingested(self.format, len(self.sink.steps), self.account.summary())
+        return _ingested(self.sink, self.format, self.account.summary(), self.store, run_detectors)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ..catalogue import ALL_STEP_COLUMNS
@@ -273,6 +273,18 @@ def catalogue_values(values: dict[str, float | None]) -> dict[str, float | None]
     if "eval_size" not in out and (size := eval_size(values)) is not None:
         out["eval_size"] = size  # how many examples that evaluation graded (a logged `eval_size` wins)
     return out
+
+
+def unmapped(keys: Iterable[str]) -> list[str]:
+    """The logged ``keys`` that fill no catalogue column on their own (:func:`catalogue_values` of the key alone is
+    empty): kept in ``scalars`` under their names, read by no detector — what a user renames to be judged."""
+    return sorted(k for k in set(keys) if not catalogue_values({k: 1.0}))
+
+
+def in_catalogue_order(columns: Iterable[str]) -> list[str]:
+    """Catalogue column names in the catalogue's order (``ALL_STEP_COLUMNS``; any other name last, by name)."""
+    order = {c: i for i, c in enumerate(ALL_STEP_COLUMNS)}
+    return sorted(set(columns), key=lambda c: (order.get(c, len(order)), c))
 
 
 def second_rows(values: dict[str, float | None], columns: Collection[str]) -> dict[str, float | None]:

@@ -52,6 +52,10 @@ class RunSink:
         self._open: dict[int, tuple[dict[str, float | None], float | None]] = {}  # step → (catalogue values, time)
         self._written: set[int] = set()
         self.steps: set[int] = set()
+        self.keys: set[str] = set()
+        """Every key logged."""
+        self.filled: set[str] = set()
+        """The catalogue columns some step's keys gave a value (NULL aside)."""
 
     def add(self, steps: list[Step], complete: bool = False) -> None:
         """Stage these steps' scalars, and the step_metrics rows of steps before the last one seen — of every step
@@ -59,6 +63,8 @@ class RunSink:
         cols: dict[str, list] = {"run": [], "rank": [], "step": [], "key": [], "value": []}
         for s in steps:
             cat = catalogue_values(s.values)
+            self.keys.update(s.values)
+            self.filled.update(k for k, v in cat.items() if v is not None)
             rows = list(s.values.items()) + list(second_rows(s.values, _LOGGED).items())
             for key, value in rows:
                 for col, v in zip(cols, (self.run, 0, s.step, key, value), strict=True):
@@ -101,4 +107,11 @@ class RunSink:
     def finish(self) -> None:
         """Write the last steps' rows and mark the run finished."""
         self._emit(below=float("inf"))
+        self.writer.flush("finished")
+
+    def judged(self, rules: str) -> None:
+        """The detectors ran over the finished run under ``rules`` (a digest) and stored their episodes: its run row
+        records that digest (``versions.detector_rules``, as a Monitor's does), so readers take the stored episodes —
+        none included — as those rules' own (:func:`collapsewatch.judge.stale_reason`)."""
+        self.writer.set_run_info(versions={"detector_rules": rules})
         self.writer.flush("finished")

@@ -92,3 +92,39 @@ def test_a_forced_console_log_is_followed_from_its_start_up(tmp_path, store):
     assert (done.format, done.steps) == ("console", 2)
     assert connect(store).execute("SELECT step, entropy_mean, reward_mean FROM steps WHERE run = 'live' ORDER BY step"
                                   ).fetchall() == [(1, 0.9, 0.1), (2, 0.8, 0.2)]
+
+
+
+def test_close_reads_the_last_line_ended_or_not(tmp_path, store):
+    # `ingest --follow` stopped while the logger was mid-line: the partial line is read at close like any line —
+    # skipped and named when it is cut (line 3 here), kept when it is whole but unended (the second file)
+    log = tmp_path / "live.jsonl"
+    log.write_text('{"step": 1, "reward": 0.5}\n{"step": 2, "reward": 0.5}\n{"step": 3, "rew')
+    tail = Tail(store, log, "cut")
+    assert tail.poll() == 2  # the partial line waits while the tail runs
+    done = tail.close()
+    assert (done.steps, done.summary) == (2, "skipped 1 row(s): line 3 not JSON")
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text('{"step": 1, "reward": 0.5}\n{"step": 2, "reward": 0.5}')  # no newline after the last line
+    tail = Tail(store, whole, "whole")
+    assert tail.poll() == 1
+    assert tail.close().steps == 2
+    assert connect(store).execute("SELECT step FROM steps WHERE run = 'whole' ORDER BY step").fetchall() == [(1,), (2,)]
+
+
+def test_closed_with_the_detectors_a_followed_run_reads_as_judged(tmp_path, store):
+    import json
+
+    from typer.testing import CliRunner
+
+    from collapsewatch.cli import app
+
+    log = tmp_path / "live.jsonl"
+    log.write_text('{"step": 1, "reward": 0.5}\n{"step": 2, "reward": 0.5}\n')
+    for run, judged in (("judged", True), ("unjudged", False)):
+        tail = Tail(store, log, run)
+        tail.poll()
+        assert tail.close(run_detectors=judged).flagged == ([] if judged else None)  # 2 flat points: no warning
+    # judged at close: its (no) stored episodes are today's rules' own; not judged: computed on read
+    rows = json.loads(CliRunner().invoke(app, ["runs", str(store), "--json"]).output)
+    assert {r["run"]: r["events_computed"] for r in rows} == {"judged": False, "unjudged": True}

@@ -1,0 +1,71 @@
+"""What ``collapsewatch ingest`` tells the user, through the real CLI on a real store: the catalogue columns its keys
+filled (and, with no reward, the keys that fill nothing), a details command naming the store and run as given, and a
+run the detectors judged at ingest reading as judged by today's rules — no ``*``, no note — in ``runs`` and
+``detect``; one ingested with ``--no-detect`` still reads as not judged."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from typer.testing import CliRunner
+
+from collapsewatch.cli import app
+
+ROWS = [{"step": s, "reward": 0.5, "entropy": 1.0, "my_metric": 3.0} for s in range(1, 6)]
+
+
+def _cli(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_an_ingested_run_reads_as_judged_by_todays_rules(tmp_path):
+    store = tmp_path / "my runs"  # a space: the commands printed must quote it
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    _cli("ingest", str(store), str(log), "--run", "judged")
+    _cli("ingest", str(store), str(log), "--run", "unjudged", "--no-detect")
+
+    # 5 flat reward points: healthy; the detectors ran at ingest on `judged` and found nothing, under today's rules,
+    # so its (no) stored episodes are shown as they are; `unjudged`'s are computed on read
+    rows = json.loads(_cli("runs", str(store), "--json"))
+    assert {r["run"]: (r["verdict"], r["events_computed"]) for r in rows} == {
+        "judged": ("healthy", False), "unjudged": ("healthy", True)}
+    runs = _cli("runs", str(store))
+    assert "healthy*" in runs and runs.count("*") == 2  # one starred verdict, one footnote
+    # the footnote is for the one starred run: the command names it and the store as given
+    assert f"`collapsewatch detect {shlex.quote(str(store))} --run unjudged --recorded` shows what it stored" in runs
+
+    detect = _cli("detect", str(store), "--run", "judged")
+    assert "note:" not in detect and "recorded without a rules digest" not in detect
+    assert "recorded without a rules digest" in _cli("detect", str(store), "--run", "unjudged")
+
+
+def test_the_details_command_names_the_store_as_given(tmp_path):
+    store = tmp_path / "my runs"
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    out = _cli("ingest", str(store), str(log), "--run", "r1")
+    assert f"detectors: no warning (details: collapsewatch detect '{store}' --run r1)" in out
+
+
+def test_the_summary_names_the_catalogue_columns_filled(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    out = _cli("ingest", str(tmp_path / "st"), str(log), "--run", "r1", "--no-detect")
+    # TRL's `reward` fills reward_mean, `entropy` entropy_mean (docs/ingest.md's key table; catalogue order);
+    # my_metric fills nothing, and since the reward is there that is not said
+    assert "catalogue columns filled: entropy_mean, reward_mean\n" in out
+    assert "no key filled reward_mean" not in out
+
+
+def test_a_log_whose_keys_fill_no_reward_says_which_keys_fill_nothing(tmp_path):
+    # rfs-style CSV columns: none is a key docs/ingest.md's table maps; `loss` fills the catalogue's loss
+    f = tmp_path / "rfs.csv"
+    f.write_text("step,reward_avg,entropy_avg,loss\n1,0.5,1.0,0.3\n2,0.6,0.9,0.2\n")
+    out = _cli("ingest", str(tmp_path / "st"), str(f), "--run", "rfs", "--no-detect")
+    assert "catalogue columns filled: loss\n" in out
+    assert ("no key filled reward_mean (the reward the verdict judges); keys that fill no catalogue column: "
+            "entropy_avg, reward_avg: rename the reward's key to one of docs/ingest.md's key table") in out
