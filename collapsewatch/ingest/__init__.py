@@ -88,8 +88,9 @@ class Ingested:
         key gave the reward, the keys that fill nothing), the detectors' findings with the command that details them."""
         out = f"ingested {self.steps} step(s) of {self.format} into run {run!r}" + (
             f"; {self.summary}" if self.summary else "")
-        out += "\ncatalogue columns filled: " + (", ".join(self.filled) or "none")
-        if "reward_mean" not in self.filled:
+        if self.steps:  # (a --follow that read nothing has nothing to say about its keys)
+            out += "\ncatalogue columns filled: " + (", ".join(self.filled) or "none")
+        if self.steps and "reward_mean" not in self.filled:
             keys = ", ".join(self.unmapped[:UNMAPPED_SHOWN]) + (
                 f" and {len(self.unmapped) - UNMAPPED_SHOWN} more" if len(self.unmapped) > UNMAPPED_SHOWN else "")
             out += ("\nno key filled reward_mean (the reward the verdict judges)" + (

@@ -69,3 +69,12 @@ def test_a_log_whose_keys_fill_no_reward_says_which_keys_fill_nothing(tmp_path):
     assert "catalogue columns filled: loss\n" in out
     assert ("no key filled reward_mean (the reward the verdict judges); keys that fill no catalogue column: "
             "entropy_avg, reward_avg: rename the reward's key to one of docs/ingest.md's key table") in out
+
+
+def test_a_follow_that_read_nothing_says_nothing_of_keys(tmp_path):
+    from collapsewatch.ingest import Tail
+
+    log = tmp_path / "live.jsonl"
+    log.write_bytes(b"")  # the logger has created its file and written nothing yet
+    done = Tail(tmp_path / "st", log, "live").close(run_detectors=True)
+    assert done.message(tmp_path / "st", "live") == "ingested 0 step(s) of jsonl into run 'live'"
