@@ -4,11 +4,14 @@ Rich's ``Table`` took 1.4-1.6 s to print a 1,000-run ``runs`` table, this 32-61 
 (docs/lab/scale.md, Nov 29): one pass over the cells (their display widths, then the lines). Cells are printed as written: a ``[name]`` in a
 run name or a config stays in the text (Rich would read it as markup). A table wider than ``width`` narrows its
 widest columns to one width (the others keep theirs) and folds their cells at spaces, a word longer than its column
-split across lines.
+split across lines — but never a number (:func:`unbreakable`: ``-2.1219e-05`` cut after ``e-`` reads as another
+value): a column is never narrower than its widest number, and a table whose numbers alone are wider than ``width``
+is printed wider (:func:`render`'s caller says so on stderr).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -22,6 +25,29 @@ def cell_len(text: str) -> int:
     if text.isascii():
         return len(text)
     return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+_NUMBER = re.compile(r"[-+]?[0-9.][0-9.,:eE+\-–]*")  # 1.5, -2.1e-05, 1,000, 2026-11-30, 12:00:00, 24–50
+_OPEN, _CLOSE = "([{<\"'", ")]}>\"',;:.×%"  # around a number in text: "(0.44,", "3.5×", "12%"
+
+
+def unbreakable(word: str) -> bool:
+    """Whether ``word`` (no spaces) is a number, a date, a time or a range of them, bare or in brackets, quotes or
+    followed by punctuation: never split across lines."""
+    core = word.lstrip(_OPEN).rstrip(_CLOSE)
+    return _NUMBER.fullmatch(core) is not None and any(c.isdigit() for c in core)
+
+
+def number_width(cells: Sequence[str]) -> int:
+    """The widest unbreakable word of ``cells`` in cells (0 when none): a column of them is at least that wide."""
+    widest = 0
+    for text in cells:
+        if cell_len(text) <= widest:  # no word of it is wider
+            continue
+        for word in text.split():
+            if cell_len(word) > widest and unbreakable(word):
+                widest = cell_len(word)
+    return widest
 
 
 def _fold_word(word: str, width: int) -> list[str]:
@@ -63,26 +89,38 @@ def wrap(text: str, width: int) -> list[str]:
     return out
 
 
-def fit(natural: Sequence[int], available: int) -> list[int]:
+def fit(natural: Sequence[int], available: int, floor: Sequence[int] | None = None) -> list[int]:
     """Column widths: ``natural`` when they fit in ``available`` cells, else the widest columns cut to the one
     width ``cap`` (≥ 1) at which the widths add up to at most ``available``: a column narrower than ``cap`` keeps
-    its width."""
+    its width, and none is cut below its ``floor`` (its widest number). When the floors alone do not fit, every
+    column is cut to the widest floor (or kept at its floor) and the widths add up to more than ``available``."""
     if sum(natural) <= available:
         return list(natural)
-    lo, hi = 1, max(natural)  # the widest cap that fits: sum(min(w, cap)) grows with cap
+    floor = floor or [0] * len(natural)
+
+    def widths(cap: int) -> list[int]:
+        return [max(f, min(w, cap)) for w, f in zip(natural, floor, strict=True)]
+
+    if sum(widths(1)) > available:  # numbers that cannot be cut fill more than the table's width
+        return widths(max(1, *floor))
+    lo, hi = 1, max(natural)  # the widest cap that fits: the widths' sum grows with cap
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if sum(min(w, mid) for w in natural) <= available else (lo, mid - 1)
-    return [min(w, lo) for w in natural]
+        lo, hi = (mid, hi) if sum(widths(mid)) <= available else (lo, mid - 1)
+    return widths(lo)
 
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int = WIDTH) -> str:
     """The table as text, one ``\\n`` after each line: a header box of ``headers``, then one block per row (its
-    cells folded to their column's width), cells padded by one space on each side."""
+    cells folded to their column's width, a number never split), cells padded by one space on each side. Its lines
+    are wider than ``width`` when its numbers alone are (:func:`fit`)."""
     n = len(headers)
     natural = [max([cell_len(line) for s in [h, *(r[i] for r in rows)] for line in s.split("\n")] or [0])
                for i, h in enumerate(headers)]
-    widths = fit(natural, max(width - (3 * n + 1), n))
+    available = max(width - (3 * n + 1), n)
+    floor = None if sum(natural) <= available else [number_width([h, *(r[i] for r in rows)])
+                                                      for i, h in enumerate(headers)]
+    widths = fit(natural, available, floor)
 
     def rule(left: str, fill: str, mid: str, right: str) -> str:
         return left + mid.join(fill * (w + 2) for w in widths) + right

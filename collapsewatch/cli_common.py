@@ -117,9 +117,16 @@ def print_arrow(table, csv: bool = False, as_json: bool = False) -> None:
 
 
 def print_rows(headers: list[str], rows: Iterable[Iterable[Any]]) -> None:
-    from .boxtable import render
+    """The rows as a table on stdout; a table wider than its 200 columns (when its numbers alone are: a
+    number is never cut, ``boxtable``) says so in one line on stderr."""
+    from .boxtable import WIDTH, cell_len, render
 
-    sys.stdout.write(render(headers, [[_fmt(v) for v in row] for row in rows]))
+    text = render(headers, [[_fmt(v) for v in row] for row in rows])
+    sys.stdout.write(text)
+    wide = cell_len(text[:text.index("\n")])
+    if wide > WIDTH:
+        typer.echo(f"note: this table is {wide} columns wide (over {WIDTH}: its numbers are never cut); --csv or "
+                   "--json print each row on one line", err=True)
 
 
 def _fmt(v: Any) -> str:

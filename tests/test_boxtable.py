@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from collapsewatch.boxtable import cell_len, fit, render, wrap
+from collapsewatch.boxtable import cell_len, fit, number_width, render, unbreakable, wrap
 
 
 def test_cell_len_counts_terminal_cells():
@@ -32,7 +32,32 @@ def test_fit_cuts_only_the_widest_columns_to_one_width():
     assert fit([5, 5], 1) == [1, 1]  # never below one cell
 
 
-def test_render_by_hand():
+def test_numbers_dates_and_ranges_are_unbreakable_words():
+    assert all(unbreakable(w) for w in ["-2.1219e-05", "0.0003209", "1,000", "2026-11-30", "18:30:32", "24–50",
+                                        "(0.44,", "3.5×", "12%", '"7107.61,'])
+    assert not any(unbreakable(w) for w in ["grpo-healthy", "e-", "-", "seed1", "logp_old", "NULL", ""])
+    # the widest unbreakable word of a column's cells: "-2.1219e-05" (11 cells); the text's words do not count
+    assert number_width(["logp", "-2.1219e-05", "a-very-long-word-with-no-number"]) == 11
+    assert number_width(["reward 0.44 → 0.09", "x"]) == 4
+
+
+def test_fit_never_cuts_a_column_below_its_widest_number():
+    # natural [12, 11], 15 cells, the second column's widest number 11: cap c with min(12, c) + 11 <= 15 -> c = 4
+    assert fit([12, 11], 15, [0, 11]) == [4, 11]
+    # floors alone (11 + 11 = 22) wider than 15: every column cut to the widest floor (11), the table 33 wide
+    assert fit([12, 11, 11], 15, [0, 11, 11]) == [11, 11, 11]
+    assert fit([12, 11], 30, [0, 11]) == [12, 11]  # 23 cells fit: natural widths
+
+
+def test_render_never_splits_a_number():
+    # width 20, 2 columns: 20 - 7 = 13 cells for text; natural [12, 11]; the number's column keeps its 11 and
+    # the run name's column gets the 2 left: "grpo-healthy" in 2-cell pieces (the header "run" too: 2 lines),
+    # the number whole on the row's first line
+    out = render(["run", "logp"], [["grpo-healthy", "-2.1219e-05"]], width=20)
+    assert out.splitlines()[1:5] == ["┃ ru ┃ logp        ┃", "┃ n  ┃             ┃", "┡━━━━╇━━━━━━━━━━━━━┩",
+                                     "│ gr │ -2.1219e-05 │"]
+    assert "│ hy │             │" in out and out.count("2.1219") == 1
+
     # width 12, 2 columns: 12 - (3 * 2 + 1) = 5 cells for text; natural widths [1, 7] ("one two") -> cap 4: [1, 4]
     assert render(["a", "bb"], [["x", "one two"]], width=12) == (
         "┏━━━┳━━━━━━┓\n"

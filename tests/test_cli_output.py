@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from collapsewatch.cli import app
 from collapsewatch.trust import trust_line
+from tests.conftest import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -132,3 +133,38 @@ def test_a_reward_only_log_is_told_that_only_its_reward_is_watched(tmp_path):
     assert graded["blind"] is False and "Note" not in graded["sentence"]
     listed = {r["run"]: r for r in json.loads(_run("runs", str(store), "--json")[1])}
     assert listed["bare"]["sentence"] == bare["sentence"] and "Note" not in listed["graded"]["sentence"]
+
+
+def _body_cells(table: str) -> list[list[str]]:
+    """Each body line of a printed table as its cells' text (a folded cell's pieces are on separate lines)."""
+    body = table.split("╇", 1)[1].split("\n", 1)[1]  # after the header's rule
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in body.splitlines() if line.startswith("│")]
+
+
+def test_a_wide_sql_table_never_splits_a_number(synth):
+    # `select * from tokens` is 19 columns, wider than the tables' 200 columns: it used to fold its widest columns,
+    # numbers too ("-0.007876" on one line, "81" on the next: another value). Every piece of text printed in a
+    # numeric column must be one of that column's values as printed (floats to 6 significant digits), or NULL.
+    query = "select * from tokens where run = 'collapse' order by step, seq_id, pos limit 30"
+    p = cli("sql", str(synth), query)
+    records = json.loads(cli("sql", str(synth), query, "--json").stdout)
+    columns = list(records[0])
+    numeric = [i for i, c in enumerate(columns) if all(isinstance(r[c], int | float) and not isinstance(r[c], bool)
+                                                       or r[c] is None for r in records)]
+    assert p.returncode == 0 and p.stderr == "" and {"logp", "log_ratio", "entropy"} <= {columns[i] for i in numeric}
+    shown = {i: {f"{r[columns[i]]:.6g}" if isinstance(r[columns[i]], float) else str(r[columns[i]])
+                 for r in records} | {"NULL", ""} for i in numeric}
+    lines = _body_cells(p.stdout)
+    assert len(lines) >= len(records) and all(len(cells) == len(columns) for cells in lines)
+    bad = {(columns[i], cells[i]) for cells in lines for i in numeric if cells[i] not in shown[i]}
+    assert bad == set()
+
+
+def test_a_table_whose_numbers_alone_are_too_wide_says_so_on_stderr(synth):
+    # `steps` has over 100 columns: their numbers alone need more than 200 columns, so the table is printed wider
+    # (numbers whole) and one line on stderr says how to read it as rows
+    p = cli("sql", str(synth), "select * from steps where run = 'healthy' limit 2")
+    width = len(p.stdout.splitlines()[0])
+    assert p.returncode == 0 and width > 200
+    assert p.stderr == (f"note: this table is {width} columns wide (over 200: its numbers are never cut); --csv or "
+                        "--json print each row on one line\n")
