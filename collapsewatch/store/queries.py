@@ -141,7 +141,7 @@ class Store:
 
     def sql(self, sql: str, limits: Limits = Limits()) -> tuple[pd.DataFrame, bool]:
         """Run a person's query (``sandbox``: plain SELECTs only, on a throwaway connection, with a time
-        and a size limit); returns the last statement's rows and whether they were cut at a limit."""
+        and a size limit); one statement; returns its rows and whether they were cut at a limit."""
         self.refresh()
         return run_user_sql(self.root, sql, limits)
 

@@ -109,9 +109,11 @@ def _depth(sql: str) -> int:
     return deepest
 
 
-def check_select_only(sql: str) -> list[str]:
-    """The statements of ``sql`` once each is known to be a plain SELECT over tables and safe functions;
-    raises ReadOnlyQueryError (what is refused and why) or ValueError (empty or malformed SQL)."""
+def check_select_only(sql: str) -> str:
+    """The one statement of ``sql`` once it is known to be a plain SELECT over tables and safe functions;
+    raises ReadOnlyQueryError (what is refused and why) or ValueError (empty or malformed SQL, or more than one
+    statement: only one result is shown, so ``SELECT 1; SELECT 2`` would show the last and hide the first). DuckDB
+    splits the statements: a trailing ``;`` or one in a string literal or a comment is no second statement."""
     if _depth(sql) > MAX_DEPTH:  # before DuckDB parses it: its parser and the tree check both recurse
         raise ReadOnlyQueryError(f"refused: the query nests more than {MAX_DEPTH} levels of parentheses")
     try:
@@ -133,7 +135,9 @@ def check_select_only(sql: str) -> list[str]:
         _walk(tree, found)
         for kind, schema, name in found:
             _check_reference(kind, (schema or "").lower(), name)
-    return statements
+    if len(statements) > 1:  # after every statement is checked: a write among them is refused as one
+        raise ValueError(f"one statement per query: got {len(statements)} (run them one at a time)")
+    return statements[0]
 
 
 def _check_reference(kind: str, schema: str, name: str) -> None:

@@ -72,22 +72,22 @@ def user_query(root: Path, sql: str, limits: Limits = Limits()) -> tuple[pa.Tabl
     limit (this module), which checks it first (``sandbox.check_select_only``). Each try lists the segments afresh,
     so a query racing live compaction reads the files that exist now.
 
-    Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of the last
+    Returns (rows, cut): at most ``limits.max_rows`` rows and ``limits.max_bytes`` bytes of its one
     statement's result; ``cut`` says whether there were more. Raises ReadOnlyQueryError for anything but
-    plain SELECTs, ValueError for a failed, interrupted or oversized query."""
+    plain SELECTs, ValueError for more than one statement or a failed, interrupted or oversized query."""
     from . import lazy
 
     if lazy.load(root) is not None:  # an object store's mirror: the objects of what it reads, fetched here
         from . import mirror  # (not in the query's time limit); a folder store needs no parse in this process
         from .sandbox import check_select_only, one_run, read_tables
 
-        statement = check_select_only(sql)[-1]
+        statement = check_select_only(sql)
         mirror.need(root, read_tables(root, statement), one_run(statement))
     return run(root, sql, limits)
 
 
 def run(root: Path, sql: str, limits: Limits) -> tuple[pa.Table, bool]:
-    """Check ``sql`` and run its last statement over the store at ``root`` in a worker process; returns (rows,
+    """Check ``sql`` and run its one statement over the store at ``root`` in a worker process; returns (rows,
     whether they were cut at a limit). ReadOnlyQueryError for a refused query, ValueError with one line for a
     failed, interrupted or oversized one."""
     deadline = time.monotonic() + limits.timeout_s
@@ -202,7 +202,7 @@ def _child(request: dict) -> tuple[pa.Table, bool]:
     limits = Limits(**request["limits"])
     deadline = time.monotonic() + request["deadline_s"]
     root = Path(request["root"])
-    statement = check_select_only(request["sql"])[-1]  # refused SQL lists no file
+    statement = check_select_only(request["sql"])  # refused SQL lists no file
     try:  # a segment compacted away between listing and read: run it again while the store keeps changing
         return read_until_stable(root, lambda: run_checked(root, statement, limits,
                                                            max(0.0, deadline - time.monotonic())))

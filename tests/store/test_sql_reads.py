@@ -171,15 +171,15 @@ def test_one_run_read_alone_gives_the_rows_of_every_run_read(store, view, monkey
 FORKS = textwrap.dedent("""
     import os, subprocess, sys
     from collapsewatch.store.sandbox import check_select_only
-    assert check_select_only("SELECT 1") == ["SELECT 1"]  # this process now holds a parse database
+    assert check_select_only("SELECT 1") == "SELECT 1"  # this process now holds a parse database
     for _ in range(3):  # a child forked to run Python before its exec (preexec_fn) must not touch it
         subprocess.run(["true"], preexec_fn=lambda: None, check=True)
     pid = os.fork()
     if pid == 0:  # a forked child that parses makes its own database
-        ok = check_select_only("SELECT 2 AS two") == ["SELECT 2 AS two"]
+        ok = check_select_only("SELECT 2 AS two") == "SELECT 2 AS two"
         os._exit(0 if ok else 3)
     _, status = os.waitpid(pid, 0)
-    print(os.waitstatus_to_exitcode(status), check_select_only("SELECT 3") == ["SELECT 3"])
+    print(os.waitstatus_to_exitcode(status), check_select_only("SELECT 3") == "SELECT 3")
 """)
 
 

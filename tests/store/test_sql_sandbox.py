@@ -133,7 +133,8 @@ def test_every_attack_is_refused_and_changes_nothing(store, tmp_path, monkeypatc
     ("SELECT count(*) AS n FROM steps", [{"n": N_STEPS}]),
     ("FROM (SELECT step FROM steps ORDER BY step)", [{"step": 0}, {"step": 1}]),
     ("WITH s AS (SELECT max(step) AS m FROM steps) SELECT m FROM s", [{"m": 1}]),
-    ("SELECT 1 AS a; SELECT 2 AS b", [{"b": 2}]),  # the last statement's rows
+    ("SELECT 2 AS b;", [{"b": 2}]),  # a trailing ";" ends the one statement
+    ("SELECT ';' AS s -- ; SELECT 2", [{"s": ";"}]),  # a ";" in a string literal or a comment splits nothing
     ("SELECT sum(range)::BIGINT AS s FROM range(4)", [{"s": 6}]),  # 0+1+2+3
     # the nine views, and the seven raw segment relations they read (_segments_<table>, Arrow datasets, no files)
     ("SELECT count(*) AS n FROM (SHOW TABLES)", [{"n": 16}]),
@@ -145,6 +146,17 @@ def test_plain_selects_answer_through_both_doors(store, sql, expected):
     assert out.exit_code == 0 and json.loads(out.output) == expected, out.output
     rows, _, msg, cls, *_ = _dashboard(store, sql)
     assert rows == expected and cls == "msg ok"
+
+
+def test_more_than_one_statement_is_refused_through_both_doors(store):
+    # was: only the last statement's rows ("2"), exit 0, the first result hidden
+    for sql in ("SELECT 1 AS a; SELECT 2 AS b", "SELECT 1; SELECT 2;", "select 1;select 2; select 3"):
+        n = sql.rstrip(";").count(";") + 1  # 2, 2 and 3 statements
+        out = _cli(store, sql)
+        assert (out.exit_code, out.output) == (1, f"error: one statement per query: got {n} (run them one at a "
+                                                  "time)\n"), sql
+        rows, _, msg, cls, *_ = _dashboard(store, sql)
+        assert rows == [] and cls == "msg error" and msg == f"one statement per query: got {n} (run them one at a time)"
 
 
 def test_time_limit_interrupts(store):
