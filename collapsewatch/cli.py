@@ -32,7 +32,7 @@ app = typer.Typer(**APP, no_args_is_help=True, cls=HelpGroup,
                   help="Watch GRPO-style RL runs for ISDD and lazy-likelihood-displacement collapse.")
 
 
-def _open_store(store: Path):
+def _open_store(store: str):
     from .store import Store
 
     return Store(store)

@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from functools import wraps
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +26,8 @@ def tidy_help(cmd: Any) -> None:
     """Help as a person reads it, for ``cmd`` and every command under it (once per command object):
 
     * a plain flag (``--once``, ``--json``, ``--help``) shows no ``<bool>``: it takes no value (``--once true`` fails);
+    * an argument reads as click writes one: ``STORE`` in the usage line, the help and "Missing argument 'STORE'",
+      ``[NAME]`` when optional (Typer's ``{store}`` looked like a placeholder to fill in, braces and all);
     * a command's summary in its group's list is its first paragraph, not cut at the docstring's line breaks.
     """
     if getattr(cmd, "_tidy_help", False):
@@ -40,8 +41,20 @@ def tidy_help(cmd: Any) -> None:
     for param in [*cmd.params, *([help_option] if help_option is not None else [])]:
         if getattr(param, "is_flag", False) and not getattr(param, "count", False):
             param.metavar = ""
+        elif param.param_type_name == "argument":
+            param.metavar = param.metavar or param.name.upper()
+            param.get_usage_pieces = _usage_pieces(param)
     for sub in getattr(cmd, "commands", {}).values():
         tidy_help(sub)
+
+
+def _usage_pieces(param: Any) -> Callable[[Any], list[str]]:
+    """An argument's ``get_usage_pieces``: ``NAME``, ``[NAME]`` when optional, ``...`` after one that takes several."""
+    def pieces(ctx: Any) -> list[str]:
+        name = param.metavar if param.required else f"[{param.metavar}]"
+        return [name + ("..." if param.nargs != 1 else "")]
+
+    return pieces
 
 
 APP = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None,
@@ -67,7 +80,8 @@ class HelpCommand(TyperCommand):
         tidy_help(self)
 
 
-StoreArg = Annotated[Path, typer.Argument(help="Store folder (one per project; runs live inside it), or "
+# a str, as typed: a Path would print "s3://b/x" back as "s3:/b/x" (every command takes a str or a path)
+StoreArg = Annotated[str, typer.Argument(help="Store folder (one per project; runs live inside it), or "
                                           "s3://bucket/prefix (endpoint and keys from AWS_ENDPOINT_URL, AWS_*).")]
 RunOpt = Annotated[str | None, typer.Option("--run", "-r", help="Run name.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")]

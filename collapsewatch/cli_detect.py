@@ -18,7 +18,7 @@ from .report import RECORDED_HINT, episode_table, event_object, events_of, judge
 from .store import Store
 
 
-def detect_cmd(store: Path, run: str | None, rank: int | None, write: bool, config: DetectorConfig | None,
+def detect_cmd(store: str | Path, run: str | None, rank: int | None, write: bool, config: DetectorConfig | None,
                evidence: bool, recorded: bool, csv: bool, as_json: bool) -> None:
     if write:
         from .offline import detect_runs

@@ -41,7 +41,7 @@ class EventFollower:
                  must_exist: bool = False) -> None:
         if severity not in SEVERITY_RANK:
             raise ValueError(f"--severity must be one of {', '.join(SEVERITY_RANK)}, got {severity!r}")
-        self.path, self.run, self.min_rank = Path(store), run, SEVERITY_RANK[severity]
+        self.path, self.run, self.min_rank = store, run, SEVERITY_RANK[severity]  # a URL as typed: no Path()
         s = Store(self.path)  # a bad path fails here, with the store's one-line message
         try:
             self.missing = run is not None and not s.has_run(run)

@@ -34,7 +34,21 @@ def test_no_plain_flag_shows_a_value_type():
     assert len(helps) > 10 and all("--help" in h for h in helps.values())
     assert [p for p, h in helps.items() if "<bool>" in h] == []
     # options that take a value keep their type
-    assert "<float>" in helps[("watch",)] and "<path>" in helps[("sql",)] and "<int>" in helps[("train",)]
+    assert "<float>" in helps[("watch",)] and "<path>" in helps[("ingest",)] and "<int>" in helps[("train",)]
+
+
+def test_arguments_read_as_names_in_capitals():
+    # was: "Usage: collapsewatch runs [OPTIONS] {store}" (Typer's braces, read as a placeholder to fill in) beside
+    # "Missing argument 'store'"; now click's own style, in the usage line, the error and the help
+    for args, usage, missing in ((["runs"], "collapsewatch runs [OPTIONS] STORE", "STORE"),
+                                 (["ingest"], "collapsewatch ingest [OPTIONS] STORE FILE", "STORE"),
+                                 (["sql", "st"], "collapsewatch sql [OPTIONS] STORE QUERY", "QUERY"),
+                                 (["lab", "run"], "collapsewatch lab run [OPTIONS] GRID", "GRID")):
+        out = CliRunner().invoke(app, args, prog_name="collapsewatch")
+        assert out.exit_code == 2 and out.output.startswith(f"Usage: {usage}\n"), (args, out.output)
+        assert out.output.strip().splitlines()[-1] == f"Error: Missing argument '{missing}'.", (args, out.output)
+    helped = CliRunner().invoke(app, ["ingest", "--help"], prog_name="collapsewatch").output
+    assert "\n  STORE <str>  " in helped and "\n  FILE <path>  " in helped and "{" not in helped.split("\n\n")[0]
 
 
 def test_square_brackets_in_help_are_text():
@@ -68,6 +82,6 @@ def test_help_and_usage_errors_are_plain_text():
     # --help prints no Rich panel (box-drawing characters) and a usage error is click's three lines
     out = subprocess.run([sys.executable, "-m", "collapsewatch", "sql", "--help"], capture_output=True, text=True,
                          check=True).stdout
-    assert out.startswith("Usage: collapsewatch sql [OPTIONS] {store} {query}") and "╭" not in out
+    assert out.startswith("Usage: collapsewatch sql [OPTIONS] STORE QUERY") and "╭" not in out
     bad = subprocess.run([sys.executable, "-m", "collapsewatch", "--bogus"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == "Error: No such option: --bogus"
