@@ -41,6 +41,8 @@ def detect_cmd(store: str | Path, run: str | None, rank: int | None, write: bool
         frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         print_frame(frame.reindex(columns=[*TIMELINE_COLUMNS, "source", "rules"]), csv=True)
         return
+    if not judged:  # a store with no run yet (only its _schema): said, not a blank screen
+        typer.echo(f"no runs in {store}")
     for j in judged:
         typer.echo(f"{j.run}: {j.verdict.sentence}")
         if j.note:

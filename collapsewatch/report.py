@@ -163,8 +163,23 @@ def runs_table(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
         if r["status"] != "running" and keys.get(r["run"]) is not None:
             runlines.keep_line(store.root, r["run"], keys[r["run"]], **line)
     order = runlines.ordered(lines)
+    full = [{k: judged.untyped(v) for k, v in lines[run]["full"].items()} for run in order]
     return (pd.DataFrame(runlines.table_rows(lines), columns=list(runlines.COMPACT_COLUMNS)),
-            pd.DataFrame([{k: judged.untyped(v) for k, v in lines[run]["full"].items()} for run in order]))
+            pd.DataFrame(full) if full else pd.DataFrame(columns=full_columns()))  # no run: still the header
+
+
+NOT_IN_FULL = ("status", "n_steps", "last_step")
+"""The verdict's fields that a run's full row has already (its run row's ``status``, ``n_steps``, ``last_step``)."""
+
+
+def full_columns() -> list[str]:
+    """The columns of ``runs_table``'s full rows, in ``_line``'s order (a store with no run prints them alone)."""
+    from dataclasses import fields
+
+    from .verdict import Verdict
+
+    return list(dict.fromkeys([*SUMMARY_COLUMNS, "n_events", "events_computed", "verdict",  # n_events: once
+                               *(f.name for f in fields(Verdict) if f.name not in NOT_IN_FULL)]))
 
 
 def _line(store: Store, r: dict) -> tuple[dict, dict]:
@@ -175,7 +190,7 @@ def _line(store: Store, r: dict) -> tuple[dict, dict]:
     r = {c: stats[c] if c in STEP_STATS else r[c] for c in SUMMARY_COLUMNS}
     j = summary(store, run, files=files)
     v = j.verdict
-    fields = {k: x for k, x in v.as_dict().items() if k not in ("status", "n_steps", "last_step")}
+    fields = {k: x for k, x in v.as_dict().items() if k not in NOT_IN_FULL}
     full = {**r, "n_events": j.n_events, "events_computed": j.computed, "verdict": v.status, **fields}
     compact = {"run": run, "status": r["status"], "objective": r["objective"], "steps": r["n_steps"],
                "updated": short_time(r["updated_at"]), "verdict": v.status + ("*" if j.computed else ""),

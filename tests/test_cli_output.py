@@ -186,3 +186,12 @@ def test_a_store_url_is_named_as_typed_by_every_command(tmp_path):
             assert p.returncode == 1 and p.stderr.startswith(f"error: store URL '{url}': {why}"), (args, p.stderr)
             assert len(p.stderr.splitlines()) == 1 and p.stdout == ""
 
+
+def test_a_store_with_no_run_says_so(synth, tmp_path):
+    # was: `runs --csv` printed a blank line and `detect` nothing at all on a store holding only its _schema
+    empty = tmp_path / "empty"
+    shutil.copytree(synth / "_schema", empty / "_schema")
+    header = cli("runs", str(synth), "--csv").stdout.splitlines()[0]  # the header over two runs' rows
+    assert cli("runs", str(empty), "--csv").stdout == header + "\n"
+    assert cli("detect", str(empty)).stdout == f"no runs in {empty}\n"
+    assert cli("detect", str(empty), "--json").stdout == cli("runs", str(empty), "--json").stdout == "[]\n"
