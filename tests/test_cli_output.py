@@ -145,9 +145,12 @@ def test_a_wide_sql_table_never_splits_a_number(synth):
     # `select * from tokens` is 19 columns, wider than the tables' 200 columns: it used to fold its widest columns,
     # numbers too ("-0.007876" on one line, "81" on the next: another value). Every piece of text printed in a
     # numeric column must be one of that column's values as printed (floats to 6 significant digits), or NULL.
+    # The values: the query's own result (Arrow, as `sql` prints it; --json rounds to 10 decimal places)
+    from collapsewatch.store import sqlproc
+
     query = "select * from tokens where run = 'collapse' order by step, seq_id, pos limit 30"
     p = cli("sql", str(synth), query)
-    records = json.loads(cli("sql", str(synth), query, "--json").stdout)
+    records = sqlproc.user_query(synth, query)[0].to_pylist()
     columns = list(records[0])
     numeric = [i for i, c in enumerate(columns) if all(isinstance(r[c], int | float) and not isinstance(r[c], bool)
                                                        or r[c] is None for r in records)]
