@@ -205,14 +205,13 @@ def watch(store: StoreArg, run: RunOpt = None,
 @app.command()
 @friendly
 def dash(store: StoreArg, host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-         port: Annotated[int, typer.Option(help="Port.")] = 8050) -> None:
+         port: Annotated[int, typer.Option(help="Port, 1 to 65535.")] = 8050) -> None:
     """Serve the live dashboard on a store."""
     from collapsewatch.dashboard.app import serve
 
-    # serve() refuses a busy port and waits for a store that a run has not created yet
+    # serve() refuses an address it cannot listen on, waits for a store a run has not created yet, then says where
     ctrl_c_ends_it()
-    typer.echo(f"collapsewatch dashboard on http://{host}:{port}  (store {store})")
-    serve(str(store), host=host, port=port)
+    serve(str(store), host=host, port=port, say=typer.echo)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True,

@@ -8,6 +8,7 @@ explicitly after the app exists, because the package is installed as ``collapsew
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import socket
 import time
@@ -84,32 +85,66 @@ def wait_for_store(store: str | Path, poll_s: float = 1.0, say: Callable[[str], 
             time.sleep(poll_s)
 
 
+PORTS = range(1, 65536)
+"""The ports ``serve`` takes (0, "any free port", is refused: Dash would serve on 8050 instead)."""
+
+
+def _bind_error(host: str, port: int) -> OSError | None:
+    """Why ``host:port`` cannot be listened on now (None: it can), bound the way the server binds it (Werkzeug's
+    address family and address, ``SO_REUSEADDR``): a port whose connections from a dashboard stopped a moment ago
+    are only in TIME_WAIT is free, as it is to the server."""
+    from werkzeug.serving import get_sockaddr, select_address_family
+
+    family = select_address_family(host, port)
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(get_sockaddr(host, port, family))
+    except OSError as e:
+        return e
+    return None
+
+
 def port_in_use(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
+    """Whether a server could not listen on ``host:port`` now (busy, or ``host`` not an address of this machine)."""
+    return _bind_error(host, port) is not None
 
 
-def serve(store: str | Path, host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> None:
-    """Serve the dashboard of ``store`` until interrupted. Binds to localhost unless ``host`` says otherwise:
-    the SQL console reads every run in the store. A busy port is refused first; a store that does not exist yet
-    is waited for."""
-    if port_in_use(host, port):
+def check_port(host: str, port: int) -> None:
+    """Refuse, in one line, an address the server could not listen on: a port outside 1–65535 (ValueError), a busy
+    port, or a host this machine cannot bind (RuntimeError, with the system's reason)."""
+    if port not in PORTS:
+        raise ValueError(f"--port {port}: a port is a number from {PORTS.start} to {PORTS.stop - 1}")
+    e = _bind_error(host, port)
+    if e is None:
+        return
+    if e.errno == errno.EADDRINUSE:
         raise RuntimeError(f"port {port} on {host} is already in use (another dashboard?): stop it or pass --port")
-    wait_for_store(store)
+    raise RuntimeError(f"cannot bind {host}:{port}: {e.strerror or e}")
+
+
+def serve(store: str | Path, host: str = "127.0.0.1", port: int = 8050, debug: bool = False,
+          say: Callable[[str], None] = print) -> None:
+    """Serve the dashboard of ``store`` until interrupted. Binds to localhost unless ``host`` says otherwise:
+    the SQL console reads every run in the store. An address it cannot listen on (busy port, port outside
+    1–65535, host not of this machine) is refused first, in one line; a store that does not exist yet is waited
+    for; then ``say`` gets the dashboard's address."""
+    check_port(host, port)
+    wait_for_store(store, say=say)
     app = create_app(store)
+    say(f"collapsewatch dashboard on http://{host}:{port}  (store {store})")
     app.run(host=host, port=port, debug=debug)
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``python -m collapsewatch.dashboard``: ``collapsewatch dash``'s refusals are one ``error:`` line here too."""
     p = argparse.ArgumentParser(prog="python -m collapsewatch.dashboard", description=serve.__doc__)
     p.add_argument("store")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8050)
     p.add_argument("--debug", action="store_true")
     a = p.parse_args(argv)
-    serve(a.store, a.host, a.port, a.debug)
-
+    try:
+        serve(a.store, a.host, a.port, a.debug)
+    except (ValueError, RuntimeError, FileNotFoundError) as e:
+        raise SystemExit(f"error: {e}") from None
