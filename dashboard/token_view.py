@@ -112,11 +112,20 @@ def token_texts(token_ids: Sequence[Any], decode: Callable[[list[int]], list[str
     return ["[?]" if t is None else next(decoded) for t in ids]
 
 
+def _escape(c: str) -> str:
+    r"""A code point as Python writes it escaped: ``\xNN``, ``\uNNNN`` or ``\UNNNNNNNN``."""
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
 def visible(text: str) -> str:
-    """Whitespace that would vanish on screen made visible (newline ↵ kept as a line break, tab →)."""
+    r"""Whitespace that would vanish on screen made visible (newline ↵ kept as a line break, tab →), and every other
+    character that does not print (``str.isprintable``: control bytes such as U+001D and U+007F, zero-width and
+    direction marks, U+00A0 …) as its escape, ``\x1d``: a box or nothing on screen would hide what the token is."""
     if text == "":
         return "∅"
-    return text.replace("\t", "→").replace("\r", "").replace("\n", "↵\n")
+    text = text.replace("\t", "→").replace("\r", "").replace("\n", "↵\n")
+    return "".join(c if c.isprintable() or c == "\n" else _escape(c) for c in text)
 
 
 def scale(metric: str, value: float | None) -> float:

@@ -115,3 +115,33 @@ def test_byte_level_pieces_render_as_text_not_replacement_boxes():
     assert byte_level_texts(["â", "<|im_end|>", "Ġx"], {"<|im_end|>"}) == ["\\xe2", "<|im_end|>", " x"]
     assert byte_level_texts(["a", "ÿ"]) == ["a", "\\xff"]  # 0xff never starts a UTF-8 character
     assert "\ufffd" not in "".join(byte_level_texts(["Ã", "Ã", "©"]))  # c3 c3 a9: an invalid byte, then 'é'
+
+
+def test_characters_that_do_not_print_show_as_escapes_not_boxes():
+    # every code point str.isprintable() rejects, other than the newline and tab drawn as ↵ and →, is escaped as
+    # Python writes it: U+001D → \x1d, U+007F → \x7f, U+00A0 → \xa0, U+200B (zero width) → \u200b,
+    # U+E0001 (language tag) → \U000e0001; printable text, 'é' included, stays as it is
+    assert token_view.visible("a\x1d\x7f\xa0é\u200b\U000e0001\tb\n") == "a\\x1d\\x7f\\xa0é\\u200b\\U000e0001→b↵\n"
+
+
+def test_the_tokens_page_escapes_the_control_bytes_of_a_sample_sequence(tmp_path):
+    import shutil
+
+    from collapsewatch.dashboard import create_app, history
+    from tests.dashboard.test_sample_runs import SAMPLES
+
+    # /tokens/grpo-collapse?step=180&rank=entropy, sequence 63: its degenerate text decodes to 'answer', U+001D
+    # twice, 'aerilBraakport', U+007F, 'Braith' — which the browser drew as boxes
+    root = tmp_path / "store"
+    shutil.copytree(SAMPLES, root)
+    create_app(root)
+    from collapsewatch.dashboard.pages import tokens  # registered once an app exists
+
+    history.clear()
+    try:
+        cells, _, _ = tokens.render("0:63", "entropy", 180, "grpo-collapse")
+    finally:
+        history.clear()
+    text = "".join(c.children for c in cells if isinstance(getattr(c, "children", None), str))
+    assert "answer\\x1d\\x1daerilBraakport\\x7fBraith" in text
+    assert not any(not c.isprintable() and c != "\n" for c in text)
