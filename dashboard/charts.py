@@ -13,6 +13,19 @@ from .series import GL_THRESHOLD, downsample, finite_xy, trailing_mean
 from .sweep import MISSING, SAME_BY_NATURE, VERDICTS, Sweep, flatten
 
 PANEL_PX = 210
+SWEEP_LABEL_ANGLE = -30
+"""The sweep chart's axis titles, tilted: Plotly centres each over its axis, and level titles longer than the
+axes' spacing run into each other (``max_response_tokens`` over ``mini_batches`` with the sample runs' 14 axes)."""
+SWEEP_PLOT_PX = 300
+"""Height of the sweep chart's axes; the margins above and beside them grow with the titles."""
+
+
+def _sweep_margin(labels: list[str]) -> dict[str, int]:
+    """Margins that hold the tilted axis titles. Plotly starts each title on its axis, 25 px above the axes, and
+    tilts it up to the right: one of n characters (about 7 px each at 12 px) rises 7n·sin 30° + 12 px (its own
+    height) and reaches 7n·cos 30° right of its axis, so the last title needs that much room on the right."""
+    width = [7 * len(label) for label in labels]
+    return dict(t=25 + int(0.5 * max(width)) + 12 + 6, l=70, r=max(70, int(0.87 * width[-1]) + 10), b=24)
 
 
 def run_colours(all_runs: list[str]) -> dict[str, str]:
@@ -154,8 +167,10 @@ def sweep_figure(sw: Sweep) -> dict:
                      tickvals=list(range(len(VERDICTS))), ticktext=list(VERDICTS)))
     line = dict(color=codes, colorscale=verdict_colourscale(), cmin=-0.5, cmax=len(VERDICTS) - 0.5, showscale=False)
     trace = dict(type="parcoords", dimensions=dims, line=line, labelfont=dict(size=12, color=theme.TEXT),
-                 tickfont=dict(size=10, color=theme.MUTED), rangefont=dict(size=9, color=theme.MUTED))
-    return {"data": [trace], "layout": theme.base_layout(380, margin=dict(l=70, r=70, t=56, b=24))}
+                 labelangle=SWEEP_LABEL_ANGLE, tickfont=dict(size=10, color=theme.MUTED),
+                 rangefont=dict(size=9, color=theme.MUTED))
+    margin = _sweep_margin([d["label"] for d in dims])
+    return {"data": [trace], "layout": theme.base_layout(SWEEP_PLOT_PX + margin["t"] + margin["b"], margin=margin)}
 
 
 def numeric_columns(df: pd.DataFrame) -> list[str]:

@@ -140,3 +140,47 @@ def test_runs_page_groups_and_filters_by_config_and_verdict(sweep_site, page):  
                            ".length == 2")
     assert _runs(page) == ["grpo-collapse", "sapo_search"]
     assert page.errors == []
+
+
+def test_sweep_axis_titles_neither_overlap_nor_leave_the_chart(tmp_path, page):  # noqa: F811
+    import itertools
+    import json
+    import math
+    import shutil
+    from pathlib import Path
+
+    import plotly
+
+    from collapsewatch.dashboard import charts, create_app, history, state, sweep
+    from collapsewatch.dashboard.figures import COLUMNS
+    from tests.dashboard.test_sample_runs import SAMPLES
+
+    # the shipped sample runs differ in 14 config keys: 16 axes 1,300 px apart, about 87 px each, where
+    # max_response_tokens (~120 px wide) ran level into mini_batches when the titles were horizontal
+    shutil.copytree(SAMPLES, tmp_path / "store")
+    create_app(tmp_path / "store")
+    history.clear()
+    with state.borrow() as s:
+        fig = charts.sweep_figure(sweep.sweep(sweep.select(history.run_table(s, COLUMNS), None)))
+    history.clear()
+    assert len(fig["data"][0]["dimensions"]) == 16
+    page.set_content("<body style='margin:0'><div id=g style='width:1446px'></div></body>")  # its width at 1500 px
+    page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+    page.evaluate(f"Plotly.newPlot('g', {json.dumps(fig['data'])}, {json.dumps(fig['layout'])})")
+    svg, titles = page.evaluate("""() => [document.querySelector('#g .main-svg').getBoundingClientRect().toJSON(),
+        Array.from(document.querySelectorAll('#g .axis-title')).map(t => { const r = t.getBoundingClientRect(),
+            b = t.getBBox(); return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+            x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2, w: b.width, h: b.height}; })]""")
+    assert len(titles) == 16
+    for t in titles:  # every title whole inside the chart ("verdict" was cut to "verdic")
+        assert svg["left"] <= t["left"] and t["right"] <= svg["right"] and svg["top"] <= t["top"], t
+    # the titles are parallel rectangles tilted by the same angle: two overlap when their centres are closer than
+    # half their widths summed along the text and closer than half their heights summed across it
+    a = math.radians(fig["data"][0].get("labelangle", 0))  # Plotly's default: level
+    along, across = (math.cos(a), math.sin(a)), (-math.sin(a), math.cos(a))
+    for p, q in itertools.pairwise(titles):
+        dx, dy = q["x"] - p["x"], q["y"] - p["y"]
+        apart_along = abs(dx * along[0] + dy * along[1]) >= (p["w"] + q["w"]) / 2
+        apart_across = abs(dx * across[0] + dy * across[1]) >= (p["h"] + q["h"]) / 2
+        assert apart_along or apart_across, (p["text"], q["text"])
+    assert page.errors == []
