@@ -9,7 +9,10 @@ command pays for ``collapsewatch --help``'s imports (``tests/test_cli_startup.py
 
 from __future__ import annotations
 
+import decimal
 import inspect
+import json
+import math
 import signal
 import sys
 import threading
@@ -116,9 +119,43 @@ def print_frame(df, csv: bool = False, as_json: bool = False) -> None:
     if csv:
         sys.stdout.write(df.to_csv(index=False))
     elif as_json:
-        sys.stdout.write(df.to_json(orient="records", date_format="iso") + "\n")
+        sys.stdout.write(frame_json(df) + "\n")
     else:
         print_rows([str(c) for c in df.columns], df.itertuples(index=False))
+
+
+def frame_json(df) -> str:
+    """``df`` as JSON records, every float exact (its shortest round-trip form: pandas' ``to_json`` keeps 10 decimal
+    places, so -1.66871e-06 read -0.0000016687 and 0.1 + 0.2 read 0.3); NaN, ±inf, NaT and None as null; timestamps
+    in ISO form to the millisecond, as pandas wrote them."""
+    cols = [str(c) for c in df.columns]
+    rows = [dict(zip(cols, map(_json_value, row), strict=True)) for row in df.itertuples(index=False, name=None)]
+    return json.dumps(rows, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def _json_value(v: Any) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(v, np.generic):
+        v = v.item()
+    if v is None or v is pd.NaT or v is pd.NA:
+        return None
+    if isinstance(v, decimal.Decimal):  # DuckDB's DECIMAL (a literal such as 1.25): a JSON number, as pandas wrote it
+        v = float(v)
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, datetime):  # pandas' Timestamp too; an aware one in UTC with a Z, as pandas wrote it
+        if v.tzinfo is None:
+            return v.isoformat(timespec="milliseconds")
+        return v.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    return v
 
 
 def print_arrow(table, csv: bool = False, as_json: bool = False) -> None:

@@ -141,6 +141,19 @@ def _body_cells(table: str) -> list[list[str]]:
     return [[c.strip() for c in line.split("│")[1:-1]] for line in body.splitlines() if line.startswith("│")]
 
 
+def test_json_output_keeps_every_float_exact(synth):
+    # pandas' to_json kept 10 decimal places: -1.66871e-06 printed -0.0000016687, 0.1 + 0.2 printed 0.3. Each value
+    # parsed back is now the double DuckDB computed (shortest round-trip form); NaN is null, a DECIMAL a number, a UTC
+    # timestamp ISO to the millisecond with a Z (as before)
+    code, out = _run("sql", str(synth), "SELECT -1.66871e-06::DOUBLE AS a, 0.1::DOUBLE + 0.2::DOUBLE AS b, "
+                     "'nan'::DOUBLE AS c, 1.25::DECIMAL(5, 2) AS d, TIMESTAMPTZ '2026-11-30 18:00:01.5+00' AS t, "
+                     "[1e-300, 2.5] AS l", "--json")
+    assert code == 0
+    assert json.loads(out) == [{"a": -1.66871e-06, "b": 0.1 + 0.2, "c": None, "d": 1.25,
+                                "t": "2026-11-30T18:00:01.500Z", "l": [1e-300, 2.5]}]
+    assert json.loads(out)[0]["b"] != 0.3  # 0.30000000000000004, not rounded
+
+
 def test_a_wide_sql_table_never_splits_a_number(synth):
     # `select * from tokens` is 19 columns, wider than the tables' 200 columns: it used to fold its widest columns,
     # numbers too ("-0.007876" on one line, "81" on the next: another value). Every piece of text printed in a
