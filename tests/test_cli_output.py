@@ -188,19 +188,21 @@ def test_a_table_whose_numbers_alone_are_too_wide_says_so_on_stderr(synth):
 
 def test_a_store_url_is_named_as_typed_by_every_command(tmp_path):
     # was "store URL 's3:/user:key@bucket/x'" (a Path collapses "//"). Refused before any network: credentials in
-    # the URL and a scheme other than s3 (the message prints the URL as typed, as it did before, only unmangled)
+    # the URL and a scheme other than s3 (the message prints the URL as typed, only unmangled — and with the
+    # credentials typed in it masked: 's3://***@bucket/x', never the key)
     log = tmp_path / "log.jsonl"
     log.write_text('{"step": 0, "reward": 1}\n')
     commands = [["runs"], ["sql", "{}", "select 1"], ["check"], ["compact"], ["detect"], ["watch", "{}", "--once"],
                 ["export"], ["ingest", "{}", str(log), "--run", "a"], ["lab", "score"], ["lab", "hold"],
                 ["lab", "natural"], ["lab", "mismatch"], ["lab", "calibrate", "{}", "--out", str(tmp_path / "o.toml")]]
-    for url, why in (("s3://user:key@bucket/x", "credentials and endpoint come from the environment"),
-                     ("http://example.com/x", "scheme 'http' is not supported")):
+    for url, shown, why in (("s3://user:key@bucket/x", "s3://***@bucket/x",
+                              "credentials and endpoint come from the environment"),
+                             ("http://example.com/x", "http://example.com/x", "scheme 'http' is not supported")):
         for cmd in commands:
             args = [url if a == "{}" else a for a in cmd] if "{}" in cmd else [*cmd, url]
             p = cli(*args)
-            assert p.returncode == 1 and p.stderr.startswith(f"error: store URL '{url}': {why}"), (args, p.stderr)
-            assert len(p.stderr.splitlines()) == 1 and p.stdout == ""
+            assert p.returncode == 1 and p.stderr.startswith(f"error: store URL '{shown}': {why}"), (args, p.stderr)
+            assert len(p.stderr.splitlines()) == 1 and p.stdout == "" and "key" not in p.stderr
 
 
 def test_a_store_with_no_run_says_so(synth, tmp_path):

@@ -162,6 +162,7 @@ def parse_url(store: str | os.PathLike) -> Remote:
     m = URL.match(s)
     if m is None:
         raise ValueError(f"{s!r} is not a store URL")
+    s = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1***@", s)  # named in messages: never a key typed in it
     scheme, rest = m.group(1).lower(), m.group(2)
     if scheme != "s3":
         raise ValueError(f"store URL {s!r}: scheme {scheme!r} is not supported; use a folder or s3://bucket/prefix "
