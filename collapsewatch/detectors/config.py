@@ -14,10 +14,11 @@ points, over 10× as many steps. The ``*_steps`` names are kept for compatibilit
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -343,9 +344,15 @@ class DetectorConfig:
         out = cls()
         for key, value in data.items():
             if key not in top:
-                raise ValueError(f"unknown detector setting {key!r}")
+                raise ValueError(f"unknown detector setting {key!r}{_known(key, top)}")
             current = getattr(out, key)
             if isinstance(value, Mapping):
+                if not is_dataclass(current):
+                    raise ValueError(f"detector setting {key!r} is a value, not a [{key}] table")
+                names = {f.name for f in fields(current)}
+                for k in value:
+                    if k not in names:
+                        raise ValueError(f"unknown setting {k!r} in [{key}]{_known(k, names)}")
                 value = replace(current, **{k: tuple(v) if isinstance(v, list) else v for k, v in value.items()})
             elif key == "enabled":
                 value = tuple(value)
@@ -365,3 +372,10 @@ class DetectorConfig:
             raise ValueError(f"detectors file {str(p)!r} is not valid TOML: {e}") from e
         except (TypeError, ValueError) as e:
             raise ValueError(f"detectors file {str(p)!r}: {e}") from e
+
+
+def _known(name: str, known: Collection[str]) -> str:
+    """``: did you mean 'x'? (known: a, b, …)`` for an unknown setting ``name`` among ``known``."""
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (known: {', '.join(sorted(known))})"

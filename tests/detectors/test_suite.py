@@ -161,5 +161,14 @@ def test_config_overrides_and_validation():
         DetectorConfig(history_steps=20)
     with pytest.raises(ValueError, match="unknown"):
         DetectorConfig.from_dict({"nope": 1})
+    # a misspelt key of a table is named with its table, the closest known key and the table's keys (it read
+    # "IsddConfig.__init__() got an unexpected keyword argument" before)
+    with pytest.raises(ValueError, match=r"unknown setting 'median_treshold' in \[isdd\]; did you mean "
+                                         r"'median_threshold'\? \(known: confirm_steps, .*trend_window\)"):
+        DetectorConfig.from_dict({"isdd": {"median_treshold": 0.85}})
+    with pytest.raises(ValueError, match=r"unknown detector setting 'isd'; did you mean 'isdd'\?"):
+        DetectorConfig.from_dict({"isd": {"median_threshold": 0.85}})
+    with pytest.raises(ValueError, match=r"'history_steps' is a value, not a \[history_steps\] table"):
+        DetectorConfig.from_dict({"history_steps": {"x": 1}})
     with pytest.raises(ValueError, match="confirm_steps"):
         IsddConfig(confirm_steps=0)
