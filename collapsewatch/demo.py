@@ -40,13 +40,12 @@ def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: fl
     """Serve the dashboard of ``store`` in a child process (so training keeps this process's cores and GIL) and
     wait until it answers; raises RuntimeError with the server's last output if it does not. The server's log
     goes to an unnamed temporary file, never a pipe: a pipe nobody reads would fill up and block it.
-    A port already in use is refused first (a dashboard left over from an earlier demo would otherwise answer
-    the readiness check and be taken for this one)."""
-    from .dashboard.app import port_in_use
+    An address the server could not listen on is refused first, as ``collapsewatch dash`` refuses it (a busy port:
+    a dashboard left over from an earlier demo would otherwise answer the readiness check and be taken for this
+    one; a port outside 1–65535; a host not of this machine, with the system's reason)."""
+    from .dashboard.app import check_port
 
-    if port_in_use(host, port):
-        raise RuntimeError(f"port {port} on {host} is already in use (another dashboard or demo still running?): "
-                           "stop it or choose another port with --port")
+    check_port(host, port)
     log_file = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(store), "--host", host,
                              "--port", str(port)], stdout=log_file, stderr=subprocess.STDOUT)

@@ -84,3 +84,10 @@ def test_a_busy_port_is_refused_before_starting_a_dashboard(tmp_path):
         held.listen()
         with pytest.raises(RuntimeError, match="already in use"):
             start_dashboard(tmp_path, held.getsockname()[1])
+    # the demo refuses as `collapsewatch dash` does (one check, dashboard.app.check_port): a port outside 1–65535,
+    # and a host that is no address of this machine (192.0.2.1, TEST-NET-1) with the system's reason — it called
+    # that a busy port before
+    with pytest.raises(ValueError, match="a port is a number from 1 to 65535"):
+        start_dashboard(tmp_path, 99999)
+    with pytest.raises(RuntimeError, match="cannot bind 192.0.2.1:"):
+        start_dashboard(tmp_path, 8050, host="192.0.2.1")
