@@ -148,3 +148,5 @@ def main(argv: list[str] | None = None) -> None:
         serve(a.store, a.host, a.port, a.debug)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         raise SystemExit(f"error: {e}") from None
+    except KeyboardInterrupt:  # Ctrl-C, here while it waits for a store that does not exist yet: no traceback
+        raise SystemExit(130) from None

@@ -69,3 +69,25 @@ def test_a_busy_port_is_refused_by_dash_and_python_m_alike(synth_store, capsys):
             main([str(synth_store), "--host", NOT_HERE, "--port", str(port)])
         assert e.value.code == f"error: cannot bind {NOT_HERE}:{port}: Cannot assign requested address"
     assert capsys.readouterr().out == ""  # nothing announced before the refusals
+
+
+def test_ctrl_c_while_waiting_for_a_store_ends_without_a_traceback(tmp_path):
+    # `python -m collapsewatch.dashboard MISSING` waits for a run to create the store; Ctrl-C there (SIGINT) ended in a
+    # KeyboardInterrupt traceback. Now: exit 130 (128 + SIGINT), nothing but the waiting line printed
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import child_env
+
+    proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(tmp_path / "missing"), "--port",
+                             str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=child_env(PYTHONUNBUFFERED="1"))
+    try:
+        first = proc.stdout.readline()  # printed once the port check passed and the wait began
+        assert "does not exist" in first and "waiting" in first, first
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in rest, rest
