@@ -107,6 +107,8 @@ def follow(store: str | Path, *, run: str | None = None, severity: str = "warnin
                 for v in follower.verdicts.values():
                     emit(json.dumps(v, allow_nan=False) if as_json else f"{v['run']}: {v['sentence']}")
                     out.verdict(v)
+                if once and not follower.verdicts:  # a store with no run yet: said, not an empty silence
+                    warn(f"no runs in {store}")
                 break
             time.sleep(interval)
     except KeyboardInterrupt:

@@ -213,3 +213,6 @@ def test_a_store_with_no_run_says_so(synth, tmp_path):
     assert cli("runs", str(empty), "--csv").stdout == header + "\n"
     assert cli("detect", str(empty)).stdout == f"no runs in {empty}\n"
     assert cli("detect", str(empty), "--json").stdout == cli("runs", str(empty), "--json").stdout == "[]\n"
+    # `watch --once` printed nothing at all there: now one line on stderr (stdout stays the events' stream), exit 0
+    w = cli("watch", str(empty), "--once")
+    assert (w.returncode, w.stdout, w.stderr) == (0, "", f"no runs in {empty}\n")
