@@ -171,7 +171,7 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
     {"field": "worst", "headerName": "worst severity", "cellStyle": _severity_style(), "width": 110,
      "headerTooltip": "the worst severity any detector episode ever had in this run"},
     {"field": "episodes", "headerName": "episodes by severity", "width": 190},
-    {"field": "flags", "headerName": "flagged now", "flex": 1, "minWidth": 150,
+    {"field": "flags", "headerName": "open at the last step", "flex": 1, "minWidth": 150,
      "headerTooltip": f"episodes still open within {ACTIVE_WINDOW} steps of the last step",
      "cellStyle": {"color": theme.DETECTOR_COLOURS["isdd"], "fontWeight": 600}},
     _num("ratio_p50_pos", "A>0 ratio median", ".3f", 120,

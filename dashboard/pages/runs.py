@@ -31,7 +31,7 @@ def _summary(rows: list[dict], shown: int) -> list:
     flagged = sum(r["n_active"] > 0 for r in rows)
     return [html.H2("Runs"), html.Span([html.B(len(rows)), " runs"], className="fact"),
             html.Span([html.B(running), " running"], className="fact"),
-            html.Span([html.B(flagged), " with active flags"], className="fact flag" if flagged else "fact"),
+            html.Span([html.B(flagged), " with episodes open at their last step"], className="fact flag" if flagged else "fact"),
             *([html.Span([html.B(shown), " shown"], className="fact")] if shown != len(rows) else [])]
 
 

@@ -115,6 +115,10 @@ def test_runs_rows_reward_level_collapse_and_severity_counts():
     assert (healthy["collapse_step"], healthy["worst"], healthy["episodes"]) == (None, "none", "")
     assert {c["headerName"] for c in tables.RUNS_COLUMNS} >= {"reward now", "best reward", "collapse step",
                                                              "worst severity", "episodes by severity"}
+    # the episodes still open at a run's last step: named so, not "flagged now" (a run that finished days ago is not
+    # ringing now)
+    (flags,) = [c for c in tables.RUNS_COLUMNS if c["field"] == "flags"]
+    assert flags["headerName"] == "open at the last step"
 
 
 def test_csv_download_keeps_column_order_and_empty_missing():
