@@ -157,6 +157,10 @@ while IFS=$'\t' read -r run file repo path commit sha; do
     *.omnilora.json)  # SakaiXue6666/Omni-LoRA-RL's per-step reward curves: lab/public/omnilora_curve.py
       conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/omnilora_curve.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.tlr.json)  # redswimmer/turn-level-rewards' curves of five arms (one JSON object): lab/public/tlr_curves.py takes the
+                 # arm named as the run's name after its prefix (tlr-grpo_or → grpo_or)
+      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/tlr_curves.py" "$raw" "${run#tlr-}" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac
 done

@@ -17,8 +17,8 @@ lab/public/sherry_csv.py (sherrywan717/ppo-vs-grpo-math-rlvr's per-update CSVs),
 (Nikhil-iitg27/FinetuneMathReasoning's logger), lab/public/wallace_concat.py (wallacexuhanxiao/search-r1's console
 split by a resume), lab/public/rezero_console.py (womogenes/re-zero's prime-rl console), lab/public/slime_tb.py (a
 slime run's two TensorBoard writers, THisisPX/slime), lab/public/omnilora_curve.py (SakaiXue6666/Omni-LoRA-RL's
-reward curves), lab/public/rlvrexp_plots.py (halflearned/rlvr-experiments' plot data) and lab/public/katop_csv.py
-(katop1234/softmaxed_rewards' table of runs).
+reward curves), lab/public/rlvrexp_plots.py (halflearned/rlvr-experiments' plot data), lab/public/katop_csv.py
+(katop1234/softmaxed_rewards' table of runs) and lab/public/tlr_curves.py (redswimmer/turn-level-rewards' curves).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ wallace_concat = _load("wallace_concat")
 rezero_console = _load("rezero_console")
 slime_tb = _load("slime_tb")
 omnilora_curve = _load("omnilora_curve")
+tlr_curves = _load("tlr_curves")
 rlvrexp_plots = _load("rlvrexp_plots")
 katop_csv = _load("katop_csv")
 
@@ -834,3 +835,32 @@ def test_katop_csv_takes_one_experiment(tmp_path, store):
     assert connect(store).execute("SELECT step, correct_frac, response_length_mean FROM steps ORDER BY step"
                                   ).fetchall() == [(9, 0.0, 120.5), (10, 0.0, 121.44)]
     assert katop_csv.main([str(src), "softmax_tau9", str(out)]) == 1  # no rows of it: one line naming it
+
+
+# redswimmer/turn-level-rewards' results/phase7c-curves.json: one GRPO arm (its first two [step, value] pairs of each
+# metric) and one PPO arm (its first two entries of each list), in the file's two layouts, as committed
+TLR = ('{"grpo_mr":{"reward":[[0,-0.1563],[2,0.1125]],"grad_norm":[[0,12.21],[1,10.95]],"zero_std":[[0,0.0],[2,0.0]]},'
+       '"mt_ppo":{"reward":[-0.4,-0.4],"format_compliance":[0.5,0.5],"mean_tool_turns":[0.25,0.5],'
+       '"retrieval_fraction":[0.25,0.125],"step":[0,1]}}')
+
+
+def test_tlr_curves_take_one_arm_in_either_layout(tmp_path, store):
+    src, out = tmp_path / "phase7c-curves.json", tmp_path / "out.jsonl"
+    src.write_text(TLR)
+    assert tlr_curves.main([str(src), "grpo_mr", str(out)]) == 0
+    # pairs per metric: step 0 has all three, step 1 the gradient norm alone, step 2 the reward and the zero-std share
+    assert [json.loads(x) for x in out.read_text().splitlines()] == [
+        {"step": 0, "reward_mean": -0.1563, "grad_norm": 12.21, "zero_std_group_frac": 0.0},
+        {"step": 1, "grad_norm": 10.95},
+        {"step": 2, "reward_mean": 0.1125, "zero_std_group_frac": 0.0}]
+    assert tlr_curves.main([str(src), "mt_ppo", str(out)]) == 0
+    # parallel lists: mean_tool_turns → tool_calls_mean; format_compliance, retrieval_fraction keep their names
+    assert [json.loads(x) for x in out.read_text().splitlines()] == [
+        {"step": 0, "reward_mean": -0.4, "format_compliance": 0.5, "tool_calls_mean": 0.25, "retrieval_fraction": 0.25},
+        {"step": 1, "reward_mean": -0.4, "format_compliance": 0.5, "tool_calls_mean": 0.5, "retrieval_fraction": 0.125}]
+    ingest_file(store, out, "tlr")
+    assert connect(store).execute("SELECT step, reward_mean, tool_calls_mean FROM steps ORDER BY step").fetchall() == [
+        (0, -0.4, 0.25), (1, -0.4, 0.5)]
+    assert tlr_curves.main([str(src), "ppo", str(out)]) == 1  # an arm the file lacks: one line naming it
+    src.write_text('{"mt_ppo": {"reward": [1.0], "step": [0, 1]}}')
+    assert tlr_curves.main([str(src), "mt_ppo", str(out)]) == 1  # lists of unequal length
