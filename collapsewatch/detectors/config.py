@@ -206,6 +206,10 @@ class StarvationConfig(Timing):
     critical_window: int = 20
     """… points of zero_std_group_frac (not the 5-point level: with 4 groups of 4 a step, a few all-equal steps
     in a row are ordinary)."""
+    single_points: int = 20
+    """A share logged only as 0 and 1 (one group a step: each point is one group, equal or not): its level is the
+    mean of its last this-many points, read from half as many — not the 5-point median, which 3 all-equal single
+    groups in 5 fill (module doc of ``detectors/starvation.py``)."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,14 @@ says "at least"). A run of one prompt a step logs its share as 0 or 1 directly; 
 alone (a Countdown run whose ``correct_frac`` fell to 0 at its 9th step had no zero-std column and no episode;
 docs/lab/bench.md, session 27).
 
+One group a step: a share logged only as 0 and 1 — both seen, nothing else — is a run of one prompt a step, each
+point one group. Its 5-point median is 1 whenever 3 of 5 single groups
+answered alike, which a healthy run whose groups are all-equal 40 % of the time does about once in three windows
+(binomial: P(≥ 3 of 5 | 0.4) = 0.32). Its level is the share of all-equal groups over its last ``single_points``
+points (the mean; ≥ warn_frac 0.8 of 20 is ≥ 16 of 20 groups, P ≈ 0.0003 at 0.4), read from half as many. A share
+derived from ``correct_frac`` (0 or 1 by construction) and a run whose share has been 1 at every point so far keep
+the 5-point median.
+
 Timing: the rule reads a level, the median of the last ``smooth_steps`` points — it holds once most of them are
 ≥ warn_frac — so that median is its confirmation (``confirm_steps`` = 1) and it is not read before the run has
 ⌈smooth_steps / 2⌉ points (at 5: 3; a level of one or two points confirms nothing).
@@ -54,6 +62,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from .config import DetectorConfig, StarvationConfig
 from .events import Finding, Verdict
@@ -92,6 +102,13 @@ def zero_std(h: History, n: int) -> tuple[Series, str]:
         return zs, "logged"
     c = h.series("correct_frac", n)
     return Series(c.steps, ((c.values == 0.0) | (c.values == 1.0)).astype(float)), "correct_frac"
+
+
+def one_group(h: History, cfg: DetectorConfig) -> bool:
+    """Whether the run logs its zero-std share as single groups (module doc, *one group a step*): every logged value
+    the history holds is 0 or 1, and both occur."""
+    v = h.series("zero_std_group_frac", cfg.history_steps).values
+    return bool(np.isin(v, (0.0, 1.0)).all()) and 0.0 in v and 1.0 in v
 
 
 def groups(h: History, z: float, cfg: DetectorConfig) -> tuple[str, dict]:
@@ -149,9 +166,16 @@ class Starvation:
         zs, source = zero_std(h, k)
         if h.row.num("zero_std_group_frac" if source == "logged" else "correct_frac") is None:
             return {}
-        if len(zs) < (k + 1) // 2:  # a level of 1–2 points is no confirmation (confirm_steps is 1: the level is)
-            return {"starvation": None}
-        level = zs.level(k)
+        single = source == "logged" and one_group(h, self.cfg)
+        if single:  # one group a step: the share of the last single_points groups (module doc)
+            zs = h.series("zero_std_group_frac", c.single_points)
+            if len(zs) < (c.single_points + 1) // 2:  # fewer single groups than a level rests on
+                return {"starvation": None}
+            level, window = float(zs.values.mean()), c.single_points
+        else:
+            if len(zs) < (k + 1) // 2:  # a level of 1–2 points is no confirmation (confirm_steps is 1: the level is)
+                return {"starvation": None}
+            level, window = zs.level(k), k
         if level < c.warn_frac:
             return {"starvation": None}
         kind, told = groups(h, level, self.cfg)
@@ -160,7 +184,8 @@ class Starvation:
         reward = h.series("reward_mean", k)
         ev = {"zero_std_group_frac_level": level, "groups": kind,
               "reward_level": reward.level(k) if len(reward) else None, **told,
-              "zero_std_group_frac_mean": mean, "mean_points": len(sustained), "zero_std_from": source}
+              "zero_std_group_frac_mean": mean, "mean_points": len(sustained), "zero_std_from": source,
+              "one_group_a_step": single, "level_points": len(zs) if single else min(k, len(zs))}
         critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
         cold = kind == STARVED and c.cold_start and cold_start(h, self.cfg)
         ev["cold_start"] = cold
@@ -168,6 +193,7 @@ class Starvation:
         if severity == "warning" and critical:
             severity = "critical"
         return {"starvation": Finding(
-            severity, "zero_std_group_frac", level, c.warn_frac, k,
+            severity, "zero_std_group_frac", level, c.warn_frac, window,
             f"signal starvation: {'' if source == 'logged' else 'at least '}{level:.0%} of groups have zero reward std"
+            f"{f' (one group a step: {round(level * len(zs))} of the last {len(zs)})' if single else ''}"
             f" ({reading(kind, cold)}{'' if source == 'logged' else '; read from correct_frac'})", ev)}

@@ -130,3 +130,33 @@ def test_without_a_zero_std_share_correct_frac_at_0_or_1_gives_its_lower_bound()
     # a logged share wins over the bound: 0.1 logged with correct_frac 0 → no starvation
     _, logged = feed(rows(30, zero_std_group_frac=0.1, correct_frac=0.0, reward_mean=0.0), ONLY)
     assert spans(logged.episodes(), "starvation") == []
+
+
+def test_one_group_a_step_reads_the_share_of_its_last_20_groups():
+    # One prompt a step: the share is 0 or 1 at every point. 60 % of single groups all-equal (1 at steps ≡ 2, 3, 4
+    # mod 5), correct_frac 0.2 (all-wrong groups, earned: 0.2 − 0 ≥ max(0.05, 0.25 · 0.2) = 0.05, no cold start).
+    # The old 5-point median: any 5 points in a row hold 3 ones → median 1 ≥ 0.8 → a warning from step 4, all run.
+    # Now: both 0 and 1 by step 2 → one group a step; the level is the mean of the last 20 points, read from 10
+    # (step 9): 0.6 at every step from 9 (each 5 in a row hold 3 ones) → < 0.8: nothing.
+    _, suite = feed(rows(100, zero_std_group_frac=lambda s: 1.0 if s % 5 >= 2 else 0.0, correct_frac=0.2), ONLY)
+    assert spans(suite.episodes(), "starvation") == []
+    # A starved one: 1 at even steps until 39 (50 %), then 1 at every step; correct_frac 0.3, then 0 from 40 (earned
+    # before: no cold start; its 5-point level is 0 from 42 → all-wrong). At step t ≥ 40 the last 20 points are
+    # t − 19 … t: t − 39 ones from 40, plus the even steps of t − 19 … 39. t = 50: 11 + 4 (32, 34, 36, 38) = 15 →
+    # 0.75; t = 51: 12 + 4 = 16 → 0.8 ≥ warn_frac: opens at 51. Critical by the rule at 57 (18 + 1 (38) = 19 → 0.95
+    # ≥ critical_frac), but no reward is logged, so the severity gate keeps a warning.
+    frac = lambda s: (1.0 if s % 2 == 0 else 0.0) if s < 40 else 1.0  # noqa: E731
+    stream, suite = feed(rows(80, zero_std_group_frac=frac, correct_frac=lambda s: 0.3 if s < 40 else 0.0), ONLY)
+    assert spans(suite.episodes(), "starvation") == [("starvation", 51, 79, "warning")]
+    first = next(e for e in stream if e.detector == "starvation")
+    assert (first.step_end, first.value, first.window_steps) == (51, 0.8, 20)
+    assert first.evidence["one_group_a_step"] is True and first.evidence["groups"] == "all-wrong"
+    assert "(one group a step: 16 of the last 20)" in first.message
+    # the same shares from a run whose share has been 1 at every point so far (no 0 yet: not known to be one group)
+    # keep the 5-point median: 1.0 from step 0, correct_frac and reward 0.3 until step 4, then 0 → read from the
+    # third point (step 2: level 1.0; correct_frac's level 0.3 < 0.5, all-wrong; the reward's best level 0.3 is
+    # above its floor by ≥ 0.075: earned, no cold start) → a warning at once
+    _, early = feed(rows(10, zero_std_group_frac=1.0, correct_frac=lambda s: 0.3 if s < 5 else 0.0,
+                         reward_mean=lambda s: 0.3 if s < 5 else 0.0), ONLY)
+    assert [(e.step_start, e.severity, e.evidence["one_group_a_step"]) for e in early.episodes()] == [
+        (2, "warning", False)]
