@@ -254,12 +254,22 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
                                                              "is waited for).")] = False,
            detect: Annotated[bool, typer.Option(help="Run the detectors over the ingested run and store their "
                                                      "episodes (the dashboard shows them); with --follow, once it stops.")] = True,
-           interval: Annotated[float, typer.Option(help="Seconds between reads with --follow.")] = 2.0) -> None:
+           interval: Annotated[float, typer.Option(help="Seconds between reads with --follow.")] = 2.0,
+           maps: Annotated[list[str] | None, typer.Option(
+               "--map", metavar="KEY=COLUMN", help="Read the logged KEY as the catalogue column COLUMN, e.g. --map "
+               "reward_avg=reward_mean (repeatable; it wins over what the log's own keys give COLUMN).")] = None
+           ) -> None:
     """Import the logged step scalars of a run made without the monitor (docs/ingest.md)."""
-    from .ingest import Tail, ingest_file, wait_for_file
+    from .ingest import MapError, Tail, ingest_file, parse_maps, wait_for_file
 
+    try:  # a usage error: said before anything is read, waited for or written
+        mapped = parse_maps(maps or [])
+    except MapError as e:
+        for line in e.lines:
+            typer.echo(f"error: {line}", err=True)
+        raise typer.Exit(2) from None
     if not follow:
-        typer.echo(ingest_file(store, file, run, fmt, source_run, detect).message(store, run))
+        typer.echo(ingest_file(store, file, run, fmt, source_run, detect, mapped).message(store, run))
         return
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
@@ -268,7 +278,7 @@ def ingest(store: StoreArg, file: Annotated[Path, typer.Argument(help="A run's l
         wait_for_file(file, interval, lambda line: typer.echo(line, err=True))
     except KeyboardInterrupt:
         return
-    tail = Tail(store, file, run, fmt, source_run)
+    tail = Tail(store, file, run, fmt, source_run, mapped)
     try:
         while True:
             tail.poll()

@@ -1,6 +1,6 @@
 """`collapsewatch ingest`: a run made without the monitor, read from the logs it left, judged like any other.
 
-    collapsewatch ingest STORE FILE --run NAME [--format F] [--follow] [--source-run R]
+    collapsewatch ingest STORE FILE --run NAME [--format F] [--follow] [--source-run R] [--map KEY=COLUMN …]
 
 How it reads (one module per format, each with ``sniff`` and ``read``; :data:`FORMATS`):
 
@@ -24,7 +24,8 @@ says so in one line naming it. Every reader yields :class:`.records.Record` rows
 them into steps and counts what it leaves out; :class:`.sink.RunSink` writes the run: every value under its
 logged key, and the catalogue columns the keys mean (:mod:`.keys`, the one home of that mapping), so an ingested
 run's ``steps`` carry ``entropy_mean``, ``reward_mean``, ``response_length_mean`` … for the detectors and the
-dashboard. Per-token metrics cannot be recovered from logs: NULL.
+dashboard; ``--map KEY=COLUMN`` adds the user's own aliases there (:mod:`.maps`), so every format and ``--follow``
+take them. Per-token metrics cannot be recovered from logs: NULL.
 
 ``--follow`` (:class:`Tail`) follows a live run in every format: the complete lines appended to a JSONL or console file,
 or the steps after the last ingested one of a snapshot re-read through the format's reader (TensorBoard's and W&B's
@@ -38,7 +39,7 @@ import gzip
 import os
 import shlex
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,11 +58,12 @@ from . import (
     wandb_run,
 )
 from .keys import KEY_MAP, Meaning, catalogue_values, in_catalogue_order, unmapped
+from .maps import MapError, check_maps, parse_maps
 from .records import Account, IngestError, Reader, Record, Skip, Step, sqlite_tables, step_of
 from .sink import RunSink
 
-__all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "Meaning", "Tail", "catalogue_values", "detect",
-           "ingest_file", "wait_for_file"]
+__all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "MapError", "Meaning", "Tail", "catalogue_values",
+           "detect", "ingest_file", "parse_maps", "wait_for_file"]
 
 FORMATS: dict[str, Reader] = {m.NAME: m for m in (wandb_run, swanlab_run, clearml_offline, tensorboard,
                                                     mlflow_store, trackio_db, trainer_state, log_history, jsonl,
@@ -82,6 +84,8 @@ class Ingested:
     """The catalogue columns the logged keys filled, in the catalogue's order."""
     unmapped: list[str] = field(default_factory=list)
     """The logged keys that fill no catalogue column (kept in ``scalars`` under their names)."""
+    maps: list[str] = field(default_factory=list)
+    """What each ``--map KEY=COLUMN`` did (:meth:`.maps.MapUse.lines`)."""
 
     def message(self, store: str | os.PathLike, run: str) -> str:
         """What ``collapsewatch ingest`` prints: what was read and left out, the catalogue columns filled (and, when no
@@ -90,12 +94,13 @@ class Ingested:
             f"; {self.summary}" if self.summary else "")
         if self.steps:  # (a --follow that read nothing has nothing to say about its keys)
             out += "\ncatalogue columns filled: " + (", ".join(self.filled) or "none")
+            out += "".join(f"\n--map {line}" for line in self.maps)
         if self.steps and "reward_mean" not in self.filled:
             keys = ", ".join(self.unmapped[:UNMAPPED_SHOWN]) + (
                 f" and {len(self.unmapped) - UNMAPPED_SHOWN} more" if len(self.unmapped) > UNMAPPED_SHOWN else "")
             out += ("\nno key filled reward_mean (the reward the verdict judges)" + (
                 f"; keys that fill no catalogue column: {keys}" if keys else "") +
-                f": rename the reward's key to one of {KEY_TABLE}")
+                f": map the reward's key with --map KEY=reward_mean, or rename it to one of {KEY_TABLE}")
         if self.flagged is not None:
             out += "\ndetectors: " + (", ".join(self.flagged) if self.flagged else "no warning") + (
                 f" (details: collapsewatch detect {shlex.quote(str(store))} --run {shlex.quote(run)})")
@@ -189,10 +194,12 @@ def _sniffed(reader: Reader, path: Path) -> None:
 
 
 def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt: str | None = None,
-                source_run: str | None = None, run_detectors: bool = False) -> Ingested:
+                source_run: str | None = None, run_detectors: bool = False,
+                maps: Mapping[str, str] | None = None) -> Ingested:
     """Ingest ``file`` as a new run ``run`` of ``store``; what was read and what was left out. With ``run_detectors`` the
     detectors run over it and their episodes are stored (``collapsewatch detect --write``), so the dashboard shows
-    them."""
+    them. ``maps``: the user's own aliases, logged key → catalogue column (:mod:`.maps`)."""
+    maps = check_maps(maps or {})
     path = Path(file)
     reader = detect(path, fmt)
     _sniffed(reader, path)
@@ -203,7 +210,7 @@ def ingest_file(store: str | os.PathLike, file: str | os.PathLike, run: str, fmt
     if not steps:
         raise IngestError(f"{str(path)!r} holds no step rows" + (f" ({account.summary()})" if account.summary()
                                                                    else ""))
-    sink = RunSink(store, path, run, reader.NAME)
+    sink = RunSink(store, path, run, reader.NAME, maps)
     sink.add(steps)
     sink.finish()
     return _ingested(sink, reader.NAME, account.summary(), store, run_detectors)
@@ -216,7 +223,8 @@ def _ingested(sink: RunSink, fmt: str, summary: str, store: str | os.PathLike, r
     if run_detectors and sink.steps:
         flagged, rules = _detect(store, sink.run)
         sink.judged(rules)
-    return Ingested(fmt, len(sink.steps), summary, flagged, in_catalogue_order(sink.filled), unmapped(sink.keys))
+    return Ingested(fmt, len(sink.steps), summary, flagged, in_catalogue_order(sink.filled),
+                    unmapped(sink.keys, sink.maps.maps), sink.maps.lines(sink.keys))
 
 
 _NONE = object()
@@ -266,7 +274,8 @@ class Tail:
     """
 
     def __init__(self, store: str | os.PathLike, file: str | os.PathLike, run: str, fmt: str | None = None,
-                 source_run: str | None = None) -> None:
+                 source_run: str | None = None, maps: Mapping[str, str] | None = None) -> None:
+        maps = check_maps(maps or {})
         self.path = Path(file)
         if not self.path.exists():
             raise IngestError(f"file {str(self.path)!r} does not exist")
@@ -285,7 +294,7 @@ class Tail:
             self._read()
         self.account = Account(str(self.path))
         try:
-            self.sink = RunSink(store, self.path, run, self.reader.NAME)
+            self.sink = RunSink(store, self.path, run, self.reader.NAME, maps)
         except BaseException:
             self._close_snapshot()  # W&B's: a reader process to stop
             raise

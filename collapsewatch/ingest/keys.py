@@ -10,13 +10,14 @@ the same metric (verl's ``actor/entropy`` and ``actor/entropy_loss``), the one l
 
 A key that is itself a catalogue step column (``entropy_mean``, ``grad_norm`` …) maps onto that column. HF's
 TensorBoard / trackio / W&B callbacks write ``train/<key>``: a key not listed is looked up again without ``train/``.
+A user's own aliases (``ingest --map KEY=COLUMN``, checked in :mod:`.maps`) are applied here too, before this table.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..catalogue import ALL_STEP_COLUMNS
@@ -256,29 +257,52 @@ def eval_size(values: dict[str, float | None]) -> float | None:
 _RANK = {k: i for i, k in enumerate(KEY_MAP)}
 
 
-def catalogue_values(values: dict[str, float | None]) -> dict[str, float | None]:
-    """One step's logged values under their catalogue names; among keys filling one metric the one listed first in
-    :data:`KEY_MAP` wins (a catalogue-named key before any listed one)."""
-    best: dict[str, tuple[int, float | None]] = {}
+def _chosen(values: dict[str, float | None]) -> dict[str, tuple[int, str, float | None]]:
+    """Each catalogue metric the step's keys fill → (rank, the key that fills it, its value): among keys filling one
+    metric the one listed first in :data:`KEY_MAP` wins (a catalogue-named key before any listed one)."""
+    best: dict[str, tuple[int, str, float | None]] = {}
     for key, value in values.items():
         m = meaning(key)
         if m is None:
             continue
         rank = _RANK.get(key.removeprefix(HF_PREFIX), -1)
         if m.metric not in best or rank < best[m.metric][0]:
-            best[m.metric] = (rank, 1.0 - value if m.complement and value is not None else value)
-    out = {metric: v for metric, (_, v) in best.items()}
-    if "eval_score" not in out and (score := eval_score(values)) is not None:
+            best[m.metric] = (rank, key, 1.0 - value if m.complement and value is not None else value)
+    return best
+
+
+def catalogue_values(values: dict[str, float | None],
+                     maps: Mapping[str, str] | None = None) -> dict[str, float | None]:
+    """One step's logged values under their catalogue names; among keys filling one metric the one listed first in
+    :data:`KEY_MAP` wins (a catalogue-named key before any listed one). ``maps`` — the user's own aliases, logged key
+    → catalogue column (``ingest --map``, :mod:`.maps`) — come first: a mapped key fills its column whatever the
+    step's other keys give it, and means nothing else."""
+    maps = maps or {}
+    own = {k: v for k, v in values.items() if k not in maps}
+    out = {metric: v for metric, (_, _, v) in _chosen(own).items()}
+    out.update({column: values[key] for key, column in maps.items() if key in values})
+    if "eval_score" not in out and (score := eval_score(own)) is not None:
         out["eval_score"] = score  # derived from the step's evaluation keys (a logged `eval_score` wins)
-    if "eval_size" not in out and (size := eval_size(values)) is not None:
+    if "eval_size" not in out and (size := eval_size(own)) is not None:
         out["eval_size"] = size  # how many examples that evaluation graded (a logged `eval_size` wins)
     return out
 
 
-def unmapped(keys: Iterable[str]) -> list[str]:
+def mapped_over(values: dict[str, float | None], maps: Mapping[str, str]) -> dict[str, str]:
+    """The catalogue columns the step's own keys give a value that one of the user's ``maps`` replaces: column → what
+    gave it, for the summary (``'reward'``, or the evaluation keys ``eval_score`` / ``eval_size`` are derived from)."""
+    own = {k: v for k, v in values.items() if k not in maps}
+    given = {metric: repr(key) for metric, (_, key, v) in _chosen(own).items() if v is not None}
+    derived = {"eval_score": eval_score(own), "eval_size": eval_size(own)}
+    given.update({m: "the evaluation keys" for m, v in derived.items() if v is not None and m not in given})
+    return {column: given[column] for key, column in maps.items() if key in values and column in given}
+
+
+def unmapped(keys: Iterable[str], maps: Mapping[str, str] | None = None) -> list[str]:
     """The logged ``keys`` that fill no catalogue column on their own (:func:`catalogue_values` of the key alone is
-    empty): kept in ``scalars`` under their names, read by no detector — what a user renames to be judged."""
-    return sorted(k for k in set(keys) if not catalogue_values({k: 1.0}))
+    empty) and no ``maps`` entry names: kept in ``scalars`` under their names, read by no detector — what a user
+    maps (``ingest --map``) to be judged."""
+    return sorted(k for k in set(keys) if k not in (maps or {}) and not catalogue_values({k: 1.0}))
 
 
 def in_catalogue_order(columns: Iterable[str]) -> list[str]:
@@ -287,10 +311,12 @@ def in_catalogue_order(columns: Iterable[str]) -> list[str]:
     return sorted(set(columns), key=lambda c: (order.get(c, len(order)), c))
 
 
-def second_rows(values: dict[str, float | None], columns: Collection[str]) -> dict[str, float | None]:
+def second_rows(values: dict[str, float | None], columns: Collection[str],
+                maps: Mapping[str, str] | None = None) -> dict[str, float | None]:
     """The scalars a step's logged ``values`` add under catalogue names: each of ``columns`` a logged key means
-    (:func:`catalogue_values`) that is not itself a logged key (``reward`` → ``reward_mean``)."""
-    return {name: v for name, v in catalogue_values(values).items() if name in columns and name not in values}
+    (:func:`catalogue_values`, with the user's ``maps``) that is not itself a logged key (``reward`` →
+    ``reward_mean``)."""
+    return {name: v for name, v in catalogue_values(values, maps).items() if name in columns and name not in values}
 
 
 def markdown_table() -> str:

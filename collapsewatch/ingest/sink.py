@@ -24,6 +24,7 @@ from ..catalogue import LOGGED_SCALARS, STEP_METRICS, merge_logged
 from ..runlock import rank_has_rows
 from ..store.writer import StoreWriter, arrow_schemas
 from .keys import catalogue_values, second_rows
+from .maps import MapUse
 from .records import IngestError, Step
 
 _LOGGED = {m.name for m in LOGGED_SCALARS}
@@ -41,14 +42,19 @@ def _table(name: str, columns: dict[str, list]) -> pa.Table:
 
 
 class RunSink:
-    """A new run named ``run`` in ``store``, holding what was ingested from ``path`` (format ``fmt``)."""
+    """A new run named ``run`` in ``store``, holding what was ingested from ``path`` (format ``fmt``), the user's
+    ``maps`` (logged key → catalogue column, checked: :func:`.maps.check_maps`) applied to every step and recorded in
+    the run's config (``maps``) beside the file and format."""
 
-    def __init__(self, store: str | os.PathLike, path: Path, run: str, fmt: str) -> None:
+    def __init__(self, store: str | os.PathLike, path: Path, run: str, fmt: str,
+                 maps: dict[str, str] | None = None) -> None:
         self.run = run
         self.writer = StoreWriter(store, run)
         if rank_has_rows(self.writer.root, run, 0):  # writer.root: the folder, or an object store's local spool
             raise IngestError(f"run {run!r} already exists in {str(store)!r}")
-        self.writer.set_run_info(config={"ingested_from": str(path.resolve()), "format": fmt})
+        self.maps = MapUse(dict(maps or {}))
+        self.writer.set_run_info(config={"ingested_from": str(path.resolve()), "format": fmt} | (
+            {"maps": self.maps.maps} if self.maps.maps else {}))
         self._open: dict[int, tuple[dict[str, float | None], float | None]] = {}  # step → (catalogue values, time)
         self._written: set[int] = set()
         self.steps: set[int] = set()
@@ -62,10 +68,11 @@ class RunSink:
         seen when the caller knows they are ``complete`` (no later row can add to them)."""
         cols: dict[str, list] = {"run": [], "rank": [], "step": [], "key": [], "value": []}
         for s in steps:
-            cat = catalogue_values(s.values)
+            cat = catalogue_values(s.values, self.maps.maps)
             self.keys.update(s.values)
+            self.maps.see(s.values)
             self.filled.update(k for k, v in cat.items() if v is not None)
-            rows = list(s.values.items()) + list(second_rows(s.values, _LOGGED).items())
+            rows = list(s.values.items()) + list(second_rows(s.values, _LOGGED, self.maps.maps).items())
             for key, value in rows:
                 for col, v in zip(cols, (self.run, 0, s.step, key, value), strict=True):
                     cols[col].append(v)

@@ -68,7 +68,8 @@ def test_a_log_whose_keys_fill_no_reward_says_which_keys_fill_nothing(tmp_path):
     out = _cli("ingest", str(tmp_path / "st"), str(f), "--run", "rfs", "--no-detect")
     assert "catalogue columns filled: loss\n" in out
     assert ("no key filled reward_mean (the reward the verdict judges); keys that fill no catalogue column: "
-            "entropy_avg, reward_avg: rename the reward's key to one of docs/ingest.md's key table") in out
+            "entropy_avg, reward_avg: map the reward's key with --map KEY=reward_mean, or rename it to one of "
+            "docs/ingest.md's key table") in out
 
 
 def test_a_follow_that_read_nothing_says_nothing_of_keys(tmp_path):
