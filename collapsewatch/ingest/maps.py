@@ -11,7 +11,7 @@ own keys give its column, and the summary says which key it replaced.
 from __future__ import annotations
 
 import difflib
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -82,46 +82,47 @@ def check_maps(maps: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str,
 
 @dataclass
 class MapUse:
-    """What the user's ``maps`` did over the steps an ingest wrote (:meth:`see` each step's values)."""
+    """What the user's ``maps`` did over the steps an ingest wrote (:meth:`see` each logged row; a step logged in
+    several rows counts once)."""
 
     maps: dict[str, str]
-    steps: Counter = field(default_factory=Counter)
+    steps: defaultdict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     """Mapped key → the steps that logged it."""
-    replaced: Counter = field(default_factory=Counter)
-    """(mapped key, the file's key whose value for that column the map replaced) → steps."""
-    kept: Counter = field(default_factory=Counter)
+    replaced: defaultdict[tuple[str, str], set[int]] = field(default_factory=lambda: defaultdict(set))
+    """(mapped key, what else gave its column a value: :func:`.keys.mapped_over`) → the steps the map replaced it."""
+    kept: defaultdict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     """Mapped key → steps where the file logs a key named its column itself, a logged scalar the ``steps`` view
     reads under that name (the store keeps every key under its own name): there the file's value stays."""
 
-    def see(self, values: dict[str, float | None]) -> None:
+    def see(self, step: int, values: dict[str, float | None]) -> None:
         if not self.maps:
             return
-        self.steps.update(k for k in self.maps if k in values)
-        for key, column in self.maps.items():
-            if key in values and column in _LOGGED and column in values:
-                self.kept[key] += 1
         over = mapped_over(values, self.maps)
         for key, column in self.maps.items():
-            if key in values and column in over and not (column in _LOGGED and column in values):
-                self.replaced[(key, over[column])] += 1
+            if key not in values:
+                continue
+            self.steps[key].add(step)
+            if column in _LOGGED and column in values:
+                self.kept[key].add(step)
+            elif column in over:
+                self.replaced[(key, over[column])].add(step)
 
     def lines(self, keys: Iterable[str]) -> list[str]:
         """One phrase per map: the steps it filled, what it replaced, or that the file (its logged ``keys``) lacks
         the key, with the closest key it does log."""
         out = []
         for key, column in self.maps.items():
-            n = self.steps[key]
             said = f"{key}={column}: "
-            if not n:
+            if not self.steps[key]:
                 out.append(said + f"the file logs no key {key!r}, nothing mapped{closest(key, keys)}")
                 continue
-            kept = self.kept[key]
-            if n > kept:
-                said += f"filled {column} at {n - kept} step(s)" + "".join(
-                    f", replacing what {by} gave it at {m} (your map wins)"
-                    for (k, by), m in sorted(self.replaced.items()) if k == key)
+            kept, filled = len(self.kept[key]), len(self.steps[key] - self.kept[key])
+            if filled:
+                said += f"filled {column} at {filled} step(s)" + "".join(
+                    f", replacing what {by} gave it at {len(at)} (your map wins)"
+                    for (k, by), at in sorted(self.replaced.items()) if k == key)
             if kept:
-                said += ("; not" if n > kept else "not applied") + (
+                said += ("; not" if filled else "not applied") + (
                     f" at the {kept} step(s) that also log {column!r} itself: the store keeps every key under its own "
                     f"name, and the steps view reads that one as {column}")
             out.append(said)

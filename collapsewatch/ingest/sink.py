@@ -70,7 +70,7 @@ class RunSink:
         for s in steps:
             cat = catalogue_values(s.values, self.maps.maps)
             self.keys.update(s.values)
-            self.maps.see(s.values)
+            self.maps.see(s.step, s.values)
             self.filled.update(k for k, v in cat.items() if v is not None)
             rows = list(s.values.items()) + list(second_rows(s.values, _LOGGED, self.maps.maps).items())
             for key, value in rows:

@@ -138,3 +138,14 @@ def test_follow_takes_the_maps(tmp_path, name):
     # reward_avg = step / 8: 0.125, 0.25, 0.375
     assert _sql(store, "SELECT step, reward_mean FROM steps ORDER BY step") == [(1, 0.125), (2, 0.25), (3, 0.375)]
     assert "--map reward_avg=reward_mean: filled reward_mean at 3 step(s)" in done.message(store, "live")
+
+
+def test_a_step_logged_in_several_rows_counts_once(tmp_path):
+    # each step logged in two rows (a trainer's train and eval logs at one step), reward_avg in both
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "reward_avg": v}) + "\n" for s in (1, 2) for v in (0.25, 0.5)))
+    store = tmp_path / "st"
+    out = _cli("ingest", str(store), str(log), "--run", "r", "--no-detect", "--map", "reward_avg=reward_mean").stdout
+    assert "--map reward_avg=reward_mean: filled reward_mean at 2 step(s)\n" in out
+    # a step column logged twice keeps the largest value (catalogue.merge_logged): 0.5
+    assert _sql(store, "SELECT step, reward_mean FROM steps ORDER BY step") == [(1, 0.5), (2, 0.5)]
