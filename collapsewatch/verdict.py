@@ -127,7 +127,7 @@ def blind_note(length_logged: bool, eval_logged: bool = False, reward_logged: bo
     head = " Note: the log has no entropy, gradient norm, group statistics or log-probs, the signals that come before a collapse"
     if not seen:
         return (f"{head}, and no reward: nothing is watched (its keys may have names ingest does not know: "
-                "docs/ingest.md lists the ones it reads).")
+                "docs/ingest.md lists the ones it reads; ingest --map KEY=COLUMN reads others).")
     watched = seen[0] + " is" if len(seen) == 1 else ", ".join(seen[:-1]) + " and " + seen[-1] + " are"
     return f"{head}: only {watched} watched."
 

@@ -145,7 +145,7 @@ def test_a_log_without_early_signals_says_only_the_reward_is_watched():
     assert v.blind and v.sentence == (
         "No warning in 30 steps; no reward logged. Note: the log has no entropy, gradient norm, group statistics or "
         "log-probs, the signals that come before a collapse, and no reward: nothing is watched (its keys may have "
-        "names ingest does not know: docs/ingest.md lists the ones it reads).")
+        "names ingest does not know: docs/ingest.md lists the ones it reads; ingest --map KEY=COLUMN reads others).")
     # a run that recorded no step (a Monitor that crashed before its first log): nothing to judge, said so
     v = verdict(_events(), np.arange(0), np.arange(0.0))
     assert v.sentence == "No steps recorded yet: nothing to judge." and v.n_steps == 0
