@@ -191,8 +191,8 @@ def _line(store: Store, r: dict) -> tuple[dict, dict]:
     j = summary(store, run, files=files)
     v = j.verdict
     fields = {k: x for k, x in v.as_dict().items() if k not in NOT_IN_FULL}
-    full = {**r, "n_events": j.n_events, "events_computed": j.computed, "verdict": v.status, **fields}
+    full = {**r, "n_events": j.n_events, "events_computed": j.computed, "verdict": v.shown, **fields}
     compact = {"run": run, "status": r["status"], "objective": r["objective"], "steps": r["n_steps"],
-               "updated": short_time(r["updated_at"]), "verdict": v.status + ("*" if j.computed else ""),
+               "updated": short_time(r["updated_at"]), "verdict": v.shown + ("*" if j.computed else ""),
                "episodes": j.n_events, "sentence": v.sentence}
     return compact, full

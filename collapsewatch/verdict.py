@@ -47,6 +47,11 @@ from .detectors.registry import specs
 from .reward import SUSTAIN, Pending, pending, reward_collapse, reward_level
 
 Status = Literal["healthy", "warning", "collapsed"]
+NO_STEPS = "no steps"
+"""What ``collapsewatch runs`` and the dashboard show in place of the verdict of a run with no step recorded (a live
+run before its first step, a run that crashed before it): :attr:`Verdict.shown`. Its status stays ``healthy`` —
+nothing fell; ``detect --json``, ``watch`` and the trackers' tags read the status — and its sentence says there is
+nothing to judge."""
 
 PHASE_NAMES: dict[tuple[str, str], str] = {(name, phase): text for name, spec in specs().items()
                                            for phase, text in spec.phase_names.items()}
@@ -159,6 +164,11 @@ class Verdict:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def shown(self) -> str:
+        """The verdict as the runs table and the dashboard show it: the status, or :data:`NO_STEPS`."""
+        return NO_STEPS if self.n_steps == 0 else self.status
+
 
 def _when(lead: int) -> str:
     n = abs(lead)
@@ -241,7 +251,7 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
         text = f"Warning from step {first_step}: {first_name}. No reward collapse in {n_steps} steps ({_best(before, best_step, reward)})."
     elif not len(steps):
         status = "healthy"
-        text = "No steps recorded yet: nothing to judge."
+        text = "No steps recorded: nothing to judge."
     else:
         status = "healthy"
         text = f"No warning in {n_steps} steps; {_best(before, best_step, reward)}."

@@ -10,7 +10,7 @@ from collapsewatch.catalogue import by_name
 
 from . import theme
 from .series import GL_THRESHOLD, downsample, finite_xy, trailing_mean
-from .sweep import MISSING, SAME_BY_NATURE, VERDICTS, Sweep, flatten
+from .sweep import MISSING, NO_STEPS, SAME_BY_NATURE, VERDICTS, Sweep, flatten
 
 PANEL_PX = 210
 SWEEP_LABEL_ANGLE = -30
@@ -145,7 +145,7 @@ def sweep_figure(sw: Sweep) -> dict:
     categories one tick each), then the collapse step ("none" above the last step for a run that never collapsed)
     and the verdict; each run a line in its verdict's colour (``theme.VERDICT_COLOURS``). A plain figure dict, as
     the overview's: validating a ``go.Figure`` of 1,000 runs took over a second."""
-    runs = sw.frame[sw.frame["has_config"]]
+    runs = sw.frame[sw.frame["has_config"] & (sw.frame["verdict"] != NO_STEPS)]  # no step: nothing to place
     dims = []
     for axis in sw.axes:
         if axis.numeric:

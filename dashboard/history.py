@@ -161,7 +161,7 @@ def _computed(store: Store, r: dict, columns: tuple[str, ...]) -> dict:
     v = j.verdict  # the run's reward now / best / collapse: the verdict's, the same as `runs` and the run page
     out = {**summary, "n_events": len(events), "n_active": n_active, "active_flags": flags,
            "reward_now": v.reward_after, "reward_best": v.reward_before, "reward_best_step": v.reward_best_step,
-           "collapse_step": v.collapse_step, "verdict": v.status, "verdict_sentence": v.sentence,
+           "collapse_step": v.collapse_step, "verdict": v.shown, "verdict_sentence": v.sentence,
            "events_computed": j.computed, **run_event_summary(events)}
     out = {k: judged.plain(x, nan=None) for k, x in out.items()}
     if key is not None:

@@ -126,7 +126,7 @@ def for_the_wire(fig: dict[str, Any]) -> dict[str, Any]:
 
 def verdict_view(j: Any) -> dict[str, Any]:
     """What the page shows of a judgement (JSON-ready, as Dash sends it): the verdict's fields and the rules note."""
-    return {**j.verdict.as_dict(), "note": j.note, "computed": j.computed}
+    return {**j.verdict.as_dict(), "shown": j.verdict.shown, "note": j.note, "computed": j.computed}
 
 
 def history_rows(run: str) -> pd.DataFrame:

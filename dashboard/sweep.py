@@ -19,12 +19,17 @@ from typing import Any
 
 import pandas as pd
 
+from collapsewatch.verdict import NO_STEPS
+
 SAME_BY_NATURE = ("run", "store")
 """Config keys never an axis: they differ between any two runs (the run's own name) or say where, not how."""
 MISSING = "—"
 """A config key a run's config lacks (an axis value: missing is a setting too)."""
 VERDICTS = ("healthy", "warning", "collapsed")
 """The verdict's statuses (``collapsewatch.verdict``), mildest first: the order of counts and colour codes."""
+FILTERS = (*VERDICTS, NO_STEPS)
+"""The runs page's verdict filter: the statuses, and the runs with no step recorded (``verdict.NO_STEPS``: no
+verdict to judge, so in no verdict's count or colour and not on the sweep chart; a group's ``runs`` counts them)."""
 RUN_FIELDS = ("verdict", "status", "objective")
 """Run-row fields the runs page groups by besides the config axes."""
 FIELD = "config."

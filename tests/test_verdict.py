@@ -148,7 +148,9 @@ def test_a_log_without_early_signals_says_only_the_reward_is_watched():
         "names ingest does not know: docs/ingest.md lists the ones it reads; ingest --map KEY=COLUMN reads others).")
     # a run that recorded no step (a Monitor that crashed before its first log): nothing to judge, said so
     v = verdict(_events(), np.arange(0), np.arange(0.0))
-    assert v.sentence == "No steps recorded yet: nothing to judge." and v.n_steps == 0
+    assert v.sentence == "No steps recorded: nothing to judge." and v.n_steps == 0
+    # its status stays healthy (nothing fell); the runs table and the dashboard show "no steps"
+    assert v.status == "healthy" and v.shown == "no steps" and verdict(_events(), steps, reward).shown == "healthy"
     for col in ("grad_norm", "zero_std_group_frac", "entropy_mean", "logp_old_mean_correct"):
         assert col in signal_columns()
         v = verdict(_events(), steps, reward, logged={"reward_mean", col})

@@ -59,8 +59,10 @@ SHOWN_ROWS = 12
 def verdict_line(v: dict[str, Any], run: str) -> list:
     """The run's verdict (``live.verdict_view``: :mod:`collapsewatch.verdict`) as the page's first line, and a note
     when the stored episodes came from other detector rules, with a link to show them."""
-    out: list = [html.Div(id=ids.OV_VERDICT, className=f"verdict verdict-{v['status']}", children=[
-        html.Span(v["status"], className=f"badge verdict-badge verdict-{v['status']}"), " ",
+    shown = v.get("shown", v["status"])  # "no steps" for a run with none (collapsewatch.verdict.NO_STEPS)
+    kind = shown.replace(" ", "-")
+    out: list = [html.Div(id=ids.OV_VERDICT, className=f"verdict verdict-{kind}", children=[
+        html.Span(shown, className=f"badge verdict-badge verdict-{kind}"), " ",
         html.Span(v["sentence"])])]
     if v["note"]:
         out.append(html.Div(id=ids.OV_RULES_NOTE, className="note rules-note", children=[

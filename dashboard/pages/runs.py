@@ -81,7 +81,7 @@ def view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> 
 
 def _view(table: pd.DataFrame, group: str | None, verdicts: list[str] | None) -> dict:
     sw = sweep.sweep(table)
-    keep = set(verdicts) if verdicts is not None else set(sweep.VERDICTS)
+    keep = set(verdicts) if verdicts is not None else set(sweep.FILTERS)
     rows = [_merged(row, fields) for row, fields in zip(tables.runs_rows(table), sw.fields, strict=True)]
     versions = table[tables.RUNS_VERSION].tolist() if tables.RUNS_VERSION in table.columns else [None] * len(rows)
     picked = [v in keep for v in sw.frame["verdict"].tolist()]
@@ -141,13 +141,13 @@ def groups_table(groups: pd.DataFrame | None, key: str | None) -> list:
 
 
 def layout(group: str | None = None, verdict: str | None = None, **_: str) -> html.Div:
-    picked = [v for v in (verdict or "").split(",") if v in sweep.VERDICTS] or list(sweep.VERDICTS)
+    picked = [v for v in (verdict or "").split(",") if v in sweep.FILTERS] or list(sweep.FILTERS)
     v = view(_table(), group, picked)
     return html.Div([
         html.Div(v["summary"], id=ids.RUNS_SUMMARY, className="bar"),
         html.Div(className="bar", children=[
             html.Span("verdict", className="hint"),
-            dcc.Checklist(id=ids.RUNS_VERDICT, options=list(sweep.VERDICTS), value=picked, inline=True,
+            dcc.Checklist(id=ids.RUNS_VERDICT, options=list(sweep.FILTERS), value=picked, inline=True,
                           className="radio-inline"),
             html.Span("group by", className="hint"),
             dcc.Dropdown(id=ids.RUNS_GROUP, options=v["options"], value=v["group"], placeholder="none",
