@@ -79,7 +79,8 @@ def test_the_run_page_and_the_runs_page_show_the_same_episodes_and_verdict(sampl
             want = {run: judge(s, run) for run in runs}
         for run, j in want.items():
             page = live.load(run, smooth=1)
-            assert page["verdict"] == {**j.verdict.as_dict(), "note": j.note, "computed": j.computed}, run
+            assert page["verdict"] == {**j.verdict.as_dict(), "shown": j.verdict.shown, "note": j.note,
+                                       "computed": j.computed}, run
             shown = [(r["what"], r["steps"], r["severity"]) for r in page["events"]]
             expected = [(row_label(e["detector"], e["phase"]),
                          f"{e['step_start']}–{e['step_end']}" if e["step_end"] > e["step_start"] else

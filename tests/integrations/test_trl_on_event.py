@@ -16,9 +16,12 @@ from tests.integrations.trl_tiny import LogsSeen, tiny_grpo_trainer  # noqa: E40
 def test_on_event_is_called_on_a_trl_run(tmp_path):
     # Only the starvation detector, with its warning bar at 0: a share of zero-std groups is always ≥ 0, so
     # the rule holds on every step with a zero_std_group_frac and opens an episode on the 3rd (a level of 3 points);
-    # the tiny model earns nothing, so cold_start is off to keep it a warning.
+    # the tiny model earns nothing, so cold_start is off to keep it a warning. Its few groups a step may log the
+    # share as 0 and 1 only (one group a step: a level of the last single_points points, read from half as many);
+    # single_points 5 reads that level from the 3rd point too, so the episode opens there either way.
     # The hook then sees that episode (and each extension) as the store does.
-    cfg = DetectorConfig.from_dict({"enabled": ["starvation"], "starvation": {"warn_frac": 0.0, "cold_start": False}})
+    cfg = DetectorConfig.from_dict({"enabled": ["starvation"],
+                                    "starvation": {"warn_frac": 0.0, "cold_start": False, "single_points": 5}})
     seen = []
     trainer = tiny_grpo_trainer(str(tmp_path / "out"))
     watch(trainer, tmp_path / "store", "hooked", detectors=cfg, on_event=seen.append)
