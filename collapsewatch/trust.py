@@ -42,7 +42,8 @@ def load(path: Path | None = None) -> dict[str, Any]:
 
 
 def dump(rows: list[dict[str, Any]], meta: dict[str, Any], path: Path) -> None:
-    """Write the trust data: ``meta`` (command, date, sources) and one row per flag class (ROW_FIELDS)."""
+    """Write the trust data: ``meta`` (command, date, sources, ``runs_used`` / ``runs_missing``: runs scored and
+    runs of the corpus absent; a file written before they were counted lacks them) and one row per flag class (ROW_FIELDS)."""
     missing = [f for r in rows for f in ROW_FIELDS if f not in r]
     if missing:
         raise ValueError(f"trust rows lack field(s) {sorted(set(missing))}")
@@ -113,8 +114,17 @@ def markdown_table(data: dict[str, Any] | None = None) -> str:
              "out." if split.get("tuned_on") and split.get("from") not in (None, "--tuned-on") else "")
     head = (f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}` (rules digest {data.get('rules', '?')})."
             f"{tuned} Runs counted: those that log any of the detector's inputs (the others, where it cannot fire, "
-            "are said as \"in all\"). A row whose figures equal the next severity's is left out.\n\n")
+            "are said as \"in all\"). A row whose figures equal the next severity's is left out."
+            f"{_partial(data)}\n\n")
     return head + "\n".join(lines) + "\n"
+
+
+def _partial(data: dict[str, Any]) -> str:
+    """A warning for figures written with ``lab bench --partial`` (a file written before the bench counted its
+    missing runs has none)."""
+    missing = data.get("runs_missing") or 0
+    return (f" **Partial:** {missing} run(s) of the corpus were missing; {data.get('runs_used', '?')} were scored."
+            if missing else "")
 
 
 def replace_section(text: str, table: str) -> str:

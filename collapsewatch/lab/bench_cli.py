@@ -57,9 +57,15 @@ def gather(public: Path | None, public_dir: Path, sample: Path | None, stores: l
 
 def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores: list[str], labels: list[str],
               config: DetectorConfig | None, per_run: bool, markdown: bool, trust_out: Path | None,
-              as_json: bool, detectors: Path | None = None, tuned_on: list[str] | None = None) -> None:
+              as_json: bool, detectors: Path | None = None, tuned_on: list[str] | None = None,
+              partial: bool = False) -> None:
     bench = gather(public, public_dir, sample, stores, labels, config, echo=lambda s: typer.echo(s, err=True))
     recs = run_records(bench.runs, bench.flags)
+    if trust_out is not None and bench.missing and not partial:
+        raise ValueError(f"--trust-out: {len(bench.missing)} run(s) of the corpus are missing (`lab bench` without "
+                         f"--trust-out lists them): the figures would come from {len(recs)} run(s) only. Fetch the "
+                         "raw files first (python lab/public/from_mirror.py MIRRORS, then lab/public/score.sh STORE), "
+                         "or pass --partial to write them anyway")
     split = split_of(recs, public_dir if public is not None else None, tuned_on)
     if split["from"] != "--tuned-on" and split["tuned_on"]:
         typer.echo(f"split: {len(split['tuned_on'])} source(s) a rule was chosen on ({split['from']}); the others "
@@ -68,12 +74,14 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
     rows = trust_rows(bench.runs, bench.flags)
     meta = {"command": _command(public, public_dir, sample, stores, labels, detectors, tuned_on), "split": split,
             "date": dt.date.today().isoformat(), "rules": rules_digest(config), "definitions": DEFINITIONS,
+            "runs_used": len(recs), "runs_missing": len(bench.missing),
             "sources": {s: {"healthy": int(g["status"].eq("healthy").sum()),
                             "collapsed": int(g["status"].eq("collapsed").sum())}
                         for s, g in recs.groupby("source", sort=True)}}
     if trust_out is not None:
         trust.dump(rows, meta, trust_out)
-        typer.echo(f"trust figures written to {trust_out}", err=True)
+        typer.echo(f"trust figures written to {trust_out}" + (f" from {len(recs)} run(s), {len(bench.missing)} "
+                   "missing (--partial)" if bench.missing else ""), err=True)
     if markdown:
         sys.stdout.write(trust.markdown_table({**meta, "rows": rows}))
         return

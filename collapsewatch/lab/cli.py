@@ -193,7 +193,10 @@ def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Stor
               markdown: Annotated[bool, typer.Option("--markdown", help="Print the trust table (docs/detectors.md) "
                                                      "of this bench.")] = False,
               trust_out: Annotated[Path | None, typer.Option("--trust-out", help="Write the trust figures "
-                                                             "(collapsewatch/data/trust.json).")] = None,
+                                                             "(collapsewatch/data/trust.json); refused while "
+                                                             "runs of the corpus are missing.")] = None,
+              partial: Annotated[bool, typer.Option("--partial", help="Write --trust-out although runs are "
+                                                    "missing (the file records how many).")] = False,
               as_json: JsonOpt = False) -> None:
     """Every labelled corpus per source: collapses flagged by specific flags, alarms on healthy runs — pooled and
     held out by source (definitions: collapsewatch/lab/bench.py)."""
@@ -202,4 +205,4 @@ def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Stor
     run_bench(public=public, public_dir=public_dir, sample=None if no_sample else sample, stores=store or [],
               labels=labels or [], config=_detector_config(detectors), per_run=runs, markdown=markdown,
               trust_out=trust_out, as_json=as_json, detectors=detectors,
-              tuned_on=tuned_on or [])
+              tuned_on=tuned_on or [], partial=partial)

@@ -272,7 +272,12 @@ def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
     _, _, root = corpora
     args = ["lab", "bench", "--public", str(root / "public-store"), "--public-dir", str(root / "public"),
             "--no-sample", "--store", f"gamma={root / 'gamma-store'}"]
-    res = CliRunner().invoke(app, [*args, "--json", "--trust-out", str(tmp_path / "trust.json")])
+    # bmiss has no raw file: --trust-out is refused (nothing written) until --partial says to write it anyway
+    refused = CliRunner().invoke(app, [*args, "--trust-out", str(tmp_path / "trust.json")])
+    assert refused.exit_code == 1 and "--trust-out: 1 run(s) of the corpus are missing" in refused.output
+    assert "--partial" in refused.output and "Traceback" not in refused.output
+    assert not (tmp_path / "trust.json").exists()
+    res = CliRunner().invoke(app, [*args, "--json", "--partial", "--trust-out", str(tmp_path / "trust.json")])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     a = next(r for r in out["table"] if r["source"] == "all")
@@ -280,6 +285,9 @@ def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
     assert [u["run"] for u in out["untrusted"]] == ["gu1"] and [m["run"] for m in out["missing"]] == ["bmiss"]
     assert "STORE" in out["command"] and str(root) not in out["command"]  # no machine path in the record
     data = load(tmp_path / "trust.json")
+    # scored: oh1, ac1, bh1, bh2, bc1 (public) + gh1…gh8, gc1, gu1 (gamma) = 15; missing: bmiss
+    assert (data["runs_used"], data["runs_missing"]) == (15, 1)
+    assert "**Partial:** 1 run(s) of the corpus were missing; 15 were scored." in markdown_table(data)
     assert trust_line("grad", "explosion", "warning", data) == (
         "fired on 1 of 11 healthy runs; preceded 2 of 3 collapses (1 as a held-out specific flag)")
     assert trust_line("length", "blowup", "critical", data) == "no benchmark figures for this alarm"
