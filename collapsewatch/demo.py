@@ -8,6 +8,7 @@ something to compare against at once.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,20 @@ from pathlib import Path
 _PACKAGED = Path(__file__).resolve().parent / "sample_runs"  # a wheel install (pyproject's package-dir)
 SAMPLE_RUNS = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[1] / "sample_runs" / "store"
 """The shipped sample runs: inside the installed package, or the checkout's ``sample_runs/store``."""
+
+
+def this_command() -> str:
+    """The ``collapsewatch`` command as the user can type it again, for a hint: the bare name where PATH finds this
+    very executable; else the path it was started by (``.venv/bin/collapsewatch``, README's form without an activated
+    venv); else (``python -m collapsewatch``) this interpreter with ``-m collapsewatch``."""
+    started = sys.argv[0]
+    if Path(started).name == "collapsewatch":
+        found = shutil.which("collapsewatch")
+        if found is not None and Path(found).resolve() == Path(started).resolve():
+            return "collapsewatch"
+        return shlex.quote(started)
+    return f"{shlex.quote(sys.executable)} -m collapsewatch"
+
 
 def copy_sample_runs(store: Path) -> list[str]:
     """Copy each sample run folder into ``store`` (skipping ones already there)."""
@@ -88,6 +103,10 @@ def _stop_on_sigterm() -> None:
 def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050) -> None:
     """Copy the sample runs into ``store``, serve the dashboard (live) and train ``demo-grpo`` with the monitor;
     the dashboard stays up after training until Ctrl-C."""
+    if serve:  # a busy port is refused before anything is written or started (README)
+        from .dashboard.app import check_port
+
+        check_port("127.0.0.1", port)
     from .models.builtin import NOTES_ENV
     from .store.writer import ensure_schema
     from .trainer.config import load_config
@@ -117,8 +136,8 @@ def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050)
             print(where_to_look(port), flush=True)
         print(f"training {cfg.run_name}: {steps} steps of GRPO on the built-in tiny model (CPU) …")
         result = train(cfg)
-        print(f"done: {result.steps} steps. Query it:  collapsewatch sql {store} \"select step, reward_mean, "
-              f"ratio_p05_pos from steps where run = '{result.run}' order by step\"")
+        print(f"done: {result.steps} steps. Query it:  {this_command()} sql {shlex.quote(str(store))} \"select step, "
+              f"reward_mean, ratio_p05_pos from steps where run = '{result.run}' order by step\"")
         if dash is not None:
             print(f"dashboard still at http://127.0.0.1:{port}  (Ctrl-C to stop)")
             dash.wait()

@@ -91,3 +91,38 @@ def test_a_busy_port_is_refused_before_starting_a_dashboard(tmp_path):
         start_dashboard(tmp_path, 99999)
     with pytest.raises(RuntimeError, match="cannot bind 192.0.2.1:"):
         start_dashboard(tmp_path, 8050, host="192.0.2.1")
+
+
+def test_a_busy_port_is_refused_before_the_store_is_touched(tmp_path):
+    from typer.testing import CliRunner
+
+    from collapsewatch.cli import app
+
+    store = tmp_path / "demo"
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        res = CliRunner().invoke(app, ["demo", "--store", str(store), "--steps", "2",
+                                       "--port", str(held.getsockname()[1])])
+    assert res.exit_code == 1 and "already in use" in res.output and "Traceback" not in res.output
+    assert "sample runs copied" not in res.output and not store.exists()  # nothing copied, nothing left behind
+
+
+def test_the_closing_hint_names_the_command_as_it_was_started(tmp_path, monkeypatch):
+    from collapsewatch.demo import this_command
+
+    # started as README says, without an activated venv: .venv/bin/collapsewatch, and PATH has no collapsewatch
+    script = tmp_path / ".venv" / "bin" / "collapsewatch"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    monkeypatch.setattr(sys, "argv", [".venv/bin/collapsewatch", "demo"])
+    assert this_command() == ".venv/bin/collapsewatch"
+    # the venv activated: PATH finds this very script, so the bare name works
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(script.parent))
+    assert this_command() == "collapsewatch"
+    # python -m collapsewatch: this interpreter
+    monkeypatch.setattr(sys, "argv", ["/x/collapsewatch/__main__.py", "demo"])
+    assert this_command() == f"{sys.executable} -m collapsewatch"
