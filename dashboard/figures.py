@@ -174,7 +174,7 @@ def decorations(events: pd.DataFrame, summary: dict[str, Any], view: dict[str, A
     notes = []
     if gone:
         titles = {p.key: p.title for p in PANELS}
-        notes.append(dict(text="collapsed: " + " · ".join(f"<b>{titles[k]}</b> — {why}" for k, why in gone.items()),
+        notes.append(dict(text="not drawn: " + " · ".join(f"<b>{titles[k]}</b> — {why}" for k, why in gone.items()),
                           xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="bottom", showarrow=False,
                           font=dict(size=11, color=theme.MUTED), name="collapsed"))
     first = True
