@@ -145,3 +145,24 @@ def test_detect_runs_and_watch_agree_on_every_sample_run(samples, runs):
         assert (table[run]["sentence"], table[run]["n_events"]) == (j.verdict.sentence, len(expected)), run
         assert (table[run]["reward_before"], table[run]["reward_best_step"]) == (j.verdict.reward_before,
                                                                                  j.verdict.reward_best_step), run
+
+
+def test_the_sapo_search_drill_run_is_grpos_and_the_docs_say_so(samples):
+    # SAPO-search's term acts on A ≥ 0 tokens with r ≤ τ = 0.8; the shipped drill's A>0 ratios never go that low
+    # (lowest p01 0.81), so the two runs are equal on every step. README and docs/sample_runs.md must say so (s32 #8):
+    # if the runs are ever re-recorded so that the term fires, this fails and those sentences need rewriting.
+    from collapsewatch import connect
+
+    con = connect(samples)
+    differ = con.execute(
+        "SELECT count(*) FROM steps a JOIN steps b ON a.step = b.step WHERE a.run = 'drill-lld-grpo' AND "
+        "b.run = 'drill-lld-sapo_search' AND (a.reward_mean IS DISTINCT FROM b.reward_mean OR a.entropy_mean IS "
+        "DISTINCT FROM b.entropy_mean OR a.ratio_p05_pos IS DISTINCT FROM b.ratio_p05_pos OR a.grad_norm IS "
+        "DISTINCT FROM b.grad_norm)").fetchone()[0]
+    steps = con.execute("SELECT count(*) FROM steps WHERE run = 'drill-lld-sapo_search'").fetchone()[0]
+    low = con.execute("SELECT min(ratio_p01_pos) FROM steps WHERE run = 'drill-lld-sapo_search'").fetchone()[0]
+    assert (differ, steps) == (0, 72) and low > 0.8
+    root = Path(__file__).resolve().parents[1]
+    assert "`drill-lld-sapo_search` equals `drill-lld-grpo` on all 72 steps" in " ".join(
+        (root / "README.md").read_text().split())
+    assert "`drill-lld-sapo_search` is `drill-lld-grpo` again" in (root / "docs" / "sample_runs.md").read_text()
