@@ -29,6 +29,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -38,11 +39,13 @@ from transformers import TrainerCallback
 from ..ingest.keys import TRL_ALIASES
 from ..monitor import Monitor
 from ..probe import ClipSpec
-from ..runlock import refuse_restart
+from ..runlock import RunExistsError, refuse_restart, refuse_reuse
 from ..sentinels import Sentinel, due, text_sentinels
 from ..sentinels import score as score_sentinels
 from ..series import Feed
+from ..store.location import is_url
 from ..store.restart import max_seq_id
+from ..store.writer import check_run_name
 from ._trl_tap import REPLAY_STRIDE, GRPOTap, clip_spec, objective_name, on_policy_note
 
 log = logging.getLogger("collapsewatch")
@@ -67,17 +70,34 @@ SET_BY_WATCH = ("store", "run", "config", "objective", "clip", "rank", "world_si
 """Monitor arguments the callback fills itself (from the trainer and ``watch``'s own arguments)."""
 
 
-def check_monitor_kwargs(monitor_kwargs: dict[str, Any]) -> None:
+def check_monitor_kwargs(monitor_kwargs: dict[str, Any], caller: str = "watch()") -> None:
     """Raise TypeError naming any ``**monitor_kwargs`` key :class:`~collapsewatch.Monitor` does not take (or that
-    the callback sets itself), when the callback is made rather than when ``train()`` opens the Monitor."""
+    the callback sets itself), when ``caller`` (``watch()`` or ``CollapsewatchCallback()``, named in the message) is
+    called rather than when ``train()`` opens the Monitor."""
     params = inspect.signature(Monitor).parameters
     accepted = [name for name in params if name not in SET_BY_WATCH]
     for name in monitor_kwargs:
         if name in SET_BY_WATCH:
-            raise TypeError(f"watch(): {name!r} is set by watch() itself (from the trainer and its own arguments); "
+            raise TypeError(f"{caller}: {name!r} is set by {caller} itself (from the trainer and its own arguments); "
                             f"do not pass it as a Monitor argument")
         if name not in params:
-            raise TypeError(f"watch(): unknown Monitor argument {name!r}; Monitor takes: {', '.join(accepted)}")
+            raise TypeError(f"{caller}: unknown Monitor argument {name!r}; Monitor takes: {', '.join(accepted)}")
+
+
+def check_run(store: str | os.PathLike, run: str, rank: int, resume: bool, caller: str = "watch()") -> None:
+    """ValueError for a run name the store cannot hold; :class:`~collapsewatch.runlock.RunExistsError` for a run
+    ``rank`` already wrote to, unless ``resume`` — as :class:`~collapsewatch.Monitor` refuses them at ``train()``,
+    but at ``caller``. The reuse check needs the store's rows: a folder store is read here; an object store's are
+    fetched when ``train()`` opens the Monitor, which refuses then."""
+    try:
+        check_run_name(run)
+    except ValueError as e:
+        raise ValueError(f"{caller}: {e}") from None
+    if not resume and not is_url(store):
+        try:
+            refuse_reuse(Path(store), run, rank)
+        except RunExistsError as e:
+            raise RunExistsError(f"{caller}: {e}") from None
 
 
 def check_trainer(trainer: Any, per_token: bool) -> None:
@@ -170,7 +190,8 @@ class CollapsewatchCallback(TrainerCallback):
     def __init__(self, store: str | os.PathLike, run: str, config: dict | None = None, *, clip: ClipSpec | None = None,
                  objective: str | None = None, stop_on_critical: bool = False, sentinels: Sequence = (),
                  sentinel_every: int = 10, log_signals: bool = True, **monitor_kwargs: Any) -> None:
-        check_monitor_kwargs(monitor_kwargs)  # a typo fails here, not when train() opens the Monitor
+        check_monitor_kwargs(monitor_kwargs, "CollapsewatchCallback()")  # a typo fails here, not at train()
+        check_run(store, run, 0, resume=True, caller="CollapsewatchCallback()")  # the name only: no rank yet
         if "sinks" in monitor_kwargs:  # made here: a missing tracker library is refused before training starts
             from ..sinks import Sinks
 
@@ -288,11 +309,15 @@ def watch(trainer: Any, store: str | os.PathLike, run: str, *, per_token: bool =
     Returns the callback; ``callback.monitor`` is the open Monitor during ``train()``. A ``train()`` that raises
     marks the run ``crashed``. Each later ``train()`` is recorded as a new run ``<run>-train<k>`` (``callback.runs``).
 
-    Raises (before anything is attached): TypeError for a trainer of the wrong type or an unknown Monitor argument,
-    :class:`AlreadyWatched` on a second call, :class:`UnsupportedTRLVersion` for a TRL the tap was not checked
-    against (``per_token=False`` works with any version).
+    Raises (before anything is attached): TypeError for a trainer of the wrong type or an unknown Monitor argument
+    (or one watch sets itself: ``objective``, ``clip``, ``rank`` …), ValueError for an invalid run name,
+    :class:`~collapsewatch.runlock.RunExistsError` for a run of a folder store this rank already wrote to (unless
+    ``resume=True``), :class:`AlreadyWatched` on a second call, :class:`UnsupportedTRLVersion` for a TRL the tap was
+    not checked against (``per_token=False`` works with any version).
     """
+    check_monitor_kwargs(monitor_kwargs)  # before the callback's own keywords could collide with them
     check_trainer(trainer, per_token)
+    check_run(store, run, trainer.args.process_index, bool(monitor_kwargs.get("resume")))
     clip = ClipSpec(success_threshold=success_threshold)
     objective = None
     if per_token:
@@ -328,4 +353,4 @@ def _close_on_crash(trainer: Any, callback: CollapsewatchCallback) -> None:
 
 
 __all__ = ["SUPPORTED_TRL", "AlreadyWatched", "CollapsewatchCallback", "UnsupportedTRLVersion", "catalogue_scalars",
-           "check_monitor_kwargs", "check_trainer", "check_trl", "watch"]
+           "check_monitor_kwargs", "check_run", "check_trainer", "check_trl", "watch"]

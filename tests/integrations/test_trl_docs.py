@@ -36,6 +36,10 @@ def test_the_opening_script_runs_as_pasted(tmp_path):
         out = subprocess.run(line, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, (line, out.stderr[-2000:])
         assert out.stdout.strip(), line
+        if line.startswith("collapsewatch detect"):  # what the doc's next paragraph says it prints (s32 #14)
+            assert "1 info episode" in out.stdout and "length · budget" in out.stdout, out.stdout
+            assert "a configuration finding, not a collapse" in out.stdout and "collapsed" not in out.stdout.lower()
+            assert "`length · budget`" in DOC.read_text() and "length blow-up" not in DOC.read_text()
     sql = next(line for line in lines if line.startswith("collapsewatch sql"))
     rows = json.loads(subprocess.run(sql + " --json", shell=True, cwd=tmp_path, env=env, capture_output=True,
                                      text=True, timeout=300, check=True).stdout)

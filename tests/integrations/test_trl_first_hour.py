@@ -63,11 +63,10 @@ def test_resume_continues_after_the_checkpoint_or_refuses(tmp_path):
     before = _counts(store)
     assert before == ([(1, 4, 4), (2, 4, 4), (3, 4, 4)], [(1, 1), (2, 1), (3, 1)])
 
-    # the same name without resume: refused, and the message says how to continue with watch()
+    # the same name without resume: refused by watch() itself (before train()), and the message says how to continue
     named = tiny_grpo_trainer(str(tmp_path / "named"), max_steps=3)
-    watch(named, store, "r")
     with pytest.raises(ValueError, match=r"already exists.*watch\(\.\.\., resume=True\)"):
-        named.train()
+        watch(named, store, "r")
 
     # a fresh trainer (no checkpoint loaded) would start at step 1 and write steps 1-3 over: refused, store untouched
     fresh = tiny_grpo_trainer(str(tmp_path / "fresh"), max_steps=3)
