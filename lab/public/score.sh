@@ -5,13 +5,21 @@
 # snapshots of those repositories (MIRRORS/owner+name/), or fetch them by hand; their sha256 is checked. `lab score --all-kinds` scores
 # every detector against each labelled kind (labels.csv: the collapse each public run's logs show, from its onset);
 # `lab natural` scores the reward collapses (labels.csv's collapse column) by how early each detector warns.
-#   lab/public/score.sh STORE        (STORE: a new store folder)
+# It ends with a summary line; `detect`'s episodes table goes to EPISODES_CSV (default: STORE.episodes.csv).
+#   lab/public/score.sh STORE [EPISODES_CSV]        (STORE: a new store folder)
+# COLLAPSEWATCH / PYTHON: the commands to use; by default the checkout's .venv/bin/collapsewatch and .venv/bin/python
+# when they exist (no activated venv needed), else collapsewatch and python3 on PATH.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-store="${1:?usage: lab/public/score.sh STORE}"
-cw="${COLLAPSEWATCH:-collapsewatch}"
+store="${1:?usage: lab/public/score.sh STORE [EPISODES_CSV]}"
+episodes="${2:-${store%/}.episodes.csv}"
+venv="$here/../../.venv/bin"
+if [ -x "$venv/collapsewatch" ]; then cw="${COLLAPSEWATCH:-$venv/collapsewatch}"; else cw="${COLLAPSEWATCH:-collapsewatch}"; fi
+if [ -x "$venv/python" ]; then py="${PYTHON:-$venv/python}"; else py="${PYTHON:-python3}"; fi
+command -v "$cw" > /dev/null || { echo "score.sh: '$cw' not found: make the checkout's .venv (README) or set COLLAPSEWATCH" >&2; exit 1; }
+command -v "$py" > /dev/null || { echo "score.sh: '$py' not found: set PYTHON" >&2; exit 1; }
 # the CSV's quoted fields hold commas: read it with Python's csv module, one tab-separated line per run
-"${PYTHON:-python3}" -c 'import csv, sys
+"$py" -c 'import csv, sys
 for r in csv.DictReader(open(sys.argv[1], newline="")):
     print("\t".join(r[k] for k in ("run", "file", "repo", "path", "commit", "sha256")))' "$here/sources.csv" |
 while IFS=$'\t' read -r run file repo path commit sha; do
@@ -27,139 +35,139 @@ while IFS=$'\t' read -r run file repo path commit sha; do
   [ "$got" = "$sha" ] || { echo "$run: sha256 $got is not the recorded $sha" >&2; exit 1; }
   case "$file" in
     *.cs336.jsonl)  # one repository's own logger, no reader in ingest: lab/public/cs336_metrics.py says what its keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/cs336_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/cs336_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.taoger.jsonl)  # another repository's own logger (CS336 assignment 5): lab/public/taoger_metrics.py says what its
                      # keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/taoger_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/taoger_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.runs.csv)  # a long-form table of several runs (run_name,metric,step,value): lab/public/runs_csv.py takes one,
                  # named in the table as the run's name after its source prefix (garg-lr_sweep_1e-4 → lr_sweep_1e-4)
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/runs_csv.py" "$raw" "${run#*-}" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/runs_csv.py" "$raw" "${run#*-}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rft.md)  # a research log's hand-made per-step markdown tables: lab/public/rft_tables.py knows which table is
                # which run and what its columns mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rft_tables.py" "$raw" "$run" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rft_tables.py" "$raw" "$run" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.minimind.log)  # MiniMind's GRPO console lines (Epoch:[e/E](i/N), Key: value, …): no reader in ingest;
                      # lab/public/minimind_console.py says what their keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/minimind_console.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/minimind_console.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.trinity.csv)  # Trinity-RFT's tutorial curve exports (short column names): lab/public/trinity_csv.py writes the
                     # trainer keys they stand for as the header, then ingest reads the CSV
-      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/trinity_csv.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/trinity_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.dequeueing.jsonl)  # another CS336 assignment 5 logger: lab/public/dequeueing_metrics.py says what its keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/dequeueing_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/dequeueing_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.shaider.jsonl)  # a course's Tinker loop logger (tinker_utils/log.py): lab/public/shaider_metrics.py says what its
                       # keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/shaider_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/shaider_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.axiom.jsonl)  # AxiomForgeAI's own GRPO loop, a row per iteration: lab/public/axiom_metrics.py says what its keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/axiom_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/axiom_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.structlm.jsonl.gz)  # franalli/struct-lm's run logs (TRL dicts among config, check and backfilled records):
                           # lab/public/structlm_jsonl.py leaves those out and merges the rest by step
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/structlm_jsonl.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/structlm_jsonl.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rlor.jsonl)  # a repository's own logger wrapping TRL's log dicts under trl_logs: lab/public/rlor_trl_logs.py
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rlor_trl_logs.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rlor_trl_logs.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rfs.csv.gz)  # reasoning-from-scratch's GRPO metric CSVs (one prompt × 8 answers a step): lab/public/rfs_metrics.py
                    # says what their columns mean and derives the all-equal group share
-      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/rfs_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/rfs_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     asycn-*/)  # 065536/Asycn_verl's SwanLab chart exports, a folder per batch, a column per run:
                # lab/public/asycn_swanlab.py takes the run's columns (verl's keys)
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/asycn_swanlab.py" "$raw" "$run" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/asycn_swanlab.py" "$raw" "$run" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.terrense.csv)  # terrense/qwen3-8b-grpo-dapo-lab's flight-recorder CSVs: lab/public/terrense_csv.py renames their
                      # short names to the verl keys the authors' metric dictionary gives
-      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/terrense_csv.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/terrense_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.minio3.csv.gz)  # dddraxxx/Mini-o3's per-step curve tables: lab/public/minio3_csv.py renames their short names to the
                    # verl keys they stand for
-      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/minio3_csv.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/minio3_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.trace.json)  # maveryn/trace-internal's W&B snapshot of two EasyR1 runs: lab/public/trace_easyr1.py takes the one
                    # the run's name ends with (trace-easyr1-3b → 3B)
       conv="$(mktemp --suffix=.jsonl)"; scale="${run##*-}"
-      "${PYTHON:-python3}" "$here/trace_easyr1.py" "$raw" "${scale^^}" "$conv" >&2
+      "$py" "$here/trace_easyr1.py" "$raw" "${scale^^}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.var.jsonl)  # esmaeil-abedi-dev/verifier-as-reward's own harness log: lab/public/var_metrics.py says what its keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/var_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/var_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.titan.log)  # torchtitan's RL example scripts' step lines (QIU023/torchtitan_attention_residual):
                   # lab/public/titan_console.py says what their keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/titan_console.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/titan_console.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.drgrpo.csv)  # chaoheng666/DeepRetrieval-GRPO's analysis CSVs: lab/public/drgrpo_csv.py (the stage of a two-stage
                    # file from the run name's -stage1 / -stage2)
       conv="$(mktemp --suffix=.csv)"; stage=""; case "$run" in *-stage[12]) stage="${run##*-stage}" ;; esac
-      "${PYTHON:-python3}" "$here/drgrpo_csv.py" "$raw" "$conv" $stage >&2
+      "$py" "$here/drgrpo_csv.py" "$raw" "$conv" $stage >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.beita.log)  # beita6969/colab-grpo's own GRPO console blocks: lab/public/beita_console.py says what they mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/beita_console.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/beita_console.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.nbtable.ipynb)  # a notebook's HF training-progress table: lab/public/nb_table_csv.py writes it as a CSV
-      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/nb_table_csv.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/nb_table_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rhd.jsonl)  # Rohanjain2312/grpo-reward-hacking-demo's own per-step logger: lab/public/rhd_metrics.py says what its
                   # keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rhd_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rhd_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rpm.csv)  # richardodliu/OpenRLHF's per-step export of its console dicts: lab/public/rpm_csv.py names the columns
-      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/rpm_csv.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/rpm_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.wolleaf.csv)  # Wolleaf/Search-R1's step table of three runs (a stage column): lab/public/wolleaf_csv.py takes the
                     # run's stage from its name (wolleaf-small-r60 → R)
       conv="$(mktemp --suffix=.csv)"; stage="${run##*-}"; stage="${stage:0:1}"
-      "${PYTHON:-python3}" "$here/wolleaf_csv.py" "$raw" "${stage^^}" "$conv" >&2
+      "$py" "$here/wolleaf_csv.py" "$raw" "${stage^^}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.akna.json)  # AknA13/train-infer-mismatch's per-arm GRPO series (one JSON of 16 arms): lab/public/akna_series.py
                   # takes the arm, the run's name after "akna-"
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/akna_series.py" "$raw" "${run#*-}" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/akna_series.py" "$raw" "${run#*-}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.shamanez.csv)  # shamanez/verl's W&B history pulls (short names): lab/public/shamanez_csv.py gives verl's keys back
-      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/shamanez_csv.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/shamanez_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.sherry.csv)  # sherrywan717/ppo-vs-grpo-math-rlvr's per-update CSVs: lab/public/sherry_csv.py names TRL's keys
-      conv="$(mktemp --suffix=.csv)"; "${PYTHON:-python3}" "$here/sherry_csv.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/sherry_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.nik.jsonl)  # Nikhil-iitg27/FinetuneMathReasoning's own per-step logger: lab/public/nik_metrics.py says what its
                   # keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/nik_metrics.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/nik_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.wallace/)  # wallacexuhanxiao/search-r1's verl-agent console, split in two files by a resume: lab/public/wallace_concat.py
                  # writes them one after the other, then ingest reads the console (keeping the resumed attempt)
-      conv="$(mktemp --suffix=.log)"; "${PYTHON:-python3}" "$here/wallace_concat.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.log)"; "$py" "$here/wallace_concat.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rezero.txt)  # womogenes/re-zero's copy of a prime-rl run's console (orchestrator + trainer step lines):
                    # lab/public/rezero_console.py says what their keys mean
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rezero_console.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rezero_console.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.slimetb/)  # a slime run's two TensorBoard writers (RolloutManager + actor): lab/public/slime_tb.py joins them per
                  # rollout; its N_GROUPS (the run's --rollout-batch-size, which the event files do not hold) is written
                  # in the raw folder's name as .g<N> (px-geo3k-v2.g16.slimetb/ → 16)
       conv="$(mktemp --suffix=.jsonl)"; groups="${file%.slimetb/}"; groups="${groups##*.g}"
-      "${PYTHON:-python3}" "$here/slime_tb.py" "$raw" "$groups" "$conv" >&2
+      "$py" "$here/slime_tb.py" "$raw" "$groups" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.katop.csv)  # katop1234/softmaxed_rewards' table of every run (an experiment column): lab/public/katop_csv.py takes
                   # the run's experiment, named after the prefix with _ for - (katop-softmax-tau1.0 → softmax_tau1.0)
       exp="${run#katop-}"; exp="${exp//-/_}"
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/katop_csv.py" "$raw" "$exp" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/katop_csv.py" "$raw" "$exp" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rlvrexp.js)  # halflearned/rlvr-experiments' plot data (one JavaScript file of many runs): lab/public/rlvrexp_plots.py
                    # takes the one named as the run's name after its prefix (rlvrexp-grpo-lr5e6 → grpo-lr5e6)
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/rlvrexp_plots.py" "$raw" "${run#rlvrexp-}" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rlvrexp_plots.py" "$raw" "${run#rlvrexp-}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.omnilora.json)  # SakaiXue6666/Omni-LoRA-RL's per-step reward curves: lab/public/omnilora_curve.py
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/omnilora_curve.py" "$raw" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/omnilora_curve.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.tlr.json)  # redswimmer/turn-level-rewards' curves of five arms (one JSON object): lab/public/tlr_curves.py takes the
                  # arm named as the run's name after its prefix (tlr-grpo_or → grpo_or)
-      conv="$(mktemp --suffix=.jsonl)"; "${PYTHON:-python3}" "$here/tlr_curves.py" "$raw" "${run#tlr-}" "$conv" >&2
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/tlr_curves.py" "$raw" "${run#tlr-}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac
@@ -168,7 +176,7 @@ done
 # commands refuse labels of runs a store lacks)
 present="$("$cw" sql "$store" "SELECT DISTINCT run FROM steps" --csv | tail -n +2)"
 labels="$(mktemp --suffix=.csv)"; trap 'rm -f "$labels"' EXIT
-PRESENT="$present" "${PYTHON:-python3}" -c 'import csv, os, sys
+PRESENT="$present" "$py" -c 'import csv, os, sys
 keep = set(os.environ["PRESENT"].split())
 rows = list(csv.reader(open(sys.argv[1], newline="")))
 csv.writer(sys.stdout, lineterminator="\n").writerows([rows[0]] + [r for r in rows[1:] if r and r[0] in keep])' \
@@ -177,4 +185,15 @@ echo "scoring the $(($(wc -l < "$labels") - 1)) labelled runs of lab/public/labe
 "$cw" lab score "$store" --labels "$labels" --all-kinds
 "$cw" lab natural "$store" --labels "$labels"           # the reward collapses: flagged ≥ 20 steps before?
 "$cw" lab natural "$store" --labels "$labels" --runs    # what fired where
-"$cw" detect "$store" --csv
+"$cw" detect "$store" --csv > "$episodes"
+# the summary: what was ingested, and the episodes in a line (the table is in the file)
+"$py" -c 'import collections, csv, sys
+runs = {r["run"] for r in csv.DictReader(open(sys.argv[1], newline=""))}
+have = set(sys.argv[3].split()) & runs
+eps = list(csv.DictReader(open(sys.argv[2], newline="")))
+sev = collections.Counter(e["severity"] for e in eps)
+on = len({e["run"] for e in eps})
+print("ingested %d of the %d runs of lab/public/sources.csv (%d missing: listed above); %d episode(s) on %d run(s) "
+      "(%d critical, %d warning, %d info): %s" % (len(have), len(runs), len(runs) - len(have), len(eps), on,
+                                                  sev["critical"], sev["warning"], sev["info"], sys.argv[2]))' \
+  "$here/sources.csv" "$episodes" "$present"
