@@ -38,3 +38,15 @@ def test_the_defaults_table_is_generated_from_the_config():
 def test_a_changed_default_changes_the_table():
     cfg = replace(DetectorConfig(), smooth_steps=7)
     assert "| `smooth_steps` | 7 | Every 'level' is the median" in defaults_table(cfg)
+
+
+def test_the_synthetic_bench_table_has_a_row_per_detector():
+    # docs/lab/detectors-evaluation.md's synthetic table is bench/eval_detectors.py's output, which has one row per
+    # registered detector: a detector added since the table was measured (tools, evaluation: s32 #14) shows as a
+    # missing row here — rerun the bench and paste its tables, with the date
+    from collapsewatch.detectors import DETECTORS
+
+    text = (DOC.parent / "lab" / "detectors-evaluation.md").read_text()
+    table = text.split("| detector | positives |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1].strip() for line in table.splitlines()[2:] if line.startswith("|")]
+    assert rows == list(DETECTORS)
