@@ -131,8 +131,8 @@ def run_demo(store: Path, steps: int = 30, serve: bool = True, port: int = 8050)
     dash = start_dashboard(store, port) if serve else None
     try:
         if dash is not None:
-            print(f"dashboard: http://127.0.0.1:{port}/run/{cfg.run_name}  (opens when the run's first step is "
-                  "written, then follows it live)")
+            print(f"dashboard: http://127.0.0.1:{port}/run/{cfg.run_name}  (opens when the run starts, before its "
+                  "first step, then follows it live)")
             print(where_to_look(port), flush=True)
         print(f"training {cfg.run_name}: {steps} steps of GRPO on the built-in tiny model (CPU) …")
         result = train(cfg)

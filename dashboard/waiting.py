@@ -29,7 +29,8 @@ def waiting_page(run: str, page: str) -> html.Div:
     return html.Div(className="waiting", children=[
         html.H2(["Waiting for run ", html.Code(run), " …"]),
         html.P(["No run of that name in this store yet. This page checks every "
-                f"{WAIT_MS / 1000:g} s and opens the run as soon as its first step is written."]),
+                f"{WAIT_MS / 1000:g} s and opens the run as soon as it starts, before its first step is written; its "
+                "page then follows it live."]),
         html.Div(notes_block(run), id={"type": "wait-notes", "page": page}),
         *([html.P(["Meanwhile, the runs already here: ",
                    *[x for r in others for x in (dcc.Link(r, href=f"/run/{r}"), " ")]], className="wait-runs")]

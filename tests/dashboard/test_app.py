@@ -167,6 +167,9 @@ def test_the_waiting_page_shows_the_model_build_and_links_to_the_runs_already_th
 
     page = _text(waiting.waiting_page("demo-late", "run"))
     assert "Waiting for run" in page and "/run/collapse" in page and "being built" not in page  # no notes yet
+    # what it does: run_exists is the run's folder (written when the trainer starts the run, before its first step),
+    # so the page says it opens then — not "as soon as its first step is written" (s32 #14)
+    assert "opens the run as soon as it starts, before its first step is written" in page
     notes = served / waiting.NOTES_DIR / "demo-late.txt"
     notes.parent.mkdir(exist_ok=True)
     notes.write_text("building the built-in model once\n" + "".join(f"warm start: step {10 * i}/600\n"
