@@ -3,13 +3,17 @@ run page where the observed batches carry none; an observed value wins (``catalo
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pandas as pd
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from collapsewatch import Monitor, TokenBatch, connect
+from collapsewatch.cli import app
 from collapsewatch.detectors import DetectorConfig, SeverityConfig
 from collapsewatch.ingest import ingest_file
 from collapsewatch.offline import detect_runs
@@ -267,3 +271,29 @@ def test_a_logged_nan_loss_or_grad_norm_is_seen_online_as_offline(store, tmp_pat
     found = detect_runs(store, run="ingested_nan", config=only)
     assert [(r.detector, r.step_start, r.step_end, r.severity) for r in found.itertuples()] == want
     assert "loss" in found.iloc[1]["message"] and "skips such an update" in found.iloc[0]["message"]
+
+
+def test_a_monitor_logged_nan_is_stored_as_nan_and_judged_under_other_rules(store, tmp_path):
+    """The store keeps what ``Monitor.log`` was given: NaN as NaN, None as NULL (scalars ``value``, and the ``steps``
+    view built on it), so detection on read — under rules whose digest differs from the recorded events', here a
+    detectors file — still finds the critical. Same run as above: grad_norm NaN alone at 5 → info, loss and grad_norm
+    NaN at 12 → critical; plus ``loss`` None at 3 (not logged: NULL, not NaN, and no episode)."""
+    nan = float("nan")
+    plain = TokenBatch(logp=-torch.ones(2, 3), mask=torch.ones(2, 3))
+    with Monitor(store, "mon_nan") as mon:
+        for step in range(20):
+            mon.observe(plain, step=step)
+            mon.log(step, {"loss": nan if step == 12 else None if step == 3 else 0.5,
+                           "grad_norm": nan if step in (5, 12) else 1.0})
+    con = connect(store)
+    got = con.execute("SELECT step, value IS NULL, isnan(value) FROM scalars WHERE run = 'mon_nan' AND key = 'loss' "
+                      "AND step IN (3, 12) ORDER BY step").fetchall()
+    assert got == [(3, True, None), (12, False, True)]
+    assert con.execute("SELECT step, loss IS NULL, isnan(loss) FROM steps WHERE run = 'mon_nan' AND step IN (3, 12) "
+                       "ORDER BY step").fetchall() == [(3, True, None), (12, False, True)]
+    rules = tmp_path / "detectors.toml"
+    rules.write_text('enabled = ["nonfinite", "grad"]\n')  # another digest: the stored events are not shown
+    out = CliRunner().invoke(app, ["detect", str(store), "--run", "mon_nan", "--detectors", str(rules), "--csv"])
+    assert out.exit_code == 0, out.output
+    rows = [(r["detector"], int(r["step_start"]), r["severity"]) for r in csv.DictReader(io.StringIO(out.output))]
+    assert rows == [("nonfinite", 5, "info"), ("nonfinite", 12, "critical")]

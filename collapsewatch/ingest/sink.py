@@ -18,27 +18,15 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow as pa
-
 from ..catalogue import LOGGED_SCALARS, STEP_METRICS, merge_logged
 from ..runlock import rank_has_rows
-from ..store.writer import StoreWriter, arrow_schemas
+from ..store.writer import StoreWriter
 from .keys import catalogue_values, second_rows
 from .maps import MapUse
 from .records import IngestError, Step
 
 _LOGGED = {m.name for m in LOGGED_SCALARS}
 _STEP_COLUMNS = {m.name for m in STEP_METRICS}
-
-
-def _table(name: str, columns: dict[str, list]) -> pa.Table:
-    """Arrow table of ``name``'s schema; absent columns NULL. NaN stays NaN (the writer's pandas rule would make it
-    NULL): a logged NaN is kept as logged."""
-    schema = arrow_schemas()[name]
-    n = len(next(iter(columns.values())))
-    arrays = [pa.nulls(n, f.type) if f.name not in columns else pa.array(columns[f.name], type=f.type)
-              for f in schema]
-    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 class RunSink:
@@ -79,7 +67,7 @@ class RunSink:
             self._merge(s.step, {k: v for k, v in cat.items() if k in _STEP_COLUMNS}, s.wall_time)
             self.steps.add(s.step)
         if cols["step"]:
-            self.writer.append("scalars", _table("scalars", cols))
+            self.writer.append("scalars", cols)  # a logged NaN stays NaN (writer.NAN_KEPT)
         if self.steps:
             self._emit(below=max(self.steps) + (1 if complete else 0))
 
@@ -106,7 +94,7 @@ class RunSink:
             "ts": [datetime.fromtimestamp(t if t is not None else now, timezone.utc) for _, _, t in rows]}
         for name in names:
             cols[name] = [values.get(name) for _, values, _ in rows]
-        self.writer.append("step_metrics", _table("step_metrics", cols))
+        self.writer.append("step_metrics", cols)
 
     def flush(self, status: str | None = None) -> None:
         self.writer.flush(status)

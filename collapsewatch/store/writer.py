@@ -161,17 +161,25 @@ def init_remote(where: Location) -> None:
     where.push(where.local / "_schema" / "VERSION")
 
 
+NAN_KEPT = frozenset({"scalars", "step_metrics"})
+"""Tables whose NaN is a value the run logged (a NaN loss: the non-finite rule reads it, live and on read), kept as
+NaN; None is NULL there (not logged). In the others (per-sequence and per-token measurements, events, sentinels) a
+NaN means "not measurable" and is stored as NULL."""
+
+
 def to_arrow(table: str, columns: dict[str, Any]) -> pa.Table:
-    """Columns (lists / numpy arrays) → an Arrow table of ``table``'s schema; absent columns are NULL."""
+    """Columns (lists / numpy arrays) → an Arrow table of ``table``'s schema; absent columns are NULL, None is
+    NULL, NaN is NULL except in the ``NAN_KEPT`` tables."""
     schema = arrow_schemas()[table]
     unknown = set(columns) - set(schema.names)
     if unknown:
         raise ValueError(f"table {table!r} has no column(s) {sorted(unknown)}")
     n = len(next(iter(columns.values())))
+    nan_is_null = table not in NAN_KEPT
     arrays = []
     for f in schema:
         col = columns.get(f.name)
-        arrays.append(pa.nulls(n, f.type) if col is None else pa.array(col, type=f.type, from_pandas=True))
+        arrays.append(pa.nulls(n, f.type) if col is None else pa.array(col, type=f.type, from_pandas=nan_is_null))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
