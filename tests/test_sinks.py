@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,7 @@ def tracked(tmp_path_factory):
     env = child_env(**{"WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true",
                        "TRACKIO_DIR": str(root / "trackio"), "SWANLAB_MODE": "offline",
                        "SWANLAB_LOG_DIR": str(root / "swanlog"), "SWANLAB_ROOT": str(root / "swanlab-root"),
-                       "SWANLAB_API_KEY": "", "MLFLOW_ALLOW_FILE_STORE": "true"})
+                       "SWANLAB_API_KEY": ""})  # no MLFLOW_ALLOW_FILE_STORE: the sink's folder store needs none
     sinks = [f"tensorboard:{root / 'tb'}", f"mlflow:{root / 'mlruns'}", "wandb:cw", "trackio:cw", "swanlab:cw"]
     argv = [sys.executable, "-m", "tests.sinks_run", str(root / "store"), str(root / "events.json"), *sinks]
     p = subprocess.run(argv,
@@ -205,3 +206,35 @@ def test_a_failing_sink_is_logged_once_and_training_goes_on(tmp_path, caplog):
     assert len(events) >= 4 and run_verdict(tmp_path / "store", "g")["last_step"] == 45
     failed = [r.getMessage() for r in caplog.records if "sink failed" in r.getMessage()]
     assert len(failed) == 1 and failed[0].startswith("collapsewatch: the tensorboard sink failed (")
+
+
+@pytest.fixture(scope="module")
+def collapsed(tmp_path_factory) -> Path:
+    """A store holding one finished synthetic run, ``collapse`` (its verdict: collapsed)."""
+    root = tmp_path_factory.mktemp("collapsed") / "store"
+    run = SyntheticRun(root, "collapse", n_steps=120, shape=Shape(seqs=8, token_seqs=2, seq_len=24))
+    run.write()
+    run.close()
+    return root
+
+
+@pytest.mark.parametrize("as_uri", [True, False], ids=["file-uri", "path"])
+def test_mlflow_writes_a_folder_store_and_leaves_the_environment_as_it_was(collapsed, tmp_path, monkeypatch, caplog,
+                                                                           as_uri):
+    """MLflow ≥ 3.7 refuses its folder store unless MLFLOW_ALLOW_FILE_STORE is set (it said so, and nothing was
+    written): ``--to mlflow:FOLDER`` sets it for the sink's own calls only."""
+    from mlflow import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    folder = tmp_path / "mlruns"
+    with caplog.at_level(logging.WARNING, logger="collapsewatch"):
+        p = cli("watch", str(collapsed), "--once", "--to", f"mlflow:{folder.as_uri() if as_uri else folder}")
+    assert p.returncode == 2, p.stderr  # a critical episode was reported
+    assert not [r for r in caplog.records if "sink failed" in r.getMessage()]
+    assert "MLFLOW_ALLOW_FILE_STORE" not in os.environ
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # to read it back
+    client = MlflowClient(tracking_uri=str(folder))
+    [run] = client.search_runs([client.get_experiment_by_name("collapsewatch").experiment_id])
+    assert (run.info.run_name, run.info.status, run.data.tags["collapsewatch.verdict"]) == \
+        ("collapse", "FINISHED", "collapsed")
+

@@ -41,6 +41,24 @@ TABLES = {"experiments", "runs", "metrics", "alembic_version"}
 """Tables every MLflow tracking database has (MLflow 1.x on): a SQLite file without them is not MLflow's."""
 
 
+ALLOW_FOLDER = "MLFLOW_ALLOW_FILE_STORE"
+
+
+@contextmanager
+def folder_store_allowed() -> Iterator[None]:
+    """MLflow ≥ 3.7 refuses its folder store (``mlruns/``, a ``file:`` URI) unless ``MLFLOW_ALLOW_FILE_STORE`` is set:
+    set inside this block only (for this reader and the MLflow sink), then put back as it was."""
+    before = os.environ.get(ALLOW_FOLDER)
+    os.environ[ALLOW_FOLDER] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ALLOW_FOLDER, None)
+        else:
+            os.environ[ALLOW_FOLDER] = before
+
+
 def _is_run(p: Path) -> bool:
     return (p / "meta.yaml").is_file() and (p / "metrics").is_dir()
 
@@ -79,15 +97,8 @@ def read(path: Path, source_run: str | None = None, **_: Any) -> Iterator[Record
             yield from _records(MlflowClient(tracking_uri=uri), path, None, None, source_run)
     elif _is_folder(path):
         root, exp, run_id = _root(path)
-        before = os.environ.get("MLFLOW_ALLOW_FILE_STORE")
-        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
-        try:
+        with folder_store_allowed():
             records = _records(MlflowClient(tracking_uri=root.resolve().as_uri()), path, exp, run_id, source_run)
-        finally:
-            if before is None:
-                os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
-            else:
-                os.environ["MLFLOW_ALLOW_FILE_STORE"] = before
         yield from records
     else:
         tables = sqlite_tables(path)

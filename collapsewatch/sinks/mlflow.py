@@ -2,7 +2,9 @@
 
 Where it writes: with a TRACKING_URI (``sqlite:///mlflow.db``, a folder, a server), one MLflow run per collapsewatch
 run, named after it, in the experiment ``$MLFLOW_EXPERIMENT_NAME`` (default ``collapsewatch``); without one, the
-active MLflow run (TRL's ``report_to="mlflow"`` opens it), else a new run at MLflow's default tracking URI.
+active MLflow run (TRL's ``report_to="mlflow"`` opens it), else a new run at MLflow's default tracking URI. A folder
+(a path or a ``file:`` URI: MLflow's folder store, which MLflow ≥ 3.7 refuses unless ``MLFLOW_ALLOW_FILE_STORE`` is
+set) is written with that variable set during the sink's own calls only (``folder_store_allowed``).
 
 What it writes:
 
@@ -16,9 +18,12 @@ What it writes:
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlparse
 
 from ..detectors.events import SEVERITY_RANK
 from .base import SEVERITY_SCALAR
@@ -50,6 +55,30 @@ class MlflowSink(TrackerSink):
         super().__init__(tracking_uri)
         self.tracking_uri = tracking_uri
         self.experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
+        self._folder = tracking_uri is not None and urlparse(tracking_uri).scheme in ("", "file")
+
+    @contextlib.contextmanager
+    def _store(self) -> Iterator[None]:
+        """What every call of this sink runs in: a folder store allowed for its length (module docstring)."""
+        if not self._folder:
+            yield
+            return
+        from ..ingest.mlflow_store import folder_store_allowed
+
+        with folder_store_allowed():
+            yield
+
+    def events(self, rows: list[dict[str, Any]]) -> None:
+        with self._store():
+            super().events(rows)
+
+    def verdict(self, verdict: dict[str, Any]) -> None:
+        with self._store():
+            super().verdict(verdict)
+
+    def close(self) -> None:
+        with self._store():
+            super().close()
 
     def _open(self, run: str) -> _Run:
         import mlflow
