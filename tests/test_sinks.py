@@ -238,3 +238,20 @@ def test_mlflow_writes_a_folder_store_and_leaves_the_environment_as_it_was(colla
     assert (run.info.run_name, run.info.status, run.data.tags["collapsewatch.verdict"]) == \
         ("collapse", "FINISHED", "collapsed")
 
+
+def test_trackio_without_a_project_outside_a_trackio_run_writes_to_the_default_project(collapsed, tmp_path):
+    """``--to trackio`` with no trackio run open (``watch`` opens none) failed at its first alert ("Call trackio.init()
+    before trackio.alert()") and wrote nothing; it now opens a run per collapsewatch run in the project
+    ``collapsewatch``, as the W&B sink does. In its own process: trackio reads ``TRACKIO_DIR`` when imported."""
+    from trackio import sqlite_storage
+
+    p = subprocess.run([sys.executable, "-m", "collapsewatch", "watch", str(collapsed), "--once", "--to", "trackio"],
+                       env=child_env(TRACKIO_DIR=str(tmp_path / "trackio")), capture_output=True, text=True,
+                       timeout=180)
+    assert p.returncode == 2 and "sink failed" not in p.stderr, p.stderr[-3000:]
+    before, sqlite_storage.TRACKIO_DIR = sqlite_storage.TRACKIO_DIR, tmp_path / "trackio"
+    try:
+        alerts = sqlite_storage.SQLiteStorage.get_alerts("collapsewatch", run_name="collapse")
+    finally:
+        sqlite_storage.TRACKIO_DIR = before
+    assert "collapsewatch verdict: collapsed" in {a["title"] for a in alerts}

@@ -2,8 +2,10 @@
 ``trackio.Table``; trackio ≥ 0.43, whose ``alert`` this uses).
 
 Where it writes: without a PROJECT, trackio's current run (TRL's ``report_to="trackio"`` opens it, through
-``trackio.alert`` / ``trackio.log``); with one, one trackio run per collapsewatch run, named after it, in PROJECT
-(trackio's own settings apply: its local SQLite store under ``$TRACKIO_DIR`` unless a Space or server is set).
+``trackio.alert`` / ``trackio.log``), else — no trackio run open in this thread, as in ``collapsewatch watch`` — as
+with a PROJECT in the project ``collapsewatch`` (the W&B sink's default); with one, one trackio run per collapsewatch
+run, named after it, in PROJECT (trackio's own settings apply: its local SQLite store under ``$TRACKIO_DIR`` unless a
+Space or server is set).
 
 What it writes:
 
@@ -21,7 +23,7 @@ from typing import Any
 
 from .base import SEVERITY_SCALAR
 from .tracker import Handle, TrackerSink
-from .wandb import EPISODES_KEY, alert_title
+from .wandb import EPISODES_KEY, PROJECT, alert_title
 
 
 def _level(severity: str | None) -> Any:
@@ -37,10 +39,13 @@ class TrackioSink(TrackerSink):
 
     def _open(self, run: str) -> Handle:
         import trackio
+        from trackio import context_vars
 
-        if self.where is None:
-            return Handle(None, own=False)
-        self._latest = trackio.init(project=self.where, name=run, resume="allow", config={"collapsewatch_run": run})
+        current = context_vars.current_run.get()  # trackio's current run (trackio.alert / log write to it)
+        if self.where is None and current is not None and current is not self._latest:
+            return Handle(None, own=False)  # someone else's (TRL's report_to): written into, never finished
+        self._latest = trackio.init(project=self.where or PROJECT, name=run, resume="allow",
+                                    config={"collapsewatch_run": run})
         return Handle(self._latest, own=True)
 
     def _alert(self, handle: Handle, title: str, text: str, severity: str | None, step: int | None) -> None:
