@@ -206,6 +206,20 @@ def test_a_failing_sink_is_logged_once_and_training_goes_on(tmp_path, caplog):
     assert len(events) >= 4 and run_verdict(tmp_path / "store", "g")["last_step"] == 45
     failed = [r.getMessage() for r in caplog.records if "sink failed" in r.getMessage()]
     assert len(failed) == 1 and failed[0].startswith("collapsewatch: the tensorboard sink failed (")
+    assert failed[0].endswith("; its later errors are not logged, a failure stops neither training nor watch")
+
+
+def test_a_failing_sink_in_watch_says_watch_goes_on(tmp_path, caplog):
+    """Inside ``collapsewatch watch`` nothing trains: the line said "training goes on" there too."""
+    from collapsewatch.store import StoreWriter
+
+    StoreWriter(tmp_path / "store", "r").flush("finished")
+    (tmp_path / "tb").write_text("a file, not a folder")
+    with caplog.at_level(logging.WARNING, logger="collapsewatch"):
+        p = cli("watch", str(tmp_path / "store"), "--once", "--to", f"tensorboard:{tmp_path / 'tb'}")
+    assert p.returncode == 0  # the verdict was still printed (no steps: nothing critical)
+    [line] = [r.getMessage() for r in caplog.records if "sink failed" in r.getMessage()]
+    assert "training goes on" not in line and line.endswith("a failure stops neither training nor watch")
 
 
 @pytest.fixture(scope="module")

@@ -62,4 +62,4 @@ def test_a_refusing_receiver_is_reported_once(tmp_path, receiver, caplog):
     assert len(receiver.got) == 2 and sink.failed == 2
     assert [r.getMessage() for r in caplog.records if "HTTP 500" in r.getMessage()] == [
         f"collapsewatch: notify {receiver.url}: the receiver answered HTTP 500 (webhook to "
-        f"{receiver.url.removeprefix('http://')}: later failures are not reported; training goes on)"]
+        f"{receiver.url.removeprefix('http://')}: later failures are not reported; a failure stops neither training nor watch)"]

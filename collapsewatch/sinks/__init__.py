@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from .base import KINDS, SEVERITY_SCALAR, SPECS, STEP_SCALAR, News, Sink, SinkUnavailable, require
+from .base import FAIL_SOFT, KINDS, SEVERITY_SCALAR, SPECS, STEP_SCALAR, News, Sink, SinkUnavailable, require
 
 __all__ = ["KINDS", "SEVERITY_SCALAR", "SPECS", "STEP_SCALAR", "News", "Sink", "SinkUnavailable", "Sinks",
            "make_sink", "require", "run_verdict"]
@@ -84,8 +84,8 @@ class Sinks:
         except Exception as e:  # a tracker that errors never stops training or watching: said once per sink
             if id(sink) not in self._failed:
                 self._failed.add(id(sink))
-                log.warning("collapsewatch: the %s sink failed (%s: %s); training goes on, its later errors are "
-                            "not logged", sink.name, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+                log.warning("collapsewatch: the %s sink failed (%s: %s); its later errors are not logged, %s",
+                            sink.name, type(e).__name__, str(e).splitlines()[0] if str(e) else "", FAIL_SOFT)
 
 
 def run_verdict(store: Any, run: str, config: Any = None) -> dict[str, Any]:

@@ -30,6 +30,8 @@ KINDS: dict[str, tuple[str, str, str, str]] = {
 SPECS = ("tensorboard:DIR", "mlflow[:TRACKING_URI]", "wandb[:PROJECT]", "trackio[:PROJECT]", "swanlab[:PROJECT]",
          "http(s)://URL", "slack:URL", "discord:URL")
 """What ``--to`` (and a string in ``sinks=``) takes."""
+FAIL_SOFT = "a failure stops neither training nor watch"
+"""How a sink's failure line ends: a sink runs inside a training loop (Monitor, TRL) or inside ``collapsewatch watch``."""
 
 
 class SinkUnavailable(ValueError):

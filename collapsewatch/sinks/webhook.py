@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from ..alerts import NotifyError, event_body, event_headline, event_payload, post_json
 from ..detectors.events import SEVERITY_RANK
 from ..webhooks import DIGEST_OVER, digest_text, service_of, webhook_body
-from .base import Sink
+from .base import FAIL_SOFT, Sink
 
 log = logging.getLogger("collapsewatch")
 
@@ -99,4 +99,4 @@ class WebhookSink(Sink):
             self.failed += 1
             if not self._warned:  # once per host: a dead receiver is one line, not one per event
                 self._warned = True
-                self.warn(f"{e} (webhook to {self.host}: later failures are not reported; training goes on)")
+                self.warn(f"{e} (webhook to {self.host}: later failures are not reported; {FAIL_SOFT})")
