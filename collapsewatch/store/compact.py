@@ -105,9 +105,10 @@ class StoreNotWritableError(PermissionError):
 def compact_store(store: str | os.PathLike) -> list[str]:
     """Compact every run of a store that is not running, and remove the temporary files of killed writers
     and exports (segment ``.tmp`` files, ``.<run>.*.duckdb.tmp``). Returns the runs compacted."""
+    from .opening import open_location
     from .views import connect
 
-    where = mirror.reader(store)
+    where = open_location(store)  # not a store: said of the folder or URL as given, not of a URL's mirror
     con = connect(where.local)
     runs = [r[0] for r in con.execute("SELECT run FROM runs WHERE status <> 'running' ORDER BY run").fetchall()]
     con.close()

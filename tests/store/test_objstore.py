@@ -150,6 +150,14 @@ def test_every_command_works_on_a_url(url):
     assert _cli("check", url).stdout.strip() == "no bad files"
 
 
+@pytest.mark.parametrize("command", ["runs", "check", "compact"])
+def test_a_url_that_is_no_store_is_named_as_typed(url, command):
+    """An empty prefix is no store: the line names the URL, never the local mirror it was synced into (compact named
+    ``…/cache/mirror/<bucket>-<prefix>-<hash>``)."""
+    p = _cli(command, url)
+    assert p.returncode == 1 and p.stderr.strip() == f"error: {url!r} is not a collapsewatch store (no _schema folder)"
+
+
 READER = """
 import os, sys
 from collapsewatch.store import Store
