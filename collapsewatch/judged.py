@@ -156,16 +156,17 @@ def load_summary(root: Path, run: str, k: list) -> Summary | None:
 
 
 STATS = "run-stats"
+STATS_LAYOUT = 2  # of what the statistics count (2: a step a run only logged scalars at, store.summaries)
 
 
 def load_stats(root: Path, run: str, k: list) -> dict[str, Any] | None:
     """A run's step statistics (``store.summaries.STEP_STATS``) kept under key ``k`` (``key`` with ``rules`` None)."""
-    v = load_record(root, STATS, run, k)
+    v = load_record(root, STATS, run, [STATS_LAYOUT, k])
     return v if isinstance(v, dict) else None
 
 
 def save_stats(root: Path, run: str, k: list, stats: dict[str, Any]) -> None:
-    save_record(root, STATS, run, k, {c: plain(v, None) for c, v in stats.items()})
+    save_record(root, STATS, run, [STATS_LAYOUT, k], {c: plain(v, None) for c, v in stats.items()})
 
 
 def save(root: Path, run: str, k: list, j: Judgement) -> None:

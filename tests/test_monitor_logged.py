@@ -297,3 +297,25 @@ def test_a_monitor_logged_nan_is_stored_as_nan_and_judged_under_other_rules(stor
     assert out.exit_code == 0, out.output
     rows = [(r["detector"], int(r["step_start"]), r["severity"]) for r in csv.DictReader(io.StringIO(out.output))]
     assert rows == [("nonfinite", 5, "info"), ("nonfinite", 12, "critical")]
+
+
+def test_a_run_that_only_logs_has_steps_in_runs(store):
+    """``collapsewatch runs`` counted step rows only: a Monitor that only ``log``s showed no steps (the dashboard, on
+    the ``steps`` view, counted them). Run ``logged``: reward_mean = step / 10 logged at steps 0–9, nothing observed →
+    10 steps, last 9, last reward 0.9. Run ``mixed``: batches without rewards observed at steps 0–4, the same
+    scalars logged at 0–9 → the steps view's 10 steps (0–9), last 9; no observed reward, so the logged 0.9."""
+    with Monitor(store, "logged") as mon:
+        for step in range(10):
+            mon.log(step, {"reward_mean": step / 10})
+    with Monitor(store, "mixed") as mon:
+        for step in range(10):
+            if step < 5:
+                mon.observe(TokenBatch(logp=-torch.ones(2, 3), mask=torch.ones(2, 3)), step=step)
+            mon.log(step, {"reward_mean": step / 10})
+    out = CliRunner().invoke(app, ["runs", str(store), "--json"])
+    assert out.exit_code == 0, out.output
+    got = {r["run"]: (r["n_steps"], r["last_step"], r["last_reward"]) for r in json.loads(out.stdout)}
+    assert got == {"logged": (10, 9, 0.9), "mixed": (10, 9, 0.9)}
+    con = connect(store)
+    assert con.execute("SELECT run, count(*), max(step) FROM steps GROUP BY run ORDER BY run").fetchall() == [
+        ("logged", 10, 9), ("mixed", 10, 9)]  # what the dashboard counts

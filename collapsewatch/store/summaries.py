@@ -24,19 +24,23 @@ SUMMARY_COLUMNS = (*RUN_COLUMNS[:7], *STEP_STATS, *RUN_COLUMNS[7:])
 
 
 def _summary_sql(runs: str, step_metrics: str, scalars: str, events: str) -> str:
-    """``runs_summary``'s SQL over the given relations: every run's (the views) or one run's (its folder's scans)."""
+    """``runs_summary``'s SQL over the given relations: every run's (the views) or one run's (its folder's scans).
+    A step is one the ``steps`` view has: a step row, a logged scalar or both (a Monitor that only ``log``s has
+    steps); the last reward is the observed one, else the logged one. Each table is scanned once."""
     return f"""
 SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at, r.ended_at,
-       s.n_steps, s.last_step, coalesce(s.last_reward, l.last_reward) AS last_reward,
+       s.n_steps, s.last_step, coalesce(s.last_reward, s.logged_reward) AS last_reward,
        coalesce(e.n_events, 0) AS n_events, r.hosts,
        r.dropped_batches, r.write_errors
 FROM ({runs}) r
 LEFT JOIN (SELECT run, rank, count(DISTINCT step) AS n_steps, max(step) AS last_step,
-                  arg_max(reward_mean, step) AS last_reward FROM ({step_metrics}) GROUP BY run, rank) s
+                  arg_max(reward_mean, step) AS last_reward, arg_max(logged_reward, step) AS logged_reward
+           FROM (SELECT run, rank, step, reward_mean, NULL::DOUBLE AS logged_reward FROM ({step_metrics})
+                 UNION ALL
+                 SELECT run, rank, step, NULL::DOUBLE,
+                        CASE WHEN {scalar_column_sql("key")} = 'reward_mean' THEN value END FROM ({scalars}))
+           GROUP BY run, rank) s
        ON s.run = r.run AND s.rank = r.rank
-LEFT JOIN (SELECT run, rank, arg_max(value, step) AS last_reward FROM ({scalars})
-           WHERE {scalar_column_sql("key")} = 'reward_mean' GROUP BY run, rank) l
-       ON l.run = r.run AND l.rank = r.rank
 LEFT JOIN (SELECT run, count(*) AS n_events FROM ({events}) GROUP BY run) e ON e.run = r.run
 ORDER BY r.started_at, r.run"""
 
