@@ -123,7 +123,10 @@ class TrainConfig:
     run: str = ""
     """Run name (default: <objective>-<seed>)."""
     checkpoint_every: int = 0
-    """Save a checkpoint every N optimizer steps (0 = only at the end) to <store>/<run>/checkpoint/."""
+    """Save a checkpoint every N optimizer steps (0 = only at the end) to the checkpoint folder."""
+    checkpoint_dir: str = ""
+    """The run's checkpoint folder (empty: <store>/<run>/checkpoint/). An object-store store (s3://…) needs a
+    local one for checkpoint_every, --resume and --on-phase checkpoint; without it the run keeps no checkpoint."""
     resume: bool = False
     """Continue from the run's checkpoint (model, optimizer, data order, step count)."""
     stop_on: tuple[str, ...] = ()
@@ -190,13 +193,19 @@ class TrainConfig:
         if self.detectors and not Path(self.detectors).is_file():
             raise ValueError(f"detectors: file {self.detectors!r} does not exist")
         _check_stop_on(self.stop_on)
+        _check_checkpoint_dir(self)
 
     @property
     def run_name(self) -> str:
-        return self.run or f"{self.objective}-{self.seed}"
+        return run_name(self.run, self.objective, self.seed)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def run_name(run: str, objective: str, seed: int) -> str:
+    """A run's name: ``run``, or by default ``<objective>-<seed>``."""
+    return run or f"{objective}-{seed}"
 
 
 def build_params(objective: str, values: dict[str, Any]) -> Any:
@@ -305,6 +314,22 @@ def _check_stop_on(stop_on: tuple[str, ...]) -> None:
         raise ValueError(f"stop_on: unknown phase(s) {unknown}; known phases and detectors: {', '.join(known)}")
 
 
+def _check_checkpoint_dir(cfg: TrainConfig) -> None:
+    """An object-store URL holds no checkpoint folder: what needs one asks for a local ``checkpoint_dir``."""
+    from ..store.location import is_url
+
+    if cfg.checkpoint_dir or not is_url(cfg.store):
+        return
+    from .actions import parse_rule
+
+    needs = ["checkpoint_every"] if cfg.checkpoint_every else []
+    needs += ["--resume"] if cfg.resume else []
+    needs += [f"--on-phase {r}" for r in cfg.on_phase if parse_rule(r).action == "checkpoint"]
+    if needs:
+        raise ValueError(f"{', '.join(needs)}: the store {cfg.store!r} is an object store, which holds no "
+                         "checkpoint; pass --checkpoint-dir DIR (a local or shared folder) to keep the run's checkpoint")
+
+
 def _positive(cfg: TrainConfig, *names: str) -> None:
     for name in names:
         if getattr(cfg, name) < 1:
@@ -323,6 +348,13 @@ _STR_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig) if str(f
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None, **kwargs: Any) -> TrainConfig:
     """TrainConfig from a TOML file, then ``key=value`` overrides (TOML values), then keyword arguments."""
+    return TrainConfig(**config_values(path, overrides, **kwargs))
+
+
+def config_values(path: str | Path | None = None, overrides: list[str] | None = None, **kwargs: Any
+                  ) -> dict[str, Any]:
+    """The fields :func:`load_config` sets (file, overrides, keyword arguments; None: not given), not yet checked
+    beyond their names: ``--resume`` lays them over the run's saved settings (trainer/resume.py)."""
     values: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
@@ -355,4 +387,4 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         values["on_phase"] = (values["on_phase"],)
     elif "on_phase" in values:
         values["on_phase"] = tuple(values["on_phase"])
-    return TrainConfig(**values)
+    return values

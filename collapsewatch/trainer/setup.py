@@ -29,7 +29,7 @@ from ..objectives.correction import CorrectionParams, correction_params
 from ..probe import ClipSpec
 from ..rollout import RolloutConfig, RolloutEngine
 from .actions import PhaseActions
-from .checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
+from .checkpoint import checkpoint_dir, keeps_checkpoint, load_checkpoint, save_checkpoint
 from .config import TrainConfig, build_params, clip_settings
 from .distributed import Dist, setup_distributed
 from .drills import Drill
@@ -117,6 +117,10 @@ class Run:
 def start_run(cfg: TrainConfig) -> Run:
     """Seed, then load the policy and task, sentinels, engine, reference model, optimizer (a checkpoint when
     resuming), progress line, --on-phase rules and the monitor, in this order."""
+    if cfg.resume:  # a run continues as it was trained (the CLI laid its options over the saved settings)
+        from .resume import refuse_changes, saved_state
+
+        refuse_changes(cfg, saved_state(checkpoint_dir(cfg), cfg.store, cfg.run_name)[0])
     dist = setup_distributed(cfg.device)
     torch.manual_seed(cfg.seed + dist.rank)
     rng = random.Random(cfg.seed + dist.rank)
@@ -153,11 +157,11 @@ def start_run(cfg: TrainConfig) -> Run:
 
 def finish_run(run: Run, status: str) -> None:
     """Close the progress line, engine, monitor (``status``: finished / crashed) and notify threads; a finished
-    run's rank 0 saves its final checkpoint."""
+    run's rank 0 saves its final checkpoint (none for an object store without ``checkpoint_dir``)."""
     run.progress.close()
     close_engine(run.engine)
     run.mon.close(status=status)
     run.actions.close()
-    if run.dist.rank == 0 and status == "finished":
+    if run.dist.rank == 0 and status == "finished" and keeps_checkpoint(run.cfg):
         run.save()
     run.dist.close()
