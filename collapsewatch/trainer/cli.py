@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
         app(args=argv, prog_name="collapsewatch train", standalone_mode=False)
     except typer.Exit as e:
         return e.exit_code
-    except (ValueError, FileNotFoundError, OSError) as e:
+    except (ValueError, FileNotFoundError, OSError, ImportError) as e:  # ImportError: an opt-in model's package
         typer.echo(f"error: {str(e).splitlines()[0]}", err=True)
         return 1
     except Exception as e:  # click usage errors

