@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -39,12 +39,11 @@ def train_command(
     detectors: Annotated[str | None, typer.Option(help="Detector settings TOML (`lab calibrate --out`).")] = None,
 ) -> None:
     """Train a search agent with the built-in trainer, watched by the monitor."""
-    from .config import TrainConfig, config_values
+    from .config import TrainConfig
 
-    given = config_values(config, set_, objective=objective, steps=steps, store=store, run=run, model=model,
-                          stop_on=tuple(stop_on) if stop_on else None,
-                          on_phase=tuple(on_phase) if on_phase else None, resume=resume or None, seed=seed,
-                          device=device, detectors=detectors, checkpoint_dir=checkpoint_dir)
+    given = given_values(config=config, set_=set_, objective=objective, steps=steps, store=store, run=run,
+                         model=model, stop_on=stop_on, on_phase=on_phase, resume=resume, seed=seed, device=device,
+                         detectors=detectors, checkpoint_dir=checkpoint_dir)
     rank = int(os.environ.get("RANK", "0"))
     if given.get("resume"):
         from .resume import resume_config
@@ -65,6 +64,15 @@ def train_command(
         typer.echo(f"run {result.run}: {result.steps} steps" + (" (stopped by a detector)" if result.stopped_early
                                                                 else "")
                    + ("" if keeps_checkpoint(cfg) else " (no checkpoint kept: pass --checkpoint-dir for one)"))
+
+
+def given_values(*, config: Path | None, set_: list[str] | None, stop_on: list[str] | None,
+                 on_phase: list[str] | None, resume: bool, **options: Any) -> dict[str, Any]:
+    """The TrainConfig fields the command line gives (its parsed options): the file, then ``--set``, then options."""
+    from .config import config_values
+
+    return config_values(config, set_, stop_on=tuple(stop_on) if stop_on else None,
+                         on_phase=tuple(on_phase) if on_phase else None, resume=resume or None, **options)
 
 
 def _check_store(store: str, run: str, rank: int, *, refuse: bool) -> None:
