@@ -325,8 +325,13 @@ def _check_checkpoint_dir(cfg: TrainConfig) -> None:
     needs = ["checkpoint_every"] if cfg.checkpoint_every else []
     needs += ["--resume"] if cfg.resume else []
     needs += [f"--on-phase {r}" for r in cfg.on_phase if parse_rule(r).action == "checkpoint"]
+    refuse_without_checkpoint_dir(cfg.store, needs)
+
+
+def refuse_without_checkpoint_dir(store: str, needs: list[str]) -> None:
+    """ValueError naming what ``needs`` a checkpoint folder that the object store ``store`` cannot hold."""
     if needs:
-        raise ValueError(f"{', '.join(needs)}: the store {cfg.store!r} is an object store, which holds no "
+        raise ValueError(f"{', '.join(needs)}: the store {store!r} is an object store, which holds no "
                          "checkpoint; pass --checkpoint-dir DIR (a local or shared folder) to keep the run's checkpoint")
 
 

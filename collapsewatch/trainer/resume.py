@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..store.location import is_url
 from .checkpoint import CONFIG_FILE, checkpoint_folder
-from .config import TrainConfig, run_name
+from .config import TrainConfig, refuse_without_checkpoint_dir, run_name
 
 EXPERIMENT = (
     "objective", "model", "kb_seed", "max_turns", "n_train_tasks", "top_k",
@@ -65,6 +66,8 @@ def resume_config(given: dict[str, Any]) -> tuple[TrainConfig, int]:
     store = given.get("store", defaults["store"])
     name = run_name(given.get("run", ""), given.get("objective", defaults["objective"]),
                     given.get("seed", defaults["seed"]))
+    if is_url(store) and not given.get("checkpoint_dir"):
+        refuse_without_checkpoint_dir(store, ["--resume"])
     saved, step = saved_state(checkpoint_folder(store, name, given.get("checkpoint_dir", "")), store, name)
     values = {k: v for k, v in saved.items() if k in defaults and k not in _NOT_INHERITED}
     for key, value in given.items():

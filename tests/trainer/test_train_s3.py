@@ -40,6 +40,9 @@ def test_train_on_an_s3_store_checkpoints_to_checkpoint_dir_and_resumes(url, tmp
     assert main(["--store", url, "--run", "t", "--steps", "1", "--set", "checkpoint_every=1", *SMALL]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "checkpoint_every: the store" in err and "--checkpoint-dir" in err, err
+    assert main(["--store", url, "--run", "t", "--steps", "2", "--resume"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --resume: the store '{url}' is an object store") and err.count("\n") == 1, err
     # without one the run trains into the bucket and says it keeps no checkpoint
     assert main(["--store", url, "--run", "t", "--steps", "1", *SMALL]) == 0
     assert "(no checkpoint kept: pass --checkpoint-dir for one)" in capsys.readouterr().out
