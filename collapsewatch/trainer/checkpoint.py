@@ -1,9 +1,9 @@
 """Checkpoint / resume: model + tokenizer (HF format), optimizer, data-order RNGs, the step count and the settings in
 force (``train_config.json``: what ``--resume`` continues with, trainer/resume.py).
 
-Written to ``<store>/<run>/checkpoint/`` (or ``checkpoint_dir``) atomically (a temporary folder renamed into place), by rank 0. A built-in
-model's description (``collapsewatch_builtin.json``: the knowledge base it plays on) is copied from ``source``, the
-folder the weights were loaded from, so a resumed run rebuilds the same task.
+Written to ``<store>/<run>/checkpoint/`` (or ``checkpoint_dir``) atomically (a temporary folder renamed into place),
+by rank 0. A built-in model's description (``collapsewatch_builtin.json``: the knowledge base it plays on) is copied
+from ``source``, the folder the weights were loaded from, so a resumed run rebuilds the same task.
 """
 
 from __future__ import annotations
