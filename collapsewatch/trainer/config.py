@@ -332,7 +332,8 @@ def refuse_without_checkpoint_dir(store: str, needs: list[str]) -> None:
     """ValueError naming what ``needs`` a checkpoint folder that the object store ``store`` cannot hold."""
     if needs:
         raise ValueError(f"{', '.join(needs)}: the store {store!r} is an object store, which holds no "
-                         "checkpoint; pass --checkpoint-dir DIR (a local or shared folder) to keep the run's checkpoint")
+                         "checkpoint; pass --checkpoint-dir DIR (a local or shared folder) to keep the run's "
+                         "checkpoint")
 
 
 def _positive(cfg: TrainConfig, *names: str) -> None:

@@ -17,7 +17,7 @@ def test_the_progress_line_keeps_the_last_off_policy_ratio_marked_with_its_step(
     con = connect(store)
     cur = con.execute("SELECT * FROM steps ORDER BY step")
     names = [d[0] for d in cur.description]
-    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]  # the monitor's `latest` of each step: its step row
+    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]  # each step's row: the monitor's `latest`
     assert [r["on_policy"] for r in rows] == [True, False, True]  # the first mini-batch after each rollout
     progress = Progress(cfg, enabled=False)
     first, second, third = (progress.stats(0.5, r) for r in rows)

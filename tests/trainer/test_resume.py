@@ -48,8 +48,8 @@ def test_resume_keeps_the_runs_settings_refuses_a_changed_experiment_and_trains_
     assert err.count("\n") == 1 and 'objective = "sapo_search", not "llds"' in err, err
     assert main([*base, "--steps", "5", "--resume", "--set", "lr=1e-3"]) == 1
     assert "lr = 5e-05, not 0.001" in capsys.readouterr().err
-    # the Python API checks too (its config is whole: the defaults — grpo, 8 prompts × 8 responses, 40 / 200 tokens —
-    # would relabel the run); every changed field is named, the objective first
+    # the Python API checks too (its config is whole: the defaults — grpo, 8 prompts × 8 responses,
+    # 40 / 200 tokens — would relabel the run); every changed field is named, the objective first
     with pytest.raises(ValueError, match='objective = "sapo_search", not "grpo"; prompts_per_rollout = 2, not 8; '
                                          'group_size = 4, not 8; max_turn_tokens = 24, not 40; max_response_tokens = '
                                          '120, not 200: a resumed run keeps these'):
