@@ -7,7 +7,8 @@ severe). Names are checked against the detectors' phases (:data:`collapsewatch.d
 
 ACTION:
 
-* ``checkpoint`` — save a checkpoint (``<store>/<run>/checkpoint/``) at the next rollout boundary;
+* ``checkpoint`` — save a checkpoint (to ``<store>/<run>/checkpoint/`` or ``checkpoint_dir``) at the next rollout
+  boundary;
 * ``stop`` — stop training at the next optimizer-step boundary (the run ends ``finished``, stopped early);
 * ``rollback[:key=value,…]`` — at the next rollout boundary, restore the newest rollback snapshot taken
   before the episode's first step (model, optimizer, data-order and sampling RNGs, step count), apply the
