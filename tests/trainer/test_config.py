@@ -116,3 +116,14 @@ def test_gigpo_settings_are_checked_and_parsed():
         load_config(overrides=["advantages=gigpo", "advantage_params.lam=0.9"])
     with pytest.raises(ValueError, match="advantage_params: GiGPO needs 0 <= gamma <= 1"):
         load_config(overrides=["advantages=gigpo", "advantage_params.gamma=2"])
+
+
+def test_an_object_store_needs_a_checkpoint_dir_for_what_writes_or_reads_a_checkpoint():
+    # a URL is no folder: checkpoint_every, --resume and a checkpoint action are refused, naming each (no server
+    # is reached: the config is checked before anything starts)
+    with pytest.raises(ValueError, match=r"^checkpoint_every, --resume, --on-phase grad=checkpoint: the store "
+                                         r"'s3://b/p' is an object store, .* pass --checkpoint-dir DIR"):
+        load_config(store="s3://b/p", checkpoint_every=5, resume=True, on_phase=("grad=checkpoint", "grad=stop"))
+    cfg = load_config(store="s3://b/p", checkpoint_every=5, checkpoint_dir="ck", on_phase=("grad=checkpoint",))
+    assert cfg.checkpoint_dir == "ck"
+    assert load_config(store="s3://b/p").checkpoint_every == 0  # only the final checkpoint, skipped: allowed
