@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -24,11 +25,15 @@ from typing import Any, Protocol
 from ..sinks.base import STEP_SCALAR
 
 MAX_STEP = 2**63 - 1
-STEP_KEYS = ("step", "global_step", "train/global_step", "eval/global_step", STEP_SCALAR, "_step")
+STEP_KEYS = ("step", "global_step", "train/global_step", "eval/global_step", STEP_SCALAR, "_step",
+             "global_step/max_steps")
 """Keys read as the step when a row names it, the first present (JSONL, trainer_state.json, W&B history); the rest are
 values. ``train/global_step``: HF's ``WandbCallback`` (TRL) and OpenRLHF log the trainer's step under it beside
 wandb's own ``_step``, which counts ``log`` calls; OpenRLHF's evaluation rows carry ``eval/global_step`` instead;
-collapsewatch's own W&B sink logs its severity points at ``collapsewatch/step`` (:mod:`collapsewatch.sinks.wandb`)."""
+collapsewatch's own W&B sink logs its severity points at ``collapsewatch/step`` (:mod:`collapsewatch.sinks.wandb`);
+ms-swift's ``logging.jsonl`` writes ``"global_step/max_steps": "N/M"``, read as N (:func:`row_record`)."""
+_OF_MAX = re.compile(r"\s*(\d+)\s*/\s*\d+\s*")
+"""ms-swift's ``N/M`` step: the step N of M."""
 SHOWN = 5
 """Skipped rows named one by one in the summary; the rest are counted."""
 
@@ -64,10 +69,15 @@ def row_record(row: Any, where: str) -> Record | Skip:
     """A parsed JSON row (a JSONL line, a log_history entry): its step under one of STEP_KEYS, the rest values."""
     if not isinstance(row, dict):
         return Skip(where, "not an object")
+    if isinstance(row.get("log_history"), list):  # ms-swift ends its logging.jsonl with the trainer's state
+        return Skip(where, "is the trainer's state (its log_history), not a step")
     key = next((k for k in STEP_KEYS if k in row), None)
     if key is None:
         return Skip(where, "has no step")
-    return Record(where, row[key], {k: v for k, v in row.items() if k != key})
+    step = row[key]
+    if isinstance(step, str) and (m := _OF_MAX.fullmatch(step)):  # "N/M" (ms-swift)
+        step = int(m.group(1))
+    return Record(where, step, {k: v for k, v in row.items() if k != key})
 
 
 def needs(package: str, what: str, extra: str = "ingest") -> IngestError:

@@ -17,7 +17,16 @@ SNIFF_FORCED = True  # a forced --format still sniffs the file (collapsewatch.in
 
 
 def sniff(path: Path, head: str) -> bool:
-    return head.lstrip().startswith("{") and '"log_history"' in head
+    """A JSON object holding ``log_history``, not a JSONL log whose first line is a whole object without one
+    (ms-swift's ``logging.jsonl`` ends with the trainer's state: a line holding ``log_history``)."""
+    if not (head.lstrip().startswith("{") and '"log_history"' in head):
+        return False
+    first = next(ln for ln in head.splitlines() if ln.strip())
+    try:
+        row = json.loads(first)
+    except (json.JSONDecodeError, RecursionError):
+        return True  # an indented trainer_state.json: its first line is "{"
+    return isinstance(row, dict) and "log_history" in row  # a one-line trainer_state.json
 
 
 def load_json(path: Path) -> Any:

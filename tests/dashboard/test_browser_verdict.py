@@ -125,5 +125,5 @@ def test_flat_and_empty_panels_collapse_to_one_line(sample_site, page):  # noqa:
     assert len(line) == 1 and "ratio r, A&gt;0" not in line[0]
     assert "ratio r, A>0 tokens" in line[0] and "ratio r, A<0 tokens" in line[0] and "train–inference" in line[0]
     assert drawn == 7 and height < 1000
-    assert page.locator(f"#{ids.OV_GRAPH} .annotation-text").filter(has_text="collapsed:").count() == 1
+    assert page.locator(f"#{ids.OV_GRAPH} .annotation-text").filter(has_text="not drawn:").count() == 1
     assert page.errors == []

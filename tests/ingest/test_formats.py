@@ -10,11 +10,14 @@ import hashlib
 import json
 import math
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from collapsewatch import connect
 from collapsewatch.ingest import IngestError, Tail, detect, ingest_file
+
+DATA = Path(__file__).resolve().parent / "data"
 
 # TRL key → catalogue column (collapsewatch/ingest/keys.py), the columns the detectors and the overview read
 COLUMNS = {"reward": "reward_mean", "entropy": "entropy_mean", "completions/mean_length": "response_length_mean",
@@ -137,6 +140,34 @@ def test_log_history_dumped_as_a_list_reads_as_the_trainer_state_it_came_from(tr
     assert con.execute("SELECT entropy_mean, response_length_mean FROM steps WHERE run = 'listed' AND step = 1"
                        ).fetchone() == (first["entropy"], first["completions/mean_length"])
     assert ingest_file(store, dumped, "forced", "log_history").steps == 3  # --format log_history forces it
+
+
+def test_ms_swift_logging_jsonl_reads_its_n_of_m_steps_and_leaves_out_its_closing_state(store):
+    # tests/ingest/data/swift-logging.jsonl: four lines of ms-swift's logging.jsonl as a GRPO run committed it
+    # (moshi1412/rl_basketball_video_highlight_detection, results/clevr_count_hard/metrics/logging_grpo.jsonl): its
+    # first train row, its evaluation row at step 50, its run summary and its closing trainer state (log_history cut
+    # to its first entry here). The step is "global_step/max_steps": "N/M" → N; the state line names log_history and
+    # global_step (a trainer_state.json's head): it is no trainer_state file (its first line is a whole object without
+    # log_history) and no step — left out, said once.
+    path = DATA / "swift-logging.jsonl"
+    assert detect(path).NAME == "jsonl"
+    done = ingest_file(store, path, "swift")
+    assert done.steps == 3 and "line 4 is the trainer's state (its log_history), not a step" in done.summary
+    con = connect(store)
+    # TRL's keys on the catalogue's columns at step 1 (keys.py): reward, reward_std, frac_reward_zero_std, kl,
+    # completions/mean_length, completions/clipped_ratio, grad_norm — the file's numbers
+    assert con.execute("SELECT reward_mean, reward_std, zero_std_group_frac, kl_ref_mean, response_length_mean, "
+                       "truncated_frac, grad_norm FROM steps WHERE run = 'swift' AND step = 1").fetchone() == (
+        0.8979286, 0.20259188, 0.2857143, 0.0, 34.25, 0.0, 7.90488357)
+    # the evaluation row at 50: no train reward; eval_score = the mean of the first family its eval keys hold (keys.py
+    # EVAL_FAMILIES): no key names accuracy on its own ("CountAccuracy" is one word), and the three
+    # eval_rewards/Count*/mean keys read as counts (EVAL_NEVER's "count"), so the reward family is eval_reward alone:
+    # 1.28630961; its size, HF's round(eval_samples_per_second 0.609 × eval_runtime 492.5994) = round(299.99…) = 300
+    (score, size, reward), = con.execute("SELECT eval_score, eval_size, reward_mean FROM steps "
+                                         "WHERE run = 'swift' AND step = 50").fetchall()
+    assert (score, size, reward) == (1.28630961, 300, None)
+    assert [s for (s,) in con.execute("SELECT step FROM steps WHERE run = 'swift' ORDER BY step").fetchall()] == [
+        1, 50, 100]
 
 
 def test_verl_keys_through_torch_summarywriter(tmp_path, store):
