@@ -23,7 +23,6 @@ changes nothing in the folder).
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import tempfile
 from collections import defaultdict
@@ -32,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..sinks.base import folder_store_allowed
 from .records import IngestError, Record, needs, one_run, sqlite_tables
 
 NAME = "mlflow"
@@ -39,24 +39,6 @@ GROWS = False
 SNIFF_FORCED = False  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
 TABLES = {"experiments", "runs", "metrics", "alembic_version"}
 """Tables every MLflow tracking database has (MLflow 1.x on): a SQLite file without them is not MLflow's."""
-
-
-ALLOW_FOLDER = "MLFLOW_ALLOW_FILE_STORE"
-
-
-@contextmanager
-def folder_store_allowed() -> Iterator[None]:
-    """MLflow ≥ 3.7 refuses its folder store (``mlruns/``, a ``file:`` URI) unless ``MLFLOW_ALLOW_FILE_STORE`` is set:
-    set inside this block only (for this reader and the MLflow sink), then put back as it was."""
-    before = os.environ.get(ALLOW_FOLDER)
-    os.environ[ALLOW_FOLDER] = "true"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(ALLOW_FOLDER, None)
-        else:
-            os.environ[ALLOW_FOLDER] = before
 
 
 def _is_run(p: Path) -> bool:

@@ -5,7 +5,9 @@ factory are in :mod:`collapsewatch.sinks`."""
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
@@ -80,3 +82,21 @@ class News:
             self._seen[key] = rank
             out.append(row)
         return out
+
+
+ALLOW_FOLDER = "MLFLOW_ALLOW_FILE_STORE"
+
+
+@contextmanager
+def folder_store_allowed() -> Iterator[None]:
+    """MLflow ≥ 3.7 refuses its folder store (``mlruns/``, a ``file:`` URI) unless ``MLFLOW_ALLOW_FILE_STORE`` is set:
+    set inside this block only (for this reader and the MLflow sink), then put back as it was."""
+    before = os.environ.get(ALLOW_FOLDER)
+    os.environ[ALLOW_FOLDER] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ALLOW_FOLDER, None)
+        else:
+            os.environ[ALLOW_FOLDER] = before

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..detectors.events import SEVERITY_RANK
-from .base import SEVERITY_SCALAR
+from .base import SEVERITY_SCALAR, folder_store_allowed
 from .tracker import TrackerSink
 
 EXPERIMENT = "collapsewatch"
@@ -63,7 +63,6 @@ class MlflowSink(TrackerSink):
         if not self._folder:
             yield
             return
-        from ..ingest.mlflow_store import folder_store_allowed
 
         with folder_store_allowed():
             yield

@@ -4,6 +4,7 @@ ThreadedMotoServer, from PyPI: it serves the S3 REST API over HTTP, in a thread 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +32,16 @@ class S3Server:
 
     def stop(self) -> None:
         self.server.stop()
+
+
+def reach(server: S3Server, monkeypatch, cache: str | None = None, bucket: str | None = None) -> str | None:
+    """This process reaches ``server`` through its environment (``monkeypatch.setenv``); ``cache``: the
+    ``COLLAPSEWATCH_CACHE`` to use (None keeps the session's); with ``bucket``, a fresh prefix of it as an s3:// URL."""
+    for k, v in server.env.items():
+        monkeypatch.setenv(k, v)
+    if cache is not None:
+        monkeypatch.setenv("COLLAPSEWATCH_CACHE", cache)
+    return f"s3://{bucket}/{uuid.uuid4().hex[:8]}" if bucket else None
 
 
 def start() -> S3Server:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -34,10 +33,7 @@ def s3():
 def url(s3, tmp_path, monkeypatch):
     """A fresh prefix of the test bucket; this process reaches it through the environment, and caches (mirror,
     spool) under tmp_path."""
-    for k, v in s3.env.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))
-    return f"s3://{BUCKET}/{uuid.uuid4().hex[:8]}"
+    return s3server.reach(s3, monkeypatch, str(tmp_path / "cache"), BUCKET)
 
 
 def test_publish_rule_on_a_hand_listing():

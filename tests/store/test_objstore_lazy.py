@@ -6,7 +6,6 @@ answers stay the same; a writer publishing while a lazy reader reads."""
 from __future__ import annotations
 
 import threading
-import uuid
 from pathlib import Path
 
 import pytest
@@ -33,10 +32,7 @@ def bucket(s3, tmp_path_factory):
     """Three finished runs of 12 steps written with ``Monitor`` (token rows on every 10th step and on 5 % of the
     other sequences), each table compacted at close; the URL and its listing."""
     mp = pytest.MonkeyPatch()
-    for k, v in s3.env.items():
-        mp.setenv(k, v)
-    mp.setenv("COLLAPSEWATCH_CACHE", str(tmp_path_factory.mktemp("writer-cache")))
-    url = f"s3://{BUCKET}/{uuid.uuid4().hex[:8]}"
+    url = s3server.reach(s3, mp, str(tmp_path_factory.mktemp("writer-cache")), BUCKET)
     for i, run in enumerate(RUNS):
         with Monitor(url, run=run, detectors=False, flush_steps=2, compact_every=0) as mon:
             for step in range(12):
@@ -49,9 +45,7 @@ def bucket(s3, tmp_path_factory):
 @pytest.fixture
 def reader(bucket, s3, tmp_path, monkeypatch):
     """A reader on another machine: its own empty cache (mirror)."""
-    for k, v in s3.env.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "reader-cache"))
+    s3server.reach(s3, monkeypatch, str(tmp_path / "reader-cache"))
     return bucket
 
 

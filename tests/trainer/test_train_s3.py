@@ -4,8 +4,6 @@ what needs a checkpoint without one is refused in one line."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from collapsewatch.store import connect
@@ -26,12 +24,10 @@ def s3():
 
 @pytest.fixture
 def url(s3, tmp_path, monkeypatch):
-    for k, v in s3.env.items():
-        monkeypatch.setenv(k, v)
     # the cache stays the session's (its built tiny model; a fresh one would rebuild it): the spool and mirror in it
     # are keyed by the URL, a fresh prefix
     monkeypatch.chdir(tmp_path)  # a checkpoint written to Path("s3://…") would land in ./s3:/
-    return f"s3://{BUCKET}/{uuid.uuid4().hex[:8]}"
+    return s3server.reach(s3, monkeypatch, bucket=BUCKET)
 
 
 def test_train_on_an_s3_store_checkpoints_to_checkpoint_dir_and_resumes(url, tmp_path, capsys):
