@@ -46,12 +46,12 @@ def train_command(
                          detectors=detectors, checkpoint_dir=checkpoint_dir)
     rank = int(os.environ.get("RANK", "0"))
     if given.get("resume"):
-        from .resume import resume_config
+        from .resume import nothing_to_train, resume_config
 
         cfg, done = resume_config(given)
         if done >= cfg.steps:
             if rank == 0:
-                typer.echo(f"run {cfg.run_name!r} is already at step {done} (--steps is a total): nothing to train")
+                typer.echo(nothing_to_train(cfg.run_name, done))
             return
     else:
         cfg = TrainConfig(**given)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -52,6 +53,12 @@ class TrainResult:
 
 
 def train(cfg: TrainConfig) -> TrainResult:
+    if cfg.resume:
+        from .resume import nothing_to_train, resumed_step
+
+        if (done := resumed_step(cfg)) >= cfg.steps:  # steps is a total: say so, touch nothing
+            warnings.warn(nothing_to_train(cfg.run_name, done), stacklevel=2)
+            return TrainResult(cfg.run_name, done, False, [])
     run = start_run(cfg)
     status = "crashed"
     try:

@@ -82,6 +82,21 @@ def resume_config(given: dict[str, Any]) -> tuple[TrainConfig, int]:
     return cfg, step
 
 
+def resumed_step(cfg: TrainConfig) -> int:
+    """The step a resumed ``cfg`` continues at (its checkpoint's); ValueError naming each field that changes the
+    experiment (:func:`refuse_changes`) — the Python API's check (the CLI laid its options over the saved settings)."""
+    from .checkpoint import checkpoint_dir
+
+    saved, step = saved_state(checkpoint_dir(cfg), cfg.store, cfg.run_name)
+    refuse_changes(cfg, saved)
+    return step
+
+
+def nothing_to_train(run: str, done: int) -> str:
+    """What a resume at or past its ``steps`` says (``steps`` is a total): the CLI's line, the API's warning."""
+    return f"run {run!r} is already at step {done} (--steps is a total): nothing to train"
+
+
 def refuse_changes(cfg: TrainConfig, saved: dict[str, Any]) -> None:
     """ValueError naming each :data:`EXPERIMENT` field whose value in ``cfg`` differs from ``saved`` (a saved
     config's fields, as JSON); fields a saved config lacks (an older version's) are not compared."""

@@ -118,9 +118,9 @@ def start_run(cfg: TrainConfig) -> Run:
     """Seed, then load the policy and task, sentinels, engine, reference model, optimizer (a checkpoint when
     resuming), progress line, --on-phase rules and the monitor, in this order."""
     if cfg.resume:  # a run continues as it was trained (the CLI laid its options over the saved settings)
-        from .resume import refuse_changes, saved_state
+        from .resume import resumed_step
 
-        refuse_changes(cfg, saved_state(checkpoint_dir(cfg), cfg.store, cfg.run_name)[0])
+        resumed_step(cfg)
     dist = setup_distributed(cfg.device)
     torch.manual_seed(cfg.seed + dist.rank)
     rng = random.Random(cfg.seed + dist.rank)

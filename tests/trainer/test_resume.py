@@ -62,6 +62,13 @@ def test_resume_keeps_the_runs_settings_refuses_a_changed_experiment_and_trains_
         assert main([*base, "--steps", n, "--resume"]) == 0
         out = capsys.readouterr().out
         assert out == "run 's1' is already at step 3 (--steps is a total): nothing to train\n", out
+    # the Python API says the same as a warning and returns the steps done, the store untouched (its config names
+    # the run's own settings: the experiment is not changed)
+    same = dict(objective="sapo_search", prompts_per_rollout=2, group_size=4, max_turn_tokens=24,
+                max_response_tokens=120, progress=False, sentinels=0)
+    with pytest.warns(UserWarning, match=r"run 's1' is already at step 3 \(--steps is a total\): nothing to train"):
+        result = train(load_config(steps=3, store=str(store), run="s1", resume=True, **same))
+    assert (result.run, result.steps, result.stopped_early) == ("s1", 3, False)
     assert _rows(store)[0] == [0, 1, 2]
 
 
