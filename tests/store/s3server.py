@@ -65,6 +65,18 @@ def serving(bucket: str) -> Iterator[S3Server]:
         server.stop()
 
 
+def module_server(bucket: str):
+    """A module-scoped pytest fixture serving ``bucket`` (``s3 = s3server.module_server(BUCKET)`` in a test module)."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def s3() -> Iterator[S3Server]:
+        with serving(bucket) as server:
+            yield server
+
+    return s3
+
+
 if __name__ == "__main__":  # a server in a process of its own: prints its endpoint, ends with its parent
     import os
     import time

@@ -23,10 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "cw-test"
 
 
-@pytest.fixture(scope="module")
-def s3():
-    with s3server.serving(BUCKET) as server:
-        yield server
+s3 = s3server.module_server(BUCKET)
 
 
 @pytest.fixture

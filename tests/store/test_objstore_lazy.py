@@ -21,10 +21,7 @@ BUCKET = "cw-lazy"
 RUNS = ("a", "b", "c")
 
 
-@pytest.fixture(scope="module")
-def s3():
-    with s3server.serving(BUCKET) as server:
-        yield server
+s3 = s3server.module_server(BUCKET)
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,7 @@ SMALL = ["--set", "prompts_per_rollout=2", "--set", "group_size=4", "--set", "ma
          "--set", "max_response_tokens=120", "--set", "progress=false", "--set", "sentinels=0"]
 
 
-@pytest.fixture(scope="module")
-def s3():
-    with s3server.serving(BUCKET) as server:
-        yield server
+s3 = s3server.module_server(BUCKET)
 
 
 @pytest.fixture
