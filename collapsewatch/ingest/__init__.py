@@ -6,6 +6,7 @@ How it reads (one module per format, each with ``sniff`` and ``read``; :data:`FO
 
 * ``trainer_state`` — HF Trainer / TRL ``trainer_state.json`` (:mod:`.trainer_state`);
 * ``log_history`` — a JSON list of per-step log dicts, ``json.dump(trainer.state.log_history, f)`` (:mod:`.log_history`);
+* ``json_columns`` — a JSON object of per-step lists, ``{"step": [...], "reward": [...]}`` (:mod:`.json_columns`);
 * ``jsonl`` — ``{"step": N, …}`` lines and verl's file logger (:mod:`.jsonl`);
 * ``csv`` — a wide CSV of per-step metrics (a W&B history or panel export, a curve dump) (:mod:`.csv_table`);
 * ``console`` — verl's ``step:N - key:value - …`` lines and HF / TRL's printed dicts, saved with ``tee``
@@ -48,6 +49,7 @@ from . import (
     clearml_offline,
     console,
     csv_table,
+    json_columns,
     jsonl,
     log_history,
     mlflow_store,
@@ -66,7 +68,8 @@ __all__ = ["FORMATS", "KEY_MAP", "IngestError", "Ingested", "MapError", "Meaning
            "detect", "ingest_file", "parse_maps", "wait_for_file"]
 
 FORMATS: dict[str, Reader] = {m.NAME: m for m in (wandb_run, swanlab_run, clearml_offline, tensorboard,
-                                                    mlflow_store, trackio_db, trainer_state, log_history, jsonl,
+                                                    mlflow_store, trackio_db, trainer_state, log_history, json_columns,
+                                                    jsonl,
                                                     csv_table, console)}
 """Format name → reader module (each a :class:`.records.Reader`), in the order :func:`detect` tries them."""
 HEAD_BYTES = 1024 * 1024  # a console log's first step line may follow a long start-up preamble

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from collapsewatch.ingest import FORMATS, console, csv_table, jsonl, log_history, tensorboard, trainer_state, wandb_run
+from collapsewatch.ingest import (
+    FORMATS,
+    console,
+    csv_table,
+    json_columns,
+    jsonl,
+    log_history,
+    tensorboard,
+    trainer_state,
+    wandb_run,
+)
 from collapsewatch.ingest.records import Reader
 
 DECLARED = [name for name in Reader.__annotations__] + ["sniff", "read"]
@@ -29,9 +39,9 @@ def test_every_format_declares_the_whole_reader():
 def test_the_flags_say_what_the_name_checks_said():
     # before the protocol: a forced format was sniffed when its name was jsonl, console, trainer_state or log_history; a parser's
     # notes were read for console, wandb, swanlab and clearml (jsonl's parser now reports none); Snapshot was looked up.
-    # csv (added later) is a text format too: forced, it is still sniffed
+    # csv and json_columns (added later) are text formats too: forced, they are still sniffed
     assert {n for n, r in FORMATS.items() if r.SNIFF_FORCED} == {jsonl.NAME, console.NAME, trainer_state.NAME,
-                                                             log_history.NAME, csv_table.NAME}
+                                                                 log_history.NAME, csv_table.NAME, json_columns.NAME}
     assert {n for n, r in FORMATS.items() if r.Snapshot is not None} == {tensorboard.NAME, wandb_run.NAME}
     assert {n for n, r in FORMATS.items() if r.GROWS} == {jsonl.NAME, console.NAME}
 
