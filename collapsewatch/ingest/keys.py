@@ -188,17 +188,48 @@ EVAL_PREFIXES: tuple[str, ...] = ("eval/", "eval_", "eval-", "val/", "val_", "va
 """A key is an evaluation key when it starts (lower-cased) with one of these: W&B-style ``eval/…`` and ``val/…``,
 HF Trainer's ``eval_<metric>``, ``eval-rollout/…``, verl's ``val-core/<data source>/<metric>/mean@N`` (not
 ``val-aux/``: verl's secondary statistics)."""
-EVAL_NEVER = re.compile(r"format|(^|[/_])std|best@|worst@|maj@|length|len($|[/_])|time|second|loss|(^|[/_])num"
-                        r"|count|temperature|top_p|max_tokens|false|kl|entropy|overlong|clip")
-"""Evaluation keys that are no score of the task: format compliance, spreads and best/worst/majority-of-k variants,
-lengths, timings, losses, counts, sampling settings, error rates, KL, entropy, clipping."""
+EVAL_NEVER = re.compile(r"(^|[/_])std|best@|worst@|maj@|length|len($|[/_])|second|loss"
+                        r"|temperature|top_p|max_tokens|false|entropy|overlong|clip")
+"""Evaluation keys that are no score of the task, by a part of the (lower-cased) rest of the key: spreads and
+best/worst/majority-of-k variants, lengths, timings, losses, sampling settings, error rates, entropy, clipping; and
+by a whole word (:func:`eval_never_word`): format compliance, timings, counts, KL."""
+_NEVER_PARTS = frozenset({"kl", "format", "formats", "formatted", "formatting"})
+_WORD_SEP = re.compile(r"[/_.\-@]+")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def key_words(rest: str) -> list[list[str]]:
+    """The words of a key as logged (not lower-cased), each split into its camelCase parts, lower-cased:
+    ``rewards/CountAccuracy/mean`` → ``[["rewards"], ["count", "accuracy"], ["mean"]]``; ``response_count`` →
+    ``[["response"], ["count"]]``; ``HTTPCount`` → ``[["http", "count"]]``."""
+    return [[p.lower() for p in _CAMEL_PART.findall(word)] or [word.lower()] for word in _WORD_SEP.split(rest) if word]
+
+
+def eval_never_word(rest: str) -> bool:
+    """Whether a word of the key says it is no score — matched as a whole word, not inside one, so a name that merely
+    holds the letters is read (ms-swift's ``CountAccuracy``, ``accountability``, ``information``, ``sentiment``,
+    NuminaMath's ``numina``): a count — ``count``/``counts`` as a word or a camelCase word's last part (a compound
+    names its last part: ``responseCount`` is a count, ``CountAccuracy`` an accuracy of counting); ``num`` as a
+    word's first part (``num_tokens``, ``numTokens``); format compliance — ``format`` (``formats``, ``formatted``)
+    as any part (``format_reward``, ``CountFormat``); a time — a part ending in ``time``/``times`` or starting with
+    ``time`` (``runtime``, ``time_s``, ``timestamp``); KL — ``kl`` as any part."""
+    for parts in key_words(rest):
+        if parts[-1] in ("count", "counts") or parts[0] == "num":
+            return True
+        if any(p in _NEVER_PARTS or p.endswith(("time", "times")) or p.startswith("time") for p in parts):
+            return True
+    return False
+
+
 EVAL_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("accuracy", re.compile(r"(^|[/_])(acc|accuracy|success|success_rate|correct|pass@1|pass1|pass_at_1|exact_match"
                             r"|em|macro_em)($|[/_@])")),
     ("score", re.compile(r"(^|[/_])score($|[/_@])")),
     ("reward", re.compile(r"(^|[/_])rewards?($|[/_@])")),
 )
-"""An evaluation key's family, by the rest of the key after its prefix; a step's ``eval_score`` is the mean over the
+"""An evaluation key's family, by the rest of the key after its prefix (lower-cased, a camelCase boundary read as
+``_``: ms-swift's ``eval_rewards/CountAccuracy/mean`` is an accuracy, as ``accuracy_reward`` is); a step's ``eval_score`` is the mean over the
 keys of the first family it logged (several data sources' accuracies average into one score; a reward is read only
 where nothing scores accuracy)."""
 
@@ -210,10 +241,11 @@ def eval_score(values: dict[str, float | None]) -> float | None:
     has no score there, not a reward of 0. None when that family has no finite value, or the step no evaluation key."""
     found: dict[str, list[float]] = {}
     for key, value in values.items():
-        low = key.lower()
-        prefix = next((p for p in EVAL_PREFIXES if low.startswith(p)), None)
-        rest = low[len(prefix):] if prefix is not None else ""
-        if prefix is None or EVAL_NEVER.search(rest):
+        prefix = next((p for p in EVAL_PREFIXES if key.lower().startswith(p)), None)
+        if prefix is None:
+            continue
+        rest = _CAMEL_BOUNDARY.sub("_", key[len(prefix):]).lower()  # CountAccuracy → count_accuracy: an accuracy
+        if EVAL_NEVER.search(rest) or eval_never_word(key[len(prefix):]):
             continue
         family = next((name for name, pattern in EVAL_FAMILIES if pattern.search(rest)), None)
         if family is not None:

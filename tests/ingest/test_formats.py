@@ -160,12 +160,13 @@ def test_ms_swift_logging_jsonl_reads_its_n_of_m_steps_and_leaves_out_its_closin
                        "truncated_frac, grad_norm FROM steps WHERE run = 'swift' AND step = 1").fetchone() == (
         0.8979286, 0.20259188, 0.2857143, 0.0, 34.25, 0.0, 7.90488357)
     # the evaluation row at 50: no train reward; eval_score = the mean of the first family its eval keys hold (keys.py
-    # EVAL_FAMILIES): no key names accuracy on its own ("CountAccuracy" is one word), and the three
-    # eval_rewards/Count*/mean keys read as counts (EVAL_NEVER's "count"), so the reward family is eval_reward alone:
-    # 1.28630961; its size, HF's round(eval_samples_per_second 0.609 × eval_runtime 492.5994) = round(299.99…) = 300
+    # EVAL_FAMILIES): eval_rewards/CountAccuracy/mean is an accuracy (camelCase read as count_accuracy; "Count" is no
+    # count there, only a word's last part is), the one accuracy key, so 0.98639456 (CountFormat is format compliance,
+    # CountBrevity and eval_reward the reward family, read only where nothing scores accuracy); its size, HF's
+    # round(eval_samples_per_second 0.609 × eval_runtime 492.5994) = round(299.99…) = 300
     (score, size, reward), = con.execute("SELECT eval_score, eval_size, reward_mean FROM steps "
                                          "WHERE run = 'swift' AND step = 50").fetchall()
-    assert (score, size, reward) == (1.28630961, 300, None)
+    assert (score, size, reward) == (0.98639456, 300, None)
     assert [s for (s,) in con.execute("SELECT step FROM steps WHERE run = 'swift' ORDER BY step").fetchall()] == [
         1, 50, 100]
 

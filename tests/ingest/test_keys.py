@@ -6,7 +6,15 @@ from pathlib import Path
 import pytest
 
 from collapsewatch.catalogue import ALL_STEP_COLUMNS
-from collapsewatch.ingest.keys import KEY_MAP, catalogue_values, eval_score, eval_size, markdown_table, meaning
+from collapsewatch.ingest.keys import (
+    KEY_MAP,
+    catalogue_values,
+    eval_never_word,
+    eval_score,
+    eval_size,
+    markdown_table,
+    meaning,
+)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "ingest.md"
 
@@ -92,6 +100,33 @@ def test_eval_score_is_the_mean_of_the_first_family_logged():
     assert eval_score({"eval/success": 0.25, "eval/pass_at_1": 0.75, "eval/n_problems": 500.0,
                        "eval/success_count": 120.0}) == 0.5  # a count is no score
     assert eval_score({"eval-rollout/reward": 0.6}) == 0.6
+
+
+def test_eval_never_matches_whole_words_not_letters_inside_one():
+    # counts: "count" as a word or a camelCase word's last part, "num" as a word's first part — no score
+    for rest in ("count", "num_count", "response_count", "responseCount", "rewards/HTTPCount/mean", "num_tokens",
+                 "numTokens", "success_counts"):
+        assert eval_never_word(rest), rest
+    # the letters inside a word are no count / num / format / time / KL: ms-swift's CountAccuracy (an accuracy of
+    # counting), accountability, NuminaMath, information, sentiment, weekly
+    for rest in ("rewards/CountAccuracy/mean", "accountability", "NuminaMath-CoT/acc/mean@4", "information_acc",
+                 "sentiment_acc", "weekly_acc"):
+        assert not eval_never_word(rest), rest
+    # format compliance, times and KL as whole words or camelCase parts
+    for rest in ("rewards/CountFormat/mean", "format_eos", "runtime", "env/all/time/check_answer_s", "timestamp",
+                 "kl", "klDiv"):
+        assert eval_never_word(rest), rest
+    # through eval_score: eval/count 40 and eval_num_count 3 are counts; eval/CountAccuracy 0.5 and
+    # eval/accountability_acc 0.25 are the accuracy family → (0.5 + 0.25) / 2 = 0.375
+    assert eval_score({"eval/count": 40.0, "eval_num_count": 3.0, "eval/response_count": 7.0,
+                       "eval/CountAccuracy": 0.5, "eval/accountability_acc": 0.25}) == 0.375
+    # ms-swift's evaluation row (tests/ingest/data/swift-logging.jsonl, step 50): CountAccuracy is the one accuracy,
+    # so its 0.98639456 and not the total reward 1.28630961 (reward family, read only where nothing scores accuracy)
+    assert eval_score({"eval_reward": 1.28630961, "eval_rewards/CountAccuracy/mean": 0.98639456,
+                       "eval_rewards/CountAccuracy/std": 0.04583375, "eval_rewards/CountFormat/mean": 0.49957483,
+                       "eval_rewards/CountBrevity/mean": 1.0}) == 0.98639456
+    # a key of counts only has no score: eval/response_count alone → None
+    assert eval_score({"eval/response_count": 7.0, "eval/num_correct": 3.0}) is None
 
 
 def test_eval_score_fills_its_column_unless_the_run_logs_it():
