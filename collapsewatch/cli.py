@@ -41,7 +41,10 @@ def _open_store(store: str):
 @app.command()
 @friendly
 def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
-    """List the runs of a store with status, steps and verdict (every summary column with --csv / --json)."""
+    """List the runs of a store with status, steps and verdict (every summary column with --csv / --json).
+
+    The verdict is one of four values: healthy, warning, collapsed, or "no steps" for a run with no step recorded
+    (a live run before its first step, a run that crashed before it; its n_steps is 0)."""
     if not (csv or as_json):  # every run's line kept: the table from those records alone (no pandas, no DuckDB)
         from . import runlines
         from .runlines import computed_footnote

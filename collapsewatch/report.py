@@ -90,7 +90,7 @@ def _step_stats(store: Store, run: str, rank: int | None, files: tuple) -> dict[
     files and rank: read from that run's folder once per set of files, then from the kept record."""
     k = judged.key(store.root, rank, None, files)
     kept = judged.load_stats(store.root, run, k)
-    if kept is not None and set(kept) == set(STEP_STATS):
+    if kept is not None and set(kept) == set(STEP_STATS) and kept["n_steps"] is not None:  # None: kept before 0
         return kept
     row = run_summary(store, run) or {}
     stats = {c: row.get(c) for c in STEP_STATS}

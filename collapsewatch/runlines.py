@@ -19,7 +19,7 @@ from .store.manifest import load_record, run_folders, run_signature, save_record
 from .verdict_code import verdict_code
 
 KIND = "runs-line"
-LAYOUT = 2  # 2: a line's steps count the steps a run only logged scalars at (store.summaries)
+LAYOUT = 3  # 2: a line's steps count the steps a run only logged scalars at (store.summaries); 3: none is 0, not null
 COMPACT_COLUMNS = ("run", "status", "objective", "steps", "updated", "verdict", "episodes", "sentence")
 
 

@@ -26,10 +26,10 @@ SUMMARY_COLUMNS = (*RUN_COLUMNS[:7], *STEP_STATS, *RUN_COLUMNS[7:])
 def _summary_sql(runs: str, step_metrics: str, scalars: str, events: str) -> str:
     """``runs_summary``'s SQL over the given relations: every run's (the views) or one run's (its folder's scans).
     A step is one the ``steps`` view has: a step row, a logged scalar or both (a Monitor that only ``log``s has
-    steps); the last reward is the observed one, else the logged one. Each table is scanned once."""
+    steps; a run with none has 0, not NULL); the last reward is the observed one, else the logged one. Each table is scanned once."""
     return f"""
 SELECT r.run, r.status, r.objective, r.world_size, r.started_at, r.updated_at, r.ended_at,
-       s.n_steps, s.last_step, coalesce(s.last_reward, s.logged_reward) AS last_reward,
+       coalesce(s.n_steps, 0) AS n_steps, s.last_step, coalesce(s.last_reward, s.logged_reward) AS last_reward,
        coalesce(e.n_events, 0) AS n_events, r.hosts,
        r.dropped_batches, r.write_errors
 FROM ({runs}) r

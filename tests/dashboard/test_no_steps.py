@@ -46,6 +46,19 @@ def test_runs_shows_no_steps_for_a_run_without_one(store):
     assert rows["crashed"]["sentence"] == "No steps recorded: nothing to judge."
     line = next(line for line in _cli("runs", str(store)).splitlines() if " crashed " in line)
     assert "no steps" in line and "healthy" not in line
+
+
+def test_runs_json_and_csv_carry_n_steps_and_the_help_names_the_four_verdicts(store):
+    # a script reads n_steps, not the word: the crashed run wrote its run row alone → 0 steps (it was null); the
+    # healthy run wrote SyntheticRun's 30 steps → 30
+    rows = {r["run"]: r for r in json.loads(_cli("runs", str(store), "--json"))}
+    assert (rows["crashed"]["n_steps"], rows["done"]["n_steps"]) == (0, 30)
+    csv_rows = {line.split(",")[0]: line for line in _cli("runs", str(store), "--csv").splitlines()[1:]}
+    header = _cli("runs", str(store), "--csv").splitlines()[0].split(",")
+    assert csv_rows["crashed"].split(",")[header.index("n_steps")] == "0"
+    text = " ".join(_cli("runs", "--help").split())
+    assert 'healthy, warning, collapsed, or "no steps" for a run with no step recorded' in text
+    assert "its n_steps is 0" in text
     # the verdict itself keeps its status: nothing fell
     verdict = json.loads(_cli("detect", str(store), "--run", "crashed", "--json"))[-1]
     assert verdict["type"] == "verdict" and verdict["status"] == "healthy" and verdict["n_steps"] == 0
