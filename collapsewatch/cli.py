@@ -197,7 +197,8 @@ def watch(store: StoreArg, run: RunOpt = None,
     """Follow live runs and report each new detector event once (again if its severity rises).
 
     Ends when every watched run has finished or crashed. Exit code: 0 no critical event, 2 a critical event
-    was reported, 1 an error."""
+    was reported, 3 every sink (--to, --notify) failed to deliver (2 wins; some failing is a line, exit 0), 1 an
+    error."""
     from .follow import follow
 
     ctrl_c_ends_it()

@@ -5,11 +5,11 @@ the stored ones when these rules found them, else computed on read — the same 
 ``detect``) and returns the episodes not reported yet whose severity reaches the threshold. An episode is reported once
 when it first reaches the threshold, and once more each time its severity rises (a warning that becomes
 critical is news); a longer ``step_end`` alone is not. Whether a critical was reported is kept for the exit
-code. Following ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C); then each
-run's verdict is printed (a ``{"type": "verdict"}`` object with ``--json``). What is reported also goes to the sinks
-(``--to``, ``--notify``: :mod:`collapsewatch.sinks`), a check's episodes in one call, then each run's verdict.
-With ``--once`` a run name the store does not have is an error naming the known runs; without it, watch waits for
-that run to start.
+code, and so is whether every sink failed to deliver (which failed is said in one line at the end). Following
+ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C); then each run's verdict is
+printed (a ``{"type": "verdict"}`` object with ``--json``). What is reported also goes to the sinks (``--to``,
+``--notify``: :mod:`collapsewatch.sinks`), a check's episodes in one call, then each run's verdict. With ``--once``
+a run name the store does not have is an error naming the known runs; without it, watch waits for that run to start.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ from .store.queries import run_rows
 
 EXIT_CRITICAL = 2
 """Exit code of ``watch`` when a critical event was reported (0: none; 1: an error)."""
+EXIT_SINKS_FAILED = 3
+"""Exit code of ``watch`` when it had sinks (``--to``, ``--notify``) and every one of them failed to deliver: what it
+reported reached none of them. A critical event reported wins (:data:`EXIT_CRITICAL`; the line says it either way);
+some sinks failing and others delivering is a line and exit 0."""
 
 
 class EventFollower:
@@ -83,8 +87,8 @@ class EventFollower:
 def follow(store: str | Path, *, run: str | None = None, severity: str = "warning", notify: str | None = None,
            as_json: bool = False, once: bool = False, interval: float = 2.0, sinks: Sequence[str | Sink] = (),
            emit: Callable[[str], None] = print, warn: Callable[[str], None] | None = None) -> int:
-    """Report events (a line each, or JSON lines) until the runs end; returns 0, or EXIT_CRITICAL when a
-    critical event was reported. ``notify`` and ``sinks`` get what is reported; a failed notify POST is one warning
+    """Report events (a line each, or JSON lines) until the runs end; returns 0, EXIT_CRITICAL when a critical event
+    was reported, else EXIT_SINKS_FAILED when every sink failed to deliver (which sinks failed is one line). ``notify`` and ``sinks`` get what is reported; a failed notify POST is one warning
     on stderr per host, never the end of watching."""
     if interval <= 0:
         raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
@@ -115,7 +119,20 @@ def follow(store: str | Path, *, run: str | None = None, severity: str = "warnin
         pass
     finally:
         out.close()
-    return EXIT_CRITICAL if follower.critical else 0
+    sinks_failed = _sinks_said(out, warn)  # said whatever the exit code
+    return EXIT_CRITICAL if follower.critical else sinks_failed
+
+
+def _sinks_said(out: Sinks, warn: Callable[[str], None]) -> int:
+    """Says which sinks failed to deliver, in one line; :data:`EXIT_SINKS_FAILED` when every one did, else 0."""
+    failed = out.failed()
+    if failed and len(failed) == len(out.sinks):
+        warn(f"error: every sink failed to deliver ({', '.join(failed)}): what watch reported reached none of them")
+        return EXIT_SINKS_FAILED
+    if failed:
+        warn(f"warning: {len(failed)} of {len(out.sinks)} sinks failed to deliver ({', '.join(failed)}); the others "
+             "delivered")
+    return 0
 
 
 def _sinks(notify: str | None, sinks: Sequence[str | Sink], severity: str, warn: Callable[[str], None]) -> Sinks:

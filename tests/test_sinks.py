@@ -210,16 +210,42 @@ def test_a_failing_sink_is_logged_once_and_training_goes_on(tmp_path, caplog):
 
 
 def test_a_failing_sink_in_watch_says_watch_goes_on(tmp_path, caplog):
-    """Inside ``collapsewatch watch`` nothing trains: the line said "training goes on" there too."""
+    """Inside ``collapsewatch watch`` nothing trains: the line said "training goes on" there too. Its only sink
+    failing, watch ends saying so in one line with exit 3 (it exited 0: a script could not tell nothing arrived)."""
+    from collapsewatch.follow import EXIT_SINKS_FAILED
     from collapsewatch.store import StoreWriter
 
     StoreWriter(tmp_path / "store", "r").flush("finished")
     (tmp_path / "tb").write_text("a file, not a folder")
     with caplog.at_level(logging.WARNING, logger="collapsewatch"):
         p = cli("watch", str(tmp_path / "store"), "--once", "--to", f"tensorboard:{tmp_path / 'tb'}")
-    assert p.returncode == 0  # the verdict was still printed (no steps: nothing critical)
+    assert p.stdout == "r: No steps recorded: nothing to judge.\n"  # the verdict was still printed
+    assert (p.returncode, EXIT_SINKS_FAILED) == (3, 3) and p.stderr.splitlines() == [
+        "error: every sink failed to deliver (tensorboard): what watch reported reached none of them"]
     [line] = [r.getMessage() for r in caplog.records if "sink failed" in r.getMessage()]
     assert "training goes on" not in line and line.endswith("a failure stops neither training nor watch")
+
+
+def test_watch_with_some_sinks_failing_names_them_and_exits_0(tmp_path):
+    from collapsewatch.store import StoreWriter
+
+    StoreWriter(tmp_path / "store", "r").flush("finished")
+    (tmp_path / "bad").write_text("a file, not a folder")
+    p = cli("watch", str(tmp_path / "store"), "--once", "--to", f"tensorboard:{tmp_path / 'bad'}",
+            "--to", f"tensorboard:{tmp_path / 'good'}")
+    # the second sink wrote the verdict into good/r/; 1 of the 2 failed: named, exit 0 (nothing critical)
+    assert p.returncode == 0 and list((tmp_path / "good" / "r").glob("events.out.tfevents.*"))
+    assert p.stderr.splitlines() == ["warning: 1 of 2 sinks failed to deliver (tensorboard); the others delivered"]
+
+
+def test_watch_with_a_refusing_webhook_and_a_critical_exits_2_and_says_no_sink_delivered(collapsed, receiver):
+    # the collapsed run reports criticals (exit 2 wins over 3); the one sink, --notify, got HTTP 500 for each POST:
+    # the webhook's own line (once per host), then watch's line naming it
+    receiver.status = 500
+    p = cli("watch", str(collapsed), "--once", "--notify", receiver.url)
+    assert p.returncode == 2 and receiver.got
+    assert p.stderr.splitlines()[-1] == ("error: every sink failed to deliver (webhook): what watch reported "
+                                         "reached none of them")
 
 
 @pytest.fixture(scope="module")

@@ -77,6 +77,11 @@ class Sinks:
         for sink in self.sinks:
             self._call(sink, "close")
 
+    def failed(self) -> list[str]:
+        """The names of the sinks that failed to deliver, in their order: a call that raised, or a delivery the sink
+        itself counted failed (:attr:`Sink.failed`: a webhook's POST). Read after :meth:`close`."""
+        return [s.name for s in self.sinks if id(s) in self._failed or s.failed]
+
     def _call(self, sink: Sink, method: str, *args: Any) -> None:
         try:
             with contextlib.redirect_stdout(sys.stderr):  # what a tracker prints: `watch --json` keeps stdout JSON

@@ -51,6 +51,9 @@ class Sink:
     """One destination. Override what it takes; each method is called through :class:`Sinks` (fail-soft)."""
 
     name = "sink"
+    failed = 0
+    """Deliveries that failed inside the sink without raising (a webhook POSTs from its own thread and counts them);
+    a sink that raises is counted failed by :class:`collapsewatch.sinks.Sinks`."""
 
     def events(self, rows: list[dict[str, Any]]) -> None:
         """Episodes reported in one check: ``events`` rows with ``run`` (new, or at a higher severity)."""
