@@ -140,7 +140,9 @@ class TrainConfig:
     monitor: bool = True
     """Watch the run (off only to measure the monitor's overhead: nothing is stored)."""
     detectors: str = ""
-    """Detector settings TOML (e.g. from ``collapsewatch lab calibrate``); empty: the built-in defaults."""
+    """Detector settings TOML (e.g. from ``collapsewatch lab calibrate``); empty: the built-in defaults. A relative
+    path is read from the working directory and kept as its absolute path (the run row's config and the checkpoint's
+    settings name that file, so ``--resume`` from another directory reads the same one)."""
 
     def __post_init__(self) -> None:
         _check_types(self)
@@ -192,6 +194,8 @@ class TrainConfig:
         Drill.from_dict(self.drill).check_alignment(self.mini_batches * self.ppo_epochs)
         if self.detectors and not Path(self.detectors).is_file():
             raise ValueError(f"detectors: file {self.detectors!r} does not exist")
+        if self.detectors:  # saved as what it names: a resume from elsewhere reads the same file
+            object.__setattr__(self, "detectors", str(Path(self.detectors).resolve()))
         _check_stop_on(self.stop_on)
         _check_checkpoint_dir(self)
 

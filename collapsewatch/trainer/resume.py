@@ -73,6 +73,7 @@ def resume_config(given: dict[str, Any]) -> tuple[TrainConfig, int]:
     for key, value in given.items():
         merge = isinstance(value, dict) and isinstance(values.get(key), dict)
         values[key] = {**values[key], **value} if merge else value  # --set objective_params.x=… on the saved table
+    _check_detectors(name, values.get("detectors", ""), given)
     if isinstance(values.get("stop_on"), list):
         values["stop_on"] = tuple(values["stop_on"])
     if isinstance(values.get("on_phase"), list):
@@ -80,6 +81,14 @@ def resume_config(given: dict[str, Any]) -> tuple[TrainConfig, int]:
     cfg = TrainConfig(**{**values, "store": store, "run": name, "resume": True})
     refuse_changes(cfg, saved)
     return cfg, step
+
+
+def _check_detectors(run: str, path: str, given: dict[str, Any]) -> None:
+    """ValueError naming the detector settings file a resumed run inherits when it is gone. Saved as an absolute
+    path (TrainConfig); an older checkpoint's relative one is read from the working directory, as it was."""
+    if path and "detectors" not in given and not Path(path).is_file():
+        raise ValueError(f"--resume: run {run!r} was started with the detector settings {path!r}, which do not exist "
+                         "here: put the file back, or pass --detectors FILE (--detectors '' for the built-in rules)")
 
 
 def resumed_step(cfg: TrainConfig) -> int:

@@ -72,6 +72,34 @@ def test_resume_keeps_the_runs_settings_refuses_a_changed_experiment_and_trains_
     assert _rows(store)[0] == [0, 1, 2]
 
 
+def test_resume_from_another_directory_reads_the_detectors_file_the_run_started_with(tmp_path, monkeypatch,
+                                                                                    capsys):
+    # `--detectors rules.toml` given in first/ is saved as first/rules.toml's absolute path (it was saved as typed
+    # and read from the new working directory on --resume: here other/rules.toml, not TOML, which failed the resume)
+    first, other, store = tmp_path / "first", tmp_path / "other", tmp_path / "store"
+    first.mkdir()
+    other.mkdir()
+    (first / "rules.toml").write_text("")  # an empty settings file: the built-in rules
+    (other / "rules.toml").write_text("[[[ not the run's file")
+    base = ["--store", str(store), "--run", "d1"]
+    monkeypatch.chdir(first)
+    assert main([*base, "--steps", "1", "--detectors", "rules.toml", *SMALL]) == 0
+    saved = str((first / "rules.toml").resolve())
+    assert json.loads((store / "d1" / "checkpoint" / CONFIG_FILE).read_text())["config"]["detectors"] == saved
+    monkeypatch.chdir(other)
+    assert main([*base, "--steps", "2", "--resume"]) == 0, capsys.readouterr().err
+    steps, _, config, _ = _rows(store)
+    assert steps == [0, 1] and config["detectors"] == saved  # step 1 trained under the run's own file
+    # the file gone: one line naming it (not the built-in rules silently, not a traceback)
+    (first / "rules.toml").unlink()
+    capsys.readouterr()
+    assert main([*base, "--steps", "3", "--resume"]) == 1
+    assert capsys.readouterr().err == (f"error: --resume: run 'd1' was started with the detector settings {saved!r}, "
+                                       "which do not exist here: put the file back, or pass --detectors FILE "
+                                       "(--detectors '' for the built-in rules)\n")
+    assert _rows(store)[0] == [0, 1]
+
+
 def test_every_config_field_is_either_kept_or_free_on_resume():
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     assert set(EXPERIMENT) | FREE == fields and not set(EXPERIMENT) & FREE  # a new field must be classified here
