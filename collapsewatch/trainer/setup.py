@@ -99,6 +99,8 @@ class Run:
     rewards_seen: list[float] = field(default_factory=list)
     eval_tasks: list = field(default_factory=list)
     """Held-out questions an evaluation answers every ``eval_every`` steps (rank 0; empty: off)."""
+    eval_unscored_said: bool = False
+    """An evaluation with no finite reward was warned about (once per run: ``evaluation.unscored``)."""
     """Mean reward of each rollout."""
 
     def save(self, step: int | None = None) -> None:
