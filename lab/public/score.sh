@@ -169,6 +169,11 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                  # arm named as the run's name after its prefix (tlr-grpo_or → grpo_or)
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/tlr_curves.py" "$raw" "${run#tlr-}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.justtinker.json.gz)  # Guanghan/JustTinker's own history (a JSON object of per-step lists: ingest's json_columns);
+                           # its script (scripts/tinker/justrl_math_reasoning.py) logs mean_reward = the mean of the
+                           # step's rewards and accuracy = the share verified correct; avg_response_length counts the
+                           # prompt's tokens too, so it is not mapped
+      "$cw" ingest "$store" "$raw" --run "$run" --map mean_reward=reward_mean --map accuracy=correct_frac ;;
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac
 done
