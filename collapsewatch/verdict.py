@@ -170,9 +170,13 @@ class Verdict:
         return NO_STEPS if self.n_steps == 0 else self.status
 
 
+def n_steps_text(n: int) -> str:
+    """``1 step``, ``2 steps``: a count of steps as the sentences and the trainer's summary line write it."""
+    return f"{n} step{'s' if n != 1 else ''}"
+
+
 def _when(lead: int) -> str:
-    n = abs(lead)
-    steps = f"{n} step{'s' if n != 1 else ''}"
+    steps = n_steps_text(abs(lead))
     return f"{steps} earlier" if lead > 0 else "at the same step" if lead == 0 else f"{steps} after it"
 
 
@@ -248,13 +252,13 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
                          f"{_when(collapse - cs)}.")
     elif first is not None:
         status = "warning"
-        text = f"Warning from step {first_step}: {first_name}. No reward collapse in {n_steps} steps ({_best(before, best_step, reward)})."
+        text = f"Warning from step {first_step}: {first_name}. No reward collapse in {n_steps_text(n_steps)} ({_best(before, best_step, reward)})."
     elif not len(steps):
         status = "healthy"
         text = "No steps recorded: nothing to judge."
     else:
         status = "healthy"
-        text = f"No warning in {n_steps} steps; {_best(before, best_step, reward)}."
+        text = f"No warning in {n_steps_text(n_steps)}; {_best(before, best_step, reward)}."
     if worst is not None:
         text += f" Worst: {worst}." if status != "healthy" else f" {len(events)} info episode(s)."
         if status == "warning" and worst == "critical":  # the badge says warning: why, beside "Worst: critical"

@@ -186,3 +186,14 @@ def test_a_reward_that_just_fell_or_just_came_back_is_named_not_hidden():
     held = np.r_[np.full(20, .5), np.full(20, .05), np.full(20, .5)]
     assert "Note" not in verdict(_events(), np.arange(60), held).sentence
     assert "Note" not in verdict(_events(), np.arange(40), np.full(40, .5)).sentence
+
+
+def test_one_step_is_said_in_the_singular():
+    # s33 #13: a 1-step run read "No warning in 1 steps"; the trainer's summary line used the same words
+    from collapsewatch.verdict import n_steps_text
+
+    assert (n_steps_text(1), n_steps_text(0), n_steps_text(2)) == ("1 step", "0 steps", "2 steps")
+    v = verdict(_events(), np.arange(1), np.array([.5]))
+    assert v.sentence.startswith("No warning in 1 step; "), v.sentence
+    w = verdict(_events(("grad", "explosion", 0, 0, "warning")), np.arange(1), np.array([.5]))
+    assert "No reward collapse in 1 step (" in w.sentence, w.sentence

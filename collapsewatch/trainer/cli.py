@@ -56,13 +56,14 @@ def train_command(
     else:
         cfg = TrainConfig(**given)
     _check_store(cfg.store, cfg.run_name, rank, refuse=not cfg.resume)
+    from ..verdict import n_steps_text
     from .checkpoint import keeps_checkpoint
     from .loop import train
 
     result = train(cfg)
     if rank == 0:  # torchrun: one summary line, from rank 0
-        typer.echo(f"run {result.run}: {result.steps} steps" + (" (stopped by a detector)" if result.stopped_early
-                                                                else "")
+        typer.echo(f"run {result.run}: {n_steps_text(result.steps)}"
+                   + (" (stopped by a detector)" if result.stopped_early else "")
                    + ("" if keeps_checkpoint(cfg) else " (no checkpoint kept: pass --checkpoint-dir for one)"))
 
 
