@@ -159,6 +159,27 @@ KEY_MAP: dict[str, Meaning] = {
                                           "steps, averaged by the stats tracker"),
     "ppo_actor/update/clip_ratio/avg": Meaning("clip_region_frac", "AReaL", "share of valid tokens whose PPO "
                                                "ratio was clipped (either side)"),
+    # -- Google Tunix GRPOLearner (tunix/rl/reward_manager.py, rl/grpo/grpo_learner.py, rl/algo_core.py,
+    #    sft/peft_trainer.py; checked at c7d8950f): its logger writes `<group>/<mode>/<rest>` --
+    "rewards/train/score/mean": Meaning("reward_mean", "Tunix", "mean over the batch of each completion's reward "
+                                        "summed over the reward functions (the one advantages use)"),
+    "rewards/train/sum": Meaning("reward_mean", "Tunix", "as rewards/train/score/mean"),
+    "completions/train/mean_length": Meaning("response_length_mean", "Tunix", "non-pad completion tokens, mean over "
+                                             "the batch"),
+    "actor/train/grad_norm": Meaning("grad_norm", "Tunix", "global norm before the optimizer (its clipping); mean "
+                                     "over micro-steps: with gradient accumulation g, the norm / g"),
+    "actor/train/kl": Meaning("kl_ref_mean", "Tunix", "token mean of kl_loss_mode's estimator (GRPOConfig "
+                              "default kl = k1; low_var_kl = k3, the catalogue's); 0 with no reference model"),
+    "actor/train/pg_clipfrac": Meaning("clip_region_frac", "Tunix", "token mean of [clipped branch active]; 0 "
+                                       "on-policy where the catalogue has NULL"),
+    # -- prime-rl (src/prime_rl/orchestrator/orchestrator.py, trainer/rl/train.py; checked at c28eaf87) --
+    "reward/mean": Meaning("reward_mean", "prime-rl orchestrator", "mean over the step's rollouts"),
+    "completion_len/mean": Meaning("response_length_mean", "prime-rl orchestrator", "seq_len − prompt_len (env "
+                                   "tokens of multi-turn rollouts counted), mean per example, then over examples"),
+    "is_truncated/mean": Meaning("truncated_frac", "prime-rl orchestrator", "share per example, mean over examples"),
+    "entropy/mean": Meaning("entropy_mean", "prime-rl trainer", "π_θ's entropy (temperature-scaled logits) over the "
+                            "step's loss-mask tokens, during the update"),
+    "optim/grad_norm": Meaning("grad_norm", "prime-rl trainer", "clip_grad_norm_'s total norm, before clipping"),
 }
 """Logged key → its catalogue meaning (order = precedence among keys of one step that fill the same metric)."""
 
@@ -234,6 +255,11 @@ keys of the first family it logged (several data sources' accuracies average int
 where nothing scores accuracy)."""
 
 
+EVAL_ALIASES = {"rewards/eval/score/mean": "eval/reward"}
+"""Evaluation keys a framework logs outside :data:`EVAL_PREFIXES`, read as the key named: Tunix's mean summed reward
+over its evaluation batches (its other ``rewards/eval/*`` keys — max, min, per-function rewards — are no score)."""
+
+
 def eval_score(values: dict[str, float | None]) -> float | None:
     """The step's ``eval_score`` from its evaluation keys (:data:`EVAL_PREFIXES`, :data:`EVAL_FAMILIES`): the mean of
     the finite values of the first family whose keys the step holds — a key logged empty (NULL, NaN) still names what
@@ -241,6 +267,7 @@ def eval_score(values: dict[str, float | None]) -> float | None:
     has no score there, not a reward of 0. None when that family has no finite value, or the step no evaluation key."""
     found: dict[str, list[float]] = {}
     for key, value in values.items():
+        key = EVAL_ALIASES.get(key, key)
         prefix = next((p for p in EVAL_PREFIXES if key.lower().startswith(p)), None)
         if prefix is None:
             continue

@@ -153,3 +153,24 @@ def test_eval_size_is_the_examples_the_evaluation_graded():
     # it fills its column beside the score, unless the run logs eval_size itself
     assert catalogue_values({"eval/accuracy": 0.3, "eval/num_examples": 32.0}) == {"eval_score": 0.3, "eval_size": 32.0}
     assert catalogue_values({"eval/num_examples": 32.0, "eval_size": 8.0}) == {"eval_size": 8.0}
+
+
+def test_tunix_keys_fill_their_columns_and_only_its_score_mean_is_an_evaluation_score():
+    step = {"rewards/train/mean": 0.5, "rewards/train/score/mean": 2.0, "completions/train/mean_length": 120.0,
+            "completions/train/max_length": 300.0, "actor/train/grad_norm": 1.5, "actor/train/kl": 0.01,
+            "actor/train/pg_clipfrac": 0.0}
+    out = catalogue_values(step)
+    assert out == {"reward_mean": 2.0, "response_length_mean": 120.0, "grad_norm": 1.5, "kl_ref_mean": 0.01,
+                   "clip_region_frac": 0.0}  # rewards/train/mean: the mean over reward functions, not mapped
+    assert catalogue_values({"rewards/train/sum": 3.0}) == {"reward_mean": 3.0}
+    assert catalogue_values({"rewards/train/sum": 3.0, "rewards/train/score/mean": 2.9})["reward_mean"] == 2.9
+    evals = {"rewards/eval/score/mean": 1.25, "rewards/eval/score/max": 4.0, "rewards/eval/mean": 0.3,
+             "rewards/eval/check_answer": 2.0, "actor/eval/kl": 0.2}
+    assert catalogue_values(evals) == {"eval_score": 1.25}
+
+
+def test_prime_rl_keys_fill_their_columns_and_the_solve_shares_do_not():
+    step = {"reward/mean": 0.25, "completion_len/mean": 80.0, "is_truncated/mean": 0.125, "entropy/mean": 0.9,
+            "optim/grad_norm": 0.5, "batch/solve_none": 0.5, "batch/solve_all": 0.0, "mismatch_kl/mean": 0.001}
+    assert catalogue_values(step) == {"reward_mean": 0.25, "response_length_mean": 80.0, "truncated_frac": 0.125,
+                                      "entropy_mean": 0.9, "grad_norm": 0.5}
