@@ -13,6 +13,14 @@ history exported with pandas (``run.history().to_csv()``: a ``_step`` column), a
   stripped (the summary says so); several runs' prefixes are refused naming them unless ``--source-run NAME``
   picks one. Its ``__MIN`` / ``__MAX`` columns are the band W&B draws around a sampled line, not logged values:
   left out, and counted.
+* A long table — a step column, a tag column (``tag``, ``metric``, ``key`` or ``name``) and ``value``, optionally
+  ``run`` / ``dir_name`` and a wall time (``wall_time``, ``Wall time``) and nothing else — is one row per (step, tag),
+  as tbparse's ``SummaryReader(logdir).scalars.to_csv()`` writes (columns step, tag, value; ``dir_name`` and
+  ``wall_time`` with ``extra_columns``: tbparse.readthedocs.io, "Parsing Scalars") and TensorBoard's
+  ``ExperimentFromDev(id).get_scalars()`` (run, tag, step, value; ``wall_time`` with ``include_wall_time``:
+  tensorflow.org/tensorboard/dataframe_api): pivoted to one step with one value per tag, steps in numeric order. A
+  tag logged twice at one step: the later row wins (counted in the summary). Several runs in its run column are
+  refused naming them unless ``--source-run NAME`` picks one; one run is used.
 """
 
 from __future__ import annotations
@@ -109,6 +117,78 @@ def _keys(header: list[str], step: str, source_run: str | None, path: Path, note
     return {i: m["key"] for i, m in prefixed.items() if m and m["run"] == run}
 
 
+LONG_TAGS = ("tag", "metric", "key", "name")
+"""A long table's tag column, the first present."""
+LONG_RUNS = ("run", "dir_name")
+LONG_WALL = ("wall_time", "Wall time")
+
+
+def long_columns(header: list[str], step: str) -> tuple[int, int, int | None, int | None] | None:
+    """(tag, value, run, wall time) column indexes when ``header`` is a long table's, else None."""
+    names = [h.strip() for h in header]
+    tag = next((t for t in LONG_TAGS if t in names), None)
+    if tag is None or "value" not in names:
+        return None
+    run = next((r for r in LONG_RUNS if r in names), None)
+    wall = next((w for w in LONG_WALL if w in names), None)
+    if set(names) - {step, tag, "value", run, wall} or len(set(names)) != len(names):
+        return None
+    return (names.index(tag), names.index("value"), None if run is None else names.index(run),
+            None if wall is None else names.index(wall))
+
+
+def _read_long(path: Path, rows: Iterator[list[str]], header: list[str], step: str, cols: tuple[int, int, int | None,
+               int | None], source_run: str | None, notes: Notes) -> Iterator[Record | Skip]:
+    at = [h.strip() for h in header].index(step)
+    tag_at, value_at, run_at, wall_at = cols
+    kept: list[tuple[int, list[str]]] = []
+    skips: list[Skip] = []
+    for n, row in enumerate(rows, start=2):
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            skips.append(Skip(f"line {n}", f"has {len(row)} fields, the header {len(header)}"))
+        elif not row[at].strip() or not row[tag_at].strip():
+            skips.append(Skip(f"line {n}", f"has no {'step' if not row[at].strip() else 'tag'}"))
+        else:
+            kept.append((n, row))
+    runs = sorted({row[run_at].strip() for _, row in kept}) if run_at is not None else []
+    if len(runs) > 1:
+        if source_run not in runs:
+            which = "" if source_run is None else f"--source-run {source_run!r} is none of them; "
+            raise IngestError(f"{str(path)!r} holds the rows of {len(runs)} runs in its column "
+                              f"{header[run_at].strip()!r} ({', '.join(runs[:8])}): {which}--source-run NAME picks one")
+        kept = [(n, row) for n, row in kept if row[run_at].strip() == source_run]
+        notes.lines.append(f"read the rows of run {source_run!r} (column {header[run_at].strip()!r})")
+    steps: dict[str, tuple[int, dict[str, str], float | None]] = {}
+    twice = 0
+    for n, row in kept:
+        line, values, wall = steps.setdefault(row[at].strip(), (n, {}, None))
+        tag, value = row[tag_at].strip(), row[value_at].strip()
+        twice += tag in values
+        if value:
+            values[tag] = value
+        else:
+            values.pop(tag, None)  # logged empty later: the later row wins
+        seconds = _seconds(row[wall_at]) if wall_at is not None else None
+        steps[row[at].strip()] = (line, values, seconds if seconds is not None else wall)
+    if twice:
+        notes.lines.append(f"{twice} (step, tag) pair(s) logged twice: the later row kept")
+    notes.lines.append(f"long table: {len(kept)} (step, tag) row(s) pivoted into {len(steps)} step(s)")
+    yield from skips
+    for raw, (line, values, wall) in sorted(steps.items(), key=lambda kv: (_number(kv[0]) is None, _number(kv[0])
+                                                                          or 0.0, kv[1][0])):
+        number = _number(raw)
+        yield Record(f"line {line}", raw if number is None else number, values, wall)
+
+
+def _number(raw: str) -> float | None:
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
 def read(path: Path, source_run: str | None = None, parser: Notes | None = None, **_: Any) -> Iterator[Record | Skip]:
     notes = parser if parser is not None else Notes()
     rows = _rows(read_text(path).lstrip(BOM))
@@ -119,6 +199,12 @@ def read(path: Path, source_run: str | None = None, parser: Notes | None = None,
     step = step_column(header)
     if step is None:
         raise IngestError(f"{str(path)!r}: no step column in its header (expected one of {', '.join(STEP_COLUMNS)})")
+    if (long := long_columns(header, step)) is not None:
+        try:
+            yield from _read_long(path, rows, header, step, long, source_run, notes)
+        except csv.Error as e:
+            raise IngestError(f"{str(path)!r}: not a readable CSV ({e})") from None
+        return
     names = [h.strip() for h in header]
     at = names.index(step)
     wall = next((names.index(w) for w in WALL_COLUMNS if w in names), None)

@@ -117,3 +117,50 @@ def test_an_empty_file_is_said_to_be_empty(tmp_path, store):
         with pytest.raises(IngestError, match=r"empty.jsonl' is empty \(0 bytes\)$"):
             ingest_file(store, f, "x", fmt)
     assert not store.exists()  # nothing written
+
+
+def test_a_long_table_is_pivoted_to_one_step_per_row_and_the_later_duplicate_wins(tmp_path, store):
+    f = tmp_path / "tb_scalars.csv"
+    # tbparse's scalars.to_csv() order: tag by tag; step 2's reward is logged twice (0.5 then 0.75: 0.75 kept);
+    # line 8 has no step, line 9 two fields
+    f.write_text("tag,step,value\n"
+                 "critic/score/mean,1,0.25\n"     # line 2
+                 "critic/score/mean,2,0.5\n"      # line 3
+                 "critic/score/mean,2,0.75\n"     # line 4: the later row wins
+                 "actor/entropy,2,1.5\n"          # line 5
+                 "actor/entropy,1,1.25\n"         # line 6
+                 "actor/entropy,10,1.0\n"         # line 7: step 10 after step 2 (numeric order, not text)
+                 "actor/entropy,,0.5\n"           # line 8
+                 "actor/entropy,3\n")             # line 9
+    assert detect(f).NAME == "csv"
+    done = ingest_file(store, f, "long")
+    assert (done.format, done.steps) == ("csv", 3)
+    assert "line 8 has no step" in done.summary and "line 9 has 2 fields, the header 3" in done.summary
+    assert "1 (step, tag) pair(s) logged twice: the later row kept" in done.summary
+    assert "long table: 6 (step, tag) row(s) pivoted into 3 step(s)" in done.summary
+    con = connect(store)
+    assert con.execute("SELECT step, reward_mean, entropy_mean FROM steps WHERE run = 'long' ORDER BY step"
+                       ).fetchall() == [(1, 0.25, 1.25), (2, 0.75, 1.5), (10, None, 1.0)]
+
+
+def test_a_long_table_of_several_runs_needs_source_run_and_its_wall_time_is_no_metric(tmp_path, store):
+    f = tmp_path / "get_scalars.csv"
+    # TensorBoard's get_scalars(include_wall_time=True): run, tag, step, value, wall_time
+    f.write_text("run,tag,step,value,wall_time\n"
+                 "a,critic/score/mean,1,0.5,1700000000.0\n"
+                 "b,critic/score/mean,1,0.25,1700000001.0\n"
+                 "b,critic/score/mean,2,0.0,1700000005.0\n")
+    with pytest.raises(IngestError, match=r"holds the rows of 2 runs in its column 'run' \(a, b\).*--source-run"):
+        ingest_file(store, f, "x")
+    with pytest.raises(IngestError, match="--source-run 'c' is none of them"):
+        ingest_file(store, f, "x", source_run="c")
+    done = ingest_file(store, f, "b", source_run="b")
+    assert "read the rows of run 'b' (column 'run')" in done.summary
+    con = connect(store)
+    assert con.execute("SELECT step, reward_mean, epoch(ts) FROM steps WHERE run = 'b' ORDER BY step").fetchall() == [
+        (1, 0.25, 1700000001.0), (2, 0.0, 1700000005.0)]
+    assert con.execute("SELECT DISTINCT key FROM scalars WHERE run = 'b'").fetchall() == [("critic/score/mean",)]
+    one = tmp_path / "one.csv"
+    one.write_text("step,metric,value,run\n5,critic/score/mean,0.5,only\n")  # one run: used
+    ingest_file(store, one, "one")
+    assert con.execute("SELECT step, reward_mean FROM steps WHERE run = 'one'").fetchall() == [(5, 0.5)]
