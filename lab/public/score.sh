@@ -174,6 +174,14 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                            # step's rewards and accuracy = the share verified correct; avg_response_length counts the
                            # prompt's tokens too, so it is not mapped
       "$cw" ingest "$store" "$raw" --run "$run" --map mean_reward=reward_mean --map accuracy=correct_frac ;;
+    *.tpu2026cw.csv)  # Sanssssssssssssssss/TPU-2026-cw's own pivot of its instrumented Tunix run's scalars (train_*):
+                      # the mean and std of the step's rewards and the share of groups whose rewards are all equal are
+                      # named as such; completion length (unit not stated) and KL are not mapped
+      "$cw" ingest "$store" "$raw" --run "$run" --map train_reward_mean=reward_mean --map train_reward_std=reward_std \
+        --map train_frac_reward_zero_std=zero_std_group_frac ;;
+    *.tunixreward.csv)  # a Tunix run's exported reward curve alone (rewards/train/mean: the mean over reward functions,
+                        # so 1/k of the summed reward the advantages use — a scale the reward rule does not depend on)
+      "$cw" ingest "$store" "$raw" --run "$run" --map rewards/train/mean=reward_mean ;;
     *) "$cw" ingest "$store" "$raw" --run "$run" ;;
   esac
 done
