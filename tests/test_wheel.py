@@ -133,3 +133,23 @@ def test_wheel_ships_the_sample_runs(wheel_venv: Path, tmp_path: Path) -> None:
     runs = _run(wheel_venv, "collapsewatch", "runs", "demo", "--json", cwd=tmp_path)
     assert runs.returncode == 0, runs.stderr
     assert sorted(r["run"] for r in json.loads(runs.stdout)) == shipped
+
+
+TRUST = """
+import json
+from collapsewatch import trust
+data = trust.load()
+print(json.dumps([str(trust.TRUST_FILE), len(data.get("rows", []))]))
+"""
+
+
+def test_wheel_ships_the_trust_figures(wheel_venv: Path, tmp_path: Path) -> None:
+    # detect and the run page print each alarm's trust line from collapsewatch/data/trust.json; a wheel without it
+    # loads {} and shows no trust at all, silently. Expected: the file the wheel installed, with as many rows as
+    # the checkout's copy (the same file, shipped byte for byte).
+    out = _run(wheel_venv, "python", "-c", TRUST, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    where, rows = json.loads(out.stdout)
+    assert where.startswith(str(wheel_venv)), where  # from the wheel, not the checkout
+    expected = len(json.loads((ROOT / "collapsewatch" / "data" / "trust.json").read_text())["rows"])
+    assert expected > 0 and rows == expected
