@@ -43,6 +43,11 @@ Definitions (fixed before any figure was looked at; the constants below are the 
   steps before E; *lead* — E − the step the first specific flag rang, median over flagged runs; *each source once*
   — the mean, over the sources with a collapse, of the share of their collapses flagged (``flagged_source_mean_*``
   over ``collapse_sources``), so one source with many runs of one setup cannot carry the figure alone.
+* **Standing at the collapse**: a flagged collapse whose counting flag (specific, not alike) was still standing
+  when the run collapsed — an episode dated at or before E whose last held step (``step_end``) is at most
+  ``WITHIN_POINTS`` logged points before E, or later. A flag that rang and ended long before the collapse (a
+  start-up warning 1,000 steps earlier) counts as flagged by the definition above, but a user who looked at the
+  run at E would have seen no alarm: ``flagged_standing_*`` says how many of the flagged had one up.
 * **Early collapses**: E is among the run's first ``FIRST_POINTS`` (10) logged points (fewer than 10 step rows
   before it); *caught* — a specific flag rings at most ``WITHIN_POINTS`` (2) logged points after E (or before it).
 * **Blind logs**: a run whose log holds none of the columns that let a detector see a collapse coming before its
@@ -213,6 +218,23 @@ def _first_specific(alarms: pd.DataFrame, spec: Specificity, own: Specificity | 
     return min(ok) if ok else None
 
 
+def _standing(alarms: pd.DataFrame, spec: Specificity, own: Specificity | None, r: BenchRun) -> bool:
+    """Whether a counting flag (:func:`counts`) was standing at the run's collapse E (module doc): an alarm dated at or
+    before E, at the least severity whose class counts, whose ``step_end`` is at most ``WITHIN_POINTS`` logged points
+    before E, or later (an unknown end: standing)."""
+    if r.collapse is None or not len(alarms):
+        return False
+    ends = alarms["step_end"] if "step_end" in alarms.columns else pd.Series(np.nan, index=alarms.index)
+    last = _point(r.steps, r.collapse) - WITHIN_POINTS
+    for sev in ("warning", "critical"):
+        hot = alarms["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[sev]
+        for d, p, s, end in zip(alarms["detector"][hot], alarms["phase"][hot], dated(alarms[hot], sev), ends[hot],
+                                strict=True):
+            if counts((d, p, sev), spec, own) and s <= r.collapse and (pd.isna(end) or _point(r.steps, int(end)) >= last):
+                return True
+    return False
+
+
 def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Specificity,
                own: Specificity | None = None) -> dict:
     """Per run: what the bench counts for it (``alarms``: its episodes ≥ warning; ``own``: the healthy runs of its
@@ -227,6 +249,8 @@ def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Spe
                  "first_specific_pooled": first["pooled"], "first_specific_held": first["held"],
                  "first_points": r.collapse is not None and _point(r.steps, r.collapse) < FIRST_POINTS,
                  "reason": r.reason, "blind": r.blind}
+    rec.update({f"standing_{how}": _standing(alarms, spec, own, r) for how, spec in (("pooled", pooled),
+                                                                                     ("held", held))})
     for how, f in first.items():
         rec[f"caught_{how}"] = (f is not None and r.collapse is not None
                                 and _point(r.steps, f) <= _point(r.steps, r.collapse) + WITHIN_POINTS)
@@ -273,6 +297,8 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
         per_source = pd.Series(hit, index=col.index, dtype=float).groupby(col["source"]).mean()
         row[f"flagged_source_mean_{how}"] = float(per_source.mean()) if len(per_source) else None
         row[f"flagged_signal_{how}"] = int(sum(h for h, s in zip(hit, seen, strict=True) if s))
+        standing = col[f"standing_{how}"] if f"standing_{how}" in col else pd.Series(False, index=col.index)
+        row[f"flagged_standing_{how}"] = int(sum(h and bool(s) for h, s in zip(hit, standing, strict=True)))
         row[f"early_{how}"] = sum(e - f >= EARLY for e, f in before)
         row[f"lead_median_{how}"] = float(statistics.median(e - f for e, f in before)) if before else None
         row[f"first10_caught_{how}"] = int(early_col[f"caught_{how}"].sum())
@@ -325,6 +351,7 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
                         "—" if pd.isna(r[f"flagged_source_mean_{w}"]) else f"{100 * r[f'flagged_source_mean_{w}']:.0f}%"
                         for w in ("pooled", "held")) + f" of {r['collapse_sources']}",
                     "… of logs with a signal": _both(r, "flagged_signal", r["collapsed_signal"]),
+                    "… still standing at the collapse": _both(r, "flagged_standing", c),
                     f"≥ {EARLY} before": _both(r, "early", c), "lead": lead,
                     "first-10 caught": _both(r, "first10_caught", r["first10_collapses"]),
                     "healthy alarmed": _frac(r["healthy_alarmed"], h),

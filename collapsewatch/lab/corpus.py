@@ -72,7 +72,7 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
 def flags(corpus: Corpus, config: DetectorConfig | None = None) -> pd.DataFrame:
     """Offline detector episodes over every run of the corpus (columns FLAG_COLUMNS)."""
     rows = [{"run": run, "detector": e.detector, "phase": e.phase, "severity": e.severity,
-             "step_start": e.step_start,
+             "step_start": e.step_start, "step_end": e.step_end,
              **{f"{s}_at": reached_step(e.evidence, s, e.step_start) if SEVERITY_RANK[e.severity] >= SEVERITY_RANK[s]
                 else None for s in ("warning", "critical")}}
             for run, df in corpus.frames.items() for e in detect_frame(df, config)]

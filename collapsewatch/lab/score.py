@@ -45,9 +45,10 @@ def _own_detectors() -> dict[str, tuple[str, ...]]:
 
 
 OWN_DETECTORS: dict[str, tuple[str, ...]] = _own_detectors()
-FLAG_COLUMNS = ["run", "detector", "phase", "severity", "step_start", "warning_at", "critical_at"]
-"""An episode as the lab scores it: its worst severity, its start, and the steps it first stood at warning / critical
-(empty above its worst; :func:`collapsewatch.detectors.events.reached_step`)."""
+FLAG_COLUMNS = ["run", "detector", "phase", "severity", "step_start", "warning_at", "critical_at", "step_end"]
+"""An episode as the lab scores it: its worst severity, its start, the steps it first stood at warning / critical
+(empty above its worst; :func:`collapsewatch.detectors.events.reached_step`), and the last step it held
+(``step_end``; empty where not known)."""
 
 
 def dated(flags: pd.DataFrame, severity: str) -> pd.Series:

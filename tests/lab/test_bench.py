@@ -206,6 +206,42 @@ def test_an_alarm_is_dated_when_it_rang():
     assert (rec["first_specific_pooled"], rec["caught_pooled"]) == (14, False)
 
 
+def test_a_flag_standing_at_the_collapse():
+    import pandas as pd
+
+    from collapsewatch.lab.bench import BenchRun, Specificity, run_record, summarise
+
+    # A run collapsing at E = 50 (steps 0…59, one logged point a step, so point = step); every class specific.
+    # "Standing" = a counting alarm dated ≤ 50 whose last held step is ≥ point(50) − 2 = 48 (or unknown):
+    #  * A rang at 10 and held to 20: flagged (10 ≤ 50), not standing (20 < 48);
+    #  * B rang at 46 and held to 47: not standing (47 < 48); held to 48 instead: standing (48 ≥ 48);
+    #  * C rang at 40, its end unknown (NaN): standing;
+    #  * D rang at 52, held to 59: after E, neither flags nor stands.
+    run = BenchRun("s", "r", "collapsed", 50, 60, tuple(range(60)))
+    spec = Specificity({}, 10)
+
+    def alarm(start, end, detector="grad"):
+        return {"run": "r", "detector": detector, "phase": "explosion", "severity": "warning", "step_start": start,
+                "warning_at": start, "critical_at": None, "step_end": end}
+
+    def rec(*rows):
+        return run_record(run, pd.DataFrame(list(rows)), spec, spec)
+
+    assert (rec(alarm(10, 20))["first_specific_held"], rec(alarm(10, 20))["standing_held"]) == (10, False)
+    assert rec(alarm(10, 20), alarm(46, 47, "entropy"))["standing_held"] is False
+    assert rec(alarm(10, 20), alarm(46, 48, "entropy"))["standing_held"] is True
+    assert rec(alarm(40, float("nan")))["standing_held"] is True
+    assert rec(alarm(52, 59))["standing_held"] is False
+    # where the only standing alarm's class is not specific (fired on 2 of 10 healthy runs), it does not count
+    loud = Specificity({("entropy", "explosion", "warning"): {"h1", "h2"}}, 10)
+    assert run_record(run, pd.DataFrame([alarm(10, 20), alarm(46, 48, "entropy")]), loud, loud)["standing_held"] is False
+    # the summary counts a collapse as flagged-and-standing only when it is flagged: runs 1 (A: flagged, not
+    # standing), 2 (A + B to 48: both), 3 (D: neither) → flagged 2 of 3, standing 1
+    row = summarise(pd.DataFrame([rec(alarm(10, 20)), rec(alarm(10, 20), alarm(46, 48, "entropy")),
+                                  rec(alarm(52, 59))]), "s")
+    assert (row["flagged_held"], row["flagged_standing_held"]) == (2, 1)
+
+
 def test_a_flag_alike_in_its_own_source_does_not_count():
     import pandas as pd
 
