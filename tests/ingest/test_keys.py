@@ -174,3 +174,13 @@ def test_prime_rl_keys_fill_their_columns_and_the_solve_shares_do_not():
             "optim/grad_norm": 0.5, "batch/solve_none": 0.5, "batch/solve_all": 0.0, "mismatch_kl/mean": 0.001}
     assert catalogue_values(step) == {"reward_mean": 0.25, "response_length_mean": 80.0, "truncated_frac": 0.125,
                                       "entropy_mean": 0.9, "grad_norm": 0.5}
+
+
+def test_roll_policy_grad_norm_fills_its_column_and_the_unmasked_clip_shares_do_not():
+    # ROLL's agentic pipeline (W&B export of a FrozenLake run): the train score (critic/score/mean, verl's name) and
+    # the policy worker's grad norm fill reward_mean and grad_norm; actor/ppo_ratio_clipfrac averages over padding
+    # too (not the catalogue's masked share) and actor/ratio_mean has no catalogue column (ratio_mean_pos is over A > 0
+    # tokens only): both stay scalars under their own names.
+    step = {"critic/score/mean": 0.25, "actor_train/grad_norm": 3.5, "actor/ppo_ratio_clipfrac": 0.01,
+            "actor/ratio_mean": 0.98}
+    assert catalogue_values(step) == {"reward_mean": 0.25, "grad_norm": 3.5}
