@@ -82,6 +82,24 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                # lab/public/asycn_swanlab.py takes the run's columns (verl's keys)
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/asycn_swanlab.py" "$raw" "$run" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    roll-*/)  # histmeisah/roll_dev's W&B panel exports (ROLL), a CSV per metric, a column per run: joined by step with
+              # lab/public/csv_join.py, then ingest takes the run named after the prefix (roll-<W&B run name>) and
+              # leaves W&B's __MIN/__MAX bands out
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/csv_join.py" "$conv" "$raw"*.csv >&2
+      "$cw" ingest "$store" "$conv" --run "$run" --source-run "${run#roll-}"; rm -f "$conv" ;;
+    *.ece405.jsonl)  # echung32/ece405-assignment3-alignment's own loop (one row per optimizer step):
+                     # lab/public/ece405_metrics.py says what its keys mean
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/ece405_metrics.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.sdpowb.csv)  # sameersegal/SDPO-Training-Loop's W&B history of TRL's SDPOTrainer: its self_distillation reward and
+                   # flat-group share (groups whose binary rewards are all equal: docs/FINDINGS.md, "p⁸+(1−p)⁸")
+      "$cw" ingest "$store" "$raw" --run "$run" --map train/self_distillation/reward_mean=reward_mean \
+        --map train/self_distillation/flat_group_fraction=zero_std_group_frac ;;
+    *.sdpotrace.json)  # the same authors' per-step trace of a run (a JSON list of dicts: rew, flat, length in tokens)
+      "$cw" ingest "$store" "$raw" --run "$run" --map rew=reward_mean --map flat=zero_std_group_frac \
+        --map length=response_length_mean ;;
+    *.sdpometrics.csv)  # the same authors' per-step metrics CSV (reward_mean, mean_length in tokens)
+      "$cw" ingest "$store" "$raw" --run "$run" --map reward_mean=reward_mean --map mean_length=response_length_mean ;;
     *.terrense.csv)  # terrense/qwen3-8b-grpo-dapo-lab's flight-recorder CSVs: lab/public/terrense_csv.py renames their
                      # short names to the verl keys the authors' metric dictionary gives
       conv="$(mktemp --suffix=.csv)"; "$py" "$here/terrense_csv.py" "$raw" "$conv" >&2

@@ -73,6 +73,7 @@ omnilora_curve = _load("omnilora_curve")
 tlr_curves = _load("tlr_curves")
 rlvrexp_plots = _load("rlvrexp_plots")
 katop_csv = _load("katop_csv")
+ece405_metrics = _load("ece405_metrics")
 
 # the first rows of lora32_speed_metrics.csv (an empty entropy cell: not logged at those steps)
 TRINITY = """step,score,entropy,response_clip_ratio,prompt_length_mean,train_step_seconds,update_actor_seconds,tokens,runners
@@ -864,3 +865,37 @@ def test_tlr_curves_take_one_arm_in_either_layout(tmp_path, store):
     assert tlr_curves.main([str(src), "ppo", str(out)]) == 1  # an arm the file lacks: one line naming it
     src.write_text('{"mt_ppo": {"reward": [1.0], "step": [0, 1]}}')
     assert tlr_curves.main([str(src), "mt_ppo", str(out)]) == 1  # lists of unequal length
+
+
+# the first row of the learning-rate sweep's 1e-5 run (train_history.jsonl @ 81f8644, as logged) and a row of an
+# unclipped run whose gradient overflowed (its values made up for the test, in the logger's key set and JSON form)
+ECE1 = ('{"train_step": 1, "loss": 0.0024613960458736983, "grad_norm": 0.059814453125, "mean_token_entropy": '
+        '0.07956372688931879, "mean_reward": 0.02734375, "mean_answer_reward": 0.02734375, "mean_format_reward": '
+        '0.16796875, "response_tokens": 70890, "grpo_step": 1, "epoch_within_rollout_batch": 1, "elapsed_seconds": '
+        '104.63836033199914}')
+ECE_INF = ('{"train_step": 2, "loss": NaN, "grad_norm": Infinity, "mean_token_entropy": 0.5, "mean_reward": 0.0, '
+           '"mean_answer_reward": 0.0, "mean_format_reward": 0.0, "response_tokens": 1024, "grpo_step": 1, '
+           '"epoch_within_rollout_batch": 2, "elapsed_seconds": 1.0}')
+
+
+def test_ece405_optimizer_steps_and_their_overflowing_gradients(tmp_path, store):
+    src = tmp_path / "train_history.jsonl"
+    src.write_text(ECE1 + "\n" + ECE_INF + "\n")
+    out = tmp_path / "out.jsonl"
+    assert ece405_metrics.main([str(src), str(out)]) == 0
+    one, two = (json.loads(line) for line in out.read_text().splitlines())
+    # train_step is the step; the five catalogue keys renamed, everything else kept under train/<key>
+    assert (one["step"], one["reward_mean"], one["correct_frac"], one["entropy_mean"], one["grad_norm"]) == (
+        1, 0.02734375, 0.02734375, 0.07956372688931879, 0.059814453125)
+    assert one["loss"] == 0.0024613960458736983 and one["train/response_tokens"] == 70890
+    assert "train_step" not in one and "response_length_mean" not in one  # Σ tokens is no mean length
+    # the overflow is kept as the log has it (json writes NaN / Infinity back)
+    assert two["step"] == 2 and two["grad_norm"] == float("inf") and two["loss"] != two["loss"]
+    ingest_file(store, out, run="ece")
+    got = connect(store).sql("SELECT step, reward_mean, correct_frac, grad_norm FROM steps WHERE run = 'ece' "
+                             "ORDER BY step").fetchall()
+    assert got[0] == (1, 0.02734375, 0.02734375, 0.059814453125) and got[1][0] == 2
+    # a row without its step is one line naming it, nothing written
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"loss": 1.0}\n')
+    assert ece405_metrics.main([str(bad), str(tmp_path / "none.jsonl")]) == 1 and not (tmp_path / "none.jsonl").exists()
