@@ -25,13 +25,18 @@ from typing import Any
 from .detectors.events import EPISODE_FIELDS, evidence_dict
 from .detectors.registry import Sentence, specs
 from .detectors.registry import num as _num
-from .webhooks import service_of, webhook_body
+from .webhooks import service_of, shown, webhook_body
 
 EVENT_FIELDS = ("run", "rank", "source", "rules", *(c for c in EPISODE_FIELDS if c != "evidence"))
 
 
 class NotifyError(OSError):
-    """A notify POST that did not reach its receiver or was refused (the URL is in the message)."""
+    """A notify POST that did not reach its receiver or was refused: ``reason`` says why; the message names the URL
+    as :func:`collapsewatch.webhooks.shown` shows it (no token)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"notify {shown(url)}: {reason}")
+        self.reason = reason
 
 
 def _row(event: Any) -> dict[str, Any]:
@@ -123,7 +128,7 @@ def event_body(service: str, event: Any) -> dict[str, Any]:
 
 
 def post_json(url: str, body: dict[str, Any], timeout: float = 5.0) -> int:
-    """POST ``body`` as JSON to an http(s) ``url``; the HTTP status, or NotifyError naming the URL."""
+    """POST ``body`` as JSON to an http(s) ``url``; the HTTP status, or NotifyError naming the URL's host."""
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ValueError(f"notify URL must start with http:// or https://, got {url!r}")
     if timeout <= 0:
@@ -135,7 +140,7 @@ def post_json(url: str, body: dict[str, Any], timeout: float = 5.0) -> int:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (scheme checked above)
             return int(resp.status)
     except urllib.error.HTTPError as e:
-        raise NotifyError(f"notify {url}: the receiver answered HTTP {e.code}") from e
+        raise NotifyError(url, f"the receiver answered HTTP {e.code}") from e
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
-        raise NotifyError(f"notify {url}: {reason}") from e
+        raise NotifyError(url, str(reason)) from e

@@ -1,6 +1,7 @@
 """Webhook bodies: which service a notify URL points at, and the body that service accepts.
 
     service_of(url) -> (service, url)   # "slack" | "discord" | "generic"; a "slack:"/"discord:" prefix is stripped
+    shown(url) -> str                   # what a message shows of a URL: no user, password, query, nor an http path
     webhook_body(service, text, payload) -> dict
     digest_text(headlines) -> str    # one message for many episodes reported at once
 
@@ -34,6 +35,20 @@ def service_of(url: str) -> tuple[str, str]:
     if host in ("discord.com", "discordapp.com") and parts.path.startswith("/api/webhooks/"):
         return "discord", url
     return "generic", url
+
+
+def shown(where: str) -> str:
+    """What a message shows of a URL or a sink's target (a webhook, ``--to KIND:WHERE``): never what can hold a
+    secret — a URL's user and password, query and fragment, and an http(s) URL's path (a Slack or Discord webhook's
+    token is its path): ``https://hooks.slack.com/services/T/B/XYZ`` → ``https://hooks.slack.com``,
+    ``postgresql://u:pw@db:5432/mlflow`` → ``postgresql://db:5432/mlflow``. Anything else (a folder, a project,
+    ``sqlite:///mlflow.db``) is shown as given."""
+    parts = urlsplit(where)
+    if not (parts.scheme and parts.netloc):
+        return where
+    host = parts.netloc.rpartition("@")[2]
+    path = "" if parts.scheme in ("http", "https") else parts.path
+    return f"{parts.scheme}://{host}{path}"
 
 
 def webhook_body(service: str, text: str, payload: dict[str, Any]) -> dict[str, Any]:

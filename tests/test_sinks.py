@@ -205,7 +205,7 @@ def test_a_failing_sink_is_logged_once_and_training_goes_on(tmp_path, caplog):
         events = grad_run(tmp_path / "store", [f"tensorboard:{tmp_path / 'tb'}"])
     assert len(events) >= 4 and run_verdict(tmp_path / "store", "g")["last_step"] == 45
     failed = [r.getMessage() for r in caplog.records if "sink failed" in r.getMessage()]
-    assert len(failed) == 1 and failed[0].startswith("collapsewatch: the tensorboard sink failed (")
+    assert len(failed) == 1 and failed[0].startswith(f"collapsewatch: the tensorboard:{tmp_path / 'tb'} sink failed (")
     assert failed[0].endswith("; its later errors are not logged, a failure stops neither training nor watch")
 
 
@@ -221,31 +221,54 @@ def test_a_failing_sink_in_watch_says_watch_goes_on(tmp_path, caplog):
         p = cli("watch", str(tmp_path / "store"), "--once", "--to", f"tensorboard:{tmp_path / 'tb'}")
     assert p.stdout == "r: No steps recorded: nothing to judge.\n"  # the verdict was still printed
     assert (p.returncode, EXIT_SINKS_FAILED) == (3, 3) and p.stderr.splitlines() == [
-        "error: every sink failed to deliver (tensorboard): what watch reported reached none of them"]
+        f"error: every sink failed to deliver (tensorboard:{tmp_path / 'tb'}): what watch reported reached none of them"]
     [line] = [r.getMessage() for r in caplog.records if "sink failed" in r.getMessage()]
     assert "training goes on" not in line and line.endswith("a failure stops neither training nor watch")
 
 
-def test_watch_with_some_sinks_failing_names_them_and_exits_0(tmp_path):
+def test_watch_with_some_sinks_failing_names_them_and_exits_0(tmp_path, caplog):
     from collapsewatch.store import StoreWriter
 
     StoreWriter(tmp_path / "store", "r").flush("finished")
     (tmp_path / "bad").write_text("a file, not a folder")
-    p = cli("watch", str(tmp_path / "store"), "--once", "--to", f"tensorboard:{tmp_path / 'bad'}",
-            "--to", f"tensorboard:{tmp_path / 'good'}")
-    # the second sink wrote the verdict into good/r/; 1 of the 2 failed: named, exit 0 (nothing critical)
+    with caplog.at_level(logging.WARNING, logger="collapsewatch"):
+        p = cli("watch", str(tmp_path / "store"), "--once", "--to", f"tensorboard:{tmp_path / 'bad'}",
+                "--to", f"tensorboard:{tmp_path / 'good'}")
+    # the second sink wrote the verdict into good/r/; 1 of the 2 failed: named by its log dir (both are tensorboard
+    # sinks: "tensorboard" alone could be either), exit 0 (nothing critical)
     assert p.returncode == 0 and list((tmp_path / "good" / "r").glob("events.out.tfevents.*"))
-    assert p.stderr.splitlines() == ["warning: 1 of 2 sinks failed to deliver (tensorboard); the others delivered"]
+    assert p.stderr.splitlines() == [f"warning: 1 of 2 sinks failed to deliver (tensorboard:{tmp_path / 'bad'}); the "
+                                     "others delivered"]
+    [line] = [r.getMessage() for r in caplog.records if "sink failed" in r.getMessage()]
+    assert line.startswith(f"collapsewatch: the tensorboard:{tmp_path / 'bad'} sink failed (")
+
+
+def test_every_sink_is_named_by_its_kind_and_target_and_never_by_a_secret():
+    """The label every message names a sink by (``Sink.label``): ``KIND:WHERE`` as ``--to`` took it, so two sinks of
+    one kind read apart; of a URL with a host, its scheme and host (and a path where not http(s)) — a user and
+    password, a query, an http(s) path (a webhook's token) are never shown; the kind alone for its default target."""
+    specs = ["tensorboard:tb/a", "tensorboard:tb/b", "mlflow", "mlflow:sqlite:///mlflow.db",
+             "mlflow:https://bob:pw@mlflow.example:5000/api?token=t", "mlflow:postgresql://bob:pw@db:5432/mlflow",
+             "wandb", "wandb:proj", "trackio:proj", "swanlab:proj", "https://hooks.slack.com/services/T0/B0/s3cret",
+             "discord:https://bob:pw@discord.com/api/webhooks/1/s3cret"]
+    assert [make_sink(s).label for s in specs] == [
+        "tensorboard:tb/a", "tensorboard:tb/b", "mlflow", "mlflow:sqlite:///mlflow.db", "mlflow:https://mlflow.example:5000",
+        "mlflow:postgresql://db:5432/mlflow", "wandb", "wandb:proj", "trackio:proj", "swanlab:proj",
+        "webhook:https://hooks.slack.com", "webhook:https://discord.com"]
 
 
 def test_watch_with_a_refusing_webhook_and_a_critical_exits_2_and_says_no_sink_delivered(collapsed, receiver):
     # the collapsed run reports criticals (exit 2 wins over 3); the one sink, --notify, got HTTP 500 for each POST:
     # the webhook's own line (once per host), then watch's line naming it
+    # the hook's path stands for a Slack webhook's token: every line names the hook by scheme and host alone
     receiver.status = 500
-    p = cli("watch", str(collapsed), "--once", "--notify", receiver.url)
-    assert p.returncode == 2 and receiver.got
-    assert p.stderr.splitlines()[-1] == ("error: every sink failed to deliver (webhook): what watch reported "
-                                         "reached none of them")
+    p = cli("watch", str(collapsed), "--once", "--notify", f"{receiver.url}/services/T0/B0/s3cret")
+    assert p.returncode == 2 and receiver.got and "s3cret" not in p.stderr
+    assert p.stderr.splitlines()[-2] == (f"warning: the webhook:{receiver.url} sink failed (the receiver answered HTTP "
+                                         "500); its later errors are not logged, a failure stops neither training nor "
+                                         "watch")
+    assert p.stderr.splitlines()[-1] == (f"error: every sink failed to deliver (webhook:{receiver.url}): what watch "
+                                         "reported reached none of them")
 
 
 @pytest.fixture(scope="module")

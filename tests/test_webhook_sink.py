@@ -51,15 +51,16 @@ def test_a_dead_receiver_is_one_log_line_and_training_goes_on(tmp_path, caplog):
     assert run_verdict(tmp_path, "g")["last_step"] == 45  # the run went to its end
     assert sink.failed == 2 and sink.sent == 0  # warning and critical were both tried
     lines = [r.getMessage() for r in caplog.records if f"127.0.0.1:{port}" in r.getMessage()]
-    assert len(lines) == 1 and "later failures are not reported" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(f"collapsewatch: the webhook:http://127.0.0.1:{port} sink failed (")
+    assert "/hook" not in lines[0] and "its later errors are not logged" in lines[0]
 
 
 def test_a_refusing_receiver_is_reported_once(tmp_path, receiver, caplog):
     receiver.status = 500
-    sink = WebhookSink(receiver.url)
+    sink = WebhookSink(f"slack:{receiver.url}/services/T0/B0/s3cret")  # the path: a Slack webhook's token
     with caplog.at_level(logging.WARNING, logger="collapsewatch"):
         grad_run(tmp_path, [sink])
     assert len(receiver.got) == 2 and sink.failed == 2
     assert [r.getMessage() for r in caplog.records if "HTTP 500" in r.getMessage()] == [
-        f"collapsewatch: notify {receiver.url}: the receiver answered HTTP 500 (webhook to "
-        f"{receiver.url.removeprefix('http://')}: later failures are not reported; a failure stops neither training nor watch)"]
+        f"collapsewatch: the webhook:{receiver.url} sink failed (the receiver answered HTTP 500); its later errors "
+        "are not logged, a failure stops neither training nor watch"]

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from .base import FAIL_SOFT, KINDS, SEVERITY_SCALAR, SPECS, STEP_SCALAR, News, Sink, SinkUnavailable, require
+from .base import KINDS, SEVERITY_SCALAR, SPECS, STEP_SCALAR, News, Sink, SinkUnavailable, failed_line, require
 
 __all__ = ["KINDS", "SEVERITY_SCALAR", "SPECS", "STEP_SCALAR", "News", "Sink", "SinkUnavailable", "Sinks",
            "make_sink", "require", "run_verdict"]
@@ -78,9 +78,9 @@ class Sinks:
             self._call(sink, "close")
 
     def failed(self) -> list[str]:
-        """The names of the sinks that failed to deliver, in their order: a call that raised, or a delivery the sink
-        itself counted failed (:attr:`Sink.failed`: a webhook's POST). Read after :meth:`close`."""
-        return [s.name for s in self.sinks if id(s) in self._failed or s.failed]
+        """The labels (:attr:`Sink.label`) of the sinks that failed to deliver, in their order: a call that raised, or
+        a delivery the sink itself counted failed (:attr:`Sink.failed`: a webhook's POST). Read after :meth:`close`."""
+        return [s.label for s in self.sinks if id(s) in self._failed or s.failed]
 
     def _call(self, sink: Sink, method: str, *args: Any) -> None:
         try:
@@ -89,8 +89,8 @@ class Sinks:
         except Exception as e:  # a tracker that errors never stops training or watching: said once per sink
             if id(sink) not in self._failed:
                 self._failed.add(id(sink))
-                log.warning("collapsewatch: the %s sink failed (%s: %s); its later errors are not logged, %s",
-                            sink.name, type(e).__name__, str(e).splitlines()[0] if str(e) else "", FAIL_SOFT)
+                first = str(e).splitlines()[0] if str(e) else ""
+                log.warning("collapsewatch: %s", failed_line(sink.label, f"{type(e).__name__}: {first}"))
 
 
 def run_verdict(store: Any, run: str, config: Any = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
 from ..series import PREFIX, STEP_KEY
+from ..webhooks import shown
 
 SEVERITY_SCALAR = PREFIX + "episode_severity"
 """The tracker scalar of an episode's severity (:func:`collapsewatch.detectors.events.severity_number`), at its
@@ -36,6 +37,11 @@ FAIL_SOFT = "a failure stops neither training nor watch"
 """How a sink's failure line ends: a sink runs inside a training loop (Monitor, TRL) or inside ``collapsewatch watch``."""
 
 
+def failed_line(label: str, why: str) -> str:
+    """The one line that says a sink failed (:attr:`Sink.label`, then why); its later failures are not said."""
+    return f"the {label} sink failed ({why}); its later errors are not logged, {FAIL_SOFT}"
+
+
 class SinkUnavailable(ValueError):
     """A sink whose library is not installed (the message names the extra that installs it)."""
 
@@ -51,9 +57,19 @@ class Sink:
     """One destination. Override what it takes; each method is called through :class:`Sinks` (fail-soft)."""
 
     name = "sink"
+    where: str | None = None
+    """The sink's target: what follows ``KIND:`` in ``--to`` (a log dir, a tracking URI, a project), a webhook's URL;
+    None for the kind's default."""
     failed = 0
     """Deliveries that failed inside the sink without raising (a webhook POSTs from its own thread and counts them);
     a sink that raises is counted failed by :class:`collapsewatch.sinks.Sinks`."""
+
+    @property
+    def label(self) -> str:
+        """How every message names this sink: its kind and its target as :func:`collapsewatch.webhooks.shown` shows
+        it (``tensorboard:tb/a``, ``mlflow:http://host:5000``, ``webhook:https://hooks.slack.com`` — never a token),
+        the kind alone for the kind's default target."""
+        return f"{self.name}:{shown(self.where)}" if self.where else self.name
 
     def events(self, rows: list[dict[str, Any]]) -> None:
         """Episodes reported in one check: ``events`` rows with ``run`` (new, or at a higher severity)."""

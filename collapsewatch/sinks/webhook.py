@@ -8,8 +8,8 @@ episode that stays open is not sent again, and one that becomes critical is; mor
 Monitor, or everything queued while a POST was in flight) go out as one digest message listing them.
 
 Fail soft: POSTs run on a background thread, so a slow or dead receiver never holds training or ``watch``; a failed
-POST is reported once per host (one log line, then silence; later messages are still tried) and counted in
-``failed``.
+POST is reported once per sink (one log line naming the URL's scheme and host, never its token-bearing path; then
+silence; later messages are still tried) and counted in ``failed``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ import queue
 import threading
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..alerts import NotifyError, event_body, event_headline, event_payload, post_json
 from ..detectors.events import SEVERITY_RANK
 from ..webhooks import DIGEST_OVER, digest_text, service_of, webhook_body
-from .base import FAIL_SOFT, Sink
+from .base import Sink, failed_line
 
 log = logging.getLogger("collapsewatch")
 
@@ -50,7 +49,7 @@ class WebhookSink(Sink):
             raise ValueError(f"a webhook URL must start with http:// or https:// (or slack: / discord:), got {url!r}")
         if least not in SEVERITY_RANK:
             raise ValueError(f"severity must be one of {', '.join(SEVERITY_RANK)}, got {least!r}")
-        self.host = urlsplit(self.url).netloc
+        self.where = self.url  # shown as its scheme and host alone (Sink.label): the path holds a webhook's token
         self.least, self.digest_over, self.timeout = SEVERITY_RANK[least], digest_over, timeout
         self.warn = warn or (lambda msg: log.warning("collapsewatch: %s", msg))
         self.sent = self.failed = 0
@@ -97,6 +96,6 @@ class WebhookSink(Sink):
             self.sent += 1
         except (NotifyError, ValueError) as e:
             self.failed += 1
-            if not self._warned:  # once per host: a dead receiver is one line, not one per event
+            if not self._warned:  # once per sink: a dead receiver is one line, not one per event
                 self._warned = True
-                self.warn(f"{e} (webhook to {self.host}: later failures are not reported; {FAIL_SOFT})")
+                self.warn(failed_line(self.label, getattr(e, "reason", str(e))))

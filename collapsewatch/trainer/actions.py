@@ -243,8 +243,9 @@ class PhaseActions:
 
         if rule.url not in self._hooks:  # the rule's own @severity decides what is sent: the sink sends from info
             self._hooks[rule.url] = Sinks([WebhookSink(rule.url, least="info")])
-        if self._hooks[rule.url].events([dict(event.as_row(), run=self.run)]):
-            self._say(f"notify {rule.url}: {event.detector}/{event.phase} at step {event.step_start}")
+        hook = self._hooks[rule.url]
+        if hook.events([dict(event.as_row(), run=self.run)]):
+            self._say(f"notify {hook.sinks[0].label}: {event.detector}/{event.phase} at step {event.step_start}")
 
     def close(self, timeout: float = 10.0) -> None:
         """Send the notify messages still queued (waiting at most ``timeout`` seconds per URL)."""

@@ -130,6 +130,9 @@ def test_stop_checkpoint_and_notify(receiver):
     assert len(receiver.got) == 1
     path, _, body = receiver.got[0]
     assert path == "/n" and body["run"] == "r1" and body["detector"] == "isdd" and body["step_start"] == ev.step_start
+    # the action's line names the hook by scheme and host (Sink.label): its path, which can hold a token, is not said
+    assert [a for a in acts.done if a.startswith("notify")] == [
+        f"notify webhook:{receiver.url}: {ev.detector}/{ev.phase} at step {ev.step_start}"]
     with pytest.raises(ValueError, match="single process"):
         PhaseActions(("drift=rollback",), cfg, world_size=2)
 
