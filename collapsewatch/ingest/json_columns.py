@@ -9,8 +9,10 @@
   ``eval_steps``, ``eval/step``) gives the steps of every list of its length whose key starts with ``eval_`` (``eval/``)
   — an evaluation every N steps. Their values join the step they name (a step the main list lacks gets a row of its
   own, in step order). A list that neither fits is left out, named in the summary.
-* Top-level strings (a run name, a note) are metadata, not metrics: left out silently. A top-level number or object
-  means the file is not a table of columns: refused in one line naming the key, as is a file with no list.
+* Top-level strings, booleans and nulls (a run name, a flag) are metadata, not metrics: left out silently. A
+  top-level number or object (a config constant such as ``"lr": 1e-6``, a nested ``"config": {…}``) is no per-step
+  series: left out, each key named once in the summary, the lists beside it read. A file with no non-empty list is
+  refused in one line naming it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ _OWN_STEP = re.compile(r"^(?P<prefix>.+?[_/])steps?$")
 
 
 def sniff(path: Path, head: str) -> bool:
-    """An object holding a list (:func:`read` refuses one that is not a table of columns, naming the key) — and not a
+    """An object holding a list (:func:`read` refuses one whose lists are all empty, naming the file) — and not a
     JSONL log whose rows hold lists: a first line that is a whole object is a table of columns only when it is the
     whole file."""
     if not (head.lstrip().startswith("{") and _LIST.search(head)):
@@ -50,17 +52,20 @@ def sniff(path: Path, head: str) -> bool:
     return not head[head.index(first) + len(first):].strip()
 
 
-def _columns(path: Path, data: Any) -> dict[str, list[Any]]:
-    """The file's lists by key; IngestError naming the file when it is not an object of lists."""
+def _columns(path: Path, data: Any, notes: Notes) -> dict[str, list[Any]]:
+    """The file's lists by key (its top-level numbers and objects named in the notes); IngestError naming the file
+    when it is not an object or holds no non-empty list."""
     what = 'expected a JSON object of per-step lists, {"step": [...], "reward": [...], ...}'
     if not isinstance(data, dict):
         raise IngestError(f"{str(path)!r} is JSON but not an object ({what})")
-    for key, value in data.items():
-        if isinstance(value, (dict, int, float)) and not isinstance(value, bool):
-            raise IngestError(f"{str(path)!r}: key {key!r} holds a {type(value).__name__}, not a list ({what})")
     cols = {k: v for k, v in data.items() if isinstance(v, list)}
     if not any(cols.values()):
         raise IngestError(f"{str(path)!r} holds no non-empty list ({what})")
+    kinds = {k: "object" if isinstance(v, dict) else "number" for k, v in data.items()
+             if isinstance(v, (dict, int, float)) and not isinstance(v, bool)}
+    if kinds:
+        notes.lines.append("left out top-level value(s) that are not per-step lists (a constant or an object is no "
+                           "series): " + ", ".join(f"{k!r} ({kind})" for k, kind in kinds.items()))
     return cols
 
 
@@ -76,7 +81,7 @@ def _steps(cols: dict[str, list[Any]], notes: Notes) -> tuple[str | None, list[A
 
 def read(path: Path, parser: Notes | None = None, **_: Any) -> Iterator[Record | Skip]:
     notes = parser if parser is not None else Notes()
-    cols = _columns(path, load_json(path))
+    cols = _columns(path, load_json(path), notes)
     step_key, steps = _steps(cols, notes)
     n = len(steps)
     owned = _owned(cols, step_key)

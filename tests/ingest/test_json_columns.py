@@ -71,10 +71,25 @@ def test_a_jsonl_log_whose_rows_open_with_a_list_is_still_jsonl(tmp_path):
     assert detect(f).NAME == "json_columns"
 
 
+def test_a_top_level_number_or_object_is_left_out_named_once_and_the_lists_are_read(tmp_path, store):
+    f = tmp_path / "history.json"
+    # a script's history dict with its config beside the per-step lists: "lr" (a number) and "config" (an object)
+    # are no series, left out and named once in the summary; "run" (a string) and "fp16" (a boolean) are metadata,
+    # left out without a word (it was refused whole: "key 'lr' holds a float, not a list")
+    f.write_text(json.dumps({"run": "exp1", "lr": 1e-6, "step": [1, 2, 3], "reward": [0.1, 0.5, 0.25],
+                             "config": {"lr": 1e-6, "beta": 0.04}, "fp16": True}))
+    done = ingest_file(store, f, "r")
+    assert (done.format, done.steps) == ("json_columns", 3)
+    assert done.summary == ("left out top-level value(s) that are not per-step lists (a constant or an object is no "
+                            "series): 'lr' (number), 'config' (object)")
+    assert _rows(store, "step, reward_mean") == [(1, 0.1), (2, 0.5), (3, 0.25)]
+    # nothing of the constants was stored: the one logged key is the reward list's
+    assert connect(store).execute("SELECT DISTINCT key FROM scalars").fetchall() == [("reward",)]
+
+
 @pytest.mark.parametrize(("text", "message"), [
-    ('{"step": [1, 2], "reward": 0.5}', "key 'reward' holds a float, not a list"),
-    ('{"step": [1, 2], "config": {"lr": 1}}', "key 'config' holds a dict, not a list"),
     ('{"step": [], "reward": []}', "holds no non-empty list"),
+    ('{"step": [], "lr": 1e-6, "config": {"lr": [1]}}', "holds no non-empty list"),  # constants alone: no table
 ])
 def test_a_file_that_is_not_a_table_of_columns_says_so_in_one_line(tmp_path, store, text, message):
     f = tmp_path / "bad.json"
