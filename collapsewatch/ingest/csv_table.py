@@ -6,21 +6,25 @@ history exported with pandas (``run.history().to_csv()``: a ``_step`` column), a
   CSV header naming one, the next a row of as many fields).
 * A value is read as every format's are (:class:`.records.Account`): a number or a string that reads as one; an
   empty cell is a metric not logged at that step (no value, not NaN).
-* A wall-time column (``_timestamp`` of a W&B history, ``Wall time`` of TensorBoard's CSV download) is the row's
-  wall time, not a metric; in a W&B history (step column ``_step``) wandb's other ``_`` columns (``_runtime``) are
+* A wall-time column (``_timestamp`` of a W&B history, ``Wall time`` of TensorBoard's CSV download, ``wall_time``
+  of tbparse's) is the row's wall time, not a metric; in a W&B history (step column ``_step``) wandb's other ``_`` columns (``_runtime``) are
   its bookkeeping, left out as the W&B reader leaves them (:mod:`.wandb_run`).
 * A W&B panel export prefixes each column with the run's name (``grpo-7b - train/reward``): one such prefix is
   stripped (the summary says so); several runs' prefixes are refused naming them unless ``--source-run NAME``
   picks one. Its ``__MIN`` / ``__MAX`` columns are the band W&B draws around a sampled line, not logged values:
   left out, and counted.
+* A first column with an empty name is the row index pandas' ``DataFrame.to_csv()`` writes unless ``index=False``
+  (a W&B ``run.history().to_csv()``, tbparse's below): left out, said in the summary — not a metric named "".
 * A long table — a step column, a tag column (``tag``, ``metric``, ``key`` or ``name``) and ``value``, optionally
-  ``run`` / ``dir_name`` and a wall time (``wall_time``, ``Wall time``) and nothing else — is one row per (step, tag),
-  as tbparse's ``SummaryReader(logdir).scalars.to_csv()`` writes (columns step, tag, value; ``dir_name`` and
-  ``wall_time`` with ``extra_columns``: tbparse.readthedocs.io, "Parsing Scalars") and TensorBoard's
-  ``ExperimentFromDev(id).get_scalars()`` (run, tag, step, value; ``wall_time`` with ``include_wall_time``:
-  tensorflow.org/tensorboard/dataframe_api): pivoted to one step with one value per tag, steps in numeric order. A
-  tag logged twice at one step: the later row wins (counted in the summary). Several runs in its run column are
-  refused naming them unless ``--source-run NAME`` picks one; one run is used.
+  ``run`` / ``dir_name`` and a wall time (:data:`WALL_COLUMNS`) and nothing else — is one row per (step, tag), as
+  tbparse's ``SummaryReader(logdir).scalars.to_csv()`` writes (tbparse 0.0.9, ``tbparse/summary_reader.py``: the
+  index, then ``step``, ``tag``, ``value``; ``wall_time`` and ``dir_name`` with ``extra_columns``; its
+  ``pivot=True`` frame is a wide table, a column per tag) and TensorBoard's ``ExperimentFromDev(id).get_scalars()``
+  (``run``, ``tag``, ``step``, ``value``; ``wall_time`` with ``include_wall_time``:
+  ``tensorboard/data/experimental/experiment_from_dev.py``, for tensorboard.dev, gone from TensorBoard 2.21):
+  pivoted to one step with one value per tag, steps in numeric order. A tag logged twice at one step: the later row
+  wins (counted in the summary). Several runs in its run column are refused naming them unless ``--source-run NAME``
+  picks one; one run is used.
 """
 
 from __future__ import annotations
@@ -43,8 +47,10 @@ BAND = re.compile(r"__(MIN|MAX)$")
 """W&B panel exports: the min / max band of a sampled line."""
 BOM = "\ufeff"
 """A byte-order mark (a CSV saved by Excel) before the header: not part of its first name."""
-WALL_COLUMNS = ("_timestamp", "Wall time")
-"""Headers read as the row's wall time (seconds since the epoch), the first present."""
+WALL_COLUMNS = ("_timestamp", "Wall time", "wall_time")
+"""Headers read as the row's wall time (seconds since the epoch), the first present: W&B's history, TensorBoard's CSV
+download (``Wall time,Step,Value``: ``tensorboard/plugins/scalar/scalars_plugin.py``), tbparse's ``extra_columns``."""
+INDEX_NOTE = "left out the unnamed first column: the row index pandas' to_csv() writes"
 PREFIX = re.compile(r"^(?P<run>.+?) - (?P<key>.+)$")
 """W&B panel exports: ``<run name> - <key>``."""
 
@@ -120,7 +126,6 @@ def _keys(header: list[str], step: str, source_run: str | None, path: Path, note
 LONG_TAGS = ("tag", "metric", "key", "name")
 """A long table's tag column, the first present."""
 LONG_RUNS = ("run", "dir_name")
-LONG_WALL = ("wall_time", "Wall time")
 
 
 def long_columns(header: list[str], step: str) -> tuple[int, int, int | None, int | None] | None:
@@ -130,7 +135,7 @@ def long_columns(header: list[str], step: str) -> tuple[int, int, int | None, in
     if tag is None or "value" not in names:
         return None
     run = next((r for r in LONG_RUNS if r in names), None)
-    wall = next((w for w in LONG_WALL if w in names), None)
+    wall = next((w for w in WALL_COLUMNS if w in names), None)
     if set(names) - {step, tag, "value", run, wall} or len(set(names)) != len(names):
         return None
     return (names.index(tag), names.index("value"), None if run is None else names.index(run),
@@ -196,6 +201,10 @@ def read(path: Path, source_run: str | None = None, parser: Notes | None = None,
         header = next(rows)
     except StopIteration:
         raise IngestError(f"{str(path)!r} is empty") from None
+    if len(header) > 1 and not header[0].strip():  # pandas' index (DataFrame.to_csv() without index=False)
+        header = header[1:]
+        rows = (row[1:] for row in rows)
+        notes.lines.append(INDEX_NOTE)
     step = step_column(header)
     if step is None:
         raise IngestError(f"{str(path)!r}: no step column in its header (expected one of {', '.join(STEP_COLUMNS)})")

@@ -104,7 +104,8 @@ def test_wall_time_and_wandb_bookkeeping_columns_are_not_metrics(tmp_path, store
     assert con.execute("SELECT step, epoch(ts) FROM steps WHERE run = 'wb' ORDER BY step").fetchall() == [
         (0, 1700000000.5), (1, 1700000002.0)]
     tb = tmp_path / "tb.csv"
-    # TensorBoard's CSV download of one tag: Wall time is the wall time, Value the tag's value
+    # TensorBoard's CSV download of one tag: Wall time is the wall time, Value the tag's value (its header, as
+    # tensorflow/tensorboard@81c420d tensorboard/plugins/scalar/scalars_plugin.py, scalars_impl, writes it)
     tb.write_text("Wall time,Step,Value\n1700000000.0,10,0.25\n")
     ingest_file(store, tb, "tb")
     assert con.execute("SELECT key, value FROM scalars WHERE run = 'tb'").fetchall() == [("Value", 0.25)]
@@ -121,8 +122,8 @@ def test_an_empty_file_is_said_to_be_empty(tmp_path, store):
 
 def test_a_long_table_is_pivoted_to_one_step_per_row_and_the_later_duplicate_wins(tmp_path, store):
     f = tmp_path / "tb_scalars.csv"
-    # tbparse's scalars.to_csv() order: tag by tag; step 2's reward is logged twice (0.5 then 0.75: 0.75 kept);
-    # line 8 has no step, line 9 two fields
+    # a hand-written long table, its tag column first, rows tag by tag; step 2's reward is logged twice (0.5 then
+    # 0.75: 0.75 kept); line 8 has no step, line 9 two fields
     f.write_text("tag,step,value\n"
                  "critic/score/mean,1,0.25\n"     # line 2
                  "critic/score/mean,2,0.5\n"      # line 3
@@ -145,7 +146,8 @@ def test_a_long_table_is_pivoted_to_one_step_per_row_and_the_later_duplicate_win
 
 def test_a_long_table_of_several_runs_needs_source_run_and_its_wall_time_is_no_metric(tmp_path, store):
     f = tmp_path / "get_scalars.csv"
-    # TensorBoard's get_scalars(include_wall_time=True): run, tag, step, value, wall_time
+    # tensorboard.dev's ExperimentFromDev(id).get_scalars(include_wall_time=True) saved with index=False: run, tag,
+    # step, value, wall_time (tensorflow/tensorboard@14bdef2 tensorboard/data/experimental/experiment_from_dev.py)
     f.write_text("run,tag,step,value,wall_time\n"
                  "a,critic/score/mean,1,0.5,1700000000.0\n"
                  "b,critic/score/mean,1,0.25,1700000001.0\n"
@@ -164,3 +166,45 @@ def test_a_long_table_of_several_runs_needs_source_run_and_its_wall_time_is_no_m
     one.write_text("step,metric,value,run\n5,critic/score/mean,0.5,only\n")  # one run: used
     ingest_file(store, one, "one")
     assert con.execute("SELECT step, reward_mean FROM steps WHERE run = 'one'").fetchall() == [(5, 0.5)]
+
+
+# What tbparse 0.0.9 writes for a log dir tb/ holding run0/, a torch.utils.tensorboard.SummaryWriter's event file with
+# add_scalar("train/loss", …) and add_scalar("train/reward", …) at steps 0-2: SummaryReader("tb") is long by default
+# (columns step, tag, value; extra_columns={"wall_time", "dir_name"} adds them after, dir_name the run folder; rows
+# sorted by tag, then step), pivot=True wide (step, one column per tag) — j3soon/tbparse@0804837
+# tbparse/summary_reader.py (SummaryReader.__init__, get_events, _get_scalar_cols, _get_default_cols) — and
+# DataFrame.to_csv(path) writes pandas' index first, under an empty name (its default index=True). Checked against a
+# real run of tbparse 0.0.9 on such a log dir: the same header and row layout.
+TBPARSE_LONG = (",step,tag,value,wall_time,dir_name\n"
+                "0,0,train/loss,1.0,1700000000.0,run0\n"
+                "1,1,train/loss,0.5,1700000001.0,run0\n"
+                "2,2,train/loss,0.25,1700000002.0,run0\n"
+                "3,0,train/reward,0.5,1700000000.5,run0\n"
+                "4,1,train/reward,0.75,1700000001.5,run0\n"
+                "5,2,train/reward,1.0,1700000002.5,run0\n")
+TBPARSE_WIDE = (",step,train/loss,train/reward\n"
+                "0,0,1.0,0.5\n"
+                "1,1,0.5,0.75\n"
+                "2,2,0.25,1.0\n")
+
+
+@pytest.mark.parametrize("text", [TBPARSE_LONG, TBPARSE_WIDE], ids=["long", "pivot"])
+def test_tbparse_to_csv_with_pandas_index_reads_its_tags_not_the_index(tmp_path, store, text):
+    f = tmp_path / "tbparse.csv"
+    f.write_text(text)
+    assert detect(f).NAME == "csv"
+    done = ingest_file(store, f, "tbp")
+    # the unnamed first column is pandas' row index, not a metric: left out and said (it was stored under the key ""
+    # — 0…5, a step's index — and the long table was misread as a wide one, its values under the key "value")
+    assert done.steps == 3 and done.summary.startswith("left out the unnamed first column: the row index pandas' "
+                                                       "to_csv() writes")
+    con = connect(store)
+    # each tag under its own key; train/reward → reward_mean and train/loss → loss by the train/ prefix (keys.py)
+    assert con.execute("SELECT DISTINCT key FROM scalars ORDER BY key").fetchall() == [
+        ("loss",), ("train/loss",), ("train/reward",)]
+    assert con.execute("SELECT step, reward_mean, loss FROM steps ORDER BY step").fetchall() == [
+        (0, 0.5, 1.0), (1, 0.75, 0.5), (2, 1.0, 0.25)]
+    if text is TBPARSE_LONG:  # wall_time is the step's time: the later row of the step's (train/reward's)
+        assert "long table: 6 (step, tag) row(s) pivoted into 3 step(s)" in done.summary
+        assert con.execute("SELECT step, epoch(ts) FROM steps ORDER BY step").fetchall() == [
+            (0, 1700000000.5), (1, 1700000001.5), (2, 1700000002.5)]
