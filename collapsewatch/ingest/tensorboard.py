@@ -1,5 +1,10 @@
 """TensorBoard event files (HF Trainer's / TRL's ``TensorBoardCallback``, verl's and OpenRLHF's tensorboard
-loggers), read with TensorBoard's own ``EventAccumulator``: every scalar of every tag, at its step and wall time.
+loggers, Keras' ``TensorBoard`` callback), read with TensorBoard's own reader — the ``EventAccumulator`` of
+``plugin_event_accumulator``, the one the TensorBoard server reads with: every scalar of every tag, at its step and wall
+time. A scalar is either a ``simple_value`` (``torch.utils.tensorboard``'s ``add_scalar``, tensorboardX, TF1) or a
+rank-0 tensor of the scalars plugin (TF2's ``tf.summary.scalar``, ``add_scalar(..., new_style=True)``); TensorBoard
+turns the first into the second as it reads (``data_compat``), so both are read alike. Other plugins' tensors
+(histograms, images, text) are not scalars: left out.
 
 FILE is an event file or the folder holding them (the log dir). An event file is what TensorBoard's own reader takes
 for one — a name holding ``tfevents`` (``events.out.tfevents.*`` as written; a copy renamed
@@ -21,6 +26,8 @@ from .records import IngestError, Record, needs
 NAME = "tensorboard"
 GROWS = False
 SNIFF_FORCED = False  # a forced --format still sniffs the file (collapsewatch.ingest.records.Reader)
+SCALARS_PLUGIN = "scalars"
+"""The plugin name of a scalar summary's metadata (``tensorboard/plugins/scalar/metadata.py``, ``PLUGIN_NAME``)."""
 PATTERN = "*tfevents*"
 """What TensorBoard's reader takes for an event file in a log dir (``IsTensorFlowEventsFile``: the name holds it)."""
 
@@ -51,7 +58,8 @@ class Snapshot:
 
     def __init__(self, path: Path, **_: Any) -> None:
         try:
-            from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
+            from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+            from tensorboard.util.tensor_util import make_ndarray
         except ImportError:
             raise needs("tensorboard", "TensorBoard files") from None
         if path.is_dir() and not any(is_event_file(p) for p in path.glob(PATTERN)):
@@ -61,8 +69,9 @@ class Snapshot:
         if not sniff(path, ""):
             raise IngestError(f"{str(path)!r} is not a TensorBoard event file (a name holding 'tfevents', its first "
                               "record an event) or log dir")
-        self.path, self._scalars = path, SCALARS
-        self._acc = EventAccumulator(str(path), size_guidance={SCALARS: 0})  # 0: every point, not a reservoir sample
+        self.path, self._array = path, make_ndarray
+        # the scalars plugin's points, every one (0: not a reservoir sample); the other plugins' at their defaults
+        self._acc = EventAccumulator(str(path), tensor_size_guidance={SCALARS_PLUGIN: 0})
 
     def records(self) -> list[Record]:
         try:
@@ -71,9 +80,13 @@ class Snapshot:
             raise IngestError(f"{str(self.path)!r} could not be read as TensorBoard events: {e}") from None
         steps: dict[int, dict[str, float]] = defaultdict(dict)
         times: dict[int, float] = {}
-        for tag in self._acc.Tags()[self._scalars]:
-            for ev in self._acc.Scalars(tag):
-                steps[ev.step][tag] = ev.value
+        tags = self._acc.PluginTagToContent(SCALARS_PLUGIN) if SCALARS_PLUGIN in self._acc.ActivePlugins() else {}
+        for tag in tags:
+            for ev in self._acc.Tensors(tag):
+                value = self._array(ev.tensor_proto)
+                if value.size != 1:  # a scalar summary is one number (rank 0); anything else is none
+                    continue
+                steps[ev.step][tag] = float(value.reshape(()))
                 times[ev.step] = max(times.get(ev.step, ev.wall_time), ev.wall_time)
         return [Record(f"step {step}", step, steps[step], times[step]) for step in sorted(steps)]
 

@@ -191,6 +191,30 @@ def test_verl_keys_through_torch_summarywriter(tmp_path, store):
                                   ).fetchall() == [(1, 0.5, 0.25, 2.0), (2, 0.25, 0.5, 4.0)]
 
 
+def test_a_scalar_written_as_a_tensor_is_read_and_other_plugins_are_not(tmp_path, store):
+    # TF2's tf.summary.scalar (Keras' TensorBoard callback) and torch's add_scalar(..., new_style=True) write a scalar
+    # as a rank-0 tensor of the scalars plugin, not a simple_value: read like one (such a log was refused, "holds no
+    # step rows"). A text summary and a histogram are other plugins' tensors, not scalars: left out
+    pytest.importorskip("tensorboard")
+    import numpy as np
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(log_dir=str(tmp_path / "tb"))
+    for step in (1, 2):
+        w.add_scalar("critic/score/mean", 0.25 * step, step, new_style=True)  # a tensor
+        w.add_scalar("actor/entropy", 1.0 / step, step)  # a simple_value, beside it
+        w.add_text("note", f"step {step}", step)
+        w.add_histogram("weights", np.arange(4.0), step)
+    w.close()
+    assert ingest_file(store, tmp_path / "tb", "tf2").steps == 2
+    con = connect(store)
+    # exact in float32: 0.25, 0.5; 1.0, 0.5
+    assert con.execute("SELECT step, reward_mean, entropy_mean FROM steps ORDER BY step").fetchall() == [
+        (1, 0.25, 1.0), (2, 0.5, 0.5)]
+    assert con.execute("SELECT DISTINCT key FROM scalars ORDER BY key").fetchall() == [
+        ("actor/entropy",), ("critic/score/mean",)]
+
+
 def test_a_renamed_event_file_is_read_by_its_content(tmp_path, store):
     # verl's TensorBoard file copied as events.grpoout.tfevents.* (a repository's own naming): TensorBoard's reader
     # takes any name holding "tfevents", and so does ingest once the first record is an event; a text file so named
