@@ -32,7 +32,9 @@ def detect_cmd(store: str | Path, run: str | None, rank: int | None, write: bool
     if as_json:
         out = []
         for j in judged:
-            out += [event_object(r, j.run) for r in events_of(j, recorded).to_dict("records")]
+            ev = events_of(j, recorded)
+            at = episode_numbers(ev)
+            out += [dict(event_object(r, j.run), episode=k) for r, k in zip(ev.to_dict("records"), at, strict=True)]
             out.append(verdict_object(j))
         sys.stdout.write(json.dumps(out, allow_nan=False) + "\n")
         return
@@ -55,6 +57,17 @@ def detect_cmd(store: str | Path, run: str | None, rank: int | None, write: bool
         else:
             print_frame(episode_table(ev, evidence))
             trust_lines(ev)
+
+
+def episode_numbers(events: pd.DataFrame) -> list[int]:
+    """Each row's place in :func:`collapsewatch.verdict.reader_order` (0: the table's first row, the cause first) —
+    the order ``detect`` prints its table in, and the ``?episode=k`` of the run page: ``detect --json``'s ``episode``
+    field, so a script sorts the episodes as a person reads them."""
+    from .verdict import reader_order
+
+    rows = reader_order(events.assign(_row=range(len(events))))["_row"] if len(events) else []
+    place = {int(row): k for k, row in enumerate(rows)}
+    return [place[i] for i in range(len(events))]
 
 
 def trust_lines(events: pd.DataFrame) -> None:

@@ -59,7 +59,9 @@ def test_json_is_json_with_one_event_schema_in_detect_and_watch(synth, tmp_path)
              .splitlines()]
     assert {o["type"] for o in detect} == {"event", "verdict"}
     d_ev, w_ev = [o for o in detect if o["type"] == "event"], [o for o in watch if o["type"] == "event"]
-    assert d_ev == w_ev and all(isinstance(o["evidence"], dict) for o in d_ev)  # objects, not strings
+    # the same objects, but detect's also carry the episode's row in its table (watch, streaming, cannot know it)
+    assert [{k: v for k, v in o.items() if k != "episode"} for o in d_ev] == w_ev
+    assert all(isinstance(o["evidence"], dict) for o in d_ev)  # objects, not strings
     assert [o for o in detect if o["type"] == "verdict"] == [o for o in watch if o["type"] == "verdict"]
     # a store without runs: [] (never a sentence), and a healthy run: its verdict alone
     empty = tmp_path / "empty"
@@ -67,6 +69,32 @@ def test_json_is_json_with_one_event_schema_in_detect_and_watch(synth, tmp_path)
     assert _run("detect", str(empty), "--json") == (0, "[]\n")
     healthy = json.loads(_run("detect", str(synth), "--run", "healthy", "--json")[1])
     assert [o["type"] for o in healthy] == ["verdict"] and healthy[0]["status"] == "healthy"
+
+
+def test_detect_json_gives_each_episode_its_row_in_the_table_and_on_the_run_page(synth):
+    from collapsewatch.dashboard.events_view import event_rows
+    from collapsewatch.judge import judge
+    from collapsewatch.store import Store
+
+    objs = [o for o in json.loads(_run("detect", str(synth), "--run", "collapse", "--json")[1]) if o["type"] == "event"]
+    # the array keeps its order (by start); "episode" numbers the episodes 0 … n-1 in the table's order
+    assert [o["step_start"] for o in objs] == sorted(o["step_start"] for o in objs)
+    assert sorted(o["episode"] for o in objs) == list(range(len(objs)))
+    # sorted by it, the episodes read as detect's table lists them: each row's steps, severity, detector · phase
+    # (a row's first line; its sentence may fold onto more)
+    table = [[c.strip() for c in line.split("│")[1:4]] for line in _run("detect", str(synth), "--run", "collapse")[1]
+             .splitlines() if re.match(r"│ \d", line)]
+
+    def steps(o: dict) -> str:
+        return f"{o['step_start']}–{o['step_end']}" if o["step_end"] > o["step_start"] else str(o["step_start"])
+
+    ranked = sorted(objs, key=lambda o: o["episode"])
+    assert [[steps(o), o["severity"], f"{o['detector']} · {o['phase']}"] for o in ranked] == table
+    # and as the run page numbers them (its ?episode=k and events table: the same reader order)
+    store = Store(synth)
+    page = event_rows(judge(store, "collapse").events, "collapse")
+    store.close()
+    assert [(r["episode"], r["steps"]) for r in page] == [(o["episode"], steps(o)) for o in ranked]
 
 
 def test_runs_is_one_line_per_run_with_short_timestamps(synth):
