@@ -75,6 +75,10 @@ def test_the_dashboard_counts_and_colours_it_as_no_verdict(store):
     assert dict(zip(table["run"], table["verdict"], strict=True)) == {"done": "healthy", "crashed": "no steps"}
     every = page.view(table, "status", list(sweep.FILTERS))
     assert {r["name"]: r["verdict"].rstrip("*") for r in every["shown"]}["crashed"] == "no steps"
+    # its step count is 0 as in runs --json (not null / NaN), in the summary and the grid; no last step
+    runs_json = {r["run"]: r["n_steps"] for r in json.loads(_cli("runs", str(store), "--json"))}
+    assert dict(zip(table["run"], table["n_steps"].tolist(), strict=True)) == runs_json == {"done": 30, "crashed": 0}
+    assert {r["name"]: (r["steps"], r["last_step"]) for r in every["shown"]} == {"done": (30, 29), "crashed": (0, None)}
     # grouped by status: the crashed run is one of its group's runs, counted under no verdict
     groups = every["groups"].set_index("group")
     assert groups.loc["crashed", ["runs", "healthy", "warning", "collapsed"]].tolist() == [1, 0, 0, 0]
