@@ -39,11 +39,7 @@ CATALOGUE = {"mean_reward": "reward_mean", "mean_answer_reward": "correct_frac",
 
 def convert(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Their rows → one dict per optimizer step ({"step": n, column or "train/<key>": value, …}), steps ascending."""
-    for n, row in enumerate(rows, start=1):
-        if "train_step" not in row:
-            raise ValueError(f"line {n}: a row needs a train_step")
-    return jsonl_convert.merge_steps([{"step": r["train_step"], **{k: v for k, v in r.items() if k != "train_step"}}
-                                      for r in rows], lambda key: CATALOGUE.get(key, "train/" + key))
+    return jsonl_convert.merge_by(rows, "train_step", lambda key: CATALOGUE.get(key, "train/" + key))
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,7 @@
 """The command line of a lab/public converter whose source is a JSONL file of a repository's own logger
 (cs336_metrics.py, taoger_metrics.py, dequeueing_metrics.py,
-rlor_trl_logs.py, shaider_metrics.py, axiom_metrics.py): read its rows, ``convert`` them, write one JSON object per step; :func:`write` is that last part,
-for a converter whose source is not JSONL (trace_easyr1.py, omnilora_curve.py, slime_tb.py); :func:`main_text` the command line of one whose source is a text log."""
+rlor_trl_logs.py, shaider_metrics.py, axiom_metrics.py, ece405_metrics.py, cs336hw5_metrics.py): read its rows, ``convert`` them, write one JSON object per step; :func:`write` is that last part,
+for a converter whose source is not JSONL (trace_easyr1.py, omnilora_curve.py, slime_tb.py, json_rows.py); :func:`main_text` the command line of one whose source is a text log."""
 
 from __future__ import annotations
 
@@ -46,6 +46,15 @@ def merge_steps(rows: list[dict[str, Any]], name: Callable[[str], str],
         if extra is not None:
             into.update(extra(row))
     return [out[s] for s in sorted(out)]
+
+
+def merge_by(rows: list[dict[str, Any]], step_key: str, name: Callable[[str], str]) -> list[dict[str, Any]]:
+    """:func:`merge_steps` for rows whose step is logged under ``step_key`` (``train_step``, ``optimizer_step``): that
+    key becomes the step (an integer) and is not kept as a value; a row without it is an error naming its line."""
+    for n, row in enumerate(rows, start=1):
+        if step_key not in row:
+            raise ValueError(f"line {n}: no {step_key!r} (the step) in the row")
+    return merge_steps([{"step": int(r[step_key]), **{k: v for k, v in r.items() if k != step_key}} for r in rows], name)
 
 
 def write(src: Path, dst: Path, steps: Callable[[], list[dict[str, Any]]]) -> int:

@@ -100,6 +100,20 @@ while IFS=$'\t' read -r run file repo path commit sha; do
         --map length=response_length_mean ;;
     *.sdpometrics.csv)  # the same authors' per-step metrics CSV (reward_mean, mean_length in tokens)
       "$cw" ingest "$store" "$raw" --run "$run" --map reward_mean=reward_mean --map mean_length=response_length_mean ;;
+    *.cs224r.json)  # cfw20/cs224r-project-e3's results JSON: each run's W&B history rows (verl's keys) under
+                    # training.<run>.rows, the run named after the prefix (cs224r-<run>); lab/public/json_rows.py
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/json_rows.py" "$raw" "training.${run#cs224r-}.rows" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.cs336hw5.jsonl)  # xuehaiwuya1214/CS336-hw5's own loop: lab/public/cs336hw5_metrics.py says what its keys mean
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/cs336hw5_metrics.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.tonywang.json)  # tonywang1990/gsm8k-grpo's step_stat_history.json (gsm8k_grpo.py): reward_mean is the batch's mean
+                      # reward; seq_len_mean counts every completion token, the non-model ones too, so it is not mapped
+      "$cw" ingest "$store" "$raw" --run "$run" --map reward_mean=reward_mean ;;
+    *.vince.jsonl)  # Vincethevince/grpo-qwen0.5's train_metrics.jsonl (src/grpo.py): the batch's mean reward, the share of
+                    # groups whose rewards are all equal (group std < 1e-8), completion tokens per response
+      "$cw" ingest "$store" "$raw" --run "$run" --map reward_mean=reward_mean --map zero_adv_fraction=zero_std_group_frac \
+        --map mean_completion_len=response_length_mean ;;
     *.terrense.csv)  # terrense/qwen3-8b-grpo-dapo-lab's flight-recorder CSVs: lab/public/terrense_csv.py renames their
                      # short names to the verl keys the authors' metric dictionary gives
       conv="$(mktemp --suffix=.csv)"; "$py" "$here/terrense_csv.py" "$raw" "$conv" >&2

@@ -74,6 +74,8 @@ tlr_curves = _load("tlr_curves")
 rlvrexp_plots = _load("rlvrexp_plots")
 katop_csv = _load("katop_csv")
 ece405_metrics = _load("ece405_metrics")
+cs336hw5_metrics = _load("cs336hw5_metrics")
+json_rows = _load("json_rows")
 
 # the first rows of lora32_speed_metrics.csv (an empty entropy cell: not logged at those steps)
 TRINITY = """step,score,entropy,response_clip_ratio,prompt_length_mean,train_step_seconds,update_actor_seconds,tokens,runners
@@ -899,3 +901,45 @@ def test_ece405_optimizer_steps_and_their_overflowing_gradients(tmp_path, store)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"loss": 1.0}\n')
     assert ece405_metrics.main([str(bad), str(tmp_path / "none.jsonl")]) == 1 and not (tmp_path / "none.jsonl").exists()
+
+
+# xuehaiwuya1214/CS336-hw5's first optimizer step and an evaluation row at the same optimizer step (keys and form as
+# its loop writes them, grpo.py @ e2b82af; values of its first row)
+HW5_TRAIN = ('{"grpo_step": 1.0, "rollout_epoch": 0.0, "optimizer_step": 1.0, "train/loss": 0.0, "train/grad_norm": '
+             '0.15234375, "train/token_entropy": 0.76171875, "train/num_response_tokens": 1024.0, "rollout/reward": '
+             '0.03515625, "rollout/reward_std": 0.18453538417816162, "rollout/format_reward": 0.203125, '
+             '"rollout/answer_reward": 0.03515625, "train/clip_fraction": 0.0}')
+HW5_EVAL = '{"grpo_step": 1.0, "optimizer_step": 1.0, "eval/reward": 0.5, "eval/num_examples": 64}'
+
+
+def test_cs336hw5_optimizer_steps_and_the_evaluation_row_merge(tmp_path, store):
+    (step,) = cs336hw5_metrics.convert([json.loads(HW5_TRAIN), json.loads(HW5_EVAL)])
+    # optimizer_step is the step and no value; the five catalogue keys renamed; the rest and the evaluation's keys kept
+    assert (step["step"], step["reward_mean"], step["reward_std"], step["correct_frac"], step["entropy_mean"],
+            step["grad_norm"]) == (1, 0.03515625, 0.18453538417816162, 0.03515625, 0.76171875, 0.15234375)
+    assert "optimizer_step" not in step and step["train/num_response_tokens"] == 1024.0
+    assert (step["eval/reward"], step["eval/num_examples"]) == (0.5, 64)
+    with pytest.raises(ValueError, match=r"line 1: no .optimizer_step. \(the step\) in the row"):
+        cs336hw5_metrics.convert([{"grpo_step": 1.0}])
+
+
+def test_json_rows_writes_the_list_at_a_key_path_and_names_a_missing_key(tmp_path, store):
+    # a results file holding two runs' W&B rows (verl keys) under training.<run>.rows, and other sections beside them
+    doc = {"training": {"a": {"run_id": "x1", "rows": [{"_step": 1, "critic/score/mean": 0.25},
+                                                       {"_step": 2, "critic/score/mean": 0.5}]},
+                        "b": {"rows": []}}, "aime": {}}
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps(doc))
+    out = tmp_path / "a.jsonl"
+    assert json_rows.main([str(src), "training.a.rows", str(out)]) == 0
+    assert [json.loads(line) for line in out.read_text().splitlines()] == doc["training"]["a"]["rows"]
+    ingest_file(store, out, run="a")
+    # verl's score is the reward: 0.25 and 0.5 at steps 1 and 2
+    assert connect(store).sql("SELECT step, reward_mean FROM steps WHERE run = 'a' ORDER BY step").fetchall() == [
+        (1, 0.25), (2, 0.5)]
+    with pytest.raises(KeyError, match="no key 'c' at training"):
+        json_rows.rows_at(doc, "training.c.rows")
+    with pytest.raises(ValueError, match="training.a.run_id is not a list of objects"):
+        json_rows.rows_at(doc, "training.a.run_id")
+    assert json_rows.main([str(src), "nope", str(tmp_path / "none.jsonl")]) == 1
+    assert not (tmp_path / "none.jsonl").exists()
