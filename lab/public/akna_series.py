@@ -25,7 +25,6 @@ format, so KEY_MAP does not name its keys; this lab script declares what they me
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,11 +57,7 @@ def convert(doc: dict[str, Any], arm: str) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print("usage: python akna_series.py RL_SERIES.json ARM OUT.jsonl", file=sys.stderr)
-        return 2
-    src = Path(argv[0])
-    return jsonl_convert.write(src, Path(argv[2]), lambda: convert(json.loads(src.read_text()), argv[1]))
+    return jsonl_convert.main_json(argv, "python akna_series.py RL_SERIES.json ARM OUT.jsonl", convert)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ path that does not lead to a list of objects is one line naming the missing key,
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,11 +35,7 @@ def rows_at(doc: Any, path: str) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print("usage: python lab/public/json_rows.py RESULTS.json KEY.PATH OUT.jsonl", file=sys.stderr)
-        return 2
-    src = Path(argv[0])
-    return jsonl_convert.write(src, Path(argv[2]), lambda: rows_at(json.loads(src.read_text()), argv[1]))
+    return jsonl_convert.main_json(argv, "python lab/public/json_rows.py RESULTS.json KEY.PATH OUT.jsonl", rows_at)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,16 @@ def main_text(argv: list[str], usage: str, convert: Callable[[str], list[dict[st
     return write(src, Path(argv[1]), lambda: convert(src.read_text(errors="replace")))
 
 
+def main_json(argv: list[str], usage: str, convert: Callable[[Any, str], list[dict[str, Any]]]) -> int:
+    """``python lab/public/<script> DOC.json ARG OUT.jsonl`` for a converter that takes one part of a JSON document
+    (akna_series.py: an arm; json_rows.py: a key path): ``convert(doc, ARG)``; exit codes as :func:`main`."""
+    if len(argv) != 3:
+        print(f"usage: {usage}", file=sys.stderr)
+        return 2
+    src = Path(argv[0])
+    return write(src, Path(argv[2]), lambda: convert(json.loads(src.read_text()), argv[1]))
+
+
 def merge_steps(rows: list[dict[str, Any]], name: Callable[[str], str],
                 extra: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Rows that each carry a ``step`` → one dict per step, steps ascending: every other key of a row becomes
