@@ -134,11 +134,18 @@ class EntropyConfig(Timing):
     consecutive logged points — near-random sampling (e² ≈ 7 tokens per position); 0: off (docs/lab/bench.md)."""
     ceiling_points: int = 2
     """… consecutive points (one point over the bar is a spike, not output)."""
+    early_points: int = 3
+    """Early collapse (while the history holds fewer than min_points points): the median of the last this-many
+    points ≤ collapse_frac × the highest of the run's first smooth_steps points before them — the collapse phase, flagged at the
+    point that shows it (the median is its confirmation); 0: off. Chosen on a tuned-on source's first-points
+    collapse (docs/lab/bench.md, session 34)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.ceiling < 0 or self.ceiling_points < 1:
             raise ValueError("entropy.ceiling must be ≥ 0 and entropy.ceiling_points ≥ 1")
+        if self.early_points < 0:
+            raise ValueError(f"entropy.early_points must be ≥ 0, not {self.early_points}")
         if self.degenerate_points < 1:
             raise ValueError(f"entropy.degenerate_points must be ≥ 1, not {self.degenerate_points}")
     severity_smooth_steps: int = 20

@@ -28,8 +28,12 @@
   reward, entropy flickers across 2 nats, and two points under the bar opened a new alarm each time (22 episodes;
   8 with the hold);
 
-* collapse (warning; ``info`` on a run that reads as solving its task, as above): level < collapse_abs, or
-  level < collapse_frac × the *normal peak*: the highest level
+* collapse (warning; ``info`` on a run that reads as solving its task, as above): early — while the history holds
+  fewer than min_points points, the median of the last ``early_points`` (3) points ≤ collapse_frac × the highest of
+  the run's first smooth_steps points that came before them (a rise inside the window is no start to fall from), flagged at the point that shows it (``Finding.immediate``; the median of 3 is
+  its confirmation): a policy whose entropy fell tenfold in its first steps (a tuned-on run fell from 0.93 to 0.07
+  nats by its 7th point, responses at the length cap, and nothing read it for 20 points: docs/lab/bench.md, session
+  34); then level < collapse_abs, or level < collapse_frac × the *normal peak*: the highest level
   over the history that was not itself a blow-up (below blowup_factor × the history median). Without that
   exclusion a blow-up to 5 nats would set the bar at 0.5 and the run's ordinary level (≈ 0.3 on the tiny
   model, where it started) would read as a collapse once the blow-up passed;
@@ -52,7 +56,7 @@
   reward drop alone included a real dip the run recovered from, while the collapsing runs' criticals came from L at
   the same steps (docs/lab/natural-corpus.md, "Entropy per correctness").
 
-Both need min_points points in the history. The history is bounded (history_steps), so a blow-up that
+Blow-up and the collapse rule past its early form need min_points points in the history. The history is bounded (history_steps), so a blow-up that
 lasts longer than about half of it becomes the new median and its episode ends: by then the run is gone.
 """
 
@@ -66,7 +70,7 @@ import numpy as np
 from . import likelihood, signals
 from .config import DetectorConfig, EntropyConfig
 from .events import Finding, Severity, Verdict
-from .history import History
+from .history import History, Series
 from .registry import num as _num
 from .registry import register_detector
 from .severity import NEVER_STARTED
@@ -128,7 +132,7 @@ class Entropy:
         degenerate["diffuse"] = self._diffuse(e.values[-max(c.ceiling_points, k):], h.first("entropy_mean", k).values,
                                               "diffuse" in open_phases)
         if len(e) < max(c.min_points, k):
-            return degenerate
+            return {**degenerate, "collapse": self._early_collapse(h, e)}
         level = e.level(k)
         levels, median = e.levels(k), float(np.median(e.values))
         normal = levels[levels < c.blowup_factor * median] if median > 0 else levels
@@ -150,6 +154,28 @@ class Entropy:
                 severity, "entropy_mean", level, blowup_at, self.cfg.history_steps,
                 f"entropy blow-up: level {level:.3g} nats ≥ {c.blowup_factor:g} × median {median:.3g}; {why}", ev)
         return verdict
+
+    def _early_collapse(self, h: History, e: Series) -> Finding | None:
+        """The collapse finding before the history holds min_points points (module doc, collapse, early), or None."""
+        c, k = self.cfg.entropy, self.cfg.smooth_steps
+        if c.early_points <= 0 or len(e) < c.early_points:
+            return None
+        first = h.first("entropy_mean", k)
+        before = first.values[first.steps < e.steps[-c.early_points]]  # the start, before the window it is judged by
+        if not len(before):
+            return None
+        start = float(before.max())
+        level, bar = e.level(c.early_points), c.collapse_frac * start
+        if not (start > 0 and level <= bar):
+            return None
+        solved = _solved(h, self.cfg)
+        ev = {"entropy_level": level, "entropy_peak": start, "entropy_median": float(np.median(e.values)),
+              "points": len(e), "early": True, "solved": solved}
+        return Finding(
+            "info" if solved else "warning", "entropy_mean", level, bar, c.early_points,
+            f"entropy collapse in the run's first points: level {level:.3g} nats ≤ {c.collapse_frac:g} × {start:.3g}, "
+            f"the highest of its first points" + (f"; {solved}: a converged policy" if solved else ""), ev,
+            immediate=True)
 
     def _degenerate(self, h: History, values: np.ndarray, now: float) -> Finding:
         """The degenerate-output finding for a point under the floor (module doc): info on a run that reads as solving

@@ -118,6 +118,28 @@ def test_too_few_points_give_no_verdict():
     assert suite.episodes() == []
 
 
+def test_an_entropy_collapse_in_the_first_points_is_flagged_before_the_history_fills():
+    # 12 points, fewer than min_points (20): only the early rule reads the collapse. The start is the highest of the
+    # first smooth_steps (5) points, 1.0, so the bar is collapse_frac 0.1 × 1.0 = 0.1. The level is the median of the
+    # last early_points (3) points: 0.8 (t=2), 0.8, 0.5, 0.3 (t=5), then median(0.3, 0.08, 0.05) = 0.08 ≤ 0.1 at t=6:
+    # flagged there (immediate: the median of 3 is its confirmation) and held to the last point.
+    values = [0.6, 1.0, 0.8, 0.5, 0.3, 0.08, 0.05, 0.04, 0.04, 0.04, 0.04, 0.04]
+    _, suite = feed(rows(12, entropy_mean=values), ONLY)
+    assert spans(suite.episodes(), "entropy") == [("collapse", 6, 11, "warning")]
+    assert suite.episodes()[0].threshold == pytest.approx(0.1)
+    # on a task it solves (correct_frac 1.0) the same fall is a converged policy: info
+    _, solved = feed(rows(12, entropy_mean=values, correct_frac=1.0), ONLY)
+    assert spans(solved.episodes(), "entropy") == [("collapse", 6, 11, "info")]
+    # a run that starts that low is not falling (bar 0.1 × 0.04); one low point among high ones is no level
+    # (median(1.0, 1.0, 0.05) = 1.0); early_points 0 turns the rule off
+    assert feed(rows(12, entropy_mean=0.04), ONLY)[1].episodes() == []
+    assert feed(rows(12, entropy_mean=[1.0, 1.0, 1.0, 0.05] + [1.0] * 8), ONLY)[1].episodes() == []
+    off = DetectorConfig(enabled=("entropy",), entropy=EntropyConfig(early_points=0))
+    assert feed(rows(12, entropy_mean=values), off)[1].episodes() == []
+    with pytest.raises(ValueError, match="early_points"):
+        EntropyConfig(early_points=-1)
+
+
 def test_return_to_normal_after_a_blowup_is_not_a_collapse():
     # 0.3 (normal), a blow-up to 5.0 for steps 60–99, then back to 0.3. A peak taken over every level would put the
     # collapse bar at 0.1 · 5.0 = 0.5 > 0.3 and flag the recovery; the normal peak excludes levels ≥ 2 × median
@@ -179,16 +201,18 @@ def test_diffuse_output_settings():
 
 def test_near_zero_entropy_on_a_task_it_solves_is_a_converged_policy():
     # entropy 0.5 until step 5, then 1e-4 (< degenerate_floor 1e-3). With correct_frac 1.0 (level 1.0 ≥
-    # solved_correct 0.95) the policy is converged: degenerate at info, opening at 5 (immediate). The level is below the collapse bar max(0.01, 0.1 · 0.5) = 0.05 from t = 7,
-    # but the rule needs min_points (20) points: held from 19, opened at 21 (confirm_steps 3) → info.
+    # solved_correct 0.95) the policy is converged: degenerate at info, opening at 5 (immediate). The collapse: before
+    # min_points (20) points the early rule reads the median of the last 3 points, median(0.5, 1e-4, 1e-4) = 1e-4 at
+    # t = 6, ≤ 0.1 × 0.5 (the highest of the first 5 points before the window, 0–3) → flagged at 6 (immediate); the
+    # regular rule (bar max(0.01, 0.1 · 0.5) = 0.05) holds it from 19 on → one episode, info.
     solved = rows(30, entropy_mean=lambda s: 0.5 if s < 5 else 1e-4, reward_mean=1.0, correct_frac=1.0)
     assert spans(feed(solved, ONLY)[1].episodes(), "entropy") == [("degenerate", 5, 29, "info"),
-                                                                   ("collapse", 21, 29, "info")]
+                                                                   ("collapse", 6, 29, "info")]
     # the same entropy with correct_frac 0.9 (< 0.95: a task not solved, exploration gone): degenerate output,
     # critical; the collapse a warning
     wrong = rows(30, entropy_mean=lambda s: 0.5 if s < 5 else 1e-4, reward_mean=0.9, correct_frac=0.9)
     assert spans(feed(wrong, ONLY)[1].episodes(), "entropy") == [("degenerate", 5, 29, "critical"),
-                                                                  ("collapse", 21, 29, "warning")]
+                                                                  ("collapse", 6, 29, "warning")]
     # no correctness column: the reward's place in its range tells (next test). A constant reward 1.0 reads as the
     # top of its range [min(0, 1.0), 1.0] = [0, 1], as the starvation rule reads all-correct groups: info; a constant
     # reward at its floor (0.0: range 0 < drop_needed 0.05) tells nothing: critical
@@ -204,8 +228,9 @@ def test_without_correctness_a_reward_at_the_top_of_its_range_reads_as_solved():
     # At 10: the reward's points spread 1.2 − 0.2 = 1.0 ≥ drop_needed(1.2) = max(0.05, 0.25 · 1.2) = 0.3, so the
     # reward tells; its range is [min(0, lowest level), highest level] = [0, 1.2] (the level of 6–10 is the median of
     # 1.2, 0.2, 1.2, 0.2, 1.2 = 1.2); position of the step's reward (1.2 − 0) / 1.2 = 1 ≥ solved_correct 0.95 →
-    # converged, info. The collapse (level < max(0.01, 0.1 · 0.3) = 0.03 from 12; min_points 20 → held from 19,
-    # opened at 21 with confirm_steps 3) reads the reward level (1.2): info too.
+    # converged, info. The collapse — early: median(0.3, 1e-4, 1e-4) = 1e-4 at 11 ≤ 0.1 × 0.3 (the first points
+    # before the window 9–11), flagged at 11; the regular rule (bar max(0.01, 0.03)) holds it from 19 — reads the
+    # reward level (1.2): info too.
     def reward(after):
         return lambda s: after if s >= 10 else (1.2 if s % 2 == 0 else 0.2)
 
@@ -214,12 +239,12 @@ def test_without_correctness_a_reward_at_the_top_of_its_range_reads_as_solved():
 
     sure_right = rows(30, entropy_mean=entropy, reward_mean=reward(1.2))
     assert spans(feed(sure_right, ONLY)[1].episodes(), "entropy") == [("degenerate", 10, 29, "info"),
-                                                                       ("collapse", 21, 29, "info")]
+                                                                       ("collapse", 11, 29, "info")]
     # sure and wrong: the same entropy with reward 0.2 from 10 → position 0.2 / 1.2 = 0.17 < 0.95 → degenerate
     # output, critical; the collapse a warning (reward level 0.2)
     sure_wrong = rows(30, entropy_mean=entropy, reward_mean=reward(0.2))
     assert spans(feed(sure_wrong, ONLY)[1].episodes(), "entropy") == [("degenerate", 10, 29, "critical"),
-                                                                       ("collapse", 21, 29, "warning")]
+                                                                       ("collapse", 11, 29, "warning")]
     # a run that starts solved (1.2 on every step, the range [0, 1.2]) reads so from its first point; no reward at
     # all tells nothing: critical
     flat = rows(30, entropy_mean=entropy, reward_mean=1.2)

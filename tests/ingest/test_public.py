@@ -71,8 +71,11 @@ def test_the_trl_length_collapse_of_the_corpus(store):
     # reward's level is read against its own range (up to 3.7): near the top it is a solved task, elsewhere "cannot
     # tell" — info either way, no longer a warning that fires on healthy runs too. The collapse itself: 2.6 tokens
     # ≤ 0.1 × 53.35 (the longest of the first 5 points) = 5.3 → the abrupt length collapse holds from step 2 and
-    # opens at step 4 (3rd consecutive point), a warning; 2.25–2.6 tokens stays above the ≤ 2-token degenerate bar
-    assert warned == [("length", "collapse", "warning", 4)]
+    # opens at step 4 (3rd consecutive point), a warning; 2.25–2.6 tokens stays above the ≤ 2-token degenerate bar.
+    # The entropy's early collapse (fewer than 20 points): at 14 the median of steps 12–14 (0.109, 0.048, 0.0785) is
+    # 0.0785 ≤ 0.1 × 0.956 (the highest of the first 5 points, step 1) = 0.0956 — at 13 median(0.101, 0.109, 0.048)
+    # = 0.101 was not — a warning (the reward level, about 2.4 in its range up to 3.7, is not the top: not solved)
+    assert warned == [("entropy", "collapse", "warning", 14), ("length", "collapse", "warning", 4)]
     starv = events[events["detector"] == "starvation"]
     assert len(starv) and set(starv["severity"]) == {"info"}
 
