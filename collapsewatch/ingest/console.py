@@ -1,5 +1,5 @@
-"""Console text saved with ``tee``: verl's console logger, OpenRLHF's step lines and the dicts HF Trainer / TRL
-print. Grows live.
+"""Console text saved with ``tee``: verl's console logger, OpenRLHF's step lines, ROLL's ``metrics_tag`` lines and the
+dicts HF Trainer / TRL print. Grows live.
 
 * verl (``trainer.logger=[console]``, ``verl/utils/logger/aggregate_logger.py``): one line per step,
   ``step:12 - actor/entropy:0.53 - critic/score/mean:np.float64(0.25) - …``, possibly behind Ray's
@@ -9,6 +9,9 @@ print. Grows live.
   ``INFO 11-27 12:00:00 ppo_trainer.py:547] ✨ Global step 3: {'policy_loss': 0.01, …}``, behind Ray's
   ``(PPOTrainer pid=…)`` prefix — the PPO step's whole status dict, the keys its TensorBoard / wandb loggers write
   behind ``train/``. Earlier releases print only tqdm bars (a few keys, short names, in the bar's postfix): not read.
+* ROLL (``roll/utils/tracking.py``, ``StdoutTracker``: ``logger.info(f"metrics_tag: {json.dumps({'step': step,
+  'metrics': values})}")``): ``… metrics_tag: {"step": 12, "metrics": {"critic/score/mean": 0.5, …}}`` — one JSON
+  object per step behind the logger's prefix (``NaN`` / ``Infinity`` as ``json.dumps`` writes them).
 * HF Trainer / TRL (``ProgressCallback`` / ``PrinterCallback``): ``{'loss': '0.1234', 'reward': '0.5', …}`` — a
   Python dict with an ``epoch`` key (HF adds it to every log; other printed dicts are not logs), floats printed as
   strings (``'nan'`` too) by transformers 5, as numbers before. The dicts carry no
@@ -22,6 +25,7 @@ with a part that is not ``key:value`` is skipped and named. Python literals are 
 from __future__ import annotations
 
 import ast
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -37,6 +41,7 @@ SNIFF_FORCED = True  # a forced --format still sniffs the file (collapsewatch.in
 VERL_LINE = re.compile(r"(?:^|[\s)])step:(\d+) - (.*)$")
 OPENRLHF_LINE = re.compile(r"Global step (\d+): (\{.*\})\s*$")
 DICT_LINE = re.compile(r"(\{'.*\})\s*$")
+ROLL_LINE = re.compile(r"metrics_tag: (\{.*\})\s*$")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray's coloured (TaskRunner pid=…) prefixes
 _NAMES = {"nan": math.nan, "inf": math.inf, "NaN": math.nan, "Infinity": math.inf, "None": None}
 _SUMMARY = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss")
@@ -85,6 +90,21 @@ def _dict(text: str) -> dict[str, Any] | None:
     return out
 
 
+def _roll(line: str) -> tuple[int, dict[str, Any]] | None:
+    """(step, metrics) of a ROLL ``metrics_tag`` line, or None."""
+    m = ROLL_LINE.search(line)
+    if not m:
+        return None
+    try:
+        obj = json.loads(m.group(1))
+    except ValueError:
+        return None
+    step, metrics = (obj.get("step"), obj.get("metrics")) if isinstance(obj, dict) else (None, None)
+    if isinstance(step, bool) or not isinstance(step, int) or not isinstance(metrics, dict):
+        return None
+    return step, metrics
+
+
 def sniff(path: Path, head: str) -> bool:
     def hf_log(line: str) -> bool:
         d = DICT_LINE.search(line)
@@ -94,7 +114,7 @@ def sniff(path: Path, head: str) -> bool:
         m = OPENRLHF_LINE.search(line)
         return bool(m) and _dict(m.group(2)) is not None
 
-    return any(VERL_LINE.search(ln) or openrlhf(ln) or hf_log(ln) for ln in head.splitlines())
+    return any(VERL_LINE.search(ln) or openrlhf(ln) or _roll(ln) or hf_log(ln) for ln in head.splitlines())
 
 
 class Parser:
@@ -115,6 +135,10 @@ class Parser:
                     yield Skip(where, "a verl step line with a part that is not key:value")
                     continue
                 yield Record(where, int(m.group(1)), {k.strip(): _value(v) for k, _, v in pairs})
+                continue
+            roll = _roll(line)
+            if roll is not None:
+                yield Record(where, roll[0], roll[1])
                 continue
             m = OPENRLHF_LINE.search(line)
             values = _dict(m.group(2)) if m else None

@@ -70,7 +70,8 @@ def test_tinker_cookbook_mixed_groups_fill_the_zero_std_share_as_its_complement(
     assert catalogue_values({"env/all/by_group/frac_mixed": 0.125, "env/all/correct": 0.0625}) == {
         "zero_std_group_frac": 0.875, "correct_frac": 0.0625}
     assert catalogue_values({"env/all/by_group/frac_mixed": None}) == {"zero_std_group_frac": None}
-    assert not any(m.complement for k, m in KEY_MAP.items() if k != "env/all/by_group/frac_mixed")
+    # the two mixed-group shares (tinker-cookbook's, ROLL's) are the only complements
+    assert {k for k, m in KEY_MAP.items() if m.complement} == {"env/all/by_group/frac_mixed", "group/mixed_groups_ratio"}
 
 
 def test_eval_score_is_the_mean_of_the_first_family_logged():
@@ -182,5 +183,8 @@ def test_roll_policy_grad_norm_fills_its_column_and_the_unmasked_clip_shares_do_
     # too (not the catalogue's masked share) and actor/ratio_mean has no catalogue column (ratio_mean_pos is over A > 0
     # tokens only): both stay scalars under their own names.
     step = {"critic/score/mean": 0.25, "actor_train/grad_norm": 3.5, "actor/ppo_ratio_clipfrac": 0.01,
-            "actor/ratio_mean": 0.98}
-    assert catalogue_values(step) == {"reward_mean": 0.25, "grad_norm": 3.5}
+            "actor/ratio_mean": 0.98, "critic/entropy/mean": 0.7, "critic/correct/mean": 0.25,
+            "group/mixed_groups_ratio": 0.375}
+    # the all-equal groups' share is the complement of the mixed one: 1 − 0.375 = 0.625
+    assert catalogue_values(step) == {"reward_mean": 0.25, "grad_norm": 3.5, "entropy_mean": 0.7,
+                                      "correct_frac": 0.25, "zero_std_group_frac": 0.625}
