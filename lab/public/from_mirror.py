@@ -7,7 +7,8 @@ against sources.csv before it writes it:
 
     python lab/public/from_mirror.py MIRRORS          (MIRRORS: a folder of owner+name/ git snapshots)
 
-A file ending in .gz is written gzip-compressed (the recorded sha256 is of its content). A folder entry (``file`` ends
+A file ending in .gz is written gzip-compressed (the recorded sha256 is of its content); a file the repository holds
+gzipped (its ``path`` ends in .gz) is read decompressed, its sha256 that of its content, as score.sh checks it. A folder entry (``file`` ends
 in /) takes every file under the path's folder whose name matches the pattern in its note (``all *.csv``) and checks
 the sha256 of their sorted ``sha256sum`` listing, as score.sh does; ``A.tar.gz (member DIR/)`` takes DIR's files from
 inside a committed archive. Runs whose repository has no snapshot, whose commit
@@ -128,12 +129,19 @@ def folder_entry(git: Path, row: dict[str, str], raw: Path) -> str:
 
 
 def file_entry(git: Path, row: dict[str, str], raw: Path) -> str:
-    """Write one file to ``raw/<file>``; returns "" when written, else why not."""
-    data = show(git, row["commit"], row["path"])
+    """Write one file to ``raw/<file>``; returns "" when written, else why not (a note in brackets after the path is
+    not part of it)."""
+    path = row["path"].split(" (")[0].strip()
+    data = show(git, row["commit"], path)
     if data is None:  # a snapshot may hold only the newest commit: the file there is taken if its sha256 matches
-        data = show(git, "HEAD", row["path"])
+        data = show(git, "HEAD", path)
     if data is None:
-        return f"{row['path']} at {row['commit'][:12]} (or the snapshot's newest commit) not in the snapshot"
+        return f"{path} at {row['commit'][:12]} (or the snapshot's newest commit) not in the snapshot"
+    if path.endswith(".gz"):  # a gzipped file in the repository: its content is what is recorded
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            return f"{path} is not gzip: {e}"
     got = hashlib.sha256(data).hexdigest()
     if got != row["sha256"]:
         return f"sha256 {got[:12]} is not the recorded {row['sha256'][:12]}"

@@ -76,6 +76,27 @@ def test_a_file_at_its_commit_is_written_and_a_gz_name_is_compressed(mirrors: Pa
     assert gzip.decompress((raw / "a2.jsonl.gz").read_bytes()) == first  # the sha256 is of the content
 
 
+def test_a_file_the_repository_holds_gzipped_is_recorded_by_its_content(mirrors: Path, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # the repository commits logs/b.log.gz; sources.csv records the sha256 of the log inside it (score.sh checks
+    # `gzip -dc raw/FILE` for a .gz name, `cat` otherwise): written as b.log (plain) and as b2.log.gz (gzipped again)
+    repo = mirrors / "alice+runs" / "repo"
+    log = b"step:1 - critic/score/mean:0.5\n"
+    c1 = _commit(repo, {"logs/b.log.gz": gzip.compress(log, mtime=0), "logs/not.gz": b"plain"})
+    src = _sources(tmp_path / "sources.csv", [
+        {"run": "b", "file": "b.log", "repo": "alice/runs", "path": "logs/b.log.gz (gzipped; its content's sha256)",
+         "commit": c1, "sha256": _sha(log)},
+        {"run": "b2", "file": "b2.log.gz", "repo": "alice/runs", "path": "logs/b.log.gz", "commit": c1,
+         "sha256": _sha(log)},
+        {"run": "c", "file": "c.log", "repo": "alice/runs", "path": "logs/not.gz", "commit": c1, "sha256": _sha(b"x")},
+    ])
+    raw = tmp_path / "raw"
+    from_mirror.main([str(mirrors), "--sources", str(src), "--raw", str(raw)])
+    assert "2 written, 0 already there, 1 not" in (out := capsys.readouterr().out) and "c: logs/not.gz is not gzip" in out
+    assert (raw / "b.log").read_bytes() == log and gzip.decompress((raw / "b2.log.gz").read_bytes()) == log
+    assert not (raw / "c.log").exists()
+
+
 def test_a_wrong_sha_a_missing_snapshot_or_path_writes_nothing(mirrors: Path, tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     repo = mirrors / "alice+runs" / "repo"
