@@ -32,7 +32,7 @@
   fewer than min_points points, the median of the last ``early_points`` (3) points ≤ collapse_frac × the highest of
   the run's first smooth_steps points that came before them (a rise inside the window is no start to fall from), flagged at the point that shows it (``Finding.immediate``; the median of 3 is
   its confirmation): a policy whose entropy fell tenfold in its first steps (a tuned-on run fell from 0.93 to 0.07
-  nats by its 7th point, responses at the length cap, and nothing read it for 20 points: docs/lab/bench.md, session
+  nats by its 6th point, responses at the length cap, and nothing read it for 20 points: docs/lab/bench.md, session
   34); then level < collapse_abs, or level < collapse_frac × the *normal peak*: the highest level
   over the history that was not itself a blow-up (below blowup_factor × the history median). Without that
   exclusion a blow-up to 5 nats would set the bar at 0.5 and the run's ordinary level (≈ 0.3 on the tiny
