@@ -180,13 +180,10 @@ KEY_MAP: dict[str, Meaning] = {
     "entropy/mean": Meaning("entropy_mean", "prime-rl trainer", "π_θ's entropy (temperature-scaled logits) over the "
                             "step's loss-mask tokens, during the update"),
     "optim/grad_norm": Meaning("grad_norm", "prime-rl trainer", "clip_grad_norm_'s total norm, before clipping"),
-    # -- ROLL (roll/distributed/strategy/fsdp2_strategy.py, megatron_strategy.py, pipeline/agentic/agentic_pipeline.py,
-    #    utils/metrics/metrics_manager.py; checked at 8eb27cc2): a worker's
-    #    metrics are named `<worker>/…`, the policy's worker is `actor_train`. Its `actor/ppo_ratio_*clipfrac` are
-    #    means over every position, padding included (base_worker.py), not the catalogue's masked share: not mapped --
-    "actor_train/grad_norm": Meaning("grad_norm", "ROLL", "the policy worker's total norm at each optimizer step, "
-                                     "before clipping (clip_grad_norm_; megatron: optimizer.step's); reduced over "
-                                     "the step's optimizer steps by ROLL's metric reduction (mean)"),
+    # -- ROLL (roll/distributed/strategy/, pipeline/agentic/agentic_pipeline.py, utils/metrics/metrics_manager.py;
+    #    checked at 8eb27cc2; `actor/ppo_ratio_*clipfrac` average padding too, not the catalogue's share: not mapped) --
+    "actor_train/grad_norm": Meaning("grad_norm", "ROLL", "the policy worker's (`actor_train`) total norm before "
+                                     "clipping, mean over the step's optimizer steps"),
     "critic/entropy/mean": Meaning("entropy_mean", "ROLL", "token mean over the response mask of the entropy the "
                                    "training engine computes with the old log-probs, before the update"),
     "critic/correct/mean": Meaning("correct_frac", "ROLL", "share of responses whose score is its maximum (1)"),
