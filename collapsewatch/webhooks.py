@@ -2,6 +2,7 @@
 
     service_of(url) -> (service, url)   # "slack" | "discord" | "generic"; a "slack:"/"discord:" prefix is stripped
     shown(url) -> str                   # what a message shows of a URL: no user, password, query, nor an http path
+    scrubbed(text) -> str               # every URL in a message (a library's error) as shown() shows it
     webhook_body(service, text, payload) -> dict
     digest_text(headlines) -> str    # one message for many episodes reported at once
 
@@ -12,6 +13,7 @@ payload unchanged (a digest: ``{"type": "digest", "text", "events": [payload, â€
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,6 +51,16 @@ def shown(where: str) -> str:
     host = parts.netloc.rpartition("@")[2]
     path = "" if parts.scheme in ("http", "https") else parts.path
     return f"{parts.scheme}://{host}{path}"
+
+
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{}]+")
+"""A URL inside free text (an exception's message)."""
+
+
+def scrubbed(text: str) -> str:
+    """``text`` with every URL in it as :func:`shown` shows it: a library's error message can quote the tracking URI
+    or webhook it failed on, credentials and token included."""
+    return URL.sub(lambda m: shown(m.group(0)), text)
 
 
 def webhook_body(service: str, text: str, payload: dict[str, Any]) -> dict[str, Any]:

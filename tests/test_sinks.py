@@ -318,3 +318,18 @@ def test_trackio_without_a_project_outside_a_trackio_run_writes_to_the_default_p
     finally:
         sqlite_storage.TRACKIO_DIR = before
     assert "collapsewatch verdict: collapsed" in {a["title"] for a in alerts}
+
+
+def test_a_failure_line_shows_no_credential_or_token_a_librarys_error_quotes():
+    # a tracking library's error names the URI it failed on; the line keeps each URL's scheme and host (and a non-http
+    # path) and drops the user:password, the query and an http(s) path — by hand, from webhooks.shown's rule
+    from collapsewatch.sinks.base import failed_line
+    from collapsewatch.webhooks import scrubbed
+
+    why = ("MlflowException: API request to https://bob:pw@mlflow.example:5000/api/2.0/runs?token=t failed; "
+           "tried postgresql://bob:pw@db:5432/mlflow and (https://hooks.slack.com/services/T0/B0/s3cret)")
+    assert scrubbed(why) == ("MlflowException: API request to https://mlflow.example:5000 failed; tried "
+                             "postgresql://db:5432/mlflow and (https://hooks.slack.com)")
+    line = failed_line("mlflow:https://mlflow.example:5000", why)
+    assert "pw" not in line and "s3cret" not in line and "token" not in line
+    assert scrubbed("no URL here: tb/a") == "no URL here: tb/a"

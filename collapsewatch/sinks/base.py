@@ -12,7 +12,7 @@ from typing import Any
 
 from ..detectors.events import SEVERITY_RANK
 from ..series import PREFIX, STEP_KEY
-from ..webhooks import shown
+from ..webhooks import scrubbed, shown
 
 SEVERITY_SCALAR = PREFIX + "episode_severity"
 """The tracker scalar of an episode's severity (:func:`collapsewatch.detectors.events.severity_number`), at its
@@ -38,8 +38,9 @@ FAIL_SOFT = "a failure stops neither training nor watch"
 
 
 def failed_line(label: str, why: str) -> str:
-    """The one line that says a sink failed (:attr:`Sink.label`, then why); its later failures are not said."""
-    return f"the {label} sink failed ({why}); its later errors are not logged, {FAIL_SOFT}"
+    """The one line that says a sink failed (:attr:`Sink.label`, then why — its URLs scrubbed of credentials and
+    tokens, :func:`collapsewatch.webhooks.scrubbed`); its later failures are not said."""
+    return f"the {label} sink failed ({scrubbed(why)}); its later errors are not logged, {FAIL_SOFT}"
 
 
 class SinkUnavailable(ValueError):
