@@ -30,8 +30,8 @@
 
 * collapse (warning; ``info`` on a run that reads as solving its task, as above): early — while the history holds
   fewer than min_points points, the median of the last ``early_points`` (3) points ≤ collapse_frac × the highest of
-  the run's first smooth_steps points that came before them (a rise inside the window is no start to fall from), flagged at the point that shows it (``Finding.immediate``; the median of 3 is
-  its confirmation): a policy whose entropy fell tenfold in its first steps (a tuned-on run fell from 0.93 to 0.07
+  the run's first smooth_steps points that came before them (a rise inside the window is no start to fall from),
+  flagged at the point that shows it (``Finding.immediate``; the median of 3 is its confirmation): a policy whose entropy fell tenfold in its first steps (a tuned-on run fell from 0.93 to 0.07
   nats by its 6th point, responses at the length cap, and nothing read it for 20 points: docs/lab/bench.md, session
   34); then level < collapse_abs, or level < collapse_frac × the *normal peak*: the highest level
   over the history that was not itself a blow-up (below blowup_factor × the history median). Without that
@@ -56,8 +56,9 @@
   reward drop alone included a real dip the run recovered from, while the collapsing runs' criticals came from L at
   the same steps (docs/lab/natural-corpus.md, "Entropy per correctness").
 
-Blow-up and the collapse rule past its early form need min_points points in the history. The history is bounded (history_steps), so a blow-up that
-lasts longer than about half of it becomes the new median and its episode ends: by then the run is gone.
+Blow-up and the collapse rule past its early form need min_points points in the history. The history is bounded
+(history_steps), so a blow-up that lasts longer than about half of it becomes the new median and its episode ends:
+by then the run is gone.
 """
 
 from __future__ import annotations

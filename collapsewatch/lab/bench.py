@@ -73,6 +73,7 @@ reading the rows of the other sources.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -207,32 +208,32 @@ def counts(key: Key, spec: Specificity, own: Specificity | None = None) -> bool:
     return spec.specific(key) and (share is None or share <= SPECIFIC_MAX)
 
 
-def _first_specific(alarms: pd.DataFrame, spec: Specificity, own: Specificity | None = None) -> int | None:
-    """The first step a specific flag rang: per alarm, the least severity s from warning up to its worst whose class
-    (detector, phase, ≥ s) counts (:func:`counts`), dated by when the alarm first stood at s (:func:`.score.dated`)."""
-    ok = []
-    for sev in ("warning", "critical"):
-        hot = alarms[alarms["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[sev]]
-        ok += [int(s) for d, p, s in zip(hot["detector"], hot["phase"], dated(hot, sev), strict=True)
-               if counts((d, p, sev), spec, own)]
-    return min(ok) if ok else None
-
-
-def _standing(alarms: pd.DataFrame, spec: Specificity, own: Specificity | None, r: BenchRun) -> bool:
-    """Whether a counting flag (:func:`counts`) was standing at the run's collapse E (module doc): an alarm dated at or
-    before E, at the least severity whose class counts, whose ``step_end`` is at most ``WITHIN_POINTS`` logged points
-    before E, or later (an unknown end: standing)."""
-    if r.collapse is None or not len(alarms):
-        return False
+def _counting(alarms: pd.DataFrame, spec: Specificity, own: Specificity | None = None) -> Iterator[tuple[int, float]]:
+    """(the step it rang, its last held step or NaN) of each alarm at each severity from warning up to its worst whose
+    class (detector, phase, ≥ s) counts (:func:`counts`), dated by when it first stood at s (:func:`.score.dated`)."""
     ends = alarms["step_end"] if "step_end" in alarms.columns else pd.Series(np.nan, index=alarms.index)
-    last = _point(r.steps, r.collapse) - WITHIN_POINTS
     for sev in ("warning", "critical"):
         hot = alarms["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[sev]
         for d, p, s, end in zip(alarms["detector"][hot], alarms["phase"][hot], dated(alarms[hot], sev), ends[hot],
                                 strict=True):
-            if counts((d, p, sev), spec, own) and s <= r.collapse and (pd.isna(end) or _point(r.steps, int(end)) >= last):
-                return True
-    return False
+            if counts((d, p, sev), spec, own):
+                yield int(s), end
+
+
+def _first_specific(alarms: pd.DataFrame, spec: Specificity, own: Specificity | None = None) -> int | None:
+    """The first step a specific flag rang: per alarm, the least severity s from warning up to its worst whose class
+    counts, dated by when the alarm first stood at s."""
+    return min((s for s, _ in _counting(alarms, spec, own)), default=None)
+
+
+def _standing(alarms: pd.DataFrame, spec: Specificity, own: Specificity | None, r: BenchRun) -> bool:
+    """Whether a counting flag was standing at the run's collapse E (module doc): an alarm dated at or before E whose
+    ``step_end`` is at most ``WITHIN_POINTS`` logged points before E, or later (an unknown end: standing)."""
+    if r.collapse is None or not len(alarms):
+        return False
+    last = _point(r.steps, r.collapse) - WITHIN_POINTS
+    return any(s <= r.collapse and (pd.isna(end) or _point(r.steps, int(end)) >= last)
+               for s, end in _counting(alarms, spec, own))
 
 
 def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Specificity,
