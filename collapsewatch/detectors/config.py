@@ -224,7 +224,8 @@ class StarvationConfig(Timing):
     single_points: int = 20
     """A share logged only as 0 and 1 (one group a step: each point is one group, equal or not): its level is the
     mean of its last this-many points, read from half as many — not the 5-point median, which 3 all-equal single
-    groups in 5 fill (module doc of ``detectors/starvation.py``)."""
+    groups in 5 fill (module doc of ``detectors/starvation.py``). The entropy rule reads such a run's entropy levels
+    over as many points, one group's entropy being as noisy (module doc of ``detectors/entropy.py``)."""
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,15 @@
   reward drop alone included a real dip the run recovered from, while the collapsing runs' criticals came from L at
   the same steps (docs/lab/natural-corpus.md, "Entropy per correctness").
 
+**One group a step.** A run that samples one prompt a step logs its zero-std share as 0 or 1 only
+(:func:`.signals.one_group`, the test the starvation rule reads too), and its ``entropy_mean`` is one group's: a
+group that answered alike reads near 0 and the next one 0.1, so 5-point levels swing by tenfold on a healthy run
+(a FinQA tool-calling agent of 2,400 steps held about 250 warning episodes of entropy blow-up, collapse and
+degenerate output, its authors calling it healthy; docs/lab/bench.md, session 36). On such a run the levels of the
+collapse and blow-up rules are medians of ``starvation.single_points`` (20) points, the early collapse's of half as
+many, and a point under the degenerate floor whose recent median is not is ``info`` (one group answered alike);
+critical stays as above.
+
 Blow-up and the collapse rule past its early form need min_points points in the history. The history is bounded
 (history_steps), so a blow-up that lasts longer than about half of it becomes the new median and its episode ends:
 by then the run is gone.
@@ -101,6 +110,12 @@ def _solved(h: History, cfg: DetectorConfig, point: bool = False) -> str:
     return f"reward {reward:.3g} at the top of its range {lo:.3g}–{hi:.3g}: a task it solves"
 
 
+def _tokens(nats: float) -> str:
+    """How many equally likely tokens an entropy of ``nats`` stands for, e^nats, written so that a huge logged value
+    (an ingested run's 1e3 nats) reads as a power of ten rather than overflowing: ``229``, ``4.5e+21``."""
+    return f"{np.exp(nats):,.0f}" if nats < 20 else f"{10 ** (nats / np.log(10) % 1):.2g}e+{int(nats / np.log(10))}"
+
+
 def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
     level, peak, median = (_num(ev.get(k)) for k in ("entropy_level", "entropy_peak", "entropy_median"))
     if level is None:
@@ -121,7 +136,8 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
 class Entropy:
     name = "entropy"
     phases = ("collapse", "blowup", "degenerate", "diffuse")
-    inputs = ("entropy_mean", "entropy_mean_correct", "reward_mean", "correct_frac", *likelihood.INPUTS)
+    inputs = ("entropy_mean", "entropy_mean_correct", "reward_mean", "correct_frac", "zero_std_group_frac",
+              *likelihood.INPUTS)  # the zero-std share: whether the run samples one group a step
 
     def __init__(self, cfg: DetectorConfig):
         self.cfg = cfg
@@ -132,16 +148,20 @@ class Entropy:
         if now is None:
             return {}
         e = h.series("entropy_mean", self.cfg.history_steps)
-        degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor else self._degenerate(h, e.values, now)}
+        single = signals.one_group(h, self.cfg)
+        degenerate: Verdict = {"degenerate": None if now >= c.degenerate_floor
+                               else self._degenerate(h, e.values, now, single)}
         degenerate["diffuse"] = self._diffuse(e.values[-max(c.ceiling_points, k):], h.first("entropy_mean", k).values,
                                               "diffuse" in open_phases)
         if len(e) < max(c.min_points, k):
-            return {**degenerate, "collapse": self._early_collapse(h, e)}
-        level = e.level(k)
-        levels, median = e.levels(k), median_of(e.values)
+            return {**degenerate, "collapse": self._early_collapse(h, e, single)}
+        n = self.cfg.starvation.single_points if single else k  # one group a step: a level of single_points groups
+        level = e.level(n)
+        levels, median = e.levels(n), median_of(e.values)
         normal = levels[levels < c.blowup_factor * median] if median > 0 else levels
         peak = float(normal.max() if len(normal) else levels.max())
-        ev = {"entropy_level": level, "entropy_peak": peak, "entropy_median": median, "points": len(e)}
+        ev = {"entropy_level": level, "entropy_peak": peak, "entropy_median": median, "points": len(e),
+              "one_group_a_step": single, "level_points": n}
         verdict: Verdict = {"collapse": None, "blowup": None, **degenerate}
         collapse_at = max(c.collapse_abs, c.collapse_frac * peak)
         if level < collapse_at:
@@ -159,32 +179,35 @@ class Entropy:
                 f"entropy blow-up: level {level:.3g} nats ≥ {c.blowup_factor:g} × median {median:.3g}; {why}", ev)
         return verdict
 
-    def _early_collapse(self, h: History, e: Series) -> Finding | None:
-        """The collapse finding before the history holds min_points points (module doc, collapse, early), or None."""
+    def _early_collapse(self, h: History, e: Series, single: bool = False) -> Finding | None:
+        """The collapse finding before the history holds min_points points (module doc, collapse, early), or None;
+        ``single``: one group a step, its level read over starvation.single_points // 2 points."""
         c, k = self.cfg.entropy, self.cfg.smooth_steps
-        if c.early_points <= 0 or len(e) < c.early_points:
+        n = max(c.early_points, self.cfg.starvation.single_points // 2) if single else c.early_points
+        if c.early_points <= 0 or len(e) < n:
             return None
         first = h.first("entropy_mean", k)
-        before = first.values[first.steps < e.steps[-c.early_points]]  # the start, before the window it is judged by
+        before = first.values[first.steps < e.steps[-n]]  # the start, before the window it is judged by
         if not len(before):
             return None
         start = float(before.max())
-        level, bar = e.level(c.early_points), c.collapse_frac * start
+        level, bar = e.level(n), c.collapse_frac * start
         if not (start > 0 and level <= bar):
             return None
         solved = _solved(h, self.cfg)
         ev = {"entropy_level": level, "entropy_peak": start, "entropy_median": median_of(e.values),
-              "points": len(e), "early": True, "solved": solved}
+              "points": len(e), "early": True, "solved": solved, "one_group_a_step": single, "level_points": n}
         return Finding(
-            "info" if solved else "warning", "entropy_mean", level, bar, c.early_points,
+            "info" if solved else "warning", "entropy_mean", level, bar, n,
             f"entropy collapse in the run's first points: level {level:.3g} nats ≤ {c.collapse_frac:g} × {start:.3g}, "
             f"the highest of its first points" + (f"; {solved}: a converged policy" if solved else ""), ev,
             immediate=True)
 
-    def _degenerate(self, h: History, values: np.ndarray, now: float) -> Finding:
+    def _degenerate(self, h: History, values: np.ndarray, now: float, single: bool = False) -> Finding:
         """The degenerate-output finding for a point under the floor (module doc): info on a run that reads as solving
         its task, critical once the median of the last ``degenerate_points`` points is under the floor too, else a
-        warning (one step's answers alike; the policy's recent level is not degenerate yet)."""
+        warning (one step's answers alike; the policy's recent level is not degenerate yet) — info on a run of one
+        group a step (``single``), where one group answered alike is what such a point is."""
         c = self.cfg.entropy
         solved = _solved(h, self.cfg, point=True)
         recent = values[-c.degenerate_points:]
@@ -199,13 +222,15 @@ class Entropy:
             why = ")"
         else:
             why = (f" at this step; the median of its last {len(recent)} points, {recent_median:.3g}, is not: critical "
-                   "once it is)")
+                   "once it is" + ("; one group a step: one group answered alike)" if single else ")"))
+        quiet = solved or (single and not sustained and not never)
         return Finding(
-            "info" if solved else "critical" if sustained and not never else "warning", "entropy_mean", now,
+            "info" if quiet else "critical" if sustained and not never else "warning", "entropy_mean", now,
             c.degenerate_floor, 1,
             f"{'a converged policy' if solved else 'degenerate output'}: entropy {now:.3g} nats < "
             f"{c.degenerate_floor:g} (the policy samples one token per position" + why,
-            {"entropy_now": now, "solved": solved, "entropy_recent_median": recent_median, "since_start": never},
+            {"entropy_now": now, "solved": solved, "entropy_recent_median": recent_median, "since_start": never,
+             "one_group_a_step": single},
             immediate=True)
 
     def _diffuse(self, recent: np.ndarray, start: np.ndarray, is_open: bool) -> Finding | None:
@@ -226,7 +251,7 @@ class Entropy:
         now, high = float(last[-1]), float(recent[-self.cfg.smooth_steps:].max())
         return Finding("warning", "entropy_mean", now, bar, c.ceiling_points,
                        f"diffuse output: entropy over {bar:.3g} nats on {int(over.sum())} of the last {len(over)} points"
-                       f" (up to {high:.3g}: as random as a uniform pick among {np.exp(high):,.0f} tokens per position;"
+                       f" (up to {high:.3g}: as random as a uniform pick among {_tokens(high)} tokens per position;"
                        f" now {now:.3g})",
                        {"entropy_now": now, "entropy_max_recent": high, "points_over": int(over.sum()),
                         "entropy_start": median_of(start)}, immediate=True)

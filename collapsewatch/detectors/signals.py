@@ -38,6 +38,14 @@ def drop_needed(peak: float, cfg: DetectorConfig) -> float:
     return max(cfg.signals.reward_drop_min, cfg.signals.reward_drop_frac * abs(peak))
 
 
+def one_group(h: History, cfg: DetectorConfig) -> bool:
+    """Whether the run logs its zero-std share as single groups — one prompt a step, each point one GRPO group: every
+    logged value the history holds is 0 or 1, and both occur. The starvation rule reads its share over
+    ``starvation.single_points`` points then, and the entropy rule its levels (their module docs)."""
+    v = h.series("zero_std_group_frac", cfg.history_steps).values
+    return bool(np.isin(v, (0.0, 1.0)).all()) and 0.0 in v and 1.0 in v
+
+
 def reward_range(h: History, n: int, k: int) -> tuple[float, float] | None:
     """(lo, hi) of the per-response reward from the last ``n`` points (``k``-point levels): lo = min(0, lowest
     level); hi = the highest level or, with ``reward_std`` s beside a mean r, r + s² / (r − lo) where higher (the

@@ -63,15 +63,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from .config import DetectorConfig, StarvationConfig
 from .events import Finding, Verdict
 from .history import History, Series
 from .registry import fmt as _f
 from .registry import num as _num
 from .registry import register_detector
-from .signals import drop_needed, reward_range
+from .signals import drop_needed, one_group, reward_range
 
 SOLVED, STARVED, UNKNOWN = "all-correct", "all-wrong", "cannot tell"
 
@@ -102,13 +100,6 @@ def zero_std(h: History, n: int) -> tuple[Series, str]:
         return zs, "logged"
     c = h.series("correct_frac", n)
     return Series(c.steps, ((c.values == 0.0) | (c.values == 1.0)).astype(float)), "correct_frac"
-
-
-def one_group(h: History, cfg: DetectorConfig) -> bool:
-    """Whether the run logs its zero-std share as single groups (module doc, *one group a step*): every logged value
-    the history holds is 0 or 1, and both occur."""
-    v = h.series("zero_std_group_frac", cfg.history_steps).values
-    return bool(np.isin(v, (0.0, 1.0)).all()) and 0.0 in v and 1.0 in v
 
 
 def groups(h: History, z: float, cfg: DetectorConfig) -> tuple[str, dict]:

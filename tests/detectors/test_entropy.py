@@ -6,6 +6,7 @@ import pytest
 
 from collapsewatch.detectors import DetectorConfig
 from collapsewatch.detectors.config import EntropyConfig
+from collapsewatch.detectors.entropy import _tokens
 
 from .series import feed, rows, spans
 
@@ -301,3 +302,48 @@ def test_the_collapse_sentence_says_fell_only_below_the_peak():
     # 0.00558 and whose highest ordinary level is 0.00153): not a fall to 365 % of the peak
     assert _sentence("collapse", {"entropy_level": 0.00558, "entropy_peak": 0.00153}, 10) == (
         "entropy at 0.00558 nats, low all along (its peak level 0.00153)")
+
+
+def test_one_group_a_step_reads_its_entropy_over_single_points():
+    # One prompt a step: the zero-std share is logged as 0 or 1 only (1 at even steps, 0 at odd) — signals.one_group,
+    # the starvation rule's test. Against a share of several groups (0.25) the same entropy gives today's episodes.
+    single = {"zero_std_group_frac": lambda s: 1.0 if s % 2 == 0 else 0.0}
+    many = {"zero_std_group_frac": 0.25}
+    # (1) blow-up: 0.1 everywhere but 0.4 at steps 40–42. The 5-point level is 0.4 at 42, 43 and 44 (three of the
+    # five points) ≥ 1.5 × the median 0.1 → a blow-up confirmed at 44 (confirm_steps 3), info (no reward, no
+    # correct-response entropy: cannot tell). One group a step: the level is the median of the last 20 points
+    # (starvation.single_points), three of them 0.4 → 0.1, under the bar: no episode.
+    blow = {"entropy_mean": lambda s: 0.4 if 40 <= s <= 42 else 0.1}
+    assert spans(feed(rows(60, **blow, **many), ONLY)[1].episodes(), "entropy") == [("blowup", 44, 44, "info")]
+    assert feed(rows(60, **blow, **single), ONLY)[1].episodes() == []
+    # (2) a point under the degenerate floor (1e-4 < 1e-3 at steps 10 and 20, 0.05 elsewhere; the median of the last
+    # 10 points 0.05 is not under it): a warning each today, info on one group a step (one group answered alike)
+    dips = {"entropy_mean": lambda s: 1e-4 if s in (10, 20) else 0.05}
+    assert [(p, a, sev) for p, a, _, sev in spans(feed(rows(30, **dips, **many), ONLY)[1].episodes(), "entropy")] == [
+        ("degenerate", 10, "warning"), ("degenerate", 20, "warning")]
+    got = feed(rows(30, **dips, **single), ONLY)[1].episodes()
+    assert [(e.phase, e.step_start, e.severity) for e in got] == [("degenerate", 10, "info"), ("degenerate", 20, "info")]
+    assert got[0].evidence["one_group_a_step"] is True and "one group answered alike" in got[0].message
+    # ... and a sustained fall under it stays critical: 0.5 for steps 0–9, then 1e-4 — at step 14 the last 10 points
+    # hold five 0.5 and five 1e-4 (median 0.25); at 15 six 1e-4 → median 1e-4 < the floor: critical from then
+    fell = feed(rows(20, entropy_mean=lambda s: 0.5 if s < 10 else 1e-4, **single), ONLY)[1].episodes()
+    (ep,) = [e for e in fell if e.phase == "degenerate"]
+    assert (ep.step_start, ep.severity, ep.evidence["reached"]["critical"]) == (10, "critical", 15)
+    # (3) the early collapse (fewer than 20 points): 1.0 for steps 0–4, 0.5 then, but 0.05 at steps 7–9. Today the
+    # median of the last 3 points is first ≤ 0.1 × 1.0 at step 8 (0.5, 0.05, 0.05 → 0.05) and last at 10 (0.05,
+    # 0.05, 0.5): a warning, steps 8–10. One group a step reads the median of
+    # the last 10 (single_points // 2): at 14 (steps 5–14, three of them 0.05) it is 0.5; before 14 the window
+    # reaches back into the first points it is judged against, or the history is short of 10: nothing.
+    early = {"entropy_mean": [1.0] * 5 + [0.5, 0.5, 0.05, 0.05, 0.05] + [0.5] * 5}
+    assert spans(feed(rows(15, **early, **many), ONLY)[1].episodes(), "entropy") == [("collapse", 8, 10, "warning")]
+    assert feed(rows(15, **early, **single), ONLY)[1].episodes() == []
+
+
+def test_a_huge_logged_entropy_is_written_as_a_power_of_ten():
+    # an ingested run that logs 1,000 nats (a summed, not a per-token, entropy): e^1000 overflows a float (numpy
+    # warned and the message read "inf"); e^1000 = 10^(1000 / ln 10) = 10^434.29 = 1.97 × 10^434 → "2e+434".
+    # Below 20 nats the number itself: e^9 = 8,103.08 → "8,103"; e^20 = 4.85e8 → "4.9e+8".
+    data = rows(12, entropy_mean=lambda s: 0.7 if s < 6 else 1000.0)
+    (ev,) = feed(data, ONLY)[1].episodes()
+    assert "as random as a uniform pick among 2e+434 tokens per position" in ev.message
+    assert (_tokens(9.0), _tokens(20.0)) == ("8,103", "4.9e+8")
