@@ -59,8 +59,8 @@
 **One group a step.** A run that samples one prompt a step logs its zero-std share as 0 or 1 only
 (:func:`.signals.one_group`, the test the starvation rule reads too), and its ``entropy_mean`` is one group's: a
 group that answered alike reads near 0 and the next one 0.1, so 5-point levels swing by tenfold on a healthy run
-(a FinQA tool-calling agent of 2,400 steps held about 250 warning episodes of entropy blow-up, collapse and
-degenerate output, its authors calling it healthy; docs/lab/bench.md, session 36). On such a run the levels of the
+(a FinQA tool-calling agent of 2,400 steps its authors call healthy held 193 warning episodes of entropy blow-up,
+collapse and degenerate output; docs/lab/bench.md, session 36). On such a run the levels of the
 collapse and blow-up rules are medians of ``starvation.single_points`` (20) points, the early collapse's of half as
 many, and a point under the degenerate floor whose recent median is not is ``info`` (one group answered alike);
 critical stays as above.
