@@ -41,7 +41,11 @@ def _open_store(store: str):
 
 @app.command()
 @friendly
-def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None:
+def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False,
+         workers: Annotated[int | None, typer.Option(
+             "--workers", min=1, help="Processes that judge the runs whose verdict must be computed (a store new to "
+             "this machine, or every run after the detector rules changed); 1: all in this process. Default: the "
+             "CPUs this process may use.")] = None) -> None:
     """List the runs of a store with status, steps and verdict (every summary column with --csv / --json).
 
     The verdict is one of four values: healthy, warning, collapsed, or "no steps" for a run with no step recorded
@@ -59,10 +63,10 @@ def runs(store: StoreArg, csv: CsvOpt = False, as_json: JsonOpt = False) -> None
             if starred:
                 typer.echo(computed_footnote(store, starred))
             return
-    from .report import runs_table
+    from .report import runs_table, workers_default
     from .runlines import computed_footnote
 
-    compact, full = runs_table(_open_store(store))
+    compact, full = runs_table(_open_store(store), workers_default() if workers is None else workers)
     print_frame(full if csv or as_json else compact, csv, as_json)
     starred = compact.loc[compact["verdict"].str.endswith("*"), "run"].tolist() if not (csv or as_json) else []
     if starred:

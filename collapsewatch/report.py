@@ -143,19 +143,58 @@ def kept_run_rows(store: Store, runs: list[str] | None = None) -> pd.DataFrame:
     return df.sort_values(["started_at", "run"], kind="stable", ignore_index=True)
 
 
-def runs_table(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
+PARALLEL_MIN = 16
+"""Runs to judge before ``runs_table`` spreads them over processes: each worker's start (a new interpreter importing
+the package, about a second) costs more than judging a few runs in this one."""
+
+
+def workers_default() -> int:
+    """The CPUs this process may run on (``runs --workers``' default)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _line_at(root: str, r: dict) -> tuple[dict, dict]:
+    """:func:`_line` in a worker process: the store opened there (a connection is not shared between processes)."""
+    return _line(Store(root), r)
+
+
+def _lines(store: Store, recs: list[dict], workers: int) -> list[tuple[dict, dict]]:
+    """``_line`` of each run row, in order: in this process, or — with ``workers`` ≥ 2, at least ``PARALLEL_MIN``
+    rows and a local store — in that many worker processes (started afresh: a fork would copy DuckDB's threads'
+    locks). Each worker judges its runs from their folders and keeps what it judged (``judged``), as this process
+    would; a pool that cannot start or whose worker dies leaves the rest to this process."""
+    if workers < 2 or len(recs) < PARALLEL_MIN or store.where.remote is not None:
+        return [(r, _line(store, r)) for r in recs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    n = min(workers, len(recs))
+    try:
+        with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+            out = list(pool.map(_line_at, [str(store.root)] * len(recs), recs, chunksize=max(1, len(recs) // (4 * n))))
+    except (BrokenProcessPool, OSError):
+        return [(r, _line(store, r)) for r in recs]
+    return list(zip(recs, out, strict=True))
+
+
+def runs_table(store: Store, workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(compact table, full rows): one row per run, oldest first, with its verdict. The full rows (for --json /
     --csv) hold every ``runs_summary`` column plus the verdict's fields; n_events counts the shown episodes.
 
     A settled run's line (not running) is kept whole between processes (``runlines``), so a warm ``runs`` of 1,000
     finished runs stats five folders and reads one small file per run. The others are read from the run rows
     (``kept_run_rows``) with each run's step statistics and verdict from what was kept of its segment files
-    (``_step_stats``, ``judge.summary``), computed from its folder alone when new."""
+    (``_step_stats``, ``judge.summary``), computed from its folder alone when new — by ``workers`` processes where
+    many runs need it (a new store, or every run after a rules change: :func:`_lines`)."""
     lines, keys = runlines.kept_lines(store.root)
     stale = [run for run in keys if run not in lines]
     fetch_keys(store, stale)
-    for r in (kept_run_rows(store, stale) if stale else pd.DataFrame()).to_dict("records"):
-        compact, full = _line(store, r)
+    recs = (kept_run_rows(store, stale) if stale else pd.DataFrame()).to_dict("records")
+    for r, (compact, full) in _lines(store, recs, workers):
         ts = full["started_at"]
         order = [True, 0] if ts is None or ts is pd.NaT else [False, ts.value]
         lines[r["run"]] = line = {"compact": {k: judged.plain(v, None) for k, v in compact.items()},
