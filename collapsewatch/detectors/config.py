@@ -9,8 +9,7 @@ Override with ``dataclasses.replace``, :meth:`DetectorConfig.from_file` or :meth
 
 Units of windows: every window (``*_window``, ``*_steps`` lengths, ``history_steps``) counts *logged points* of the
 column it reads, not steps (see :mod:`.history`): a run that logs every 10th step gets the same verdicts on its
-points, over 10× as many steps. The ``*_steps`` names are kept for compatibility with existing config files.
-"""
+points, over 10× as many steps. The ``*_steps`` names are kept for compatibility with existing config files."""
 
 from __future__ import annotations
 
