@@ -165,7 +165,8 @@ def _lines(store: Store, recs: list[dict], workers: int) -> list[tuple[dict, dic
     """``_line`` of each run row, in order: in this process, or — with ``workers`` ≥ 2, at least ``PARALLEL_MIN``
     rows and a local store — in that many worker processes (started afresh: a fork would copy DuckDB's threads'
     locks). Each worker judges its runs from their folders and keeps what it judged (``judged``), as this process
-    would; a pool that cannot start or whose worker dies leaves the rest to this process."""
+    would; where the pool cannot start or a worker dies, this process goes through every run (reading what the
+    workers kept, judging the rest)."""
     if workers < 2 or len(recs) < PARALLEL_MIN or store.where.remote is not None:
         return [(r, _line(store, r)) for r in recs]
     import multiprocessing

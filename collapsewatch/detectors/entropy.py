@@ -112,7 +112,8 @@ def _solved(h: History, cfg: DetectorConfig, point: bool = False) -> str:
 
 def _tokens(nats: float) -> str:
     """How many equally likely tokens an entropy of ``nats`` stands for, e^nats, written so that a huge logged value
-    (an ingested run's 1e3 nats) reads as a power of ten rather than overflowing: ``229``, ``4.5e+21``."""
+    (an ingested run's 1e3 nats) reads as a power of ten rather than overflowing: ``228`` for 5.43 nats, ``5.2e+21``
+    for 50."""
     return f"{np.exp(nats):,.0f}" if nats < 20 else f"{10 ** (nats / np.log(10) % 1):.2g}e+{int(nats / np.log(10))}"
 
 
