@@ -7,22 +7,16 @@ import shutil
 
 import pytest
 
-from collapsewatch import judge, report
+from collapsewatch import report
 from collapsewatch.ingest import ingest_file
-from collapsewatch.store import Store, manifest, segments
+from collapsewatch.store import Store
+from tests.store.test_reader_cache import _forget, cache  # noqa: F401  (cache: a fixture)
+
+# a fresh COLLAPSEWATCH_CACHE, inherited by the worker processes; this process's reader state forgotten
+pytestmark = pytest.mark.usefixtures("cache")
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COLLAPSEWATCH_CACHE", str(tmp_path / "cache"))  # inherited by the worker processes
-    for forget in (segments._verdicts.clear, manifest.clear, judge.clear):
-        forget()
-    yield
-    for forget in (segments._verdicts.clear, manifest.clear, judge.clear):
-        forget()
-
-
-def test_runs_judged_by_workers_give_the_table_one_process_gives(tmp_path, cache, monkeypatch):
+def test_runs_judged_by_workers_give_the_table_one_process_gives(tmp_path, monkeypatch):
     # 16 runs (report.PARALLEL_MIN) of 30 steps, ingested from JSONL: run k's reward holds at 0.5 and, for odd k,
     # falls to 0 from step 15 (a collapse by the reward rule), its entropy 0.3 and then 3.0 (diffuse output) —
     # healthy and collapsed verdicts alike. Two copies of the store: one table by 2 workers, one in this process.
@@ -37,8 +31,7 @@ def test_runs_judged_by_workers_give_the_table_one_process_gives(tmp_path, cache
         ingest_file(a, f, f"run{k:02d}")
     b = tmp_path / "b"
     shutil.copytree(a, b)
-    for forget in (segments._verdicts.clear, manifest.clear, judge.clear):
-        forget()
+    _forget()
     calls: list[str] = []
     real = report._line
     monkeypatch.setattr(report, "_line", lambda store, r: calls.append(r["run"]) or real(store, r))
@@ -50,9 +43,10 @@ def test_runs_judged_by_workers_give_the_table_one_process_gives(tmp_path, cache
         here["run"])
     assert sorted(set(here["verdict"])) == ["collapsed", "healthy"]
     # what the workers judged was kept: this process reads it, judging nothing
+    from collapsewatch import judge
+
     judged: list[str] = []
     real_judge = judge._judge
     monkeypatch.setattr(judge, "_judge", lambda store, run, *a: judged.append(run) or real_judge(store, run, *a))
-    for forget in (segments._verdicts.clear, manifest.clear, judge.clear):
-        forget()
+    _forget()
     assert report.runs_table(Store(a), workers=1)[1].equals(by_workers) and judged == []
