@@ -19,6 +19,13 @@ verdict, the judge, the dashboard and the lab.
   collapse must last: whether the fall is a collapse, or the recovery lasts, the log cannot tell. The lab lists such
   runs as labels it cannot trust (``collapsewatch.lab.bench``, U3) and scores them nowhere (issue 31: a natural run
   at reward 0 for 100 steps, whose last 3 levels rose, was a "never-collapsed" run with criticals).
+* **The starting evaluation as witness**: the reward rule needs a best level to fall from, and a run that dies inside
+  its warm-up never has one (reward 0.25, 0.06, 0.06, 0, 0, … has a first level of 0.06: it reads as a run that never
+  learned). Where the run logs an evaluation at or before its first reward point (the policy it starts from, scored on
+  a held-out set) of at least ``MIN_BEST``, and the reward's best level stays under ``MIN_BEST``, that evaluation is
+  the best: the run collapsed at the first later evaluation ≤ ``COLLAPSE_FRAC`` × it, if at least ``SUSTAIN``
+  evaluations follow and none of them comes back above ``RECOVER_FRAC`` × it (:func:`start_collapse`; the lab's
+  label, not the verdict's). A run whose reward has a best is judged by the reward alone.
 * **Drill**: ``drill.kind`` and ``drill.at_step`` from the run's config in the store (the built-in trainer
   records them).
 """
@@ -65,6 +72,29 @@ def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
         if len(later) < sustain:  # too close to the run's end to tell a dip from a collapse (nor can any later row)
             return None
         if not np.any(later > RECOVER_FRAC * b):
+            return int(steps[i])
+    return None
+
+
+def start_collapse(steps: np.ndarray, reward: np.ndarray, score: np.ndarray, sustain: int = SUSTAIN) -> int | None:
+    """The step of a collapse the starting evaluation witnesses (module docstring), or None: rows in step order,
+    ``score`` the evaluation per row (NaN where none was logged)."""
+    steps = np.asarray(steps)
+    reward, score = np.asarray(reward, dtype="float64"), np.asarray(score, dtype="float64")
+    _, best = reward_level(steps, reward)
+    rewarded, evals = np.flatnonzero(~np.isnan(reward)), np.flatnonzero(~np.isnan(score))
+    if not len(rewarded) or not len(evals) or best[-1] >= MIN_BEST or steps[evals[0]] > steps[rewarded[0]]:
+        return None  # the reward rule has a best (it alone judges), or no evaluation saw the starting policy
+    start, later = score[evals[0]], evals[1:]
+    if not start >= MIN_BEST:
+        return None
+    for j, i in enumerate(later):
+        if score[i] > COLLAPSE_FRAC * start:
+            continue
+        rest = score[later[j + 1:]]
+        if len(rest) < sustain:
+            return None
+        if not np.any(rest > RECOVER_FRAC * start):
             return int(steps[i])
     return None
 

@@ -17,7 +17,8 @@ Definitions (fixed before any figure was looked at; the constants below are the 
   ``SMOOTH`` (10) points (of all of them from the 5th while fewer: :mod:`collapsewatch.reward`); a level set before
   point 20 still has start-up points in its window, so the "best" it falls from is the
   run's noisy starting level, not a level the run learned (issue 31: drilled runs "collapsing" at step 14 from a
-  10-point level at their start, 18 steps before their drill); U3 a derived "no collapse" that the run's last
+  10-point level at their start, 18 steps before their drill) — not asked of a collapse the starting evaluation
+  witnesses (``RunLabel.witness``: its best is an evaluation of the starting policy, not a reward level); U3 a derived "no collapse" that the run's last
   ``SUSTAIN`` points decide (:func:`collapsewatch.reward.undecided`: a fall first seen there, or the only recovery
   from one) — fewer points than a collapse must last, so the log cannot tell.
 * **Classes** of the trusted runs: *collapsed* (E set), *healthy* (no drill, no E: every alarm on it is false),
@@ -143,7 +144,7 @@ def classify(source: str, label: RunLabel, steps: np.ndarray, reward: np.ndarray
     if not csv_label and label.collapse is not None:
         if label.kind and label.onset is not None and label.collapse < label.onset:
             status, reason = "untrusted", f"U1: collapse at {label.collapse} before the drill onset {label.onset}"
-        else:
+        elif not label.witness:  # a best the starting evaluation set is not the reward's (U2 reads the reward)
             k = best_point(steps, reward, label.collapse)
             if k is not None and k < NOISY_POINTS:
                 status, reason = "untrusted", (f"U2: collapse at {label.collapse} from a best set at reward point "

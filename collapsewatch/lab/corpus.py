@@ -58,7 +58,8 @@ def load_corpus(store_path: str | os.PathLike, labels_file: str | os.PathLike | 
                 continue
             steps, reward = df["step"].to_numpy(), df["reward_mean"].to_numpy(dtype="float64")
             frames[run] = df
-            labels[run] = label_run(run, configs.get(run), steps, reward, user.get(run))
+            score = df["eval_score"].to_numpy(dtype="float64") if "eval_score" in df else None
+            labels[run] = label_run(run, configs.get(run), steps, reward, user.get(run), score)
             near[run] = near_best_steps(steps, reward)
     finally:
         store.close()

@@ -32,17 +32,19 @@ from ..reward import (
     drill_of,
     reward_collapse,
     reward_level,
+    start_collapse,
     undecided,
 )
 
 __all__ = ["COLLAPSE_FRAC", "MIN_BEST", "RECOVER_FRAC", "SMOOTH", "SUSTAIN", "RunLabel", "drill_of", "label_run",
-           "near_best_steps", "read_label_file", "reward_collapse", "reward_level", "undecided"]
+           "near_best_steps", "read_label_file", "reward_collapse", "reward_level", "start_collapse", "undecided"]
 
 
 @dataclass(frozen=True)
 class RunLabel:
     """What is known about one run: the drill (kind "" = none), its onset and the reward collapse step;
-    ``undecided``: why a derived "no collapse" rests on the run's last points ('' where it does not)."""
+    ``undecided``: why a derived "no collapse" rests on the run's last points ('' where it does not);
+    ``witness``: "evaluation" where the starting evaluation dated the collapse (``reward.start_collapse``), else ''."""
 
     run: str
     kind: str
@@ -51,6 +53,7 @@ class RunLabel:
     first_step: int
     last_step: int
     undecided: str = ""
+    witness: str = ""
 
     @property
     def n_steps(self) -> int:
@@ -104,16 +107,20 @@ def _int_or_none(text: str | None) -> int | None:
 
 
 def label_run(run: str, config: Mapping[str, Any] | str | None, steps: np.ndarray, reward: np.ndarray,
-              user: dict[str, str | int | None] | None = None) -> RunLabel:
-    """The run's label: drill from its config, collapse by the rule (undecided where the run's end decides it); a user
-    label overrides all three."""
+              user: dict[str, str | int | None] | None = None, score: np.ndarray | None = None) -> RunLabel:
+    """The run's label: drill from its config, collapse by the rule (undecided where the run's end decides it; the
+    starting evaluation its witness where the reward has no best, ``score``: the evaluation per row, NaN where none);
+    a user label overrides all three."""
     kind, onset = drill_of(config)
     collapse = reward_collapse(steps, reward)
+    witness = ""
+    if collapse is None and score is not None and (collapse := start_collapse(steps, reward, score)) is not None:
+        witness = "evaluation"
     why = "" if collapse is not None else undecided(steps, reward)
     if user is not None:
         kind, onset, collapse = str(user["kind"] or ""), user["onset"], user["collapse"]  # type: ignore[assignment]
-        why = ""
+        why, witness = "", ""
     if kind and onset is None:
         raise ValueError(f"run {run!r}: kind {kind!r} given without an onset step")
     first, last = (int(steps[0]), int(steps[-1])) if len(steps) else (0, -1)
-    return RunLabel(run, kind, onset, collapse, first, last, why)
+    return RunLabel(run, kind, onset, collapse, first, last, why, witness)

@@ -6,7 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collapsewatch.lab.labels import RunLabel, label_run, read_label_file, reward_collapse, reward_level
+from collapsewatch.lab.bench import classify
+from collapsewatch.lab.labels import (
+    RunLabel,
+    label_run,
+    read_label_file,
+    reward_collapse,
+    reward_level,
+    start_collapse,
+)
 from collapsewatch.lab.score import score
 from collapsewatch.reward import undecided
 
@@ -208,3 +216,50 @@ def test_labels_from_config_and_user_file(tmp_path):
     path.write_text("run,kind,onset,collapse\nx,lld,2.5,\n")
     with pytest.raises(ValueError, match="line 2"):
         read_label_file(path)
+
+
+def test_the_starting_evaluation_witnesses_a_collapse_the_reward_cannot_date():
+    # a run that dies inside its warm-up (the natural corpus's GRPO at lr 2e-3): reward .25, .0625, .0625, then 0
+    # for 57 points. Its first level (point 5: median of .25 .0625 .0625 0 0) is .0625 and none is higher: the best
+    # .0625 < MIN_BEST .1, so the reward rule reads "never learned" — no collapse, and nothing its end decides.
+    steps = np.arange(60)
+    reward = np.r_[.25, .0625, .0625, np.zeros(57)]
+    assert reward_collapse(steps, reward) is None and undecided(steps, reward) == ""
+    # an evaluation every 5 steps from step 0 (the starting policy: step 0 ≤ the first reward point): .3125, then 0.
+    # .3125 ≥ MIN_BEST is the best; the evaluation at 5 scores 0 ≤ .5 × .3125 = .15625, the 10 after it (steps
+    # 10 … 55: ≥ SUSTAIN 10) all 0 ≤ .75 × .3125 → collapsed at 5
+    score = np.full(60, np.nan)
+    score[::5] = 0.0
+    score[0] = .3125
+    assert start_collapse(steps, reward, score) == 5
+    lab = label_run("w", None, steps, reward, score=score)
+    assert (lab.collapse, lab.witness, lab.undecided) == (5, "evaluation", "") and not lab.healthy
+    # the bench trusts it: U2 (a best set among the first 20 reward points) reads the reward's best, not this one
+    assert classify("natural", lab, steps, reward, csv_label=False).status == "collapsed"
+    # the user's word overrides the witness
+    given = label_run("w", None, steps, reward, {"kind": "", "onset": None, "collapse": None}, score)
+    assert (given.collapse, given.witness) == (None, "") and given.healthy
+    # exactly .15625 is a fall (≤); the evaluation at 5 at .16 is not, and the one at 10 then has 9 after it: None
+    at_half = score.copy()
+    at_half[5] = .15625
+    assert start_collapse(steps, reward, at_half) == 5
+    above = score.copy()
+    above[5] = .16
+    assert start_collapse(steps, reward, above) is None
+    # one evaluation back above .75 × .3125 = .234 (.25 at step 55): every fall has it after it, or < 10 after → None
+    back = score.copy()
+    back[55] = .25
+    assert start_collapse(steps, reward, back) is None
+    # no evaluation of the starting policy (the first at step 5, after the first reward point 0): None
+    late = score.copy()
+    late[0] = np.nan
+    late[5] = .3125
+    assert start_collapse(steps, reward, late) is None
+    # a starting score under MIN_BEST (.09: within noise of 0) sets no best: None
+    weak = score.copy()
+    weak[0] = .09
+    assert start_collapse(steps, reward, weak) is None
+    # a reward with a best (.5 throughout: level .5 ≥ .1) is judged by the reward alone: healthy, the evaluation unread
+    held = np.full(60, .5)
+    assert start_collapse(steps, held, score) is None
+    assert label_run("h", None, steps, held, score=score).healthy
