@@ -2,7 +2,8 @@
 
 * **Drill onset** and **reward collapse**: by the product's rule (:mod:`collapsewatch.reward`, one home); a derived
   label the run's end decides (``reward.undecided``) carries why in ``RunLabel.undecided`` and is neither healthy
-  nor collapsed.
+  nor collapsed; where the reward never had a best to fall from, the run's evaluation of its starting policy is
+  the witness (``reward.start_collapse``, ``RunLabel.witness``).
 * **Near best**: the severity gate's rule (``detectors.severity.near_best_points``) — a ``critical`` flag
   there breaks the severity promise (no critical near the best reward); one definition for the gate and the lab.
 * **User labels**: a CSV with columns ``run, kind, onset, collapse`` (empty cells = none) overrides the
