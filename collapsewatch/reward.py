@@ -68,12 +68,20 @@ def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
         b = best[i]
         if not (b >= MIN_BEST and level[i] <= COLLAPSE_FRAC * b):
             continue
-        later = level[defined[j + 1:]]
-        if len(later) < sustain:  # too close to the run's end to tell a dip from a collapse (nor can any later row)
+        fell = stayed_down(level[defined[j + 1:]], b, sustain)
+        if fell is None:  # too close to the run's end to tell a dip from a collapse (nor can any later row)
             return None
-        if not np.any(later > RECOVER_FRAC * b):
+        if fell:
             return int(steps[i])
     return None
+
+
+def stayed_down(later: np.ndarray, best: float, sustain: int = SUSTAIN) -> bool | None:
+    """Whether a fall from ``best`` is a collapse by the points after it: None when fewer than ``sustain`` follow
+    (the run's end decides), else True when none of them is back above ``RECOVER_FRAC`` × ``best``."""
+    if len(later) < sustain:
+        return None
+    return not np.any(later > RECOVER_FRAC * best)
 
 
 def start_collapse(steps: np.ndarray, reward: np.ndarray, score: np.ndarray, sustain: int = SUSTAIN) -> int | None:
@@ -91,10 +99,10 @@ def start_collapse(steps: np.ndarray, reward: np.ndarray, score: np.ndarray, sus
     for j, i in enumerate(later):
         if score[i] > COLLAPSE_FRAC * start:
             continue
-        rest = score[later[j + 1:]]
-        if len(rest) < sustain:
+        fell = stayed_down(score[later[j + 1:]], start, sustain)
+        if fell is None:
             return None
-        if not np.any(rest > RECOVER_FRAC * start):
+        if fell:
             return int(steps[i])
     return None
 
