@@ -74,7 +74,8 @@ def score_natural(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
 def run_table(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
     """One row per undrilled run: steps, collapse step ("cannot tell" where the run's end decides its label, with why
     in ``undecided``), and per detector its first flag ≥ warning as ``phase@step(severity)`` (worst severity of that
-    episode), '' when none."""
+    episode), '' when none; ``witness``: "evaluation" where the starting evaluation dated the collapse
+    (:attr:`.labels.RunLabel.witness`), else ''."""
     warn = _flags(flags).sort_values("step_start")
     detectors = sorted(set(flags["detector"]))
     rows = []
@@ -86,6 +87,7 @@ def run_table(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
             row[det] = "" if first.empty else \
                 f"{first['phase'].iat[0]}@{int(first['step_start'].iat[0])}({first['severity'].iat[0]})"
         row["undecided"] = lab.undecided if lab.collapse is None else ""
+        row["witness"] = lab.witness
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -57,6 +57,10 @@ def test_run_table_says_what_fired_where():
     assert list(t.index) == ["n1", "n2", "n3", "n4"]  # the drill is not a natural run
     assert t.loc["n1", "lld"] == "steady_decay@290(warning)" and t.loc["n1", "collapse"] == 300
     assert t.loc["n2", "entropy"] == "" and t.loc["n3", "entropy"] == "blowup@40(critical)"
+    assert (t["witness"] == "").all()  # every collapse of LABELS is the reward rule's
+    # a collapse the starting evaluation dated says so
+    dated = run_table(FLAGS, [*LABELS, RunLabel("n6", "", None, 10, 0, 399, "", "evaluation")]).set_index("run")
+    assert (dated.loc["n6", "collapse"], dated.loc["n6", "witness"]) == (10, "evaluation")
 
 
 def test_claim_table_compares_the_first_and_last_windows():
