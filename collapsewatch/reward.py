@@ -89,6 +89,9 @@ def start_collapse(steps: np.ndarray, reward: np.ndarray, score: np.ndarray, sus
     ``score`` the evaluation per row (NaN where none was logged)."""
     steps = np.asarray(steps)
     reward, score = np.asarray(reward, dtype="float64"), np.asarray(score, dtype="float64")
+    if not len(steps) == len(reward) == len(score):
+        raise ValueError(f"start_collapse: steps, reward and score need one value per row (NaN where none was "
+                         f"logged); got {len(steps)}, {len(reward)} and {len(score)} rows")
     _, best = reward_level(steps, reward)
     rewarded, evals = np.flatnonzero(~np.isnan(reward)), np.flatnonzero(~np.isnan(score))
     if not len(rewarded) or not len(evals) or best[-1] >= MIN_BEST or steps[evals[0]] > steps[rewarded[0]]:

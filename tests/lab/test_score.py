@@ -263,3 +263,6 @@ def test_the_starting_evaluation_witnesses_a_collapse_the_reward_cannot_date():
     held = np.full(60, .5)
     assert start_collapse(steps, held, score) is None
     assert label_run("h", None, steps, held, score=score).healthy
+    # one score per row, or a clear error naming the three lengths
+    with pytest.raises(ValueError, match="got 60, 60 and 59 rows"):
+        start_collapse(steps, reward, score[:-1])
