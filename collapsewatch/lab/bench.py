@@ -19,8 +19,9 @@ Definitions (fixed before any figure was looked at; the constants below are the 
   run's noisy starting level, not a level the run learned (issue 31: drilled runs "collapsing" at step 14 from a
   10-point level at their start, 18 steps before their drill) — not asked of a collapse the starting evaluation
   witnesses (``RunLabel.witness``: its best is an evaluation of the starting policy, not a reward level); U3 a
-  derived "no collapse" that the run's last ``SUSTAIN`` points decide (:func:`collapsewatch.reward.undecided`: a fall first seen there, or the only recovery
-  from one) — fewer points than a collapse must last, so the log cannot tell.
+  derived "no collapse" that the run's last ``SUSTAIN`` points decide (:func:`collapsewatch.reward.undecided`: a
+  fall first seen there, or the only recovery from one) — fewer points than a collapse must last, so the log
+  cannot tell.
 * **Classes** of the trusted runs: *collapsed* (E set), *healthy* (no drill, no E: every alarm on it is false),
   *other* (a drilled run that did not collapse: counted, not scored).
 * **Alarm**: an offline detector episode (``detect_frame``, today's rules or ``--detectors``) whose worst severity
