@@ -16,7 +16,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+import weakref
 from pathlib import Path
+from typing import IO
 
 _PACKAGED = Path(__file__).resolve().parent / "sample_runs"  # a wheel install (pyproject's package-dir)
 SAMPLE_RUNS = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[1] / "sample_runs" / "store"
@@ -51,6 +53,20 @@ def copy_sample_runs(store: Path) -> list[str]:
     return copied
 
 
+_LOGS: weakref.WeakKeyDictionary[subprocess.Popen, IO[bytes]] = weakref.WeakKeyDictionary()
+"""The log file of each dashboard :func:`start_dashboard` started (:func:`dashboard_log` reads it)."""
+
+
+def dashboard_log(proc: subprocess.Popen, tail: int = 4000) -> str:
+    """The last ``tail`` characters a dashboard started by :func:`start_dashboard` wrote (its requests and any
+    traceback: what a caller shows when a page failed); '' for a process it did not start."""
+    log_file = _LOGS.get(proc)
+    if log_file is None or log_file.closed:
+        return ""
+    log_file.seek(0)
+    return log_file.read().decode(errors="replace")[-tail:]
+
+
 def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: float = 60.0) -> subprocess.Popen:
     """Serve the dashboard of ``store`` in a child process (so training keeps this process's cores and GIL) and
     wait until it answers; raises RuntimeError with the server's last output if it does not. The server's log
@@ -64,6 +80,7 @@ def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: fl
     log_file = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch.dashboard", str(store), "--host", host,
                              "--port", str(port)], stdout=log_file, stderr=subprocess.STDOUT)
+    _LOGS[proc] = log_file
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -71,9 +88,8 @@ def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: fl
             return proc
         except OSError:
             if proc.poll() is not None:
-                log_file.seek(0)
-                err = log_file.read().decode(errors="replace")[-1500:]
-                raise RuntimeError(f"the dashboard did not start on {host}:{port}:\n{err}") from None
+                raise RuntimeError(f"the dashboard did not start on {host}:{port}:\n{dashboard_log(proc, 1500)}") \
+                    from None
             time.sleep(0.3)
     proc.kill()
     raise RuntimeError(f"the dashboard did not answer on {host}:{port} within {timeout:.0f} s")

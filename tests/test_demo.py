@@ -126,3 +126,21 @@ def test_the_closing_hint_names_the_command_as_it_was_started(tmp_path, monkeypa
     # python -m collapsewatch: this interpreter
     monkeypatch.setattr(sys, "argv", ["/x/collapsewatch/__main__.py", "demo"])
     assert this_command() == f"{sys.executable} -m collapsewatch"
+
+
+def test_the_log_of_a_started_dashboard_can_be_read_back():
+    # a failing page's test prints the server's traceback from it: here, the request line of a page it served
+    from collapsewatch.demo import dashboard_log, start_dashboard
+
+    port = free_port()
+    server = start_dashboard(SAMPLE_RUNS, port)
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read()
+        assert '"GET / HTTP/1.1" 200' in dashboard_log(server)
+        assert dashboard_log(server, 10) == dashboard_log(server)[-10:]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    other = subprocess.Popen([sys.executable, "-c", "pass"])
+    other.wait()
+    assert dashboard_log(other) == ""  # not one start_dashboard started

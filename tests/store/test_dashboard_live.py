@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from collapsewatch.demo import start_dashboard
+from collapsewatch.demo import dashboard_log, start_dashboard
 from collapsewatch.store import StoreWriter
 from tests.ports import free_port
 from tests.store.dash_pages import page_request
@@ -54,7 +54,7 @@ def test_no_500_while_a_run_writes_and_compacts(tmp_path):
         statuses += [(url, _page(port, url)) for url in URLS]  # and once more on the finished, compacted run
         assert writer.returncode == 0
         errors = [(u, s) for u, s in statuses if s != 200]
-        assert errors == [] and len(statuses) >= 2 * len(URLS)
+        assert errors == [] and len(statuses) >= 2 * len(URLS), dashboard_log(server)  # its traceback, if any
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -290,7 +290,7 @@ def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3,
     step costs ~1 CPU s between the S3 server and the dashboard's mirror syncs), then once more at the end."""
     from datetime import datetime, timezone
 
-    from collapsewatch.demo import start_dashboard
+    from collapsewatch.demo import dashboard_log, start_dashboard
     from tests.ports import free_port
     from tests.store.test_dashboard_live import URLS, _page
 
@@ -309,7 +309,8 @@ def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3,
             statuses += [(u, _page(port, u)) for u in URLS]
         statuses += [(u, _page(port, u)) for u in URLS]
         assert writer.returncode == 0
-        assert [(u, s) for u, s in statuses if s != 200] == [] and len(statuses) >= 2 * len(URLS)
+        errors = [(u, s) for u, s in statuses if s != 200]
+        assert errors == [] and len(statuses) >= 2 * len(URLS), dashboard_log(server)  # its traceback, if any
     finally:
         server.terminate()
         server.wait(timeout=30)
