@@ -63,8 +63,10 @@ def dashboard_log(proc: subprocess.Popen, tail: int = 4000) -> str:
     log_file = _LOGS.get(proc)
     if log_file is None or log_file.closed:
         return ""
-    log_file.seek(0)
-    return log_file.read().decode(errors="replace")[-tail:]
+    fd = log_file.fileno()  # the child shares this file's offset: pread leaves it where the child writes
+    size = os.fstat(fd).st_size
+    start = max(0, size - 4 * tail)  # UTF-8: at most 4 bytes a character
+    return os.pread(fd, size - start, start).decode(errors="replace")[-tail:]
 
 
 def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: float = 60.0) -> subprocess.Popen:
