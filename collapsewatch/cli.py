@@ -204,7 +204,8 @@ def watch(store: StoreArg, run: RunOpt = None,
           interval: Annotated[float, typer.Option(help="Seconds between polls of the store.")] = 2.0) -> None:
     """Follow live runs and report each new detector event once (again if its severity rises).
 
-    Ends when every watched run has finished or crashed. Exit code: 0 no critical event, 2 a critical event
+    A run whose reward collapses while it runs is reported too, once, at the first poll that sees it (its verdict
+    line). Ends when every watched run has finished or crashed. Exit code: 0 no critical event, 2 a critical event
     was reported, 3 every sink (--to, --notify) failed to deliver (2 wins; some failing is a line, exit 0), 1 an
     error."""
     from .follow import follow

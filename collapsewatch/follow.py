@@ -7,7 +7,11 @@ when it first reaches the threshold, and once more each time its severity rises 
 critical is news); a longer ``step_end`` alone is not. Whether a critical was reported is kept for the exit
 code, and so is whether every sink failed to deliver (which failed is said in one line at the end). Following
 ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C); then each run's verdict is
-printed (a ``{"type": "verdict"}`` object with ``--json``). What is reported also goes to the sinks (``--to``,
+printed (a ``{"type": "verdict"}`` object with ``--json``). A run whose reward collapses while it goes on (its
+verdict says ``collapsed``: the reward's level fell to half its best and stayed down, :mod:`collapsewatch.verdict`) is
+news at the poll that first sees it, once per collapse step: its verdict line (a ``{"type": "collapse"}`` object with
+``--json``) — the first word a log that holds the reward alone gets — and a message of its own to the sinks
+(``Sink.collapse``: a webhook posts it; the last poll's collapses are said by the verdict lines, not printed twice). What is reported also goes to the sinks (``--to``,
 ``--notify``: :mod:`collapsewatch.sinks`), a check's episodes in one call, then each run's verdict. With ``--once``
 a run name the store does not have is an error naming the known runs; without it, watch waits for that run to start.
 """
@@ -21,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .alerts import event_headline
+from .alerts import collapse_headline, collapse_payload, event_headline
 from .detectors.events import SEVERITY_RANK
 from .judge import judge, unknown_run_message
 from .report import event_object, verdict_object
@@ -55,6 +59,9 @@ class EventFollower:
             s.close()
         self.verdicts: dict[str, dict[str, Any]] = {}
         """Each watched run's verdict object at the last poll."""
+        self.collapses: list[dict[str, Any]] = []
+        """The verdicts of the last poll that say a reward collapse not said before (a run, a collapse step: once)."""
+        self._collapses_said: set[tuple[str, Any]] = set()
         self._news = News(severity)
         self.critical = False
         self.ended = False
@@ -67,12 +74,16 @@ class EventFollower:
             status = dict(zip(*(run_rows(store)[c].tolist() for c in ("run", "status")), strict=True))
             runs = [self.run] if self.run is not None else sorted(status)
             statuses = [status.get(run, "absent") for run in runs]  # absent: not started yet
-            out = []
+            out, self.collapses = [], []
             for run in runs:
                 if run in status:
                     j = judge(store, run)
-                    self.verdicts[run] = verdict_object(j)
+                    v = self.verdicts[run] = verdict_object(j)
                     out += self._new(run, j.events.to_dict("records"))
+                    said = (run, v.get("collapse_step"))
+                    if v["status"] == "collapsed" and said not in self._collapses_said:
+                        self._collapses_said.add(said)
+                        self.collapses.append(v)
         finally:
             store.close()
         self.ended = bool(statuses) and all(s in ("finished", "crashed") for s in statuses)
@@ -105,9 +116,15 @@ def follow(store: str | Path, *, run: str | None = None, severity: str = "warnin
             rows = follower.poll()
             for row in rows:
                 emit(json.dumps(event_object(row, row["run"]), allow_nan=False) if as_json else event_headline(row))
+            last = once or follower.ended
+            if not last:  # a reward collapse is news while the run goes on; the last poll's verdict lines say it
+                for v in follower.collapses:
+                    emit(json.dumps(collapse_payload(v), allow_nan=False) if as_json else collapse_headline(v))
             sys.stdout.flush()
             out.events(rows)
-            if once or follower.ended:
+            for v in follower.collapses:
+                out.collapse(v)
+            if last:
                 for v in follower.verdicts.values():
                     emit(json.dumps(v, allow_nan=False) if as_json else f"{v['run']}: {v['sentence']}")
                     out.verdict(v)

@@ -64,13 +64,15 @@ def test_once_reports_each_stored_event_and_exits_2_on_critical(synth, receiver)
     assert all(e["run"] == "collapse" and e["text"] and isinstance(e["evidence"], dict) for e in lines)
     # more than DIGEST_OVER (3) episodes in one check: one digest message listing the same payloads, in order
     assert len(lines) > DIGEST_OVER
-    [(_, _, body)] = receiver.got
+    [(_, _, body), (_, _, collapse)] = receiver.got
     assert body == {"type": "digest", "text": digest_text([event_headline(e) for e in lines]), "events": lines}
-    # then one verdict per run (not POSTed): the run page's and detect's (collapsewatch.judge)
+    # then one verdict per run: the run page's and detect's (collapsewatch.judge); with --once nothing is printed
+    # twice (the verdict line says the collapse), but the webhook gets the collapsed run's as a message of its own
     verdicts = {v["run"]: v for v in out[len(lines):]}
     assert out[:len(lines)] == lines and set(verdicts) == {"collapse", "healthy"}
     assert verdicts["collapse"]["sentence"] == _verdict(synth, "collapse").sentence
     assert verdicts["healthy"]["status"] == "healthy" and not verdicts["healthy"]["events_computed"]
+    assert collapse == {**verdicts["collapse"], "type": "collapse"} and collapse["status"] == "collapsed"
 
 
 def test_severity_filter_and_a_healthy_run_exit_0(synth):
@@ -123,6 +125,41 @@ def test_a_rising_severity_is_reported_again_and_nothing_twice(tmp_path):
     assert not follower.critical and follower.poll() == [] and follower.ended
 
 
+def test_a_reward_collapse_is_news_at_the_first_poll_that_sees_it_and_once(tmp_path, receiver):
+    # A log that holds the reward alone: reward_mean 0.8 at steps 0–29, 0 from step 30 on. The verdict's level is the
+    # trailing median of 10 points (collapsewatch.reward): at step 34 (steps 25–34: five 0.8, five 0) it is
+    # (0 + 0.8) / 2 = 0.4 ≤ 0.5 × the best 0.8, so 34 is the collapse step; from 35 on the level is 0. It is a
+    # collapse once 10 levels follow it (steps 35–44) with none back above 0.75 × 0.8 = 0.6: the poll after step 44
+    # says it, the one after step 43 does not (too few points to tell a dip), and later polls say nothing new.
+    from collapsewatch.alerts import collapse_headline
+    from collapsewatch.sinks.webhook import WebhookSink
+
+    follower, first = None, {}
+    with Monitor(tmp_path, run="r", flush_steps=1, detectors=False) as mon:
+        for step in range(50):
+            mon.log(step, {"reward_mean": 0.8 if step < 30 else 0.0})
+            mon.log(step + 1, {})  # the step is finalised (and written) when the next one starts
+            mon.flush()
+            if step >= 40:
+                follower = follower or EventFollower(tmp_path, "r", "warning")
+                follower.poll()
+                for v in follower.collapses:
+                    first.setdefault(step, []).append(v)
+    assert list(first) == [44] and [v["collapse_step"] for v in first[44]] == [34]
+    [v] = first[44]
+    assert v["status"] == "collapsed" and v["sentence"].startswith("Collapsed at step 34")
+    assert follower.poll() == [] and follower.collapses == [] and follower.ended  # said once, not at the end again
+    # a webhook: the collapse as a message of its own, in the receiver's shape (any URL: the payload; Slack: the line)
+    for url, expected in ((receiver.url, {**v, "type": "collapse"}),
+                          ("slack:" + receiver.url, {"text": collapse_headline(v)})):
+        sink = WebhookSink(url)
+        sink.collapse(v)
+        sink.close()
+        (_, _, body) = receiver.got.pop()
+        assert {k: body[k] for k in expected} == expected and sink.sent == 1
+    assert collapse_headline(v) == f"r: {v['sentence']}"
+
+
 def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
     live = SyntheticRun(tmp_path, "live", n_steps=120, shape=SMALL, flush_every=10, heartbeat_s=3600)
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "watch", str(tmp_path), "--run", "live",
@@ -135,6 +172,14 @@ def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
     assert proc.returncode == EXIT_CRITICAL, err
     *lines, verdict = [json.loads(line) for line in out.splitlines()]
     assert verdict["type"] == "verdict" and verdict["status"] == "collapsed"
+    # the collapse: a line of its own if a poll saw it while the run was still writing (the poll's timing decides),
+    # never twice; the webhook gets it once either way, as a message of its own
+    said = [e for e in lines if e["type"] == "collapse"]
+    lines = [e for e in lines if e["type"] == "event"]
+    assert len(said) <= 1 and all(c["collapse_step"] == verdict["collapse_step"] for c in said)
+    [posted] = [b for _, _, b in receiver.got if b.get("type") == "collapse"]
+    assert (posted["run"], posted["collapse_step"]) == ("live", verdict["collapse_step"])
+    receiver.got = [m for m in receiver.got if m[2].get("type") != "collapse"]
     keys = [(e["detector"], e["phase"], e["step_start"], e["severity"]) for e in lines]
     assert len(keys) == len(set(keys))  # nothing reported twice
     final = {(d, p, s): sev for d, p, s, sev in _stored(tmp_path, "live", "warning")}

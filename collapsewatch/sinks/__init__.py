@@ -6,7 +6,8 @@ has open (TensorBoard, MLflow, W&B, trackio, SwanLab) or a webhook (Slack, Disco
     collapsewatch watch STORE --to mlflow:sqlite:///mlflow.db --to trackio:my-project
 
 A sink receives, through :class:`Sinks`, only the news: each episode once per severity it reaches (rising only,
-:class:`News`), in one call per check (a poll of ``watch``, a delivery of the Monitor's events), then each run's
+:class:`News`), in one call per check (a poll of ``watch``, a delivery of the Monitor's events); from ``watch``, a
+run whose reward collapsed while it still runs (its verdict, once per collapse step: ``collapse``); then each run's
 verdict, then ``close`` (what a tracker library prints meanwhile goes to stderr). A sink given as a string is made
 by :func:`make_sink`; its library is imported lazily, and a missing one is refused in one line
 (:class:`SinkUnavailable`) when the sink is made, before training starts. An error inside a sink is logged once per
@@ -86,6 +87,11 @@ class Sinks:
     def verdict(self, verdict: dict[str, Any]) -> None:
         for sink in self.sinks:
             self._call(sink, "verdict", verdict)
+
+    def collapse(self, verdict: dict[str, Any]) -> None:
+        """A run's collapsed verdict, to every sink (the caller says each collapse once: ``watch``'s follower)."""
+        for sink in self.sinks:
+            self._call(sink, "collapse", verdict)
 
     def close(self) -> None:
         for sink in self.sinks:

@@ -93,6 +93,10 @@ class Sink:
     def verdict(self, verdict: dict[str, Any]) -> None:
         """A run's verdict object (:func:`collapsewatch.report.verdict_object`) once the run has ended."""
 
+    def collapse(self, verdict: dict[str, Any]) -> None:
+        """A run whose reward collapsed while it still runs: its verdict object (status ``collapsed``), once per
+        collapse step (``watch``: :class:`collapsewatch.follow.EventFollower` says each once)."""
+
     def close(self) -> None:
         """Write what is pending and let go of the destination."""
 

@@ -19,7 +19,7 @@ import queue
 import threading
 from typing import Any
 
-from ..alerts import NotifyError, event_body, event_headline, event_payload, post_json
+from ..alerts import NotifyError, collapse_body, event_body, event_headline, event_payload, post_json
 from ..detectors.events import SEVERITY_RANK
 from ..webhooks import DIGEST_OVER, digest_text, service_of, webhook_body
 from .base import Sink, Warn, failed_line, logged
@@ -50,18 +50,25 @@ class WebhookSink(Sink):
         self.least, self.digest_over, self.timeout = SEVERITY_RANK[least], digest_over, timeout
         self.warn = warn or logged
         self.sent = self.failed = 0
-        self._queue: queue.Queue[list[dict[str, Any]] | None] = queue.Queue()
+        self._queue: queue.Queue[list[dict[str, Any]] | dict[str, Any] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._warned = False
 
     def events(self, rows: list[dict[str, Any]]) -> None:
         rows = [r for r in rows if SEVERITY_RANK.get(str(r["severity"]), 0) >= self.least]
-        if not rows:
-            return
-        self._queue.put(rows)
+        if rows:
+            self._send(rows)
+
+    def _send(self, item: list[dict[str, Any]] | dict[str, Any]) -> None:
+        """Queue episode rows (a list) or a ready message body (a dict) for the sending thread."""
+        self._queue.put(item)
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="collapsewatch-webhook", daemon=True)
             self._thread.start()
+
+    def collapse(self, verdict: dict[str, Any]) -> None:
+        """A running run's reward collapse: one message of its own (never part of a digest)."""
+        self._send(collapse_body(self.service, verdict))
 
     def close(self, timeout: float = 30.0) -> None:
         """Send what is queued (waiting at most ``timeout`` seconds) and stop the thread."""
@@ -72,17 +79,16 @@ class WebhookSink(Sink):
 
     def _run(self) -> None:
         while True:
-            batch = self._queue.get()
-            stop = batch is None
-            rows = list(batch or [])
-            while True:  # everything queued meanwhile goes out with it: many at once make one digest
+            batch = [self._queue.get()]
+            while True:  # everything queued meanwhile goes out with it: many episodes at once make one digest
                 try:
-                    more = self._queue.get_nowait()
+                    batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-                stop |= more is None
-                rows += more or []
-            for body in message_bodies(self.service, rows, self.digest_over):
+            stop = None in batch
+            rows = [row for item in batch if isinstance(item, list) for row in item]
+            bodies = message_bodies(self.service, rows, self.digest_over) if rows else []
+            for body in bodies + [item for item in batch if isinstance(item, dict)]:  # a collapse: its own message
                 self._post(body)
             if stop:
                 return
