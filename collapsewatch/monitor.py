@@ -127,7 +127,7 @@ class Monitor:
         resume: continue a run this rank already wrote (after a restart from a checkpoint); without it an
             existing run name is refused (``RunExistsError``) instead of merging two runs.
         sinks: trackers and webhooks that get each episode (once per severity it reaches) and the run's verdict at
-            ``close`` — :class:`collapsewatch.sinks.Sink` objects or ``--to`` strings (``"tensorboard:DIR"``,
+            ``close`` (a reward collapse also as ``Sink.collapse``, the message a webhook posts) — :class:`collapsewatch.sinks.Sink` objects or ``--to`` strings (``"tensorboard:DIR"``,
             ``"wandb"``, ``"slack:https://…"``; docs/trackers.md). Rank 0 only; a sink that errors is logged once
             and never stops training; a missing library is refused here, in one line.
 
@@ -289,7 +289,10 @@ class Monitor:
         try:
             suite = self._recorder.detectors if self._recorder is not None else None
             config = suite.config if suite is not None else None
-            self._sinks.verdict(run_verdict(self.writer.where.show(self.writer.root), self.run, config))
+            verdict = run_verdict(self.writer.where.show(self.writer.root), self.run, config)
+            if verdict["status"] == "collapsed":  # a webhook takes no verdict: the collapse is its message
+                self._sinks.collapse(verdict)
+            self._sinks.verdict(verdict)
         except Exception as exc:  # the run is written whatever the verdict's reading does
             log.warning("collapsewatch: the sinks got no verdict for run %s: %s", self.run, exc)
         self._sinks.close()

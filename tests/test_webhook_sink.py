@@ -25,6 +25,25 @@ def test_one_message_per_episode_and_severity_in_slacks_shape(tmp_path, receiver
         ("/s", {"text": t, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": t}}]}) for t in want]
 
 
+def test_a_monitors_webhook_gets_the_reward_collapse_at_close(tmp_path, receiver):
+    # reward_mean 0.8 at steps 0–29, 0 at 30–49, nothing else logged (no detector fires): the verdict's trailing
+    # 10-point median is (0 + 0.8) / 2 = 0.4 ≤ 0.5 × 0.8 at step 34 and 0 after, with 15 levels after it none above
+    # 0.6 — collapsed at 34 (tests/test_watch.py derives the same series). A webhook takes no verdict: at close it
+    # gets the collapse as its one message, the verdict line in Slack's shape.
+    from collapsewatch import Monitor
+    from collapsewatch.alerts import collapse_headline
+
+    with Monitor(tmp_path, run="r", detectors=False, sinks=[f"slack:{receiver.url}/s"]) as mon:
+        for step in range(50):
+            mon.log(step, {"reward_mean": 0.8 if step < 30 else 0.0})
+    verdict = run_verdict(tmp_path, "r")
+    assert verdict["status"] == "collapsed" and verdict["collapse_step"] == 34
+    line = collapse_headline(verdict)
+    assert line.startswith("r: Collapsed at step 34")
+    assert [(path, body) for path, _, body in receiver.got] == [
+        ("/s", {"text": line, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": line}}]})]
+
+
 def test_many_at_once_make_one_digest(tmp_path, receiver):
     events = grad_run(tmp_path / "s", [])
     # four distinct (episode, severity) reports in one call: more than DIGEST_OVER (3) → one digest message
