@@ -122,12 +122,13 @@ def follow(store: str | Path, *, run: str | None = None, severity: str = "warnin
                     emit(json.dumps(collapse_payload(v), allow_nan=False) if as_json else collapse_headline(v))
             sys.stdout.flush()
             out.events(rows)
-            for v in follower.collapses:
-                out.collapse(v)
             if last:
                 for v in follower.verdicts.values():
                     emit(json.dumps(v, allow_nan=False) if as_json else f"{v['run']}: {v['sentence']}")
                     out.verdict(v)
+            for v in follower.collapses:  # after a last poll's verdicts: a tracker that has the verdict skips it
+                out.collapse(v)
+            if last:
                 if once and not follower.verdicts:  # a store with no run yet: said, not an empty silence
                     warn(f"no runs in {store}")
                 break

@@ -290,9 +290,9 @@ class Monitor:
             suite = self._recorder.detectors if self._recorder is not None else None
             config = suite.config if suite is not None else None
             verdict = run_verdict(self.writer.where.show(self.writer.root), self.run, config)
+            self._sinks.verdict(verdict)
             if verdict["status"] == "collapsed":  # a webhook takes no verdict: the collapse is its message
                 self._sinks.collapse(verdict)
-            self._sinks.verdict(verdict)
         except Exception as exc:  # the run is written whatever the verdict's reading does
             log.warning("collapsewatch: the sinks got no verdict for run %s: %s", self.run, exc)
         self._sinks.close()

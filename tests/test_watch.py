@@ -160,6 +160,36 @@ def test_a_reward_collapse_is_news_at_the_first_poll_that_sees_it_and_once(tmp_p
     assert collapse_headline(v) == f"r: {v['sentence']}"
 
 
+def test_a_tracker_gets_the_verdict_when_the_collapse_is_seen_and_again_at_the_end(tmp_path):
+    # The series above (collapsed at 34, first said by the poll after step 44). A tracker's collapse() writes the
+    # verdict as it stands then; the final verdict is written again at the end; a collapse after the final verdict
+    # (watch's last poll, a Monitor's close) writes nothing more. TensorBoard's text, read back with its own reader.
+    from tensorboard.backend.event_processing.event_accumulator import TENSORS, EventAccumulator
+
+    from collapsewatch.sinks import make_sink, run_verdict
+
+    follower, mid = None, None
+    with Monitor(tmp_path / "store", run="r", flush_steps=1, detectors=False) as mon:
+        for step in range(50):
+            mon.log(step, {"reward_mean": 0.8 if step < 30 else 0.0})
+            mon.log(step + 1, {})
+            mon.flush()
+            follower = follower or EventFollower(tmp_path / "store", "r")
+            follower.poll()
+            mid = mid or (follower.collapses or [None])[0]
+    final = run_verdict(tmp_path / "store", "r")
+    assert mid["collapse_step"] == final["collapse_step"] == 34 and mid["last_step"] < final["last_step"]
+    sink = make_sink(f"tensorboard:{tmp_path / 'tb'}")
+    sink.collapse(mid)
+    sink.verdict(final)
+    sink.collapse(final)
+    sink.close()
+    acc = EventAccumulator(str(tmp_path / "tb" / "r"), size_guidance={TENSORS: 0})
+    acc.Reload()
+    texts = [(e.step, e.tensor_proto.string_val[0].decode()) for e in acc.Tensors("collapsewatch/verdict/text_summary")]
+    assert texts == [(v["last_step"], f"**collapsed** — {v['sentence']}") for v in (mid, final)]
+
+
 def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
     live = SyntheticRun(tmp_path, "live", n_steps=120, shape=SMALL, flush_every=10, heartbeat_s=3600)
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "watch", str(tmp_path), "--run", "live",

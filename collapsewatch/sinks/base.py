@@ -94,8 +94,9 @@ class Sink:
         """A run's verdict object (:func:`collapsewatch.report.verdict_object`) once the run has ended."""
 
     def collapse(self, verdict: dict[str, Any]) -> None:
-        """A run whose reward collapsed while it still runs: its verdict object (status ``collapsed``), once per
-        collapse step (``watch``: :class:`collapsewatch.follow.EventFollower` says each once)."""
+        """A run whose reward collapsed: its verdict object (status ``collapsed``), once per collapse step — from
+        ``watch`` at the first poll that sees it (:class:`collapsewatch.follow.EventFollower` says each once), from a
+        Monitor at ``close``; where the run's final verdict is sent in the same breath, after it."""
 
     def close(self) -> None:
         """Write what is pending and let go of the destination."""

@@ -5,7 +5,8 @@
 * :data:`~collapsewatch.sinks.SEVERITY_SCALAR` at each reported ``step_end``: the worst severity reported there, as a
   number (:func:`collapsewatch.detectors.events.severity_number`: 1 info, 2 warning, 3 critical);
 * at the run's verdict: the verdict (status and sentence) and the episodes table (:data:`EPISODE_COLUMNS`, each
-  reported episode in its latest reported version), once.
+  reported episode in its latest reported version), once — and before it, where ``watch`` sees the reward collapse
+  while the run still writes (``collapse``), the verdict as it stands then.
 
 A tracker sink subclasses :class:`TrackerSink` and fills in ``_open`` / ``_event`` / ``_severity`` / ``_verdict`` /
 ``_finish`` with its library's public API.
@@ -62,6 +63,7 @@ class TrackerSink(Sink, ABC):
         self.where = where
         self._handles: dict[str, Any] = {}
         self._episodes: dict[str, dict[tuple, dict[str, Any]]] = {}
+        self._ended: set[str] = set()  # the runs whose final verdict is written
 
     def events(self, rows: list[dict[str, Any]]) -> None:
         for run in dict.fromkeys(str(r["run"]) for r in rows):
@@ -76,6 +78,17 @@ class TrackerSink(Sink, ABC):
             self._flush(handle)
 
     def verdict(self, verdict: dict[str, Any]) -> None:
+        self._write_verdict(verdict)
+        self._ended.add(str(verdict["run"]))
+
+    def collapse(self, verdict: dict[str, Any]) -> None:
+        """A reward collapse seen while the run writes: the verdict as it stands then — the tracker's verdict fields
+        (and trackio's alert) now, not only at the run's end, which writes it again; nothing once the run's final
+        verdict is written (``watch``'s last poll and a Monitor's ``close`` send the verdict first)."""
+        if str(verdict["run"]) not in self._ended:
+            self._write_verdict(verdict)
+
+    def _write_verdict(self, verdict: dict[str, Any]) -> None:
         run = str(verdict["run"])
         handle = self._handle(run)
         table = sorted(self._episodes.get(run, {}).values(), key=lambda r: (r["step_start"], r["detector"]))
