@@ -18,7 +18,7 @@ import platform
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -31,6 +31,9 @@ from .sentinels import SentinelScores
 from .series import Snapshot
 from .sinks import Sink, Sinks, run_verdict
 from .store.writer import StoreWriter, check_run_name
+
+if TYPE_CHECKING:  # imported when a Monitor has sinks (it reads pandas)
+    from .collapse_news import CollapseNews
 
 log = logging.getLogger("collapsewatch")
 
@@ -127,7 +130,8 @@ class Monitor:
         resume: continue a run this rank already wrote (after a restart from a checkpoint); without it an
             existing run name is refused (``RunExistsError``) instead of merging two runs.
         sinks: trackers and webhooks that get each episode (once per severity it reaches) and the run's verdict at
-            ``close`` (a reward collapse also as ``Sink.collapse``, the message a webhook posts) — :class:`collapsewatch.sinks.Sink` objects or ``--to`` strings (``"tensorboard:DIR"``,
+            ``close``; a reward collapse (``Sink.collapse``, the message a webhook posts) once, when the flushed
+            rows first show it (``collapse_news.py``) — :class:`collapsewatch.sinks.Sink` objects or ``--to`` strings (``"tensorboard:DIR"``,
             ``"wandb"``, ``"slack:https://…"``; docs/trackers.md). Rank 0 only; a sink that errors is logged once
             and never stops training; a missing library is refused here, in one line.
 
@@ -156,6 +160,7 @@ class Monitor:
         self.enabled = enabled
         self._closed = False
         self._sinks = Sinks(sinks if enabled and self.rank == 0 else ())  # a missing library: refused before anything
+        self._collapse_news: CollapseNews | None = None
         if not enabled:  # a no-op monitor: same API, nothing recorded (to measure the monitor's overhead)
             return
         self.writer = StoreWriter(store, run, self.rank, self.world_size, heartbeat_s=flush_seconds,
@@ -169,8 +174,13 @@ class Monitor:
             versions = _versions() if suite is None else dict(_versions(), detector_rules=suite.rules)
             self.writer.set_run_info(objective=objective, config=config or {}, versions=versions)
             self.writer.flush()  # the run is listed (status running) before the first step
+            if self._sinks:  # a reward collapse is said to them while the run trains (collapse_news.py)
+                from .collapse_news import CollapseNews
+
+                self._collapse_news = CollapseNews(self._verdict)
             self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,
-                                      flush_steps=flush_steps, flush_seconds=flush_seconds, detectors=suite)
+                                      flush_steps=flush_steps, flush_seconds=flush_seconds, detectors=suite,
+                                      collapse_news=self._collapse_news)
             self._recorder.start()
         except BaseException:  # a Monitor that failed to start holds nothing
             self._lock.release()
@@ -266,6 +276,8 @@ class Monitor:
             return
         try:
             self._recorder.call(Close, status)
+            if self._collapse_news is not None:
+                self._collapse_news.wait()  # a verdict read after the last flush is said before the final one
             self._deliver()
             if compact:
                 from .store.compact import compact_run
@@ -287,15 +299,18 @@ class Monitor:
         if not self._sinks:
             return
         try:
-            suite = self._recorder.detectors if self._recorder is not None else None
-            config = suite.config if suite is not None else None
-            verdict = run_verdict(self.writer.where.show(self.writer.root), self.run, config)
+            verdict = self._verdict()
             self._sinks.verdict(verdict)
-            if verdict["status"] == "collapsed":  # a webhook takes no verdict: the collapse is its message
-                self._sinks.collapse(verdict)
+            if self._collapse_news is not None and self._collapse_news.say(verdict):  # not said while it trained
+                self._sinks.collapse(verdict)  # a webhook takes no verdict: the collapse is its message
         except Exception as exc:  # the run is written whatever the verdict's reading does
             log.warning("collapsewatch: the sinks got no verdict for run %s: %s", self.run, exc)
         self._sinks.close()
+
+    def _verdict(self) -> dict[str, Any]:
+        """The run's verdict object as the store has it now, under this Monitor's detector rules."""
+        suite = self._recorder.detectors if self._recorder is not None else None
+        return run_verdict(self.writer.where.show(self.writer.root), self.run, suite.config if suite else None)
 
     @property
     def latest(self) -> dict[str, Any]:
@@ -324,6 +339,9 @@ class Monitor:
             got.append(ev)
         if got and self._sinks:
             self._sinks.events([dict(ev.as_row(), run=self.run) for ev in got])
+        for verdict in self._collapse_news.take() if self._collapse_news is not None else ():
+            if self._collapse_news.say(verdict):
+                self._sinks.collapse(verdict)
         for ev in got:
             self.events.append(ev)
             if self.on_event is not None:

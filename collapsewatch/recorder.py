@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -38,6 +38,9 @@ from .probe import ClipSpec
 from .series import Snapshot, after_step
 from .step_metrics import ObservedPart, compute_step_metrics, observe_part
 from .store.writer import StoreWriter
+
+if TYPE_CHECKING:  # imported by the Monitor only when it has sinks (it reads pandas)
+    from .collapse_news import CollapseNews
 
 log = logging.getLogger("collapsewatch")
 
@@ -149,12 +152,14 @@ class Recorder(threading.Thread):
     the last ``flush_steps + 1`` steps (docs/store.md); with ``on_full="drop"`` it never waits."""
 
     def __init__(self, writer: StoreWriter, sampling: Sampling, *, queue_size: int, on_full: str,
-                 flush_steps: int, flush_seconds: float, detectors: Any | None) -> None:
+                 flush_steps: int, flush_seconds: float, detectors: Any | None,
+                 collapse_news: CollapseNews | None = None) -> None:
         super().__init__(name="collapsewatch-recorder", daemon=True)
         self.writer, self.sampling, self.on_full = writer, sampling, on_full
         self.flush_steps, self.flush_seconds = flush_steps, flush_seconds
         self.max_unflushed_steps = flush_steps + 1
         self.detectors = detectors
+        self.collapse_news = collapse_news  # each finished step's reward, checked after each flush (collapse_news.py)
         self.q: queue.Queue[Message] = queue.Queue(maxsize=queue_size)
         self.events_out: queue.SimpleQueue = queue.SimpleQueue()
         # step bookkeeping of the training thread: a "step" is a run of messages with the same step number
@@ -339,6 +344,8 @@ class Recorder(threading.Thread):
         # the same columns the offline `steps` view gives the detectors: a logged reward where none was observed
         row = with_first_nonfinite(dict(with_logged(metrics, scalars), **logged, step=step))
         events = self._detect(row) if self.detectors is not None else None
+        if self.collapse_news is not None:
+            self.collapse_news.add(step, row.get("reward_mean"))
         # published whole, after the step's events: a reader on the training thread needs no lock
         self.series = after_step(self.series, step, row, None if events is None else [e.severity for e in events])
 
@@ -356,6 +363,8 @@ class Recorder(threading.Thread):
     def _flush(self, status: str | None = None) -> None:
         try:
             self.writer.flush(status)
+            if self.collapse_news is not None:  # the rows it reads are written now
+                self.collapse_news.check()
         finally:
             # every step before the open one is finalised, so this flush wrote its rows; a failed write keeps them
             # pending for the next try and still counts here: back-pressure must not stall training on a full disk

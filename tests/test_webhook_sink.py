@@ -25,23 +25,32 @@ def test_one_message_per_episode_and_severity_in_slacks_shape(tmp_path, receiver
         ("/s", {"text": t, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": t}}]}) for t in want]
 
 
-def test_a_monitors_webhook_gets_the_reward_collapse_at_close(tmp_path, receiver):
-    # reward_mean 0.8 at steps 0–29, 0 at 30–49, nothing else logged (no detector fires): the verdict's trailing
-    # 10-point median is (0 + 0.8) / 2 = 0.4 ≤ 0.5 × 0.8 at step 34 and 0 after, with 15 levels after it none above
-    # 0.6 — collapsed at 34 (tests/test_watch.py derives the same series). A webhook takes no verdict: at close it
-    # gets the collapse as its one message, the verdict line in Slack's shape.
-    from collapsewatch import Monitor
-    from collapsewatch.alerts import collapse_headline
+def test_a_monitors_webhook_hears_the_reward_collapse_while_it_trains_and_once(tmp_path, receiver):
+    # reward_mean 0.8 at steps 0–29, 0 from 30 on, nothing else logged (no detector fires): the verdict's trailing
+    # 10-point median is (0 + 0.8) / 2 = 0.4 ≤ 0.5 × 0.8 at step 34 and 0 after it; once 10 levels follow (step 44)
+    # with none back above 0.75 × 0.8 = 0.6 it is a collapse at 34 (tests/test_watch.py derives the same series).
+    # Flushed after every step, the Monitor says it while the run trains — one message, Slack's shape, the verdict
+    # line as the store had it then — and not again at close. Through step 43 nothing can be said: no reading starts.
+    import time
 
-    with Monitor(tmp_path, run="r", detectors=False, sinks=[f"slack:{receiver.url}/s"]) as mon:
-        for step in range(50):
+    from collapsewatch import Monitor
+
+    with Monitor(tmp_path, run="r", detectors=False, flush_steps=1, sinks=[f"slack:{receiver.url}/s"]) as mon:
+        for step in range(60):
             mon.log(step, {"reward_mean": 0.8 if step < 30 else 0.0})
-    verdict = run_verdict(tmp_path, "r")
-    assert verdict["status"] == "collapsed" and verdict["collapse_step"] == 34
-    line = collapse_headline(verdict)
-    assert line.startswith("r: Collapsed at step 34")
-    assert [(path, body) for path, _, body in receiver.got] == [
-        ("/s", {"text": line, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": line}}]})]
+            mon.flush()
+            if step == 43:
+                assert receiver.got == []
+        deadline = time.monotonic() + 60
+        while not receiver.got and time.monotonic() < deadline:  # the verdict's reading and the POST: threads
+            mon.flush()  # hands what was read to the sinks
+            time.sleep(0.05)
+        during = list(receiver.got)
+    [(path, _, body)] = during
+    assert path == "/s" and body["text"].startswith("r: Collapsed at step 34")
+    assert body["blocks"][0]["text"]["text"] == body["text"]
+    assert receiver.got == during  # close said nothing more
+    assert run_verdict(tmp_path, "r")["collapse_step"] == 34
 
 
 def test_many_at_once_make_one_digest(tmp_path, receiver):

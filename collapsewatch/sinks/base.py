@@ -96,7 +96,8 @@ class Sink:
     def collapse(self, verdict: dict[str, Any]) -> None:
         """A run whose reward collapsed: its verdict object (status ``collapsed``), once per collapse step — from
         ``watch`` at the first poll that sees it (:class:`collapsewatch.follow.EventFollower` says each once), from a
-        Monitor at ``close``; where the run's final verdict is sent in the same breath, after it."""
+        Monitor once its flushed rows show it (``collapse_news``) or at ``close``; where the run's final verdict is sent
+        in the same breath, after it."""
 
     def close(self) -> None:
         """Write what is pending and let go of the destination."""
