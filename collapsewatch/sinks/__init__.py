@@ -9,8 +9,9 @@ A sink receives, through :class:`Sinks`, only the news: each episode once per se
 :class:`News`), in one call per check (a poll of ``watch``, a delivery of the Monitor's events); a run whose
 reward collapsed (its verdict, once per collapse step: ``collapse`` — from ``watch`` while the run still writes, from
 a Monitor once its flushed rows show it or at ``close``); each run's verdict; then ``close`` (what a tracker library
-prints meanwhile goes to stderr). A sink given as a string is made by :func:`make_sink`; its library is imported lazily, and a missing one is refused in one line
-(:class:`SinkUnavailable`) when the sink is made, before training starts. An error inside a sink is logged once per
+prints meanwhile goes to stderr). A sink given as a string is made by :func:`make_sink`; its library is imported
+lazily, and a missing one is refused in one line (:class:`SinkUnavailable`) when the sink is made, before training
+starts. An error inside a sink is logged once per
 sink and never reaches the caller (training and ``watch`` go on).
 """
 
