@@ -11,8 +11,9 @@ printed (a ``{"type": "verdict"}`` object with ``--json``). A run whose reward c
 verdict says ``collapsed``: the reward's level fell to half its best and stayed down, :mod:`collapsewatch.verdict`) is
 news at the poll that first sees it, once per collapse step: its verdict line (a ``{"type": "collapse"}`` object with
 ``--json``) — the first word a log that holds the reward alone gets — and a message of its own to the sinks
-(``Sink.collapse``: a webhook posts it; the last poll's collapses are said by the verdict lines, not printed twice). What is reported also goes to the sinks (``--to``,
-``--notify``: :mod:`collapsewatch.sinks`), a check's episodes in one call, then each run's verdict. With ``--once``
+(``Sink.collapse``: a webhook posts it; the last poll's collapses are said by the verdict lines, not printed
+twice). What is reported also goes to the sinks (``--to``, ``--notify``: :mod:`collapsewatch.sinks`), a check's
+episodes in one call, then each run's verdict. With ``--once``
 a run name the store does not have is an error naming the known runs; without it, watch waits for that run to start.
 """
 
