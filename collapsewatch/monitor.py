@@ -132,8 +132,8 @@ class Monitor:
         sinks: trackers and webhooks that get each episode (once per severity it reaches) and the run's verdict at
             ``close``; a reward collapse (``Sink.collapse``, the message a webhook posts) once, when the flushed
             rows first show it (``collapse_news.py``) — :class:`collapsewatch.sinks.Sink` objects or ``--to``
-            strings (``"tensorboard:DIR"``, ``"wandb"``, ``"slack:https://…"``; docs/trackers.md). Rank 0 only; a sink that errors is logged once
-            and never stops training; a missing library is refused here, in one line.
+            strings (``"tensorboard:DIR"``, ``"wandb"``, ``"slack:https://…"``; docs/trackers.md). Rank 0 only; a
+            sink that errors is logged once and never stops training; a missing library is refused here, in one line.
 
     Raises ``RunInUseError`` when another live Monitor writes the same run and rank.
     """
