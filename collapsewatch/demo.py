@@ -8,6 +8,7 @@ something to compare against at once.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -57,16 +58,26 @@ _LOGS: weakref.WeakKeyDictionary[subprocess.Popen, IO[bytes]] = weakref.WeakKeyD
 """The log file of each dashboard :func:`start_dashboard` started (:func:`dashboard_log` reads it)."""
 
 
-def dashboard_log(proc: subprocess.Popen, tail: int = 4000) -> str:
+def dashboard_log(proc: subprocess.Popen, tail: int = 4000, problems: bool = False) -> str:
     """The last ``tail`` characters a dashboard started by :func:`start_dashboard` wrote (its requests and any
-    traceback: what a caller shows when a page failed); '' for a process it did not start."""
+    traceback: what a caller shows when a page failed); with ``problems``, of its lines other than the requests it
+    answered with 2xx or 3xx (a traceback written early stays in view however many pages were served after it); ''
+    for a process it did not start."""
     log_file = _LOGS.get(proc)
     if log_file is None or log_file.closed:
         return ""
     fd = log_file.fileno()  # the child shares this file's offset: pread leaves it where the child writes
     size = os.fstat(fd).st_size
-    start = max(0, size - 4 * tail)  # UTF-8: at most 4 bytes a character
-    return os.pread(fd, size - start, start).decode(errors="replace")[-tail:]
+    start = 0 if problems else max(0, size - 4 * tail)  # UTF-8: at most 4 bytes a character
+    text = os.pread(fd, size - start, start).decode(errors="replace")
+    if problems:
+        text = "".join(line for line in text.splitlines(keepends=True) if not _ANSWERED.search(line))
+    return text[-tail:]
+
+
+_ANSWERED = re.compile(r'HTTP/[\d.]+(?:\x1b\[0m)?" [23]\d\d ')
+"""A request line of the server's log (werkzeug's, which colours the request of a status other than 200) that was
+answered 2xx / 3xx."""
 
 
 def start_dashboard(store: Path, port: int, host: str = "127.0.0.1", timeout: float = 60.0) -> subprocess.Popen:

@@ -7,7 +7,10 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+
+import pytest
 
 from collapsewatch import connect
 from collapsewatch.demo import SAMPLE_RUNS
@@ -138,6 +141,12 @@ def test_the_log_of_a_started_dashboard_can_be_read_back():
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read()
         assert '"GET / HTTP/1.1" 200' in dashboard_log(server)
         assert dashboard_log(server, 10) == dashboard_log(server)[-10:]
+        # problems only: a request it did not answer with 2xx / 3xx stays, the pages it served go
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/assets/nope.css", timeout=30)
+        problems = dashboard_log(server, problems=True)
+        assert "GET /assets/nope.css HTTP/1.1" in problems and '" 404 -' in problems  # werkzeug colours it
+        assert '"GET / HTTP/1.1"' not in problems
     finally:
         server.terminate()
         server.wait(timeout=30)

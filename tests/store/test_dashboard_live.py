@@ -54,7 +54,7 @@ def test_no_500_while_a_run_writes_and_compacts(tmp_path):
         statuses += [(url, _page(port, url)) for url in URLS]  # and once more on the finished, compacted run
         assert writer.returncode == 0
         errors = [(u, s) for u, s in statuses if s != 200]
-        assert errors == [] and len(statuses) >= 2 * len(URLS), dashboard_log(server)  # its traceback, if any
+        assert errors == [] and len(statuses) >= 2 * len(URLS), dashboard_log(server, 8000, problems=True)  # its traceback
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -310,7 +310,7 @@ def test_a_dashboard_on_a_url_answers_no_500_while_a_run_writes_and_compacts(s3,
         statuses += [(u, _page(port, u)) for u in URLS]
         assert writer.returncode == 0
         errors = [(u, s) for u, s in statuses if s != 200]
-        assert errors == [] and len(statuses) >= 2 * len(URLS), dashboard_log(server)  # its traceback, if any
+        assert errors == [] and len(statuses) >= 2 * len(URLS), dashboard_log(server, 8000, problems=True)  # its traceback
     finally:
         server.terminate()
         server.wait(timeout=30)
