@@ -5,7 +5,8 @@
     post_event(url, event, timeout)   # POST event_body as JSON; returns the HTTP status
     event_body(service, event)        # Slack / Discord: the headline in their shape; else event_payload
     post_json(url, body, timeout)     # POST any JSON body (a digest: collapsewatch.sinks.webhook)
-    collapse_payload(verdict) / collapse_headline / collapse_body   # a running run's reward collapse (watch)
+    verdict_headline(verdict)         # 'run: sentence', watch's verdict line
+    collapse_payload(verdict) / collapse_body   # a reward collapse as news (watch, a Monitor's sinks)
 
 ``event`` is anything shaped like a row of the store's ``events`` view: a mapping (a DataFrame record, a
 dict) whose ``evidence`` is a JSON string or a mapping, or a :class:`collapsewatch.detectors.Event`. The
@@ -134,15 +135,16 @@ def collapse_payload(verdict: Mapping[str, Any]) -> dict[str, Any]:
     return {**{k: _jsonable(v) for k, v in verdict.items()}, "type": "collapse"}
 
 
-def collapse_headline(verdict: Mapping[str, Any]) -> str:
-    """``run: sentence`` of a running run's collapsed verdict — the line ``watch`` prints at each run's end."""
+def verdict_headline(verdict: Mapping[str, Any]) -> str:
+    """``run: sentence`` — the line ``watch`` prints for a run's verdict at its end, and for a reward collapse while
+    the run goes on."""
     return f"{verdict['run']}: {verdict['sentence']}"
 
 
 def collapse_body(service: str, verdict: Mapping[str, Any]) -> dict[str, Any]:
     """The body ``service`` takes for a running run's collapse: a chat its headline, any other receiver the
     payload."""
-    return webhook_body(service, collapse_headline(verdict), collapse_payload(verdict))
+    return webhook_body(service, verdict_headline(verdict), collapse_payload(verdict))
 
 
 def post_json(url: str, body: dict[str, Any], timeout: float = 5.0) -> int:

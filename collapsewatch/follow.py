@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .alerts import collapse_headline, collapse_payload, event_headline
+from .alerts import collapse_payload, event_headline, verdict_headline
 from .detectors.events import SEVERITY_RANK
 from .judge import judge, unknown_run_message
 from .report import event_object, verdict_object
@@ -120,12 +120,12 @@ def follow(store: str | Path, *, run: str | None = None, severity: str = "warnin
             last = once or follower.ended
             if not last:  # a reward collapse is news while the run goes on; the last poll's verdict lines say it
                 for v in follower.collapses:
-                    emit(json.dumps(collapse_payload(v), allow_nan=False) if as_json else collapse_headline(v))
+                    emit(json.dumps(collapse_payload(v), allow_nan=False) if as_json else verdict_headline(v))
             sys.stdout.flush()
             out.events(rows)
             if last:
                 for v in follower.verdicts.values():
-                    emit(json.dumps(v, allow_nan=False) if as_json else f"{v['run']}: {v['sentence']}")
+                    emit(json.dumps(v, allow_nan=False) if as_json else verdict_headline(v))
                     out.verdict(v)
             for v in follower.collapses:  # after a last poll's verdicts: a tracker that has the verdict skips it
                 out.collapse(v)

@@ -131,7 +131,7 @@ def test_a_reward_collapse_is_news_at_the_first_poll_that_sees_it_and_once(tmp_p
     # (0 + 0.8) / 2 = 0.4 ≤ 0.5 × the best 0.8, so 34 is the collapse step; from 35 on the level is 0. It is a
     # collapse once 10 levels follow it (steps 35–44) with none back above 0.75 × 0.8 = 0.6: the poll after step 44
     # says it, the one after step 43 does not (too few points to tell a dip), and later polls say nothing new.
-    from collapsewatch.alerts import collapse_headline
+    from collapsewatch.alerts import verdict_headline
     from collapsewatch.sinks.webhook import WebhookSink
 
     follower, first = None, {}
@@ -151,13 +151,13 @@ def test_a_reward_collapse_is_news_at_the_first_poll_that_sees_it_and_once(tmp_p
     assert follower.poll() == [] and follower.collapses == [] and follower.ended  # said once, not at the end again
     # a webhook: the collapse as a message of its own, in the receiver's shape (any URL: the payload; Slack: the line)
     for url, expected in ((receiver.url, {**v, "type": "collapse"}),
-                          ("slack:" + receiver.url, {"text": collapse_headline(v)})):
+                          ("slack:" + receiver.url, {"text": verdict_headline(v)})):
         sink = WebhookSink(url)
         sink.collapse(v)
         sink.close()
         (_, _, body) = receiver.got.pop()
         assert {k: body[k] for k in expected} == expected and sink.sent == 1
-    assert collapse_headline(v) == f"r: {v['sentence']}"
+    assert verdict_headline(v) == f"r: {v['sentence']}"
 
 
 def test_a_tracker_gets_the_verdict_when_the_collapse_is_seen_and_again_at_the_end(tmp_path):

@@ -5,8 +5,8 @@
 * :data:`~collapsewatch.sinks.SEVERITY_SCALAR` at each reported ``step_end``: the worst severity reported there, as a
   number (:func:`collapsewatch.detectors.events.severity_number`: 1 info, 2 warning, 3 critical);
 * at the run's verdict: the verdict (status and sentence) and the episodes table (:data:`EPISODE_COLUMNS`, each
-  reported episode in its latest reported version), once — and before it, where ``watch`` sees the reward collapse
-  while the run still writes (``collapse``), the verdict as it stands then.
+  reported episode in its latest reported version), once — and before it, where ``watch`` or a Monitor sees the
+  reward collapse while the run still writes (``collapse``), the verdict as it stands then.
 
 A tracker sink subclasses :class:`TrackerSink` and fills in ``_open`` / ``_event`` / ``_severity`` / ``_verdict`` /
 ``_finish`` with its library's public API.
