@@ -73,7 +73,7 @@ def check_rank(store: str | Path, run: str | None, rank: int) -> None:
         for r in [run] if run is not None else sorted(run_names(s)):
             if not s.has_run(r):  # an unknown name: refused below, with the known runs
                 continue
-            ranks = s.query(f"SELECT DISTINCT rank FROM ({s.run_view('run_ranks', r)}) ORDER BY rank")["rank"]
+            ranks = s.query(lambda r=r: f"SELECT DISTINCT rank FROM ({s.run_view('run_ranks', r)}) ORDER BY rank")["rank"]
             if rank not in ranks.tolist():
                 lacking[r] = ", ".join(str(int(k)) for k in ranks) or "none"
     finally:

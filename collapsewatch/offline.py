@@ -33,7 +33,7 @@ def run_steps(store: Store, run: str, rank: int = 0) -> pd.DataFrame:
     is NaN there: a NaN loss in an ingested log is flagged like the probe's counts."""
     cols = ", ".join(["step", "ts", *(f"{STORED_FIRST_NONFINITE} AS first_nonfinite" if c == "first_nonfinite" else c
                                       for c in ALL_STEP_COLUMNS)])
-    return store.query(f"SELECT {cols} FROM ({store.run_view('steps', run)}) WHERE rank = ? ORDER BY step",
+    return store.query(lambda: f"SELECT {cols} FROM ({store.run_view('steps', run)}) WHERE rank = ? ORDER BY step",
                        [rank])
 
 

@@ -107,29 +107,33 @@ class Store:
         if generation != self._generation:
             self._generation, self._dirty, self._bound_key = generation, True, None
 
-    def query(self, sql: str, params: list | dict | None = None, relist: bool = True) -> pd.DataFrame:
+    def query(self, sql: str | Callable[[], str], params: list | dict | None = None,
+              relist: bool = True) -> pd.DataFrame:
         """Run trusted SQL (the package's own, with parameters) and return a DataFrame.
 
         A segment compacted away or gone bad since the views were bound: the views are rebuilt (the file
         list re-expanded, bad files skipped) and the query runs again while the store's files keep changing
         (``segments.read_until_stable``); ``relist=False``: once (SQL over a fixed file list: the same list again
-        would fail again)."""
+        would fail again). SQL that scans listed files (``run_view``) is passed as a function that builds it
+        (``lambda: f"… {store.run_view('steps', run)} …"``): called at every try, after this call has synced a
+        mirror, so each try lists the files as they are then. Built before the call, the text would name the files
+        of before the sync, and every try would read that same list again."""
         self.refresh()
 
-        wanted = self._wanted(sql)
-
         def read() -> pd.DataFrame:
+            text = sql() if callable(sql) else sql
+            wanted = self._wanted(text)
             if (self._stale() and (self._bound or wanted)) or not wanted <= self._bound:
                 self._bound = self._bound | wanted
                 self._dirty = self._views(self._bound)
             try:
-                return self.con.execute(sql, params or []).df()
+                return self.con.execute(text, params or []).df()
             except duckdb.CatalogException:
                 if self._bound == set(VIEW_ORDER):
                     raise
                 self._bound = set(VIEW_ORDER)  # a view the pattern missed: bind them all, once
                 self._dirty = self._views(self._bound)
-                return self.con.execute(sql, params or []).df()
+                return self.con.execute(text, params or []).df()
             except duckdb.Error as e:
                 if raced(e) or isinstance(e, duckdb.InvalidInputException):
                     self._dirty, self._bound_key = True, None  # list afresh before the next try
@@ -183,13 +187,13 @@ def _listed_or_whole(store: Store, sql: Callable[[Any], str], params: list, file
     """``sql(files)``; when a listed segment vanished under the read (compaction merged it), ``sql(None)``: the
     run's folder listed afresh. Exact for reads that filter by step or sequence (not for additive partials)."""
     if files is None:
-        return store.query(sql(None), params)
+        return store.query(lambda: sql(None), params)
     try:
         return store.query(sql(files), params, relist=False)  # the same stale list again would fail again
     except duckdb.Error as e:
         if not raced(e):
             raise
-        return store.query(sql(None), params)
+        return store.query(lambda: sql(None), params)
 
 
 def segment_files(store: Store, run: str, table: str) -> list[tuple[str, int]]:
@@ -244,11 +248,13 @@ def event_severities(store: Store, run: str, rank: int, until: int) -> list[str]
     """The distinct severities of the online event rows ``rank`` of ``run`` wrote for steps ≤ ``until``: every row
     an episode was written as while it extended (the ``events`` view keeps only its latest), so an episode that
     worsened after ``until`` counts with the severity it had then."""
-    mirror.need(store.root, ("events",), run)
-    with mirror.install_lock(store.root, exclusive=False):
-        scan = segments.scan_sql(store.root, "events", run)[0]
-    df = store.query(f"SELECT DISTINCT severity FROM {scan} WHERE rank = ? AND source = 'online' AND step_end <= ?",
-                     [rank, until])
+    def sql() -> str:
+        mirror.need(store.root, ("events",), run)
+        with mirror.install_lock(store.root, exclusive=False):
+            scan = segments.scan_sql(store.root, "events", run)[0]
+        return f"SELECT DISTINCT severity FROM {scan} WHERE rank = ? AND source = 'online' AND step_end <= ?"
+
+    df = store.query(sql, [rank, until])
     return [str(s) for s in df["severity"]]
 
 
@@ -263,7 +269,7 @@ ORDER BY step_start, detector, phase""", [], files)
 def token_steps(store: Store, run: str, files: Files | None = None) -> pd.DataFrame:
     """Steps that kept token rows: sequences kept (over ranks) and largest position. Additive over disjoint
     sets of files (sum ``n_seqs``, max ``max_pos`` per step)."""
-    return store.query(f"""
+    return store.query(lambda: f"""
 WITH per_rank AS (SELECT step, rank, count(DISTINCT seq_id) AS n, max(pos) AS max_pos
                   FROM ({_source(store, run, "tokens", files)}) GROUP BY step, rank)
 SELECT step, sum(n)::BIGINT AS n_seqs, max(max_pos) AS max_pos FROM per_rank GROUP BY step ORDER BY step""")
@@ -302,7 +308,7 @@ def token_heatmap(store: Store, run: str, metric: str, *, step_bin: int = 1, pos
     if metric not in HEATMAP_METRICS:
         raise ValueError(f"unknown token metric {metric!r}; one of {sorted(HEATMAP_METRICS)}")
     column = HEATMAP_METRICS[metric][0]
-    df = store.query(f"""
+    df = store.query(lambda: f"""
 SELECT (step // ?) * ? AS step, (pos // ?) * ? AS pos, sum({column}) AS total, count(*) AS n
 FROM ({_source(store, run, "tokens", files)})
 WHERE mask AND isfinite({column})
@@ -323,7 +329,7 @@ def compare_rows(store: Store, runs: list[str], columns: list[str]) -> pd.DataFr
     parts = []
     for run in runs:
         select = ", ".join(["? AS run", "step", *cols])
-        parts.append(store.query(f"""
+        parts.append(store.query(lambda run=run, select=select: f"""
 WITH v AS ({store.run_view("steps", run)})
 SELECT {select} FROM v WHERE rank = (SELECT min(rank) FROM v) ORDER BY step""", [run]))
     if not parts:

@@ -29,6 +29,11 @@ BULK = 8
 """Runs to read again beyond which ``run_rows`` reads every run row in one query instead of each run's folder."""
 
 
+def _rows_of(store: Store, runs: Sequence[str]) -> str:
+    """The ``runs`` view's rows of ``runs``, scanning their folders alone (built at each try of a ``Store.query``)."""
+    return runs_sql(" UNION ALL ".join(f"SELECT * FROM ({store.run_view('run_ranks', r)})" for r in runs))
+
+
 def run_rows(store: Store, runs: Sequence[str] | None = None,
              columns: Sequence[str] = RUN_ROW_COLUMNS) -> pd.DataFrame:
     """One row per run from the run rows alone (status, objective, heartbeat, lowest rank …: ``columns`` of the
@@ -39,11 +44,12 @@ def run_rows(store: Store, runs: Sequence[str] | None = None,
     elif runs is None or len(runs) > BULK:
         source = "SELECT * FROM runs"
     else:
-        source = runs_sql(" UNION ALL ".join(f"SELECT * FROM ({store.run_view('run_ranks', r)})" for r in runs))
+        source = None
     bad = [c for c in columns if not c.isidentifier()]
     if bad:
         raise ValueError(f"not a column name of the runs view: {bad[0]!r}")
-    df = store.query(f"SELECT {', '.join(columns)} FROM ({source}) ORDER BY started_at DESC, run")
+    df = store.query(lambda: f"SELECT {', '.join(columns)} FROM ({source or _rows_of(store, runs)}) "
+                     "ORDER BY started_at DESC, run")
     if runs is not None and len(runs) > BULK:
         df = df[df["run"].isin(set(runs))].reset_index(drop=True)
     return df
@@ -73,9 +79,9 @@ def run_names(store: Store) -> list[str]:
     seen = runs_folder_mtimes(store.root, fresh)
     stale = [r for r, m in seen.items() if m > now - SETTLE_NS or _starts.get((root, r), (None,))[0] != m]
     if stale:
-        source = "SELECT * FROM runs" if len(stale) > BULK else runs_sql(
-            " UNION ALL ".join(f"SELECT * FROM ({store.run_view('run_ranks', r)})" for r in stale))
-        started = dict(store.query(f"SELECT run, started_at FROM ({source})").itertuples(index=False))
+        started = dict(store.query(lambda: "SELECT run, started_at FROM "
+                                   f"({'SELECT * FROM runs' if len(stale) > BULK else _rows_of(store, stale)})")
+                       .itertuples(index=False))
         for run in seen if len(stale) > BULK else stale:  # (every run row was read: every run's start is known)
             _starts[(root, run)] = (seen[run], started.get(run, _ABSENT))
     rows = [(run, start) for run in seen if (start := _starts[(root, run)][1]) is not _ABSENT]
@@ -100,10 +106,9 @@ def run_infos(store: Store, runs: Sequence[str]) -> dict[str, dict[str, Any] | N
     known = [run for run in dict.fromkeys(runs) if store.has_run(run)]
     if not known:
         return out
-    ranks = " UNION ALL ".join(f"SELECT * FROM ({store.run_view('run_ranks', run)})" for run in known)
-    df = store.query(f"""
+    df = store.query(lambda: f"""
 SELECT run, status, objective, config, versions, rank, world_size, ranks_seen, started_at, updated_at
-FROM ({runs_sql(ranks)})""")
+FROM ({_rows_of(store, known)})""")
     for row in df.astype(object).where(df.notna(), None).to_dict("records"):  # NULL as None, whatever the others
         if row["rank"] is None:
             continue

@@ -54,6 +54,6 @@ def runs_summary(store: Store) -> pd.DataFrame:
 
 def run_summary(store: Store, run: str) -> dict[str, Any] | None:
     """``runs_summary``'s row of one run, reading that run's folder alone; None when it has no run row."""
-    df = store.query(_summary_sql(runs_sql(store.run_view("run_ranks", run)), store.run_view("step_metrics", run),
-                                  store.run_view("scalars", run), store.run_view("events", run)))
+    df = store.query(lambda: _summary_sql(runs_sql(store.run_view("run_ranks", run)), store.run_view("step_metrics", run),
+                                          store.run_view("scalars", run), store.run_view("events", run)))
     return df.iloc[0].to_dict() if len(df) else None

@@ -329,3 +329,35 @@ def test_an_object_re_put_after_listing_is_fetched_whole_at_the_next_sync(url, t
     # the next listing has the new size: fetched whole (a bad file, kept to be named); want: a reader read r's rows
     mirrors.sync(remote, mirror, want={"r/runs"})
     assert (mirror / "r" / "runs" / "r0.parquet").read_bytes() == b"y" * 150
+
+
+@pytest.mark.parametrize("read", ["steps", "compare", "summary"])
+def test_a_run_scan_lists_the_files_its_own_query_synced(url, monkeypatch, read):
+    """A query over one run's folder (``Store.run_view``) lists its files after the sync that query starts with.
+    Here the writer's second flush merges the first into a compact segment and deletes it from the bucket; the
+    reader's mirror still holds that first segment until its next sync, which every query starts with (SYNC_S 0).
+    A scan listed before the query's sync names the deleted segment, and every retry reads that same list: the
+    dashboard's 500 under load, when a sync fell between a page's listing and its query."""
+    from datetime import datetime, timezone
+
+    from collapsewatch.offline import run_steps
+    from collapsewatch.store import queries
+
+    w = StoreWriter(url, "c", compact_every=2)
+    reads = {"steps": lambda s: run_steps(s, "c")["step"].tolist(),
+             "compare": lambda s: queries.compare_rows(s, ["c"], ["n_seqs"])["step"].tolist(),
+             "summary": lambda s: int(queries.run_summary(s, "c")["n_steps"])}
+
+    def flush(step: int) -> None:
+        w.append("step_metrics", {"run": ["c"], "rank": [0], "step": [step], "n_seqs": [4],
+                                  "ts": [datetime.now(timezone.utc)]})
+        w.flush("running")
+
+    flush(0)
+    s = Store(url)
+    first = reads[read](s)  # the mirror now holds flush 1's segment of the run
+    flush(1)  # two flush segments of step_metrics: merged into one, flush 1's deleted from the bucket
+    assert not any("/step_metrics/r0-000001-" in k for k in parse_url(url).list())
+    monkeypatch.setattr(queries, "SYNC_S", 0.0)
+    # before: step 0 (flush 1); after: steps 0 and 1, read from the compact segment alone
+    assert (first, reads[read](s)) == {"steps": ([0], [0, 1]), "compare": ([0], [0, 1]), "summary": (1, 2)}[read]
