@@ -39,17 +39,20 @@ def run_rows(store: Store, runs: Sequence[str] | None = None,
     """One row per run from the run rows alone (status, objective, heartbeat, lowest rank …: ``columns`` of the
     ``runs`` view), newest first: of every run, or of ``runs`` (up to ``BULK`` of them: their folders alone are
     read; more: every run row, those kept). The runs page's step and event summaries come from per-run caches."""
-    if runs is not None and not runs:
-        source = "SELECT * FROM runs WHERE false"
-    elif runs is None or len(runs) > BULK:
-        source = "SELECT * FROM runs"
-    else:
-        source = None
     bad = [c for c in columns if not c.isidentifier()]
     if bad:
         raise ValueError(f"not a column name of the runs view: {bad[0]!r}")
-    df = store.query(lambda: f"SELECT {', '.join(columns)} FROM ({source or _rows_of(store, runs)}) "
-                     "ORDER BY started_at DESC, run")
+
+    def sql() -> str:
+        if runs is not None and not runs:
+            source = "SELECT * FROM runs WHERE false"
+        elif runs is None or len(runs) > BULK:
+            source = "SELECT * FROM runs"
+        else:
+            source = _rows_of(store, runs)
+        return f"SELECT {', '.join(columns)} FROM ({source}) ORDER BY started_at DESC, run"
+
+    df = store.query(sql)
     if runs is not None and len(runs) > BULK:
         df = df[df["run"].isin(set(runs))].reset_index(drop=True)
     return df
