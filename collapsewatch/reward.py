@@ -6,9 +6,19 @@ verdict, the judge, the dashboard and the lab.
   three of its points are, so one lucky early rollout does not set the best); best = running max of the level. The
   short levels of the warm-up give a run that falls inside its first ``SMOOTH`` points a best to fall from (chosen on
   the public sources a rule was tuned on, then held out: docs/lab/bench.md, 2026-11-30, "the verdict's warm-up").
-* **Reward collapse**: the first step where best ≥ ``MIN_BEST``, level ≤ ``COLLAPSE_FRAC`` × best, and the level
-  then stays ≤ ``RECOVER_FRAC`` × that best *for the rest of the run and for at least* ``SUSTAIN`` *more logged
-  points* (sustained: a dip the run recovers from is not a collapse, and neither is a dip in the run's last
+* **The rule's best** (noise-aware): a level is a best only as far as it stands above its own noise — floor = level −
+  ``NOISE_Z`` × the level's noise, the rule's best = running max of the floor. The level's noise is 1.2533 ×
+  (point noise) / √(points in its window) (a median's standard error, normal-consistent); the point noise is the
+  median absolute first difference of the logged rewards over the last ``NOISE_POINTS`` differences, / (0.6745 ×
+  √2) (differences, so a trend is not read as noise). The plain running max of the level picks the luckiest of a
+  noisy run's windows: on shuffled rewards (no trend by construction) it read "collapsed" in up to 8 of 10 orders
+  (``bench/reward_rule_noise.py``), and on the public corpus it read 14 of 211 healthy runs collapsed.
+  ``NOISE_Z`` 1.5 was chosen on the public sources a rule was tuned on (the smallest at which none of their
+  healthy runs reads collapsed and every authors'-collapsed run the rule read collapsed still does), then held out:
+  docs/lab/bench.md, 2026-12-01, "the reward rule's noise-aware best".
+* **Reward collapse**: the first step where the level's running max (the best as shown) ≥ ``MIN_BEST``, the
+  rule's best b > 0, level ≤ ``COLLAPSE_FRAC`` × b, and the level then stays ≤ ``RECOVER_FRAC`` × b *for the rest
+  of the run and for at least* ``SUSTAIN`` *more logged points* (sustained: a dip the run recovers from is not a collapse, and neither is a dip in the run's last
   ``SUSTAIN`` points, which has had no time to recover — the last level then comes from a window disjoint from
   the one that first fell). ``MIN_BEST`` 0.1 keeps runs that never learned out (a best under one success in ten
   is within a rollout's noise of 0) and keeps runs whose best is ≈ 0.15 in: the built-in warm starts succeed at
@@ -46,6 +56,9 @@ MIN_BEST = 0.1
 COLLAPSE_FRAC = 0.5
 RECOVER_FRAC = 0.75
 SUSTAIN = 10
+NOISE_Z = 1.5
+NOISE_POINTS = 5 * SMOOTH
+_MEDIAN_SE = 1.2533  # standard error of a median of n normal points ≈ 1.2533 σ / √n
 
 
 def reward_level(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tuple[np.ndarray, np.ndarray]:
@@ -59,15 +72,56 @@ def reward_level(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) ->
     return level, best
 
 
+def point_noise(values: np.ndarray, window: int = NOISE_POINTS) -> np.ndarray:
+    """Per point, the noise of the points up to it: the detectors' estimator (:meth:`collapsewatch.detectors.history.
+    Series.noise`: normal-consistent MAD of first differences, / √2; 0 below 3 points) over its last ``window``
+    differences — differences, so a trend is not read as noise."""
+    d = np.diff(np.asarray(values, dtype="float64"))
+    out = np.zeros(len(d) + 1)
+    for i in range(2, min(window, len(d)) + 1):  # the first windows: the growing prefixes
+        out[i] = _mad(d[:i])
+    if len(d) > window:
+        w = np.lib.stride_tricks.sliding_window_view(d, window)[1:]  # the windows ending at d[window], …
+        out[window + 1:] = _mad(w)
+    return out
+
+
+def _mad(d: np.ndarray) -> np.ndarray:
+    """1.4826 · median |d − median d| / √2 along the last axis (a scalar array for one window)."""
+    return 1.4826 * np.median(np.abs(d - np.median(d, axis=-1, keepdims=True)), axis=-1) / np.sqrt(2)
+
+
+def rule_best(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tuple[np.ndarray, np.ndarray]:
+    """(floor, the rule's best) per row (module docstring, "the rule's best"): floor = level − ``NOISE_Z`` × the
+    level's noise (NaN where the level is), best = its running max (-inf before the first)."""
+    reward = np.asarray(reward, dtype="float64")
+    level, _ = reward_level(steps, reward, smooth)
+    logged = np.flatnonzero(~np.isnan(reward))
+    noise = point_noise(reward[logged])
+    floor = np.full(len(reward), np.nan)
+    n = np.minimum(np.arange(1, len(logged) + 1), smooth)
+    floor[logged] = level[logged] - NOISE_Z * _MEDIAN_SE * noise / np.sqrt(n)
+    return floor, np.fmax.accumulate(np.where(np.isnan(floor), -np.inf, floor))
+
+
+def _falls(steps: np.ndarray, reward: np.ndarray, smooth: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(level, the rule's best, the rows where the level fell to ``COLLAPSE_FRAC`` × that best with the run's
+    shown best ≥ ``MIN_BEST``), rows among those with a level, in order."""
+    level, shown = reward_level(steps, reward, smooth)
+    _, best = rule_best(steps, reward, smooth)
+    defined = np.flatnonzero(~np.isnan(level))  # rows with a level: logged points past the warm-up
+    return level, best, [j for j, i in enumerate(defined)
+                         if shown[i] >= MIN_BEST and best[i] > 0 and level[i] <= COLLAPSE_FRAC * best[i]]
+
+
 def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
                     sustain: int = SUSTAIN) -> int | None:
     """First step of a sustained reward collapse by the rule of the module docstring, or None."""
-    level, best = reward_level(steps, reward, smooth)
-    defined = np.flatnonzero(~np.isnan(level))  # rows with a level: logged points past the warm-up
-    for j, i in enumerate(defined):
+    level, best, falls = _falls(steps, reward, smooth)
+    defined = np.flatnonzero(~np.isnan(level))
+    for j in falls:
+        i = defined[j]
         b = best[i]
-        if not (b >= MIN_BEST and level[i] <= COLLAPSE_FRAC * b):
-            continue
         fell = stayed_down(level[defined[j + 1:]], b, sustain)
         if fell is None:  # too close to the run's end to tell a dip from a collapse (nor can any later row)
             return None
@@ -113,8 +167,8 @@ def start_collapse(steps: np.ndarray, reward: np.ndarray, score: np.ndarray, sus
 @dataclass(frozen=True)
 class Pending:
     """A fall the run's last ``SUSTAIN`` points decide (module docstring, "Undecided"): the reward level ``level`` ≤
-    ``COLLAPSE_FRAC`` × ``best`` at ``step``; ``back`` the step the level first came back above ``RECOVER_FRAC`` × best
-    (None: it has not); ``left`` the logged points after the step that decides (``back``, else ``step``)."""
+    ``COLLAPSE_FRAC`` × ``best`` (the rule's best, net of noise) at ``step``; ``back`` the step the level first came
+    back above ``RECOVER_FRAC`` × best (None: it has not); ``left`` the logged points after the step that decides (``back``, else ``step``)."""
 
     step: int
     level: float
@@ -126,7 +180,8 @@ class Pending:
         """"the reward level fell to … at step …[ and came back at step …], with N logged point(s) after it" — the one
         wording the lab's reason and the verdict's note share."""
         back = f" and came back at step {self.back}" if self.back is not None else ""
-        return (f"the reward level fell to {self.level:{fmt}} (≤ {COLLAPSE_FRAC:g} × its best {self.best:{fmt}}) at "
+        return (f"the reward level fell to {self.level:{fmt}} (≤ {COLLAPSE_FRAC:g} × its best {self.best:{fmt}}, net of "
+                f"noise) at "
                 f"step {self.step}{back}, with {self.left} logged point(s) after it")
 
 
@@ -134,12 +189,11 @@ def pending(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain
     """The run's last fall where its end decides its label (None where it does not, or the run collapsed)."""
     if reward_collapse(steps, reward, smooth, sustain) is not None:
         return None
-    level, best = reward_level(steps, reward, smooth)
+    level, best, falls = _falls(steps, reward, smooth)
     defined = np.flatnonzero(~np.isnan(level))
-    for j, i in enumerate(defined):
+    for j in falls:
+        i = defined[j]
         b = best[i]
-        if not (b >= MIN_BEST and level[i] <= COLLAPSE_FRAC * b):
-            continue
         later = defined[j + 1:]
         if len(later) < sustain:
             return Pending(int(steps[i]), float(level[i]), float(b), None, len(later))

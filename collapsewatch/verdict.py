@@ -14,9 +14,9 @@
 A run with a ``length / budget`` episode (truncation at the cap from its first points: a configuration finding)
 gets one note in any of the three: ``Note: 95 % of responses hit the length budget from the start: raise the
 completion length.`` (:func:`budget_note`). So does a run whose latest points decide whether its reward collapsed
-(:func:`collapsewatch.reward.pending`): ``Note: the reward level fell to 0.31 (≤ 0.5 × its best 0.69) at step 395,
-with 4 logged point(s) after it: a collapse once it has stayed down 10 points.`` — or, where the level came back
-within them,
+(:func:`collapsewatch.reward.pending`): ``Note: the reward level fell to 0.31 (≤ 0.5 × its best 0.69, net of noise) at step
+395, with 4 logged point(s) after it: a collapse once it has stayed down 10 points.`` — or, where the level came
+back within them,
 ``… too early to tell whether the recovery holds.`` (:func:`pending_note`; "No reward collapse" alone would hide a
 reward that just halved). So does a run whose log holds none of the signals that come before a
 collapse — no entropy, gradient norm, group statistics, log-probs or policy ratios (:func:`signal_columns`), a

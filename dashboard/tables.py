@@ -166,8 +166,8 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
      "headerTooltip": "the reward level (median of the last 10 reward_mean points), from the 5th point to the last step "
                       "(▁ lowest, █ highest of this run)"},
     _num("collapse_step", "collapse step", "d", 105,
-         headerTooltip="reward collapse: the 10-point median reward falls to ≤ 0.5 × its best and never recovers "
-                       "above 0.75 ×, for ≥ 10 more points (collapsewatch.reward, the one rule)"),
+         headerTooltip="reward collapse: the 10-point median reward falls to ≤ 0.5 × its best (net of noise) and "
+                       "never recovers above 0.75 ×, for ≥ 10 more points (collapsewatch.reward, the one rule)"),
     {"field": "worst", "headerName": "worst severity", "cellStyle": _severity_style(), "width": 110,
      "headerTooltip": "the worst severity any detector episode ever had in this run"},
     {"field": "episodes", "headerName": "episodes by severity", "width": 190},

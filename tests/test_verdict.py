@@ -166,22 +166,24 @@ def test_a_log_without_early_signals_says_only_the_reward_is_watched():
 def test_a_reward_that_just_fell_or_just_came_back_is_named_not_hidden():
     # the first test's fall with the run ending at step 30: level .05 ≤ .25 = 0.5 × .5 from step 25 (as there), and
     # only 5 levels follow (26-30) < SUSTAIN 10 → no collapse yet, a warning run; the note says how far it fell, when,
-    # and what would make it a collapse (best .5 first reached at step 4: the warm-up's 5-point median)
+    # and what would make it a collapse (best .5 first reached at step 4: the warm-up's 5-point median). The rule's
+    # best is net of noise (reward.rule_best): the median |step-to-step difference| of these flat series is 0, so no
+    # noise and the rule's best is the level's, .5
     steps = np.arange(31)
     reward = np.r_[np.full(20, .5), np.full(11, .05)]
     v = verdict(_events(("entropy", "blowup", 18, 30, "warning")), steps, reward)
     assert (v.status, v.collapse_step) == ("warning", None)
     assert v.sentence == ("Warning from step 18: entropy blow-up. No reward collapse in 31 steps (reward best 0.50 at "
-                          "4). Worst: warning. Note: the reward level fell to 0.05 (≤ 0.5 × its best 0.50) at step 25, "
-                          "with 5 logged point(s) after it: a collapse once it has stayed down 10 points.")
+                          "4). Worst: warning. Note: the reward level fell to 0.05 (≤ 0.5 × its best 0.50, net of "
+                          "noise) at step 25, with 5 logged point(s) after it: a collapse once it has stayed down 10 points.")
     # 20 points at .5, 20 at .05 (steps 20-39), 10 at .5 (40-49): level .05 from step 25; at 45 the last ten (36-45)
     # hold six .5 → .5 > .375 = 0.75 × .5: back at 45. Of the 24 levels after 25 (26-49) the first above .375 is the
     # 20th, inside the last 10 → no collapse by the rule, and too early to call it a recovery: 4 points after it
     back = np.r_[np.full(20, .5), np.full(20, .05), np.full(10, .5)]
     v = verdict(_events(), np.arange(50), back)
     assert v.status == "healthy" and v.sentence.endswith(
-        "Note: the reward level fell to 0.05 (≤ 0.5 × its best 0.50) at step 25 and came back at step 45, with 4 "
-        "logged point(s) after it: too early to tell whether the recovery holds.")
+        "Note: the reward level fell to 0.05 (≤ 0.5 × its best 0.50, net of noise) at step 25 and came back at step "
+        "45, with 4 logged point(s) after it: too early to tell whether the recovery holds.")
     # a recovery that held (20 points at .5 after the fall) and a run that never fell: no note
     held = np.r_[np.full(20, .5), np.full(20, .05), np.full(20, .5)]
     assert "Note" not in verdict(_events(), np.arange(60), held).sentence

@@ -82,7 +82,8 @@ import numpy as np
 import pandas as pd
 
 from ..detectors.events import SEVERITY_RANK
-from .labels import SMOOTH, RunLabel, reward_level
+from ..reward import rule_best
+from .labels import SMOOTH, RunLabel
 from .natural import EARLY
 from .score import SEVERITIES, dated
 
@@ -123,14 +124,15 @@ class BenchRun:
 
 
 def best_point(steps: np.ndarray, reward: np.ndarray, at_step: int) -> int | None:
-    """Index among the logged (non-NaN) reward points where the running best of the reward rule's level, as it
-    stands at ``at_step``, was first reached (None when no level is defined by then)."""
+    """Index among the logged (non-NaN) reward points where the reward rule's best (net of noise:
+    :func:`collapsewatch.reward.rule_best`), as it stands at ``at_step``, was first reached (None when no level is
+    defined by then)."""
     reward = np.asarray(reward, dtype="float64")
-    level, best = reward_level(steps, reward)
+    floor, best = rule_best(steps, reward)
     rows = np.flatnonzero(np.asarray(steps) <= at_step)
     if not len(rows) or not np.isfinite(best[rows[-1]]):
         return None
-    first = int(np.flatnonzero(level[: rows[-1] + 1] == best[rows[-1]])[0])
+    first = int(np.flatnonzero(floor[: rows[-1] + 1] == best[rows[-1]])[0])
     return int((~np.isnan(reward[:first])).sum())
 
 
