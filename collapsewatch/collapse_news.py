@@ -8,6 +8,11 @@ thread of its own, so neither the training thread nor the recorder waits for it;
 is queued. The training thread takes the queue when it hands episodes to the sinks (:meth:`CollapseNews.take`) and
 sends each collapse step once (:meth:`CollapseNews.say`); ``close`` waits for a reading in flight, and the final
 verdict's collapse goes through the same once. A reading that fails is a log line: the run trains on.
+
+A resumed run (``Monitor(resume=True)``) goes on from the reward series already stored: the series starts from it,
+the collapse it holds was the earlier process's news (said then, at the latest with its final verdict) and is not
+said again, and a replayed step (a restart from a checkpoint before the last stored step) replaces the stored
+points from it on, as the store's rows are.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import logging
 import math
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,19 +34,30 @@ log = logging.getLogger("collapsewatch")
 class CollapseNews:
     """One run's reward series as the recorder finished it, and the collapses read and said so far."""
 
-    def __init__(self, read_verdict: Callable[[], dict[str, Any]]) -> None:
-        """``read_verdict``: the run's verdict object as the store has it now (``sinks.run_verdict``)."""
+    def __init__(self, read_verdict: Callable[[], dict[str, Any]],
+                 stored: tuple[Sequence[int], Sequence[Any]] = ((), ())) -> None:
+        """``read_verdict``: the run's verdict object as the store has it now (``sinks.run_verdict``); ``stored``:
+        the (steps, ``reward_mean``) a resumed run already has in the store, in step order (module docstring)."""
         self._read_verdict = read_verdict
         self._steps: list[int] = []
         self._rewards: list[float] = []
         self._looked: set[int] = set()  # collapse steps the in-memory rule found and a reading was started for
         self._said: set[Any] = set()
+        for step, reward in zip(*stored, strict=True):
+            self.add(step, reward)
+        before = self._collapse()
+        if before is not None:  # the earlier process's news
+            self._looked.add(before)
+            self._said.add(before)
         self._lock = threading.Lock()
         self._out: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
     def add(self, step: int, reward: Any) -> None:
         """A finished step's ``reward_mean`` (None or not finite: not a point of the series). Recorder thread."""
+        while self._steps and self._steps[-1] >= step:  # a replayed step replaces the points from it on
+            self._steps.pop()
+            self._rewards.pop()
         if isinstance(reward, (int, float)) and math.isfinite(reward):
             self._steps.append(int(step))
             self._rewards.append(float(reward))
@@ -52,7 +68,7 @@ class CollapseNews:
         try:
             if self._thread is not None and self._thread.is_alive():
                 return
-            step = reward_collapse(np.asarray(self._steps), np.asarray(self._rewards, dtype="float64"))
+            step = self._collapse()
             if step is None or step in self._looked:
                 return
             self._looked.add(step)
@@ -60,6 +76,9 @@ class CollapseNews:
             self._thread.start()
         except Exception:
             log.exception("collapsewatch: the reward collapse check failed; training continues")
+
+    def _collapse(self) -> int | None:
+        return reward_collapse(np.asarray(self._steps), np.asarray(self._rewards, dtype="float64"))
 
     def _read(self) -> None:
         try:

@@ -177,7 +177,7 @@ class Monitor:
             if self._sinks:  # a reward collapse is said to them while the run trains (collapse_news.py)
                 from .collapse_news import CollapseNews
 
-                self._collapse_news = CollapseNews(self._verdict)
+                self._collapse_news = CollapseNews(self._verdict, self._stored_rewards() if resume else ((), ()))
             self._recorder = Recorder(self.writer, sampling or Sampling(), queue_size=queue_size, on_full=on_full,
                                       flush_steps=flush_steps, flush_seconds=flush_seconds, detectors=suite,
                                       collapse_news=self._collapse_news)
@@ -306,6 +306,22 @@ class Monitor:
         except Exception as exc:  # the run is written whatever the verdict's reading does
             log.warning("collapsewatch: the sinks got no verdict for run %s: %s", self.run, exc)
         self._sinks.close()
+
+    def _stored_rewards(self) -> tuple[list[int], list[Any]]:
+        """(steps, ``reward_mean``) this rank already has in the store (a resumed run's; empty where it has none)."""
+        from .store import Store
+
+        store = Store(self.writer.where.show(self.writer.root))
+        try:
+            rows = store.query(lambda: f"SELECT step, reward_mean FROM ({store.run_view('steps', self.run)}) "
+                                       "WHERE rank = ? ORDER BY step", [self.rank])
+        except Exception as exc:  # a run with no stored steps yet (nothing to go on from), or a store not readable
+            log.warning("collapsewatch: the resumed run's stored rewards could not be read (%s): a collapse said "
+                        "before may be said again", exc)
+            return [], []
+        finally:
+            store.close()
+        return rows["step"].astype(int).tolist(), rows["reward_mean"].tolist()
 
     def _verdict(self) -> dict[str, Any]:
         """The run's verdict object as the store has it now, under this Monitor's detector rules."""

@@ -55,3 +55,25 @@ def test_a_failed_reading_is_one_log_line(caplog):
     assert news.take() == []
     assert [r.getMessage() for r in caplog.records] == [
         "collapsewatch: the run's verdict could not be read for its reward collapse: store gone"]
+
+
+def test_a_resumed_run_goes_on_from_its_stored_series_and_does_not_say_its_old_collapse_again():
+    reads = []
+    old = {"run": "r", "status": "collapsed", "collapse_step": 34}
+    # stored: REWARD's steps 0–49, collapsed at 34 — the earlier process's news: no reading, and said already
+    news = CollapseNews(lambda: reads.append(1) or old, (list(range(50)), REWARD))
+    news.check()
+    news.wait()
+    assert reads == [] and not news.say(old)
+    # replayed from step 20 (a checkpoint before the fall): 0.8 from 20 to 59, then 0 — the stored points from 20 on
+    # are replaced, so the series is 0.8 at 0–59, 0 at 60–79: the level is (0.8 + 0) / 2 = 0.4 ≤ 0.4 at 64 and 0
+    # after; with 10 levels after it (step 74) it is a new collapse at 64 — read, and news
+    new = {"run": "r", "status": "collapsed", "collapse_step": 64}
+    news = CollapseNews(lambda: reads.append(1) or new, (list(range(50)), REWARD))
+    for step in range(20, 80):
+        news.add(step, 0.8 if step < 60 else 0.0)
+    news.check()
+    news.wait()
+    assert reads == [1] and news.take() == [new] and news.say(new)
+    # a stored series without a collapse: nothing said already
+    assert CollapseNews(lambda: old, ([0, 1, 2], [0.5, None, 0.5])).say(old)

@@ -51,6 +51,17 @@ def test_a_monitors_webhook_hears_the_reward_collapse_while_it_trains_and_once(t
     assert body["blocks"][0]["text"]["text"] == body["text"]
     assert receiver.got == during  # close said nothing more
     assert run_verdict(tmp_path, "r")["collapse_step"] == 34
+    # Restarted from a checkpoint at step 55 (resume=True): steps 55–69 replayed or new, reward 0 throughout. The
+    # store's verdict still says "Collapsed at step 34" — the earlier process's news, said above: the resumed Monitor
+    # says nothing, neither while it trains nor with its final verdict (before, its fresh series missed steps 0–54,
+    # and close said the stored collapse a second time)
+    with Monitor(tmp_path, run="r", detectors=False, flush_steps=1, resume=True,
+                 sinks=[f"slack:{receiver.url}/s"]) as mon:
+        for step in range(55, 70):
+            mon.log(step, {"reward_mean": 0.0})
+            mon.flush()
+    assert receiver.got == during
+    assert run_verdict(tmp_path, "r")["collapse_step"] == 34
 
 
 def test_many_at_once_make_one_digest(tmp_path, receiver):
