@@ -43,6 +43,8 @@ verdict, the judge, the dashboard and the lab.
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -78,8 +80,10 @@ def point_noise(values: np.ndarray, window: int = NOISE_POINTS) -> np.ndarray:
     differences — differences, so a trend is not read as noise."""
     d = np.diff(np.asarray(values, dtype="float64"))
     out = np.zeros(len(d) + 1)
-    for i in range(2, min(window, len(d)) + 1):  # the first windows: the growing prefixes
-        out[i] = _mad(d[:i])
+    prefix = d[:window].tolist()
+    for i in range(2, min(window, len(d)) + 1):  # the first windows, the growing prefixes: short, so on lists
+        m = statistics.median(prefix[:i])
+        out[i] = 1.4826 * statistics.median([abs(x - m) for x in prefix[:i]]) / math.sqrt(2)
     if len(d) > window:
         w = np.lib.stride_tricks.sliding_window_view(d, window)[1:]  # the windows ending at d[window], …
         out[window + 1:] = _mad(w)
@@ -110,8 +114,8 @@ def _falls(steps: np.ndarray, reward: np.ndarray, smooth: int) -> tuple[np.ndarr
     level, shown = reward_level(steps, reward, smooth)
     _, best = rule_best(steps, reward, smooth)
     defined = np.flatnonzero(~np.isnan(level))  # rows with a level: logged points past the warm-up
-    return level, best, [j for j, i in enumerate(defined)
-                         if shown[i] >= MIN_BEST and best[i] > 0 and level[i] <= COLLAPSE_FRAC * best[i]]
+    lv, b = level[defined], best[defined]
+    return level, best, np.flatnonzero((shown[defined] >= MIN_BEST) & (b > 0) & (lv <= COLLAPSE_FRAC * b)).tolist()
 
 
 def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
