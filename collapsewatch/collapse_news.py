@@ -2,9 +2,9 @@
 
 The recorder thread adds each finished step's reward (:meth:`CollapseNews.add`) and, after each flush, asks whether
 that series holds a collapse by the verdict's own rule (:func:`collapsewatch.reward.reward_collapse`: the level fell
-to half its best, net of noise, and stayed down 10 points) at a step not looked at yet (:meth:`CollapseNews.check`). Only then is
-the run's verdict read from the store — what every reader shows; the flush has written the rows — on a short-lived
-thread of its own, so neither the training thread nor the recorder waits for it; a verdict that says ``collapsed``
+to half its best, net of noise, and stayed down 10 points) at a step not looked at yet (:meth:`CollapseNews.check`).
+Only then is the run's verdict read from the store — what every reader shows; the flush has written the rows — on a
+short-lived thread of its own, so neither the training thread nor the recorder waits for it; a verdict that says ``collapsed``
 is queued. The training thread takes the queue when it hands episodes to the sinks (:meth:`CollapseNews.take`) and
 sends each collapse step once (:meth:`CollapseNews.say`); ``close`` waits for a reading in flight, and the final
 verdict's collapse goes through the same once. A reading that fails is a log line: the run trains on.

@@ -8,9 +8,9 @@ critical is news); a longer ``step_end`` alone is not. Whether a critical was re
 code, and so is whether every sink failed to deliver (which failed is said in one line at the end). Following
 ends when every selected run has finished or crashed (or on ``--once`` / Ctrl+C); then each run's verdict is
 printed (a ``{"type": "verdict"}`` object with ``--json``). A run whose reward collapses while it goes on (its
-verdict says ``collapsed``: the reward's level fell to half its best, net of noise, and stayed down, :mod:`collapsewatch.verdict`) is
-news at the poll that first sees it, once per collapse step: its verdict line (a ``{"type": "collapse"}`` object with
-``--json``) — the first word a log that holds the reward alone gets — and a message of its own to the sinks
+verdict says ``collapsed``: the reward's level fell to half its best, net of noise, and stayed down,
+:mod:`collapsewatch.verdict`) is news at the poll that first sees it, once per collapse step: its verdict line (a
+``{"type": "collapse"}`` object with ``--json``) — the first word a log that holds the reward alone gets — and a message of its own to the sinks
 (``Sink.collapse``: a webhook posts it; the last poll's collapses are said by the verdict lines, not printed
 twice). What is reported also goes to the sinks (``--to``, ``--notify``: :mod:`collapsewatch.sinks`), a check's
 episodes in one call, then each run's verdict. With ``--once``

@@ -3,26 +3,27 @@ verdict, the judge, the dashboard and the lab.
 
 * **Reward level**: the median of ``reward_mean`` over the last ``SMOOTH`` logged (non-NULL) points, or over all of
   them while there are fewer, from the ``WARM``-th point on (undefined before it: a median of five is high only when
-  three of its points are, so one lucky early rollout does not set the best); best = running max of the level. The
-  short levels of the warm-up give a run that falls inside its first ``SMOOTH`` points a best to fall from (chosen on
-  the public sources a rule was tuned on, then held out: docs/lab/bench.md, 2026-11-30, "the verdict's warm-up").
+  three of its points are, so one lucky early rollout does not set the best); the best as shown (the verdict's
+  sentence, the runs page) = running max of the level. The short levels of the warm-up give a run that falls inside
+  its first ``SMOOTH`` points a best to fall from (chosen on the public sources a rule was tuned on, then held out:
+  docs/lab/bench.md, 2026-11-30, "the verdict's warm-up").
 * **The rule's best** (noise-aware): a level is a best only as far as it stands above its own noise — floor = level −
-  ``NOISE_Z`` × the level's noise, the rule's best = running max of the floor. The level's noise is 1.2533 ×
-  (point noise) / √(points in its window) (a median's standard error, normal-consistent); the point noise is the
-  median absolute first difference of the logged rewards over the last ``NOISE_POINTS`` differences, / (0.6745 ×
-  √2) (differences, so a trend is not read as noise). The plain running max of the level picks the luckiest of a
-  noisy run's windows: on shuffled rewards (no trend by construction) it read "collapsed" in up to 8 of 10 orders
-  (``bench/reward_rule_noise.py``), and on the public corpus it read 14 of 211 healthy runs collapsed.
-  ``NOISE_Z`` 1.5 was chosen on the public sources a rule was tuned on (the smallest at which none of their
-  healthy runs reads collapsed and every authors'-collapsed run the rule read collapsed still does), then held out:
-  docs/lab/bench.md, 2026-12-01, "the reward rule's noise-aware best".
-* **Reward collapse**: the first step where the level's running max (the best as shown) ≥ ``MIN_BEST``, the
-  rule's best b > 0, level ≤ ``COLLAPSE_FRAC`` × b, and the level then stays ≤ ``RECOVER_FRAC`` × b *for the rest
-  of the run and for at least* ``SUSTAIN`` *more logged points* (sustained: a dip the run recovers from is not a collapse, and neither is a dip in the run's last
-  ``SUSTAIN`` points, which has had no time to recover — the last level then comes from a window disjoint from
-  the one that first fell). ``MIN_BEST`` 0.1 keeps runs that never learned out (a best under one success in ten
-  is within a rollout's noise of 0) and keeps runs whose best is ≈ 0.15 in: the built-in warm starts succeed at
-  ≈ 0.2, and a run that peaks at a level of 0.15 and then scores 0 for 300 steps collapsed.
+  ``NOISE_Z`` × the level's noise, the rule's best = running max of the floor. The level's noise is 1.2533 × (point
+  noise) / √(points in its window) (a median's standard error, normal-consistent); the point noise is the detectors'
+  estimator (``Series.noise``: the normal-consistent MAD of first differences, / √2) over the last ``NOISE_POINTS``
+  differences (differences, so a trend is not read as noise). The plain running max of the level picks the luckiest of
+  a noisy run's windows: on shuffled rewards (no trend by construction) it read "collapsed" in up to 8 of 10 orders
+  (``bench/reward_rule_noise.py``), and on the public corpus it read 14 of 211 healthy runs collapsed. ``NOISE_Z`` 1.5
+  was chosen on the public sources a rule was tuned on (the smallest at which none of their healthy runs reads
+  collapsed and every authors'-collapsed run the rule read collapsed still does), then held out: docs/lab/bench.md,
+  2026-12-01 (session 41), "the reward rule's best net of noise".
+* **Reward collapse**: the first step where the level's running max (the best as shown) ≥ ``MIN_BEST``, the rule's
+  best b > 0, level ≤ ``COLLAPSE_FRAC`` × b, and the level then stays ≤ ``RECOVER_FRAC`` × b *for the rest of the run
+  and for at least* ``SUSTAIN`` *more logged points* (sustained: a dip the run recovers from is not a collapse, and
+  neither is a dip in the run's last ``SUSTAIN`` points, which has had no time to recover — the last level then comes
+  from a window disjoint from the one that first fell). ``MIN_BEST`` 0.1 keeps runs that never learned out (a best
+  under one success in ten is within a rollout's noise of 0) and keeps runs whose best is ≈ 0.15 in: the built-in warm
+  starts succeed at ≈ 0.2, and a run that peaks at a level of 0.15 and then scores 0 for 300 steps collapsed.
 * **Undecided** (no collapse by the rule, and the run's end decided that): the run's last fall (level ≤
   ``COLLAPSE_FRAC`` × best) was first seen inside its last ``SUSTAIN`` points, or its only recovery from that fall
   (level > ``RECOVER_FRAC`` × best) lies inside them. Either way "never collapsed" rests on fewer points than a
@@ -172,7 +173,8 @@ def start_collapse(steps: np.ndarray, reward: np.ndarray, score: np.ndarray, sus
 class Pending:
     """A fall the run's last ``SUSTAIN`` points decide (module docstring, "Undecided"): the reward level ``level`` ≤
     ``COLLAPSE_FRAC`` × ``best`` (the rule's best, net of noise) at ``step``; ``back`` the step the level first came
-    back above ``RECOVER_FRAC`` × best (None: it has not); ``left`` the logged points after the step that decides (``back``, else ``step``)."""
+    back above ``RECOVER_FRAC`` × best (None: it has not); ``left`` the logged points after the step that decides
+    (``back``, else ``step``)."""
 
     step: int
     level: float
@@ -184,9 +186,8 @@ class Pending:
         """"the reward level fell to … at step …[ and came back at step …], with N logged point(s) after it" — the one
         wording the lab's reason and the verdict's note share."""
         back = f" and came back at step {self.back}" if self.back is not None else ""
-        return (f"the reward level fell to {self.level:{fmt}} (≤ {COLLAPSE_FRAC:g} × its best {self.best:{fmt}}, net of "
-                f"noise) at "
-                f"step {self.step}{back}, with {self.left} logged point(s) after it")
+        return (f"the reward level fell to {self.level:{fmt}} (≤ {COLLAPSE_FRAC:g} × its best {self.best:{fmt}}, "
+                f"net of noise) at step {self.step}{back}, with {self.left} logged point(s) after it")
 
 
 def pending(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain: int = SUSTAIN) -> Pending | None:

@@ -22,8 +22,8 @@ def test_the_rules_best_is_the_level_less_its_noise():
     # 1.4826 · .30 / √2 = .314507; the level median(.2 .6 .3 .5 .1) = .3 is a median of 5, its noise
     # 1.2533 · .314507 / √5 = .176279 → floor .3 − 1.5 · .176279 = .035582
     assert floor[4] == pytest.approx(.035582, abs=1e-5)
-    # 6th point: differences .4 −.3 .2 −.4 .3, median .2; |d − .2| = .2 .5 0 .6 .1 → median .2; noise .209671; the
-    # level (last 5: .6 .3 .5 .1 .4) is .4 → floor .4 − 1.5 · 1.2533 · .209671 / √5 = .4 − .176279 = .223721
+    # 6th point: differences .4 −.3 .2 −.4 .3, median .2; |d − .2| = .2 .5 0 .6 .1 → median .2; noise .209671;
+    # the level (last 5: .6 .3 .5 .1 .4) is .4 → floor .4 − 1.5 · 1.2533 · .209671 / √5 = .4 − .176279 = .223721
     assert floor[5] == pytest.approx(.223721, abs=1e-5) and best[5] == floor[5]
     assert reward_level(np.arange(6), r, smooth=5)[1][5] == pytest.approx(.4)  # the best as shown: the level's
 
@@ -58,7 +58,8 @@ def _p_floor_best() -> float:
 
 def test_a_fall_to_zero_from_a_noisy_level_is_a_collapse_dated_against_the_best_less_noise():
     # P (steps 0-59), then 20 zeros (60-79). The level at step 60 + k holds k + 1 zeros and the last 9 − k of P:
-    #   60: 0 .1 .1 .2 .2 .3 .4 .4 .5 .5 → .25;  61 → .25;  62 → (.2 + .2) / 2 = .2;  63: 0 0 0 0 .1 .2 … → .15;
+    #   60: 0 .1 .1 .2 .2 .3 .4 .4 .5 .5 → .25;  61 → .25;  62 → (.2 + .2) / 2 = .2;
+    #   63: 0 0 0 0 .1 .2 … → .15;
     #   64: five zeros, .1 .2 .3 .4 .5 → .05;  65 on: 0.
     # The rule's best .225507 (above): half of it .112754 — .15 at 63 is above, .05 at 64 is the fall, and every
     # later level (0) stays ≤ .75 · .225507 for 15 points ≥ SUSTAIN 10 → collapse at 64
