@@ -92,7 +92,7 @@ def test_callbacks(app, served):
     moved = tokens.move_marker("collapse", "entropy", 7).to_plotly_json()["operations"]
     assert moved[0]["location"] == ["layout", "shapes"] and moved[0]["params"]["value"][0]["y0"] == 6.5
     fig, note, config, _ = compare.draw(["collapse", "healthy"], ["reward_mean"], 1, "collapse")
-    # healthy has no reward collapse: it is not drawn against collapse's step 84, and the chart says so
+    # healthy has no reward collapse: it is not drawn against collapse's (step 99), and the chart says so
     assert [t.name for t in fig.data] == ["collapse"]
     assert [a.text for a in fig.layout.annotations if a.name == "unaligned"] == \
         ["not drawn: healthy (no reward collapse)"]

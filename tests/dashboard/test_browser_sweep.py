@@ -21,9 +21,9 @@ from .test_browser import browser, context, page  # noqa: F401  (the shared Chro
 pytestmark = pytest.mark.browser
 SOURCES = {"grpo-collapse": "grpo-collapse", "grpo-healthy": "grpo-healthy", "sapo_search": "sapo_search",
            "no-config": "drill-lld-grpo"}
-# The sample runs' verdicts (docs/sample_runs.md: reward collapse at 84 for grpo-collapse and sapo_search; the lld
+# The sample runs' verdicts (docs/sample_runs.md: reward collapse at 85 for grpo-collapse and sapo_search; the lld
 # drill run is a warning, a grad explosion without a reward collapse); the replays' are checked against them below.
-VERDICTS = {"grpo-collapse": ("collapsed", 84), "sapo_search": ("collapsed", 84), "grpo-healthy": ("healthy", None),
+VERDICTS = {"grpo-collapse": ("collapsed", 85), "sapo_search": ("collapsed", 85), "grpo-healthy": ("healthy", None),
             "no-config": ("warning", None)}
 ROWS = f"#{ids.SW_GRID} .ag-center-cols-container .ag-row"
 
@@ -77,9 +77,9 @@ def test_sweep_page_shows_which_settings_collapse(sweep_site, page):  # noqa: F8
         return {{labels: d.dimensions.map(x => x.label), codes: Array.from(d.line.color),
                  steps: Array.from(d.dimensions[4].values)}}; }}""")
     assert fig["labels"] == ["lr", "mini_batches", "objective", "ppo_epochs", "collapse step", "verdict"]
-    # three configured runs on the chart: two collapsed (code 2) at step 84, the healthy one (code 0) at "none"
+    # three configured runs on the chart: two collapsed (code 2) at step 85, the healthy one (code 0) at "none"
     # = 199 + round(0.08 × 199) = 215, above the last step reached
-    assert sorted(zip(fig["codes"], fig["steps"], strict=True)) == [(0, 215), (2, 84), (2, 84)]
+    assert sorted(zip(fig["codes"], fig["steps"], strict=True)) == [(0, 215), (2, 85), (2, 85)]
     assert "1 run without a config, listed below, on no axis: no-config." in page.inner_text(f"#{ids.SW_NOTE}")
     page.locator(f"#{ids.SW_GRID} a[href='/run/grpo-collapse']").click()
     page.wait_for_url("**/run/grpo-collapse")
@@ -113,8 +113,8 @@ def test_runs_page_groups_and_filters_by_config_and_verdict(sweep_site, page):  
     page.wait_for_selector(f"#{ids.RUNS_GROUPS} .grp-row")
     groups = page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.RUNS_GROUPS} .grp-row'))
         .map(r => Array.from(r.cells).map(c => c.innerText))""")
-    # lr 1e-4: grpo-healthy; 1e-3: grpo-collapse and sapo_search, both collapsed, first at 84; no-config: a warning
-    assert groups == [["0.0001", "1", "1", "0", "0", "—"], ["0.001", "2", "0", "0", "2", "84"],
+    # lr 1e-4: grpo-healthy; 1e-3: grpo-collapse and sapo_search, both collapsed, first at 85; no-config: a warning
+    assert groups == [["0.0001", "1", "1", "0", "0", "—"], ["0.001", "2", "0", "0", "2", "85"],
                       ["no config", "1", "0", "1", "0", "—"]]
     # the lr column pinned first and sorted ascending: grpo-healthy (1e-4) before the two 1e-3 runs
     pinned = page.evaluate(f"""() => Array.from(document.querySelectorAll(
