@@ -124,9 +124,7 @@ class BenchRun:
 
 
 def best_point(steps: np.ndarray, reward: np.ndarray, at_step: int) -> int | None:
-    """Index among the logged (non-NaN) reward points where the reward rule's best (net of noise:
-    :func:`collapsewatch.reward.rule_best`), as it stands at ``at_step``, was first reached (None when no level is
-    defined by then)."""
+    """Index among the logged reward points where ``reward.rule_best`` as at ``at_step`` was first reached, or None."""
     reward = np.asarray(reward, dtype="float64")
     floor, best = rule_best(steps, reward)
     rows = np.flatnonzero(np.asarray(steps) <= at_step)
