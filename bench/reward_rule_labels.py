@@ -1,8 +1,8 @@
 """How the verdict's reward rule (``collapsewatch.reward.reward_collapse``) reads runs whose class is known: per class
 of ``lab bench`` (healthy, collapsed), counting only runs the public labels file names (their class is the authors'
-words, not the rule's own reading), and per side of its split (sources a rule was
-tuned on / held out), how many runs the rule reads "collapsed", with its noise-aware best (today's ``NOISE_Z``) and
-with the plain best (``NOISE_Z`` 0, the rule before 2026-12-01). A healthy run read collapsed is a verdict a user
+words, not the rule's own reading), and per side of its split (sources a rule was tuned on / held out), how many
+runs the rule reads "collapsed", with its noise-aware best (today's ``NOISE_Z``) and with the plain best (``NOISE_Z``
+0, the rule before 2026-12-01). A healthy run read collapsed is a verdict a user
 would see wrongly; a collapsed run read collapsed is one the verdict names itself.
 
     collapsewatch lab bench --public STORE --json --runs > bench.json

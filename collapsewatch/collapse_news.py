@@ -4,10 +4,10 @@ The recorder thread adds each finished step's reward (:meth:`CollapseNews.add`) 
 that series holds a collapse by the verdict's own rule (:func:`collapsewatch.reward.reward_collapse`: the level fell
 to half its best, net of noise, and stayed down 10 points) at a step not looked at yet (:meth:`CollapseNews.check`).
 Only then is the run's verdict read from the store — what every reader shows; the flush has written the rows — on a
-short-lived thread of its own, so neither the training thread nor the recorder waits for it; a verdict that says ``collapsed``
-is queued. The training thread takes the queue when it hands episodes to the sinks (:meth:`CollapseNews.take`) and
-sends each collapse step once (:meth:`CollapseNews.say`); ``close`` waits for a reading in flight, and the final
-verdict's collapse goes through the same once. A reading that fails is a log line: the run trains on.
+short-lived thread of its own, so neither the training thread nor the recorder waits for it; a verdict that says
+``collapsed`` is queued. The training thread takes the queue when it hands episodes to the sinks
+(:meth:`CollapseNews.take`) and sends each collapse step once (:meth:`CollapseNews.say`); ``close`` waits for a
+reading in flight, and the final verdict's collapse goes through the same once. A reading that fails is a log line: the run trains on.
 
 A resumed run (``Monitor(resume=True)``) goes on from the reward series already stored: the series starts from it,
 the collapse it holds was the earlier process's news (said then, at the latest with its final verdict) and is not
@@ -43,9 +43,13 @@ class CollapseNews:
         self._rewards: list[float] = []
         self._looked: set[int] = set()  # collapse steps the in-memory rule found and a reading was started for
         self._said: set[Any] = set()
-        for step, reward in zip(*stored, strict=True):
-            self.add(step, reward)
-        before = self._collapse()
+        try:
+            for step, reward in zip(*stored, strict=True):
+                self.add(step, reward)
+            before = self._collapse()
+        except Exception:  # the stored series is a courtesy: without it, a collapse may be said twice
+            log.exception("collapsewatch: a resumed run's stored rewards could not be read; training continues")
+            self._steps, self._rewards, before = [], [], None
         if before is not None:  # the earlier process's news
             self._looked.add(before)
             self._said.add(before)
