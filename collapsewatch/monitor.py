@@ -309,12 +309,12 @@ class Monitor:
 
     def _stored_rewards(self) -> tuple[list[int], list[Any]]:
         """(steps, ``reward_mean``) this rank already has in the store (a resumed run's; empty where it has none)."""
+        from .offline import run_steps
         from .store import Store
 
         store = Store(self.writer.where.show(self.writer.root))
         try:
-            rows = store.query(lambda: f"SELECT step, reward_mean FROM ({store.run_view('steps', self.run)}) "
-                                       "WHERE rank = ? ORDER BY step", [self.rank])
+            rows = run_steps(store, self.run, self.rank)  # the one query of a rank's step rows
         except Exception as exc:  # a run with no stored steps yet (nothing to go on from), or a store not readable
             log.warning("collapsewatch: the resumed run's stored rewards could not be read (%s): a collapse said "
                         "before may be said again", exc)
