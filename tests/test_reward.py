@@ -94,3 +94,41 @@ def test_shuffled_noise_rarely_reads_collapsed():
     rng = np.random.default_rng(0)
     series = [rng.normal(.3, .15, 400) for _ in range(100)]
     assert sum(reward_collapse(np.arange(400), r) is not None for r in series) <= 3
+
+
+def test_the_floor_is_zero_until_the_reward_logs_below_it_then_its_lowest_point():
+    # running min of the logged points, capped at 0; a NaN (no reward that row) keeps the floor so far
+    lo = reward.reward_floor(np.array([.3, np.nan, -.2, .1, -.5]))
+    assert lo.tolist() == [0, 0, -.2, -.2, -.5]
+
+
+# Signed rewards: a first point of −1 (say, a format failure graded −1), then a steady level. Every difference after
+# the first is 0, so from the 5th point on the point noise is 0 (median of differences 0, MAD 0) and the rule's best
+# is the level itself.
+def test_a_signed_reward_falls_toward_its_lowest_point_not_toward_zero():
+    # −1, then 29 points at .2, then 30 at .1: the best .2, the floor −1 → the collapse bar is −1 + .5 × (.2 + 1)
+    # = −.4 and .1 is far above it: a ±1 grade of .2 → .1 is 60 % → 55 % right, not a collapse. (Read against 0, as
+    # before, the bar was .5 × .2 = .1 and the level .1 reached it at the 6th point of the fall, step 35.)
+    r = np.r_[-1, np.full(29, .2), np.full(30, .1)]
+    assert reward_collapse(np.arange(60), r) is None
+    # the same shape on a reward ≥ 0 (first point 0): the floor is 0 and the rule is as it always was → step 35
+    assert reward_collapse(np.arange(60), np.r_[0, np.full(29, .2), np.full(30, .1)]) == 35
+
+
+def test_an_all_negative_reward_has_a_best_to_fall_from():
+    # −1, then 29 points at −.4 (the best), then 30 at −.9: best − floor = .6 ≥ MIN_BEST, bar −1 + .5 × .6 = −.7.
+    # The 10-point level is −.65 with five points of the fall (median of five −.4 and five −.9) and −.9 from the
+    # sixth (step 35) on, under the bar; recovery bar −1 + .75 × .6 = −.55, never reached again → collapse at 35.
+    # (Against 0 the best −.4 was no best at all: never a collapse.)
+    r = np.r_[-1, np.full(29, -.4), np.full(30, -.9)]
+    assert reward_collapse(np.arange(60), r) == 35
+
+
+def test_a_pending_fall_of_a_signed_reward_names_its_floor():
+    # −1, 29 points at .4, 12 at −.5: bar −1 + .5 × 1.4 = −.3, the level −.5 from step 35 (6th point of the fall);
+    # 6 points follow it, fewer than SUSTAIN (10): pending, its text naming the floor
+    r = np.r_[-1, np.full(29, .4), np.full(12, -.5)]
+    p = reward.pending(np.arange(42), r)
+    assert p == reward.Pending(step=35, level=-.5, best=.4, back=None, left=6, lo=-1.0)
+    assert p.text() == ("the reward level fell to -0.5 (≤ 0.5 of the way from its lowest -1 to its best 0.4, net of "
+                        "noise) at step 35, with 6 logged point(s) after it")
