@@ -17,22 +17,13 @@ verdict, the judge, the dashboard and the lab.
   was chosen on the public sources a rule was tuned on (the smallest at which none of their healthy runs reads
   collapsed and every authors'-collapsed run the rule read collapsed still does), then held out: docs/lab/bench.md,
   2026-12-01 (session 41), "the reward rule's best net of noise".
-* **Reward collapse** (for a reward ≥ 0; signed rewards below): the first step where the level's running max (the
-  best as shown) ≥ ``MIN_BEST``, the rule's best b > 0, level ≤ ``COLLAPSE_FRAC`` × b, and the level then stays ≤
-  ``RECOVER_FRAC`` × b *for the rest of the run and for at least* ``SUSTAIN`` *more logged points* (sustained: a dip
-  the run recovers from is not a collapse, and neither is a dip in the run's last ``SUSTAIN`` points, which has had no
-  time to recover — the last level then comes from a window disjoint from the one that first fell). ``MIN_BEST`` 0.1
-  keeps runs that never learned out (a best under one success in ten is within a rollout's noise of 0) and keeps runs
-  whose best is ≈ 0.15 in: the built-in warm starts succeed at ≈ 0.2, and a run that peaks at a level of 0.15 and then
-  scores 0 for 300 steps collapsed.
-* **Signed rewards**: "half the best" is half-way from the bottom of the reward's range, which for a reward that
-  never went below 0 is 0 (the rule above, unchanged). Where the reward has logged a point below 0, the bottom — the
-  **floor** (:func:`reward_floor`) — is the lowest point logged up to that row, and every fraction is of the way from
-  it (:func:`bar`): collapse at level ≤ floor + ``COLLAPSE_FRAC`` × (b − floor), recovery above floor +
-  ``RECOVER_FRAC`` × (b − floor), ``MIN_BEST`` on the shown best − floor, the floor as at the row of the fall. A ±1
-  grade of 0.2 → 0.1 (60 % → 55 % right) is then no collapse, and a reward whose best is −0.4 has one. Chosen on the
-  public sources a rule was tuned on (none of their healthy runs reads collapsed, their authors'-collapsed runs read
-  collapsed 13 → 13), then held out: docs/lab/bench.md, 2026-12-02 (session 42).
+* **Reward collapse**: the first step where the level's running max (the best as shown) ≥ ``MIN_BEST``, the rule's
+  best b > 0, level ≤ ``COLLAPSE_FRAC`` × b, and the level then stays ≤ ``RECOVER_FRAC`` × b *for the rest of the run
+  and for at least* ``SUSTAIN`` *more logged points* (sustained: a dip the run recovers from is not a collapse, and
+  neither is a dip in the run's last ``SUSTAIN`` points, which has had no time to recover — the last level then comes
+  from a window disjoint from the one that first fell). ``MIN_BEST`` 0.1 keeps runs that never learned out (a best
+  under one success in ten is within a rollout's noise of 0) and keeps runs whose best is ≈ 0.15 in: the built-in warm
+  starts succeed at ≈ 0.2, and a run that peaks at a level of 0.15 and then scores 0 for 300 steps collapsed.
 * **Undecided** (no collapse by the rule, and the run's end decided that): the run's last fall (level ≤
   ``COLLAPSE_FRAC`` × best) was first seen inside its last ``SUSTAIN`` points, or its only recovery from that fall
   (level > ``RECOVER_FRAC`` × best) lies inside them. Either way "never collapsed" rests on fewer points than a
@@ -118,38 +109,25 @@ def rule_best(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tu
     return floor, np.fmax.accumulate(np.where(np.isnan(floor), -np.inf, floor))
 
 
-def reward_floor(reward: np.ndarray) -> np.ndarray:
-    """Per row, the bottom of the reward's range as far as the run has shown it (module docstring, "signed
-    rewards"): min(0, the lowest logged point up to that row) — 0 for a reward that never went below 0."""
-    reward = np.asarray(reward, dtype="float64")
-    return np.minimum(0.0, np.fmin.accumulate(np.where(np.isnan(reward), np.inf, reward)))
-
-
-def bar(frac: float, best: float | np.ndarray, lo: float | np.ndarray) -> float | np.ndarray:
-    """The level ``frac`` of the way from the floor ``lo`` to ``best``: ``frac`` × best for a reward ≥ 0."""
-    return lo + frac * (best - lo)
-
-
-def _falls(steps: np.ndarray, reward: np.ndarray, smooth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
-    """(level, the rule's best, the floor, the rows where the level fell to ``COLLAPSE_FRAC`` of the way from the
-    floor to that best with the run's shown best ≥ ``MIN_BEST`` above the floor), rows among those with a level."""
+def _falls(steps: np.ndarray, reward: np.ndarray, smooth: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(level, the rule's best, the rows where the level fell to ``COLLAPSE_FRAC`` × that best with the run's
+    shown best ≥ ``MIN_BEST``), rows among those with a level, in order."""
     level, shown = reward_level(steps, reward, smooth)
     _, best = rule_best(steps, reward, smooth)
-    lo = reward_floor(reward)
     defined = np.flatnonzero(~np.isnan(level))  # rows with a level: logged points past the warm-up
-    lv, b, f = level[defined], best[defined], lo[defined]
-    return level, best, lo, np.flatnonzero((shown[defined] - f >= MIN_BEST) & (b > f)
-                                           & (lv <= bar(COLLAPSE_FRAC, b, f))).tolist()
+    lv, b = level[defined], best[defined]
+    return level, best, np.flatnonzero((shown[defined] >= MIN_BEST) & (b > 0) & (lv <= COLLAPSE_FRAC * b)).tolist()
 
 
 def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
                     sustain: int = SUSTAIN) -> int | None:
     """First step of a sustained reward collapse by the rule of the module docstring, or None."""
-    level, best, lo, falls = _falls(steps, reward, smooth)
+    level, best, falls = _falls(steps, reward, smooth)
     defined = np.flatnonzero(~np.isnan(level))
     for j in falls:
         i = defined[j]
-        fell = stayed_down(level[defined[j + 1:]], best[i], sustain, lo[i])
+        b = best[i]
+        fell = stayed_down(level[defined[j + 1:]], b, sustain)
         if fell is None:  # too close to the run's end to tell a dip from a collapse (nor can any later row)
             return None
         if fell:
@@ -157,13 +135,12 @@ def reward_collapse(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH,
     return None
 
 
-def stayed_down(later: np.ndarray, best: float, sustain: int = SUSTAIN, lo: float = 0.0) -> bool | None:
+def stayed_down(later: np.ndarray, best: float, sustain: int = SUSTAIN) -> bool | None:
     """Whether a fall from ``best`` is a collapse by the points after it: None when fewer than ``sustain`` follow
-    (the run's end decides), else True when none of them is back above ``RECOVER_FRAC`` of the way from the floor
-    ``lo`` to ``best``."""
+    (the run's end decides), else True when none of them is back above ``RECOVER_FRAC`` × ``best``."""
     if len(later) < sustain:
         return None
-    return not np.any(later > bar(RECOVER_FRAC, best, lo))
+    return not np.any(later > RECOVER_FRAC * best)
 
 
 def start_collapse(steps: np.ndarray, reward: np.ndarray, score: np.ndarray, sustain: int = SUSTAIN) -> int | None:
@@ -195,44 +172,39 @@ def start_collapse(steps: np.ndarray, reward: np.ndarray, score: np.ndarray, sus
 @dataclass(frozen=True)
 class Pending:
     """A fall the run's last ``SUSTAIN`` points decide (module docstring, "Undecided"): the reward level ``level`` ≤
-    ``COLLAPSE_FRAC`` of the way from the floor ``lo`` to ``best`` (the rule's best, net of noise) at ``step``; ``back``
-    the step the level first came back above ``RECOVER_FRAC`` of that way (None: it has not); ``left`` the logged
-    points after the step that decides (``back``, else ``step``); ``lo`` the floor (:func:`reward_floor`, 0 for a
-    reward ≥ 0)."""
+    ``COLLAPSE_FRAC`` × ``best`` (the rule's best, net of noise) at ``step``; ``back`` the step the level first came
+    back above ``RECOVER_FRAC`` × best (None: it has not); ``left`` the logged points after the step that decides
+    (``back``, else ``step``)."""
 
     step: int
     level: float
     best: float
     back: int | None
     left: int
-    lo: float = 0.0
 
     def text(self, fmt: str = ".3g") -> str:
         """"the reward level fell to … at step …[ and came back at step …], with N logged point(s) after it" — the one
         wording the lab's reason and the verdict's note share."""
         back = f" and came back at step {self.back}" if self.back is not None else ""
-        best = f"its best {self.best:{fmt}}, net of noise"
-        frac = (f"{COLLAPSE_FRAC:g} × {best}" if self.lo == 0 else
-                f"{COLLAPSE_FRAC:g} of the way from its lowest {self.lo:{fmt}} to {best}")
-        return (f"the reward level fell to {self.level:{fmt}} (≤ {frac}) at step {self.step}{back}, "
-                f"with {self.left} logged point(s) after it")
+        return (f"the reward level fell to {self.level:{fmt}} (≤ {COLLAPSE_FRAC:g} × its best {self.best:{fmt}}, "
+                f"net of noise) at step {self.step}{back}, with {self.left} logged point(s) after it")
 
 
 def pending(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH, sustain: int = SUSTAIN) -> Pending | None:
     """The run's last fall where its end decides its label (None where it does not, or the run collapsed)."""
     if reward_collapse(steps, reward, smooth, sustain) is not None:
         return None
-    level, best, lo, falls = _falls(steps, reward, smooth)
+    level, best, falls = _falls(steps, reward, smooth)
     defined = np.flatnonzero(~np.isnan(level))
     for j in falls:
         i = defined[j]
-        b, f = float(best[i]), float(lo[i])
+        b = best[i]
         later = defined[j + 1:]
         if len(later) < sustain:
-            return Pending(int(steps[i]), float(level[i]), b, None, len(later), f)
-        up = np.flatnonzero(level[later] > bar(RECOVER_FRAC, b, f))
+            return Pending(int(steps[i]), float(level[i]), float(b), None, len(later))
+        up = np.flatnonzero(level[later] > RECOVER_FRAC * b)
         if up[0] >= len(later) - sustain:  # no collapse by the rule, so the level did come back (up is not empty)
-            return Pending(int(steps[i]), float(level[i]), b, int(steps[later[up[0]]]), len(later) - up[0] - 1, f)
+            return Pending(int(steps[i]), float(level[i]), float(b), int(steps[later[up[0]]]), len(later) - up[0] - 1)
     return None
 
 

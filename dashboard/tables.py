@@ -167,8 +167,7 @@ RUNS_COLUMNS: list[dict[str, Any]] = [
                       "(▁ lowest, █ highest of this run)"},
     _num("collapse_step", "collapse step", "d", 105,
          headerTooltip="reward collapse: the 10-point median reward falls to ≤ 0.5 × its best (net of noise) and "
-                       "never recovers above 0.75 ×, for ≥ 10 more points; for a reward that went below 0, of the way from "
-                       "its lowest point (collapsewatch.reward, the one rule)"),
+                       "never recovers above 0.75 ×, for ≥ 10 more points (collapsewatch.reward, the one rule)"),
     {"field": "worst", "headerName": "worst severity", "cellStyle": _severity_style(), "width": 110,
      "headerTooltip": "the worst severity any detector episode ever had in this run"},
     {"field": "episodes", "headerName": "episodes by severity", "width": 190},
