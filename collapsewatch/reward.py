@@ -9,8 +9,9 @@ verdict, the judge, the dashboard and the lab.
   docs/lab/bench.md, 2026-11-30, "the verdict's warm-up").
 * **The rule's best** (noise-aware): a level is a best only as far as it stands above its own noise — floor = level −
   ``NOISE_Z`` × the level's noise, the rule's best = running max of the floor. The level's noise is 1.2533 × (point
-  noise) / √(points in its window) (a median's standard error, normal-consistent); the point noise is the detectors'
-  estimator (``Series.noise``: the normal-consistent MAD of first differences, / √2) over the last ``NOISE_POINTS``
+  noise) / √(points in its window) (a median's standard error, normal-consistent: ``median_noise``, which the severity
+  gate reads too); the point noise is the detectors' estimator (``diff_noise``: the normal-consistent MAD of first
+  differences, / √2; both in :mod:`collapsewatch.detectors.history`) over the last ``NOISE_POINTS``
   differences (differences, so a trend is not read as noise). The plain running max of the level picks the luckiest of
   a noisy run's windows: on shuffled rewards (no trend by construction) it read "collapsed" in up to 8 of 10 orders
   (``bench/reward_rule_noise.py``), and on the public corpus it read 14 of 211 healthy runs collapsed. ``NOISE_Z`` 1.5
@@ -44,14 +45,14 @@ verdict, the judge, the dashboard and the lab.
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .detectors.history import diff_noise, median_noise
 
 SMOOTH = 10
 WARM = 5
@@ -61,7 +62,6 @@ RECOVER_FRAC = 0.75
 SUSTAIN = 10
 NOISE_Z = 1.5
 NOISE_POINTS = 5 * SMOOTH
-_MEDIAN_SE = 1.2533  # standard error of a median of n normal points ≈ 1.2533 σ / √n
 
 
 def reward_level(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tuple[np.ndarray, np.ndarray]:
@@ -76,24 +76,16 @@ def reward_level(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) ->
 
 
 def point_noise(values: np.ndarray, window: int = NOISE_POINTS) -> np.ndarray:
-    """Per point, the noise of the points up to it: the detectors' estimator (:meth:`collapsewatch.detectors.history.
-    Series.noise`: normal-consistent MAD of first differences, / √2; 0 below 3 points) over its last ``window``
-    differences — differences, so a trend is not read as noise."""
+    """Per point, the noise of the points up to it: the detectors' estimator (:func:`collapsewatch.detectors.history.
+    diff_noise`, as :meth:`~collapsewatch.detectors.history.Series.noise` reads it; 0 below 3 points) over its last
+    ``window`` differences — differences, so a trend is not read as noise."""
     d = np.diff(np.asarray(values, dtype="float64"))
     out = np.zeros(len(d) + 1)
-    prefix = d[:window].tolist()
-    for i in range(2, min(window, len(d)) + 1):  # the first windows, the growing prefixes: short, so on lists
-        m = statistics.median(prefix[:i])
-        out[i] = 1.4826 * statistics.median([abs(x - m) for x in prefix[:i]]) / math.sqrt(2)
+    for i in range(2, min(window, len(d)) + 1):  # the first windows, the growing prefixes
+        out[i] = diff_noise(d[:i])
     if len(d) > window:
-        w = np.lib.stride_tricks.sliding_window_view(d, window)[1:]  # the windows ending at d[window], …
-        out[window + 1:] = _mad(w)
+        out[window + 1:] = diff_noise(np.lib.stride_tricks.sliding_window_view(d, window)[1:])  # windows ending at d[window], …
     return out
-
-
-def _mad(d: np.ndarray) -> np.ndarray:
-    """1.4826 · median |d − median d| / √2 along the last axis (a scalar array for one window)."""
-    return 1.4826 * np.median(np.abs(d - np.median(d, axis=-1, keepdims=True)), axis=-1) / np.sqrt(2)
 
 
 def rule_best(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tuple[np.ndarray, np.ndarray]:
@@ -105,7 +97,7 @@ def rule_best(steps: np.ndarray, reward: np.ndarray, smooth: int = SMOOTH) -> tu
     noise = point_noise(reward[logged])
     floor = np.full(len(reward), np.nan)
     n = np.minimum(np.arange(1, len(logged) + 1), smooth)
-    floor[logged] = level[logged] - NOISE_Z * _MEDIAN_SE * noise / np.sqrt(n)
+    floor[logged] = level[logged] - NOISE_Z * median_noise(noise, n)
     return floor, np.fmax.accumulate(np.where(np.isnan(floor), -np.inf, floor))
 
 

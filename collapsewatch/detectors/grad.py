@@ -34,7 +34,7 @@ import numpy as np
 
 from .config import DetectorConfig, GradConfig
 from .events import Finding, Verdict
-from .history import History
+from .history import MAD_SD, History
 from .history import median as median_of
 from .registry import num as _num
 from .registry import register_detector
@@ -54,7 +54,7 @@ def reference(values: np.ndarray, i: int, c: GradConfig) -> tuple[float, float, 
     if median <= 0:
         return None
     logs = np.log(np.maximum(ref, 1e-12))
-    spread = 1.4826 * median_of(np.abs(logs - median_of(logs)))
+    spread = MAD_SD * median_of(np.abs(logs - median_of(logs)))
     return median, max(c.spike_factor, float(np.exp(c.spike_z * spread))), spread
 
 

@@ -167,11 +167,30 @@ class Series:
         return Series(self.steps[keep], self.values[keep])
 
     def noise(self) -> float:
-        """Per-point noise scale: normal-consistent MAD of first differences, divided by √2."""
+        """Per-point noise scale: :func:`diff_noise` of the first differences (0 below 3 points)."""
         if len(self) < 3:
             return 0.0
-        d = np.diff(self.values)
-        return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)  # MAD · Φ⁻¹(¾)⁻¹
+        return float(diff_noise(np.diff(self.values)))
+
+
+MAD_SD = 1.4826
+"""A normal sample's standard deviation ≈ 1.4826 × its median absolute deviation (1 / Φ⁻¹(¾)): the robust spreads."""
+
+MEDIAN_SE = 1.2533
+"""The standard error of a median of k normal points ≈ 1.2533 σ / √k (√(π/2)): the noise of a level."""
+
+
+def diff_noise(d: np.ndarray) -> np.ndarray:
+    """The per-point noise of a series from its first differences ``d`` (along the last axis): ``MAD_SD`` × median
+    |d − median d| / √2 — differences, so a trend is not read as noise; √2, as a difference holds two points' noise.
+    One home for the detectors' estimator (:meth:`Series.noise`) and the reward rule's (``collapsewatch.reward``)."""
+    return MAD_SD * np.median(np.abs(d - np.median(d, axis=-1, keepdims=True)), axis=-1) / np.sqrt(2)
+
+
+def median_noise(sigma: float | np.ndarray, k: int | np.ndarray) -> float | np.ndarray:
+    """The noise of a median of ``k`` points of per-point noise ``sigma``: ``MEDIAN_SE`` · σ / √k, and σ itself for one
+    point (a level of one point is that point)."""
+    return np.where(np.asarray(k) > 1, MEDIAN_SE / np.sqrt(np.maximum(k, 1)), 1.0) * sigma
 
 
 FIRST_POINTS = 20

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .config import DetectorConfig
-from .history import History
+from .history import History, median_noise
 
 Signal = tuple["bool | None", dict[str, Any]]
 
@@ -115,7 +115,7 @@ def level_fall(h: History, cfg: DetectorConfig, key: str, k: int, sustain: int, 
         if len(size) and np.all((r.values >= 0) & (r.values <= 1)):  # a share: every point read in [0, 1]
             floor = binomial_noise(float((before if len(before) else r).values.mean()), float(size.values[-1]))
         sigma = max(sigma, floor)
-    level_noise = (1.2533 / np.sqrt(k) if k > 1 else 1.0) * sigma
+    level_noise = float(median_noise(sigma, k))
     need = max(drop_needed(peak, cfg), cfg.severity.noise_z * level_noise)
     down = peak - levels >= need
     fired = bool(np.all(down[-sustain:]))

@@ -8,7 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collapsewatch.detectors.history import FIRST_POINTS, History, column_kinds, normalise
+from collapsewatch.detectors.history import (
+    FIRST_POINTS,
+    History,
+    Series,
+    column_kinds,
+    diff_noise,
+    median_noise,
+    normalise,
+)
 
 KINDS = {"grad_norm": "num", "on_policy": "bool", "first_nonfinite": "text", "reward_mean": "num"}
 
@@ -188,3 +196,21 @@ def test_median_is_numpys_to_the_bit():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns on an empty mean
         assert np.isnan(median(np.array([])))
+
+
+def test_diff_noise_is_the_normal_consistent_mad_of_the_differences_over_root_two():
+    # differences .4 −.3 .2 −.4: median −.05; |d + .05| = .45 .25 .35 .25 → median .30; 1.4826 × .30 / √2 = .314507
+    assert float(diff_noise(np.array([.4, -.3, .2, -.4]))) == pytest.approx(.314507, abs=1e-6)
+    # along the last axis, row by row: a second row of equal differences has MAD 0
+    rows = diff_noise(np.array([[.4, -.3, .2, -.4], [.1, .1, .1, .1]]))
+    assert rows[0] == pytest.approx(.314507, abs=1e-6) and rows[1] == 0
+    # Series.noise reads it on the series' differences (.2 .6 .3 .5 .1 → the differences above), 0 below 3 points
+    assert Series(np.arange(5), np.array([.2, .6, .3, .5, .1])).noise() == pytest.approx(.314507, abs=1e-6)
+    assert Series(np.arange(2), np.array([.2, .6])).noise() == 0
+
+
+def test_median_noise_is_the_standard_error_of_a_median_and_one_points_own_noise():
+    # a median of k normal points: 1.2533 σ / √k — k 4, σ .2: 1.2533 × .2 / 2 = .12533; one point: σ itself
+    assert float(median_noise(.2, 4)) == pytest.approx(.12533)
+    assert float(median_noise(.2, 1)) == pytest.approx(.2)
+    assert median_noise(np.array([.2, .2]), np.array([1, 25])) == pytest.approx([.2, 1.2533 * .2 / 5])
