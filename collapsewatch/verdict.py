@@ -22,6 +22,8 @@ reward that just halved). So does a run whose log holds none of the signals that
 collapse — no entropy, gradient norm, group statistics, log-probs or policy ratios (:func:`signal_columns`), a
 reward-only log: ``Note: the log has no entropy, gradient norm, group statistics or log-probs, the signals that come
 before a collapse: only the reward is watched.`` (:func:`blind_note`), so that "No warning" is read for what it is.
+A reward that went below 0 gets a note where the rule judged it (its fractions are of the best from 0, not from the
+reward's lowest) or could not (a best under ``MIN_BEST``): :func:`signed_note`.
 
 First warning = the episode that stood at warning or above first, dated by the step it did (an episode that
 opened at info and turned warning later rang then, not at its start: ``reached`` in its evidence,
@@ -44,7 +46,7 @@ import pandas as pd
 
 from .detectors.events import SEVERITY_RANK, evidence_dict, reached_step
 from .detectors.registry import specs
-from .reward import SUSTAIN, Pending, pending, reward_collapse, reward_level
+from .reward import MIN_BEST, SUSTAIN, Pending, pending, reward_collapse, reward_level
 
 Status = Literal["healthy", "warning", "collapsed"]
 NO_STEPS = "no steps"
@@ -122,6 +124,25 @@ def pending_note(p: Pending | None) -> str:
     then = (f"a collapse once it has stayed down {SUSTAIN} points" if p.back is None else
             "too early to tell whether the recovery holds")
     return f" Note: {p.text('.2f')}: {then}."
+
+
+def signed_note(reward: np.ndarray, best: float | None, judged: bool) -> str:
+    """The verdict's note for a reward that went below 0 (``reward``: per step, NaN where not logged; ``best``: the
+    best level, None without one; ``judged``: the verdict names a collapse or a pending fall). The rule's fractions
+    are of the best from 0 (:mod:`collapsewatch.reward`), which on a signed reward (a ±1 grade, a penalty) is not the
+    bottom of its range; ``""`` for a reward that never went below 0, or where the rule judged nothing."""
+    logged = reward[np.isfinite(reward)]
+    if not len(logged) or logged.min() >= 0:
+        return ""
+    lowest = f"lowest {_f(float(logged.min()))}"
+    if judged:
+        return (f" Note: the reward goes below 0 ({lowest}), and the collapse rule measures its fall to half the best "
+                "from 0, not from that lowest: on a signed reward (a ±1 grade, a penalty), confirm the fall on the "
+                "reward chart.")
+    if best is not None and best < MIN_BEST:
+        return (f" Note: the reward's best level is {_f(best)} ({lowest}): the collapse rule needs a best of at least "
+                f"{MIN_BEST:g} to fall from, so it cannot judge this signed reward — read the reward chart.")
+    return ""
 
 
 def blind_note(length_logged: bool, eval_logged: bool = False, reward_logged: bool = True) -> str:
@@ -264,8 +285,9 @@ def verdict(events: pd.DataFrame, steps: Sequence[int] | np.ndarray, reward: Seq
         if status == "warning" and worst == "critical":  # the badge says warning: why, beside "Worst: critical"
             text += " The run is marked warning, not collapsed, because its reward has not collapsed."
     text += budget_note(events)
-    if collapse is None and len(steps):
-        text += pending_note(pending(steps, reward))
+    late = pending(steps, reward) if collapse is None and len(steps) else None
+    text += pending_note(late)
+    text += signed_note(reward, before, collapse is not None or late is not None)
     blind = logged is not None and len(steps) > 0 and not set(logged) & set(signal_columns())
     if blind:
         text += blind_note("response_length_mean" in set(logged), "eval_score" in set(logged),

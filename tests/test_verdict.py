@@ -199,3 +199,26 @@ def test_one_step_is_said_in_the_singular():
     assert v.sentence.startswith("No warning in 1 step; "), v.sentence
     w = verdict(_events(("grad", "explosion", 0, 0, "warning")), np.arange(1), np.array([.5]))
     assert "No reward collapse in 1 step (" in w.sentence, w.sentence
+
+
+def test_a_signed_reward_is_named_where_the_rule_judges_it_and_where_it_cannot():
+    # −1, then .5 × 19, then .05 × 20 (steps 0-39): the differences are 0 but two, so the point noise is 0 and the
+    # rule's best is the level's .5 (from step 4: median of −1 and four .5); the level .05 ≤ .25 from step 25 (six
+    # .05 of ten) and stays there → collapsed at 25, and the reward went below 0 (lowest −1.00): the note says the
+    # rule measured from 0
+    reward = np.r_[-1, np.full(19, .5), np.full(20, .05)]
+    v = verdict(_events(), np.arange(40), reward)
+    assert v.collapse_step == 25 and v.sentence == (
+        "Collapsed at step 25 (reward 0.50 → 0.05). No warning before it. Note: the reward goes below 0 (lowest "
+        "-1.00), and the collapse rule measures its fall to half the best from 0, not from that lowest: on a signed "
+        "reward (a ±1 grade, a penalty), confirm the fall on the reward chart.")
+    # all below 0: −1 × 5 then −.4 × 35 → the best level −.40, first at step 10 (six −.4 of the last ten; at 9 five
+    # of each: −.7), under MIN_BEST .1: nothing to fall from, said so
+    v = verdict(_events(), np.arange(40), np.r_[np.full(5, -1.), np.full(35, -.4)])
+    assert v.status == "healthy" and v.sentence == (
+        "No warning in 40 steps; reward best -0.40 at 10. Note: the reward's best level is -0.40 (lowest -1.00): the "
+        "collapse rule needs a best of at least 0.1 to fall from, so it cannot judge this signed reward — read the "
+        "reward chart.")
+    # a signed reward the rule judged "no collapse" with a best ≥ .1 gets no note, nor does a reward ≥ 0 that fell
+    assert "Note" not in verdict(_events(), np.arange(40), np.r_[-1, np.full(39, .5)]).sentence
+    assert "below 0" not in verdict(_events(), np.arange(40), np.r_[0, np.full(19, .5), np.full(20, .05)]).sentence
