@@ -84,7 +84,8 @@ def point_noise(values: np.ndarray, window: int = NOISE_POINTS) -> np.ndarray:
     for i in range(2, min(window, len(d)) + 1):  # the first windows, the growing prefixes
         out[i] = diff_noise(d[:i])
     if len(d) > window:
-        out[window + 1:] = diff_noise(np.lib.stride_tricks.sliding_window_view(d, window)[1:])  # windows ending at d[window], …
+        ends = np.lib.stride_tricks.sliding_window_view(d, window)[1:]  # the windows ending at d[window], …
+        out[window + 1:] = diff_noise(ends)
     return out
 
 

@@ -214,3 +214,12 @@ def test_median_noise_is_the_standard_error_of_a_median_and_one_points_own_noise
     assert float(median_noise(.2, 4)) == pytest.approx(.12533)
     assert float(median_noise(.2, 1)) == pytest.approx(.2)
     assert median_noise(np.array([.2, .2]), np.array([1, 25])) == pytest.approx([.2, 1.2533 * .2 / 5])
+
+
+def test_diff_noise_reads_a_short_series_on_a_list_to_the_bit_of_numpys():
+    # the list path (1-D, fewer than 64 differences) and numpy's (the same differences as a row of a 2-D array) agree
+    # bit for bit, at odd and even lengths (one middle value; two, halved), ties included
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 4, 5, 17, 50, 63):
+        for d in (rng.normal(0, .2, n), rng.integers(-2, 3, n) / 8):
+            assert diff_noise(d).tobytes() == diff_noise(d[None, :])[0].tobytes(), n
