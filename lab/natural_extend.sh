@@ -10,6 +10,10 @@
 # Session 41: STEPS 600, the runs still at 400 that the noise-aware reward rule left "cannot tell" or never collapsed:
 #   healthy-grpo-nll04-lr1e-4-s0 healthy-llds-nll04-lr3e-4-s0 healthy-sapo_search-nll04-lr1e-4-s0
 #   healthy-llds-nll04-lr1e-4-s0 healthy-llds-nll04-lr3e-4-s1
+# Session 43: STEPS 700, the seven runs still "cannot tell" at 600:
+#   healthy-grpo-nll04-lr3e-4-s0 healthy-grpo-nll04-lr3e-4-t13-s0 healthy-llds-nll04-lr1e-4-s0
+#   healthy-llds-nll04-lr3e-4-s0 healthy-llds-nll04-lr3e-4-s2 healthy-sapo_search-nll04-lr3e-4-s0
+#   healthy-sapo_search-nll04-lr3e-4-s2
 set -eu
 STORE=$(realpath "${1:?usage: natural_extend.sh STORE SNAPSHOT STEPS RUN...}")
 SNAP=$(realpath "${2:?usage: natural_extend.sh STORE SNAPSHOT STEPS RUN...}")
