@@ -270,10 +270,6 @@ def run_records(runs: list[BenchRun], flags: pd.DataFrame) -> pd.DataFrame:
                          for r in runs])
 
 
-def _frac(n: int, of: int) -> str:
-    return f"{n}/{of}" if of else "—"
-
-
 def _with_signal(recs: pd.DataFrame) -> pd.Series:
     """Per record, whether its log holds a signal column (not blind; records without the field: all do)."""
     return ~recs["blind"].astype(bool) if "blind" in recs else pd.Series(True, index=recs.index)
@@ -321,49 +317,25 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
     return row
 
 
+def group_sources(recs: pd.DataFrame, tuned_on: list[str] | None = None) -> dict[str, list[str]]:
+    """The table's group rows — with ``tuned_on``, one over those sources and one over the rest; then ``all`` —
+    by name, each with the sources it sums."""
+    sources = sorted(set(recs["source"]))
+    rest = [s for s in sources if s not in set(tuned_on or ())]
+    return ({f"tuned on ({len(set(tuned_on))} source(s))": sorted(set(sources) - set(rest)),
+             f"not tuned on ({len(rest)} source(s))": rest} if tuned_on else {}) | {"all": sources}
+
+
 def bench_table(recs: pd.DataFrame, tuned_on: list[str] | None = None) -> pd.DataFrame:
-    """One row per source and an ``all`` row (:func:`summarise`); with ``tuned_on`` (sources a rule change was
-    designed on) also a row over those sources and one over every other source — the rule's held-out figure."""
+    """One row per source, then the group rows of :func:`group_sources` (:func:`summarise` each); ``tuned_on``: the
+    sources a rule change was designed on — the row over every other source is the rule's held-out figure."""
+    unknown = sorted(set(tuned_on or ()) - set(recs["source"]))
+    if unknown:
+        raise ValueError(f"--tuned-on: no source {', '.join(map(repr, unknown))} "
+                         f"(sources: {', '.join(sorted(set(recs['source'])))})")
     rows = [summarise(g, s) for s, g in recs.groupby("source", sort=True)] if len(recs) else []
-    if tuned_on:
-        unknown = sorted(set(tuned_on) - set(recs["source"]))
-        if unknown:
-            raise ValueError(f"--tuned-on: no source {', '.join(map(repr, unknown))} "
-                             f"(sources: {', '.join(sorted(set(recs['source'])))})")
-        mine = recs["source"].isin(tuned_on)
-        rows += [summarise(recs[mine], f"tuned on ({len(set(tuned_on))} source(s))"),
-                 summarise(recs[~mine], f"not tuned on ({recs.loc[~mine, 'source'].nunique()} source(s))")]
-    return pd.DataFrame([*rows, summarise(recs, "all")])
-
-
-def _both(r: dict, key: str, of: int) -> str:
-    return f"{_frac(r[key + '_pooled'], of)} | {_frac(r[key + '_held'], of)}"
-
-
-def readable(table: pd.DataFrame) -> pd.DataFrame:
-    """The bench table for a person: 'pooled | held out' side by side, counts as n/of."""
-    out = []
-    for r in table.to_dict("records"):
-        c, h = r["collapsed"], r["healthy"]
-        lead = " | ".join("—" if pd.isna(r[f"lead_median_{w}"]) else f"{r[f'lead_median_{w}']:g}"
-                          for w in ("pooled", "held"))
-        out.append({"source": r["source"], "runs (h/c/other/untrusted)":
-                    f"{r['runs']} ({h}/{c}/{r['other']}/{r['untrusted']})",
-                    "flagged ≤ collapse": _both(r, "flagged", c),
-                    "… each source once": " | ".join(
-                        "—" if pd.isna(r[f"flagged_source_mean_{w}"]) else f"{100 * r[f'flagged_source_mean_{w}']:.0f}%"
-                        for w in ("pooled", "held")) + f" of {r['collapse_sources']}",
-                    "… of logs with a signal": _both(r, "flagged_signal", r["collapsed_signal"]),
-                    "… still standing at the collapse": _both(r, "flagged_standing", c),
-                    f"≥ {EARLY} before": _both(r, "early", c), "lead": lead,
-                    "first-10 caught": _both(r, "first10_caught", r["first10_collapses"]),
-                    "healthy alarmed": _frac(r["healthy_alarmed"], h),
-                    "healthy alarmed, of logs with a signal": _frac(r["healthy_alarmed_signal"], r["healthy_signal"]),
-                    "healthy critical": _frac(r["healthy_critical"], h),
-                    "alarms/1k healthy steps": "—" if pd.isna(r["healthy_alarms_per_1k"])
-                    else f"{r['healthy_alarms_per_1k']:.2f}",
-                    "healthy specific alarm": _both(r, "healthy_specific", h)})
-    return pd.DataFrame(out)
+    return pd.DataFrame([*rows, *(summarise(recs[recs["source"].isin(members)], name)
+                                  for name, members in group_sources(recs, tuned_on).items())])
 
 
 def trust_rows(runs: list[BenchRun], flags: pd.DataFrame) -> list[dict]:

@@ -22,10 +22,11 @@ from .bench import (
     SPECIFIC_MAX,
     WITHIN_POINTS,
     bench_table,
-    readable,
+    group_sources,
     run_records,
     trust_rows,
 )
+from .bench_intervals import interval_lines, with_intervals
 from .bench_sources import PUBLIC_SPLIT, SAMPLE_SOURCE, Bench, add_public, add_store, named_paths, tuned_on_sources
 
 DEFINITIONS = {"specific_max": SPECIFIC_MAX, "early_steps": EARLY, "first_points": FIRST_POINTS,
@@ -70,7 +71,7 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
     if split["from"] != "--tuned-on" and split["tuned_on"]:
         typer.echo(f"split: {len(split['tuned_on'])} source(s) a rule was chosen on ({split['from']}); the others "
                    "are held out", err=True)
-    table = bench_table(recs, split["tuned_on"])
+    table = with_intervals(bench_table(recs, split["tuned_on"]), group_sources(recs, split["tuned_on"]))
     rows = trust_rows(bench.runs, bench.flags)
     meta = {"command": _command(public, public_dir, sample, stores, labels, detectors, tuned_on), "split": split,
             "date": dt.date.today().isoformat(), "rules": rules_digest(config), "definitions": DEFINITIONS,
@@ -144,6 +145,40 @@ def _plain(value):
     raise TypeError(f"not JSON: {type(value).__name__}")
 
 
+def _frac(n: int, of: int) -> str:
+    return f"{n}/{of}" if of else "—"
+
+
+def _both(r: dict, key: str, of: int) -> str:
+    return f"{_frac(r[key + '_pooled'], of)} | {_frac(r[key + '_held'], of)}"
+
+
+def readable(table: pd.DataFrame) -> pd.DataFrame:
+    """The bench table for a person: 'pooled | held out' side by side, counts as n/of."""
+    out = []
+    for r in table.to_dict("records"):
+        c, h = r["collapsed"], r["healthy"]
+        lead = " | ".join("—" if pd.isna(r[f"lead_median_{w}"]) else f"{r[f'lead_median_{w}']:g}"
+                          for w in ("pooled", "held"))
+        out.append({"source": r["source"], "runs (h/c/other/untrusted)":
+                    f"{r['runs']} ({h}/{c}/{r['other']}/{r['untrusted']})",
+                    "flagged ≤ collapse": _both(r, "flagged", c),
+                    "… each source once": " | ".join(
+                        "—" if pd.isna(r[f"flagged_source_mean_{w}"]) else f"{100 * r[f'flagged_source_mean_{w}']:.0f}%"
+                        for w in ("pooled", "held")) + f" of {r['collapse_sources']}",
+                    "… of logs with a signal": _both(r, "flagged_signal", r["collapsed_signal"]),
+                    "… still standing at the collapse": _both(r, "flagged_standing", c),
+                    f"≥ {EARLY} before": _both(r, "early", c), "lead": lead,
+                    "first-10 caught": _both(r, "first10_caught", r["first10_collapses"]),
+                    "healthy alarmed": _frac(r["healthy_alarmed"], h),
+                    "healthy alarmed, of logs with a signal": _frac(r["healthy_alarmed_signal"], r["healthy_signal"]),
+                    "healthy critical": _frac(r["healthy_critical"], h),
+                    "alarms/1k healthy steps": "—" if pd.isna(r["healthy_alarms_per_1k"])
+                    else f"{r['healthy_alarms_per_1k']:.2f}",
+                    "healthy specific alarm": _both(r, "healthy_specific", h)})
+    return pd.DataFrame(out)
+
+
 def _print_tables(recs: pd.DataFrame, table: pd.DataFrame, rows: list[dict], untrusted: pd.DataFrame,
                   missing: list[dict], per_run: bool) -> None:
     if per_run:
@@ -155,6 +190,10 @@ def _print_tables(recs: pd.DataFrame, table: pd.DataFrame, rows: list[dict], unt
                    f"not alike); flagged = a specific alarm ≤ the collapse; first-10 = collapses at one of a run's "
                    f"first {FIRST_POINTS} points, caught within {WITHIN_POINTS} points; definitions: "
                    "collapsewatch/lab/bench.py")
+        lines = interval_lines(table)
+        if lines:
+            typer.echo("\n95 % intervals over sources (resampling whole sources; a share of 0 or 1: Wilson's bound, "
+                       "runs as independent; collapsewatch/lab/bench_intervals.py):\n" + "\n".join(lines))
         alarms = pd.DataFrame([r for r in rows if r["severity"] != "info"])
         if len(alarms):
             typer.echo("\nper flag class (severity ≥): healthy runs fired on, collapses preceded, held out:")

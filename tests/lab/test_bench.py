@@ -377,6 +377,16 @@ def test_the_split_file_is_the_default_tuned_on_list(corpora, tmp_path):
     assert (rows["tuned on (1 source(s))"]["flagged_held"], rows["tuned on (1 source(s))"]["healthy"]) == (1, 0)
     other = rows["not tuned on (3 source(s))"]
     assert (other["collapsed"], other["flagged_held"], other["healthy"], other["healthy_alarmed"]) == (2, 0, 11, 1)
+    # group rows carry 95 % intervals over their sources (bench_intervals; a source's own row none, nor a share with
+    # nothing to count: the tuned side has no healthy run). 0 of 2 collapses flagged held out: a share of 0 takes
+    # Wilson's bound, [0, z²/(2 + z²)] = [0, 3.8415/5.8415] = [0, 0.6576]
+    assert other["flagged_held_ci"] == pytest.approx([0.0, 3.8415 / 5.8415], abs=1e-4)
+    assert rows["tuned on (1 source(s))"]["healthy_alarmed_ci"] is None and rows["alpha/x"].get("flagged_held_ci") is None
+    lo, hi = other["healthy_alarmed_ci"]
+    assert lo <= 1 / 11 <= hi
+    text = CliRunner().invoke(app, args[:-1])
+    assert text.exit_code == 0 and "95 % intervals over sources" in text.output
+    assert "not tuned on (3 source(s)): flagged ≤ collapse 0/2 (0.0 %) [0–66 %]" in text.output
     # the trust table's head names the split (the folder is a machine path here: the file's name alone)
     md = CliRunner().invoke(app, [*args[:-1], "--markdown"])
     assert "Split: the 1 source(s) of `tuned_on.csv` tuned on, every other source held out." in md.stdout
