@@ -145,6 +145,10 @@ while IFS=$'\t' read -r run file repo path commit sha; do
     *.nbtable.ipynb)  # a notebook's HF training-progress table: lab/public/nb_table_csv.py writes it as a CSV
       conv="$(mktemp --suffix=.csv)"; "$py" "$here/nb_table_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.tbscalars.json)  # a run's TensorBoard scalars dumped as JSON ({tag: [{step, value, wall_time}]}):
+                       # lab/public/tb_scalars_json.py writes the long CSV (step, tag, value) ingest pivots
+      conv="$(mktemp --suffix=.csv)"; "$py" "$here/tb_scalars_json.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rhd.jsonl)  # Rohanjain2312/grpo-reward-hacking-demo's own per-step logger: lab/public/rhd_metrics.py says what its
                   # keys mean
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rhd_metrics.py" "$raw" "$conv" >&2

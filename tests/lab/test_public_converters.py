@@ -18,7 +18,8 @@ lab/public/sherry_csv.py (sherrywan717/ppo-vs-grpo-math-rlvr's per-update CSVs),
 split by a resume), lab/public/rezero_console.py (womogenes/re-zero's prime-rl console), lab/public/slime_tb.py (a
 slime run's two TensorBoard writers, THisisPX/slime), lab/public/omnilora_curve.py (SakaiXue6666/Omni-LoRA-RL's
 reward curves), lab/public/rlvrexp_plots.py (halflearned/rlvr-experiments' plot data), lab/public/katop_csv.py
-(katop1234/softmaxed_rewards' table of runs) and lab/public/tlr_curves.py (redswimmer/turn-level-rewards' curves).
+(katop1234/softmaxed_rewards' table of runs), lab/public/tlr_curves.py (redswimmer/turn-level-rewards' curves) and
+lab/public/tb_scalars_json.py (TensorBoard scalars dumped as JSON, sanjuhs/open-env-meta-final-hackathon).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ katop_csv = _load("katop_csv")
 ece405_metrics = _load("ece405_metrics")
 cs336hw5_metrics = _load("cs336hw5_metrics")
 json_rows = _load("json_rows")
+tb_scalars_json = _load("tb_scalars_json")
 
 # the first rows of lora32_speed_metrics.csv (an empty entropy cell: not logged at those steps)
 TRINITY = """step,score,entropy,response_clip_ratio,prompt_length_mean,train_step_seconds,update_actor_seconds,tokens,runners
@@ -943,3 +945,41 @@ def test_json_rows_writes_the_list_at_a_key_path_and_names_a_missing_key(tmp_pat
         json_rows.rows_at(doc, "training.a.run_id")
     assert json_rows.main([str(src), "nope", str(tmp_path / "none.jsonl")]) == 1
     assert not (tmp_path / "none.jsonl").exists()
+
+
+# cadforge-2b-dense-grpo.tbscalars.json: the first two points of two of its tags, and its one tag logged twice at a step
+# (train/epoch at the last step, 40), as the file holds them
+TB_SCALARS = {
+    "train/reward": [{"step": 1.0, "value": 0.33250001072883606, "wall_time": 1777145749.1654227},
+                     {"step": 2.0, "value": 0.3700000047683716, "wall_time": 1777145841.5365279}],
+    "train/frac_reward_zero_std": [{"step": 1.0, "value": 0.5, "wall_time": 1777145749.167907},
+                                   {"step": 2.0, "value": 1.0, "wall_time": 1777145841.5393407}],
+    "train/epoch": [{"step": 40.0, "value": 4.0, "wall_time": 1777149343.0652668},
+                    {"step": 40.0, "value": 4.0, "wall_time": 1777149344.2916083}],
+}
+
+
+def test_tb_scalars_json_becomes_the_long_table_ingest_pivots(tmp_path, store):
+    src, out = tmp_path / "export.json", tmp_path / "out.csv"
+    src.write_text(json.dumps(TB_SCALARS))
+    assert tb_scalars_json.main([str(src), str(out)]) == 0
+    # one row per point, tag by tag in the file's order, steps as integers, values and wall times as given
+    assert out.read_text().splitlines() == [
+        "step,tag,value,wall_time",
+        "1,train/reward,0.33250001072883606,1777145749.1654227", "2,train/reward,0.3700000047683716,1777145841.5365279",
+        "1,train/frac_reward_zero_std,0.5,1777145749.167907", "2,train/frac_reward_zero_std,1.0,1777145841.5393407",
+        "40,train/epoch,4.0,1777149343.0652668", "40,train/epoch,4.0,1777149344.2916083"]
+    ingest_file(store, out, run="tb")
+    # train/ stripped, TRL's keys mapped: reward → reward_mean, frac_reward_zero_std → zero_std_group_frac; step 40
+    # holds only the epoch (no catalogue column): a row of its own
+    rows = connect(store).sql("SELECT step, reward_mean, zero_std_group_frac FROM steps WHERE run = 'tb' ORDER BY step"
+                              ).fetchall()
+    assert rows[:2] == [(1, pytest.approx(0.3325), 0.5), (2, pytest.approx(0.37), 1.0)]
+    # not an export: one line naming the file and what it found, nothing written
+    for bad, why in [([1, 2], "the top level is a list"), ({"train/reward": 3}, "holds a int"),
+                     ({"train/reward": [{"value": 1}]}, "point 0: not an object with step and value")]:
+        src.write_text(json.dumps(bad))
+        target = tmp_path / "none.csv"
+        assert tb_scalars_json.main([str(src), str(target)]) == 1 and not target.exists()
+        with pytest.raises(ValueError, match=why):
+            list(tb_scalars_json.long_rows(bad))
