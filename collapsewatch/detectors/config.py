@@ -224,7 +224,9 @@ class StarvationConfig(Timing):
     """A share logged only as 0 and 1 (one group a step: each point is one group, equal or not): its level is the
     mean of its last this-many points, read from half as many — not the 5-point median, which 3 all-equal single
     groups in 5 fill (module doc of ``detectors/starvation.py``). The entropy rule reads such a run's entropy levels
-    over as many points, one group's entropy being as noisy (module doc of ``detectors/entropy.py``)."""
+    over as many points, one group's entropy being as noisy (module doc of ``detectors/entropy.py``). A share logged
+    in halves or thirds (two or three groups a step) is read over single_points groups too: the mean of its last
+    ⌈single_points / g⌉ points."""
 
 
 @dataclass(frozen=True)

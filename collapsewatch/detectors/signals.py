@@ -46,6 +46,25 @@ def one_group(h: History, cfg: DetectorConfig) -> bool:
     return bool(np.isin(v, (0.0, 1.0)).all()) and 0.0 in v and 1.0 in v
 
 
+def groups_a_step(h: History, cfg: DetectorConfig) -> int | None:
+    """How many GRPO groups one point of the logged zero-std share stands for, where so few that the starvation rule
+    reads its level over ``starvation.single_points`` groups rather than ``smooth_steps`` points (module doc of
+    :mod:`.starvation`): 1 where :func:`one_group`; else the least g ≥ 2 with ⌈single_points / g⌉ > smooth_steps
+    (2 or 3 at 20 and 5) such that every logged share the history holds is a multiple of 1/g (within 1e-6: float32
+    logs) and one lies strictly between 0 and 1; None otherwise (many groups a step, or a share not so grained)."""
+    if one_group(h, cfg):
+        return 1
+    v = h.series("zero_std_group_frac", cfg.history_steps).values
+    if not np.any((v > 0) & (v < 1)):
+        return None
+    g = 2
+    while math.ceil(cfg.starvation.single_points / g) > cfg.smooth_steps:
+        if np.all(np.abs(v * g - np.round(v * g)) <= 1e-6):
+            return g
+        g += 1
+    return None
+
+
 def reward_range(h: History, n: int, k: int) -> tuple[float, float] | None:
     """(lo, hi) of the per-response reward from the last ``n`` points (``k``-point levels): lo = min(0, lowest
     level); hi = the highest level or, with ``reward_std`` s beside a mean r, r + s² / (r − lo) where higher (the

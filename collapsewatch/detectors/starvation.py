@@ -41,6 +41,13 @@ points (the mean; ≥ warn_frac 0.8 of 20 is ≥ 16 of 20 groups, P ≈ 0.0003 a
 derived from ``correct_frac`` (0 or 1 by construction) and a run whose share has been 1 at every point so far keep
 the 5-point median.
 
+Two or three groups a step (:func:`.signals.groups_a_step`: every logged share a multiple of 1/g, one strictly
+between 0 and 1): each point is g groups, and its 5-point median is as loose — at two groups, three points of both
+groups alike fill it, which a healthy run whose groups are all-equal 40 % of the time does in 3 % of windows
+(P(≥ 3 of 5 | 0.16)), several times over a long run. So its level is the mean share over ⌈single_points / g⌉ points
+(10 at two groups, 7 at three: the same 20 groups), read from half as many (session 44: a healthy TRL run of two
+prompts a step warned at its 25th step). From four groups a step, ⌈20 / 4⌉ = 5 points is the 5-point level already.
+
 Timing: the rule reads a level, the median of the last ``smooth_steps`` points — it holds once most of them are
 ≥ warn_frac — so that median is its confirmation (``confirm_steps`` = 1) and it is not read before the run has
 ⌈smooth_steps / 2⌉ points (at 5: 3; a level of one or two points confirms nothing).
@@ -60,6 +67,7 @@ runs alike.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,7 +77,7 @@ from .history import History, Series
 from .registry import fmt as _f
 from .registry import num as _num
 from .registry import register_detector
-from .signals import drop_needed, one_group, reward_range
+from .signals import drop_needed, groups_a_step, reward_range
 
 SOLVED, STARVED, UNKNOWN = "all-correct", "all-wrong", "cannot tell"
 
@@ -132,6 +140,10 @@ def _sentence(phase: str, ev: Mapping[str, Any], now: int | None) -> str | None:
             f"reward level {_f(ev.get('reward_level'))}")
 
 
+def _groups(g: int) -> str:
+    return "one group" if g == 1 else f"{g} groups"
+
+
 def reading(kind: str, cold: bool, short: bool = False) -> str:
     """What the all-equal groups are, in words — the one wording of the episode's message (``short`` = False) and of
     the detect table's sentence (``short``: without the remedy)."""
@@ -157,12 +169,14 @@ class Starvation:
         zs, source = zero_std(h, k)
         if h.row.num("zero_std_group_frac" if source == "logged" else "correct_frac") is None:
             return {}
-        single = source == "logged" and one_group(h, self.cfg)
-        if single:  # one group a step: the share of the last single_points groups (module doc)
-            zs = h.series("zero_std_group_frac", c.single_points)
-            if len(zs) < (c.single_points + 1) // 2:  # fewer single groups than a level rests on
+        g = groups_a_step(h, self.cfg) if source == "logged" else None
+        single = g is not None
+        if single:  # few groups a step: the share of the last single_points groups (module doc)
+            window = math.ceil(c.single_points / g)
+            zs = h.series("zero_std_group_frac", window)
+            if len(zs) < (window + 1) // 2:  # fewer groups than a level rests on
                 return {"starvation": None}
-            level, window = float(zs.values.mean()), c.single_points
+            level = float(zs.values.mean())
         else:
             if len(zs) < (k + 1) // 2:  # a level of 1–2 points is no confirmation (confirm_steps is 1: the level is)
                 return {"starvation": None}
@@ -176,7 +190,7 @@ class Starvation:
         ev = {"zero_std_group_frac_level": level, "groups": kind,
               "reward_level": reward.level(k) if len(reward) else None, **told,
               "zero_std_group_frac_mean": mean, "mean_points": len(sustained), "zero_std_from": source,
-              "one_group_a_step": single, "level_points": len(zs) if single else min(k, len(zs))}
+              "one_group_a_step": g == 1, "groups_a_step": g, "level_points": len(zs) if single else min(k, len(zs))}
         critical = len(sustained) >= c.critical_window and mean >= c.critical_frac
         cold = kind == STARVED and c.cold_start and cold_start(h, self.cfg)
         ev["cold_start"] = cold
@@ -186,5 +200,5 @@ class Starvation:
         return {"starvation": Finding(
             severity, "zero_std_group_frac", level, c.warn_frac, window,
             f"signal starvation: {'' if source == 'logged' else 'at least '}{level:.0%} of groups have zero reward std"
-            f"{f' (one group a step: {round(level * len(zs))} of the last {len(zs)})' if single else ''}"
+            f"{f' ({_groups(g)} a step: {round(level * len(zs) * g)} of the last {len(zs) * g})' if single else ''}"
             f" ({reading(kind, cold)}{'' if source == 'logged' else '; read from correct_frac'})", ev)}

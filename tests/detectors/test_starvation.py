@@ -160,3 +160,54 @@ def test_one_group_a_step_reads_the_share_of_its_last_20_groups():
                          reward_mean=lambda s: 0.3 if s < 5 else 0.0), ONLY)
     assert [(e.step_start, e.severity, e.evidence["one_group_a_step"]) for e in early.episodes()] == [
         (2, "warning", False)]
+
+
+def _shares(values: list[float]):
+    from collapsewatch.detectors.history import History, normalise
+
+    h = History(200)
+    for step, v in enumerate(values):
+        h.push(normalise({"step": step, "zero_std_group_frac": v}, {"zero_std_group_frac": "num"}))
+    return h
+
+
+def test_how_many_groups_a_point_of_the_share_stands_for():
+    import numpy as np
+
+    from collapsewatch.detectors.signals import groups_a_step
+
+    cfg = DetectorConfig()
+    # 0 and 1 only: one group a step (session 32's rule)
+    assert groups_a_step(_shares([0.0, 1.0, 1.0]), cfg) == 1
+    # halves: two groups; thirds logged as float32 (1/3 → 0.33333334, × 3 off by 3e-8, within 1e-6): three
+    assert groups_a_step(_shares([0.5, 1.0, 0.0]), cfg) == 2
+    third, two = float(np.float32(1 / 3)), float(np.float32(2 / 3))
+    assert groups_a_step(_shares([third, 1.0, two, 0.0]), cfg) == 3
+    # quarters: ⌈20 / 4⌉ = 5 points is the 5-point level already → None (many groups: the rule as before); so is a
+    # share of no grain (0.3: a multiple of 1/10 only) and one never strictly between 0 and 1 without both ends
+    assert groups_a_step(_shares([0.25, 0.5, 1.0]), cfg) is None
+    assert groups_a_step(_shares([0.3, 0.5]), cfg) is None
+    assert groups_a_step(_shares([1.0, 1.0, 1.0]), cfg) is None
+    # a half seen once among thirds is no multiple of 1/3: the least g both fit is 6 > 3 → None
+    assert groups_a_step(_shares([third, 0.5, 1.0]), cfg) is None
+
+
+def test_two_groups_a_step_read_the_share_of_their_last_20_groups():
+    # Two prompts a step: shares 0.5, 1, 1, 1, 0 repeating (70 % of groups all-equal), correct_frac 0.2 (all-wrong,
+    # earned: no cold start). The 5-point median: any 5 points in a row hold three 1s → 1 ≥ 0.8 → a warning all run.
+    # Now: 0.5 at step 0 → two groups a step; the level is the mean of the last ⌈20 / 2⌉ = 10 points, read from 5
+    # (step 4): 3.5/5 = 0.7, 4/6, 5/7, 6/8, 7/9 = 0.78 at step 8, then 7/10 = 0.7 at every step → < 0.8: nothing
+    cycle = [0.5, 1.0, 1.0, 1.0, 0.0]
+    _, suite = feed(rows(60, zero_std_group_frac=lambda s: cycle[s % 5], correct_frac=0.2), ONLY)
+    assert spans(suite.episodes(), "starvation") == []
+    # A starved one: 0.5 until step 19, then 1; correct_frac 0.3, then 0 from 20. For 20 ≤ t ≤ 29 the last 10 points
+    # hold t − 19 ones and 29 − t halves: level (t − 19 + (29 − t)/2) / 10 = (t/2 − 4.5) / 10 ≥ 0.8 ⇔ t ≥ 25 → opens
+    # at 25 at 0.8 (16 of the last 20 groups), a warning to the end (no reward logged: the gate keeps a warning).
+    # The 5-point median would have opened at 22 (three 1s of 5): the level of 20 groups waits 3 steps longer.
+    stream, suite = feed(rows(40, zero_std_group_frac=lambda s: 0.5 if s < 20 else 1.0,
+                              correct_frac=lambda s: 0.3 if s < 20 else 0.0), ONLY)
+    assert spans(suite.episodes(), "starvation") == [("starvation", 25, 39, "warning")]
+    first = next(e for e in stream if e.detector == "starvation")
+    assert (first.value, first.window_steps) == (0.8, 10)
+    assert first.evidence["groups_a_step"] == 2 and first.evidence["one_group_a_step"] is False
+    assert "(2 groups a step: 16 of the last 20)" in first.message
