@@ -221,12 +221,10 @@ class StarvationConfig(Timing):
     """… points of zero_std_group_frac (not the 5-point level: with 4 groups of 4 a step, a few all-equal steps
     in a row are ordinary)."""
     single_points: int = 20
-    """A share logged only as 0 and 1 (one group a step: each point is one group, equal or not): its level is the
-    mean of its last this-many points, read from half as many — not the 5-point median, which 3 all-equal single
-    groups in 5 fill (module doc of ``detectors/starvation.py``). The entropy rule reads such a run's entropy levels
-    over as many points, one group's entropy being as noisy (module doc of ``detectors/entropy.py``). A share logged
-    in halves or thirds (two or three groups a step) is read over single_points groups too: the mean of its last
-    ⌈single_points / g⌉ points."""
+    """Groups a starvation level rests on where a step logs one to three (each point g groups, equal or not: a share
+    logged as 0 and 1, or in halves or thirds): the mean of the last ⌈this / g⌉ points, read from half as many — not
+    the 5-point median, which 3 all-equal points in 5 fill (module doc of ``detectors/starvation.py``). The entropy
+    rule reads a run of one group a step over as many points (module doc of ``detectors/entropy.py``)."""
 
 
 @dataclass(frozen=True)
