@@ -8,6 +8,9 @@ healthy runs had one; it started at or before the collapse on ``preceded`` of ``
 runs and not alike on the run's own source (it fired on ≤ 10 % of that source's healthy runs). ``healthy_applicable``
 / ``collapsed_applicable`` of those runs log any of the detector's inputs: a detector of tool calls or rollout
 log-probs can fire only there, so its line and row count over them (and say how many runs there are in all).
+``healthy_fired_ci`` / ``preceded_ci``: the 95 % interval of those two shares over sources (runs of one source are
+alike, so sources are resampled, not runs: ``collapsewatch/lab/bench_intervals.py``); a file written before the
+bench gave them has none, and its lines show none.
 Definitions: ``collapsewatch/lab/bench.py``. ``python -m collapsewatch.trust`` prints the Markdown table;
 ``python -m collapsewatch.trust --docs docs/detectors.md`` rewrites it between the markers there (a test keeps the
 two equal).
@@ -22,7 +25,8 @@ from typing import Any
 
 TRUST_FILE = Path(__file__).parent / "data" / "trust.json"
 ROW_FIELDS = ("detector", "phase", "severity", "healthy_fired", "healthy_runs", "preceded", "collapsed_runs",
-              "preceded_held_out", "specific_sources", "sources", "healthy_applicable", "collapsed_applicable")
+              "preceded_held_out", "specific_sources", "sources", "healthy_applicable", "collapsed_applicable",
+              "healthy_fired_ci", "preceded_ci")
 BEGIN, END = "<!-- trust-table: begin (python -m collapsewatch.trust --docs) -->", "<!-- trust-table: end -->"
 SEVERITY_ORDER = {"info": 0, "warning": 1, "critical": 2}
 
@@ -68,14 +72,31 @@ def trust_line(detector: str, phase: str, severity: str, data: dict[str, Any] | 
     if r is None:
         return "no benchmark figures for this alarm"
     hs, cs = applicable(r)
+    fired = share(r["healthy_fired"], hs, r.get("healthy_fired_ci"), "95 % interval by source ")
+    before = share(r["preceded"], cs, r.get("preceded_ci"))
     if (hs, cs) == (r["healthy_runs"], r["collapsed_runs"]):
-        text = (f"fired on {r['healthy_fired']} of {hs} healthy runs; preceded {r['preceded']} of {cs} collapses "
-                f"({r['preceded_held_out']} as a held-out specific flag)")
+        text = (f"fired on {r['healthy_fired']} of {hs} healthy runs{fired and f' ({fired})'}; preceded "
+                f"{r['preceded']} of {cs} collapses ({before and f'{before}; '}{r['preceded_held_out']} as a "
+                "held-out specific flag)")
     else:
-        text = (f"fired on {r['healthy_fired']} of the {hs} healthy runs that log its inputs ({r['healthy_runs']} in "
-                f"all); preceded {r['preceded']} of the {cs} collapses that do ({r['collapsed_runs']} in all; "
-                f"{r['preceded_held_out']} as a held-out specific flag)")
+        text = (f"fired on {r['healthy_fired']} of the {hs} healthy runs that log its inputs ({fired and f'{fired}; '}"
+                f"{r['healthy_runs']} in all); preceded {r['preceded']} of the {cs} collapses that do "
+                f"({before and f'{before}; '}{r['collapsed_runs']} in all; {r['preceded_held_out']} as a held-out "
+                "specific flag)")
     return text + ("" if current(data) else f" — measured on other rules ({data.get('date', '?')})")
+
+
+def share(k: int, n: int, ci: list[float] | None, label: str = "") -> str:
+    """'3 %, 95 % interval by source 1–6 %' (``label`` before the interval; '' for none), or '' without runs or
+    without an interval (figures written before the bench gave one)."""
+    if not n or not isinstance(ci, list) or len(ci) != 2:
+        return ""
+    return f"{_pct(k / n)} %, {label}{_pct(ci[0])}–{_pct(ci[1])} %"
+
+
+def _pct(x: float) -> str:
+    """A share as a percentage: 0, one decimal under 10 % (0.4, 2.1), whole above (56)."""
+    return "0" if x == 0 else f"{100 * x:.1f}" if 100 * x < 9.95 else f"{100 * x:.0f}"
 
 
 def applicable(r: dict[str, Any]) -> tuple[int, int]:
@@ -103,18 +124,22 @@ def markdown_table(data: dict[str, Any] | None = None) -> str:
                 all(up.get(f) == r.get(f) for f in ROW_FIELDS[3:]):
             continue  # the same figures as the next severity: no episode of this phase stayed at this one
         hs, cs = applicable(r)
-        share = f" ({100 * r['healthy_fired'] / hs:.0f} %)" if hs else ""
+        fired = share(r["healthy_fired"], hs, r.get("healthy_fired_ci")) or (
+            f"{100 * r['healthy_fired'] / hs:.0f} %" if hs else "")
+        before = share(r["preceded"], cs, r.get("preceded_ci"))
         h_all = "" if hs == r["healthy_runs"] else f", {r['healthy_runs']} in all"
-        c_all = "" if cs == r["collapsed_runs"] else f" ({r['collapsed_runs']} in all)"
+        c_all = "" if cs == r["collapsed_runs"] else f", {r['collapsed_runs']} in all"
         lines.append(f"| `{r['detector']}` / `{r['phase']}` | {r['severity']} | {r['healthy_fired']} of "
-                     f"{hs}{share}{h_all} | {r['preceded']} of {cs}{c_all} | "
+                     f"{hs}{fired and f' ({fired})'}{h_all} | {r['preceded']} of {cs}"
+                     f"{f' ({before}{c_all})' if before else (f' ({c_all[2:]})' if c_all else '')} | "
                      f"{r['preceded_held_out']} of {cs} | {r['specific_sources']} of {r['sources']} |")
     split = data.get("split") or {}
     tuned = (f" Split: the {len(split['tuned_on'])} source(s) of `{split['from']}` tuned on, every other source held "
              "out." if split.get("tuned_on") and split.get("from") not in (None, "--tuned-on") else "")
     head = (f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}` (rules digest {data.get('rules', '?')})."
             f"{tuned} Runs counted: those that log any of the detector's inputs (the others, where it cannot fire, "
-            "are said as \"in all\"). A row whose figures equal the next severity's is left out."
+            "are said as \"in all\"). (k %, lo–hi %): the share and its 95 % interval over sources (sources resampled, not "
+            "runs; Wilson's bound where the share is 0 or 1). A row whose figures equal the next severity's is left out."
             f"{_partial(data)}\n\n")
     return head + "\n".join(lines) + "\n"
 

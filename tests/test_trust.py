@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def _row(detector, phase, severity, fired, preceded, held, specific, applicable=(20, 4)):
     return {"detector": detector, "phase": phase, "severity": severity, "healthy_fired": fired, "healthy_runs": 20,
             "preceded": preceded, "collapsed_runs": 4, "preceded_held_out": held, "specific_sources": specific,
-            "sources": 3, "healthy_applicable": applicable[0], "collapsed_applicable": applicable[1]}
+            "sources": 3, "healthy_applicable": applicable[0], "collapsed_applicable": applicable[1],
+            "healthy_fired_ci": None, "preceded_ci": None}  # no intervals: as a file written before they were given
 
 
 DATA = {"command": "collapsewatch lab bench --public STORE", "date": "2026-01-02", "rules": "abc",
@@ -46,6 +47,27 @@ def test_trust_line_and_table_by_hand():
     assert new == f"intro\n{trust.BEGIN}\nT\n{trust.END}\nafter\n" and trust.section(new) == "T\n"
     with pytest.raises(ValueError, match="no trust-table markers"):
         trust.replace_section("no markers", "T\n")
+
+
+def test_intervals_in_the_line_and_the_table():
+    # grad/explosion warning with intervals: 1 of 20 = 5.0 % [0.9 %, 24 %], 2 of 4 = 50 % [15 %, 85 %] (under 10 %
+    # one decimal, else whole: 0.009 → "0.9", 0.2386 → "24")
+    row = {**_row("grad", "explosion", "warning", 1, 2, 2, 3), "healthy_fired_ci": [0.009, 0.2386],
+           "preceded_ci": [0.15, 0.85]}
+    today = {**DATA, "rules": rules_digest(), "rows": [row]}
+    assert trust.trust_line("grad", "explosion", "warning", today) == (
+        "fired on 1 of 20 healthy runs (5.0 %, 95 % interval by source 0.9–24 %); preceded 2 of 4 collapses "
+        "(50 %, 15–85 %; 2 as a held-out specific flag)")
+    assert trust.markdown_table(today).splitlines()[-1] == (
+        "| `grad` / `explosion` | warning | 1 of 20 (5.0 %, 0.9–24 %) | 2 of 4 (50 %, 15–85 %) | 2 of 4 | 3 of 3 |")
+    # counted over the runs that log its inputs: 1 of 10 (10 %), 2 of 3 (67 %)
+    few = {**row, "healthy_applicable": 10, "collapsed_applicable": 3}
+    assert trust.trust_line("grad", "explosion", "warning", {**today, "rows": [few]}) == (
+        "fired on 1 of the 10 healthy runs that log its inputs (10 %, 95 % interval by source 0.9–24 %; 20 in "
+        "all); preceded 2 of the 3 collapses that do (67 %, 15–85 %; 4 in all; 2 as a held-out specific flag)")
+    assert trust.markdown_table({**today, "rows": [few]}).splitlines()[-1] == (
+        "| `grad` / `explosion` | warning | 1 of 10 (10 %, 0.9–24 %), 20 in all | 2 of 3 (67 %, 15–85 %, 4 in all) "
+        "| 2 of 3 | 3 of 3 |")
 
 
 def test_dump_round_trip_and_bad_rows(tmp_path):

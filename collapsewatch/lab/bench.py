@@ -83,6 +83,7 @@ import pandas as pd
 
 from ..detectors.events import SEVERITY_RANK
 from ..reward import rule_best
+from .bench_intervals import class_interval
 from .labels import SMOOTH, RunLabel
 from .natural import EARLY
 from .score import SEVERITIES, dated
@@ -343,7 +344,8 @@ def trust_rows(runs: list[BenchRun], flags: pd.DataFrame) -> list[dict]:
     it preceded (an episode starting at or before E), and those it preceded where it counted held out (specific on
     the other sources, not alike in its own: :func:`counts`); in how many sources' folds it was specific; and how many
     of the healthy and collapsed runs log any of the detector's primary columns (``*_applicable``: a detector that
-    reads tool calls or rollout log-probs can fire only on those). The rows ``collapsewatch.trust`` reads."""
+    reads tool calls or rollout log-probs can fire only on those), with a 95 % interval over sources for the share
+    of those fired on and preceded (``healthy_fired_ci``, ``preceded_ci``). The rows ``collapsewatch.trust`` reads."""
     from ..detectors.registry import specs
 
     primary = {name: spec.primary for name, spec in specs().items()}
@@ -361,12 +363,14 @@ def trust_rows(runs: list[BenchRun], flags: pd.DataFrame) -> list[dict]:
                 preceded.setdefault((d, p, sev), set()).add(run)
     keys = sorted(fired(flags, set(source)), key=lambda k: (k[0], k[1], SEVERITY_RANK[k[2]]))
     n_healthy = sum(r.status == "healthy" for r in trusted)
-    logging = {(d, s): sum(r.status == s and r.logs_inputs_of(primary.get(d, ())) for r in trusted)
+    logging = {(d, s): [r.run for r in trusted if r.status == s and r.logs_inputs_of(primary.get(d, ()))]
                for d in {k[0] for k in keys} for s in ("healthy", "collapsed")}
     return [{"detector": k[0], "phase": k[1], "severity": k[2], "healthy_fired": len(healthy_fired.get(k, ())),
-             "healthy_runs": n_healthy, "healthy_applicable": logging[(k[0], "healthy")],
+             "healthy_runs": n_healthy, "healthy_applicable": len(logging[(k[0], "healthy")]),
+             "healthy_fired_ci": class_interval(healthy_fired.get(k, set()), logging[(k[0], "healthy")], source),
              "preceded": len(preceded.get(k, ())), "collapsed_runs": len(collapse),
-             "collapsed_applicable": logging[(k[0], "collapsed")],
+             "collapsed_applicable": len(logging[(k[0], "collapsed")]),
+             "preceded_ci": class_interval(preceded.get(k, set()), logging[(k[0], "collapsed")], source),
              "preceded_held_out": sum(counts(k, held[source[r]], own[source[r]]) for r in preceded.get(k, ())),
              "specific_sources": sum(f.specific(k) for f in held.values()), "sources": len(held)}
             for k in keys]

@@ -13,7 +13,9 @@ which is not evidence of "never". There the bound is Wilson's score interval wit
 
 The figures (:data:`SHARES`) are the issue's "done when" shares: held-out flagged collapses, healthy runs warned,
 first-10 collapses caught, healthy runs with a critical. ``lab bench`` adds ``<share>_ci`` = [lo, hi] to the group
-rows of its table (tuned on, held out, all) and prints them under the table.
+rows of its table (tuned on, held out, all) and prints them under the table. The trust rows (how far to trust
+each alarm, :func:`.bench.trust_rows`) carry the same interval for their two shares, healthy runs fired on and
+collapses preceded (:func:`class_interval`).
 """
 
 from __future__ import annotations
@@ -73,6 +75,19 @@ def source_interval(num: np.ndarray, den: np.ndarray, draws: int = DRAWS, seed: 
     shares = resampled_shares(num, den, draws, seed)
     lo, hi = np.percentile(shares, [2.5, 97.5])
     return [float(lo), float(hi)]
+
+
+def class_interval(hit: set[str], base: list[str], source: dict[str, str]) -> list[float] | None:
+    """The 95 % interval over sources of the share of ``base`` runs (run names) that are in ``hit``: a trust row's
+    "fired on k of the n healthy runs that log its inputs" (or "preceded k of n collapses"), each source a cluster
+    of its runs (module doc); None without a base run."""
+    per: dict[str, list[int]] = {}
+    for run in base:
+        tally = per.setdefault(source[run], [0, 0])
+        tally[0] += run in hit
+        tally[1] += 1
+    counts = np.array(list(per.values()), dtype="int64").reshape(-1, 2)
+    return source_interval(counts[:, 0], counts[:, 1])
 
 
 def with_intervals(table: pd.DataFrame, groups: dict[str, list[str]]) -> pd.DataFrame:

@@ -168,6 +168,10 @@ def test_trust_rows_by_hand(corpora):
                               "specific_sources", "sources")] == [1, 11, 2, 3, 1, 2, 4]
     # every run logs grad_norm, grad's input: all 11 healthy and 3 collapsed runs are ones it can fire on
     assert (warn["healthy_applicable"], warn["collapsed_applicable"]) == (11, 3)
+    # intervals over sources: healthy omega 1/1 fired, beta 0/2, gamma 0/8 — a 3-source draw misses omega with
+    # probability 8/27 (share 0) and is omega thrice with 1/27 ≈ 3.7 % > 2.5 % (share 1): [0, 1]. Preceded: alpha
+    # 1/1, beta 0/1, gamma 1/1 — all beta 1/27 (share 0), no beta 8/27 (share 1): [0, 1]
+    assert (warn["healthy_fired_ci"], warn["preceded_ci"]) == ([0.0, 1.0], [0.0, 1.0])
     run = next(r for r in bench.runs if r.run == "oh1")
     assert run.inputs == {"grad_norm"}  # reward_mean is no detector's primary column
     assert run.logs_inputs_of(("grad_norm",)) and not run.logs_inputs_of(("tool_calls_mean",))
@@ -324,12 +328,15 @@ def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
     # scored: oh1, ac1, bh1, bh2, bc1 (public) + gh1…gh8, gc1, gu1 (gamma) = 15; missing: bmiss
     assert (data["runs_used"], data["runs_missing"]) == (15, 1)
     assert "**Partial:** 1 run(s) of the corpus were missing; 15 were scored." in markdown_table(data)
+    # 1 of 11 = 9.1 %, 2 of 3 = 67 %, with the intervals of test_trust_rows_by_hand ([0, 1] each)
     assert trust_line("grad", "explosion", "warning", data) == (
-        "fired on 1 of 11 healthy runs; preceded 2 of 3 collapses (1 as a held-out specific flag)")
+        "fired on 1 of 11 healthy runs (9.1 %, 95 % interval by source 0–100 %); preceded 2 of 3 collapses "
+        "(67 %, 0–100 %; 1 as a held-out specific flag)")
     assert trust_line("length", "blowup", "critical", data) == "no benchmark figures for this alarm"
     md = CliRunner().invoke(app, [*args, "--markdown"])
     assert md.exit_code == 0 and md.stdout.split("\n", 2)[2] == markdown_table(data).split("\n", 2)[2]
-    assert "| `grad` / `explosion` | warning | 1 of 11 (9 %) | 2 of 3 | 1 of 3 | 2 of 4 |" in md.stdout
+    assert ("| `grad` / `explosion` | warning | 1 of 11 (9.1 %, 0–100 %) | 2 of 3 (67 %, 0–100 %) | 1 of 3 | 2 of 4 |"
+            in md.stdout)
 
 
 def test_bad_store_is_one_line():

@@ -9,6 +9,7 @@ import pytest
 from collapsewatch.lab.bench import group_sources
 from collapsewatch.lab.bench_intervals import (
     Z95,
+    class_interval,
     interval_lines,
     resampled_shares,
     source_interval,
@@ -104,6 +105,21 @@ def test_group_rows_get_intervals_over_their_own_sources():
     assert lines[1].startswith("not tuned on (2 source(s)): flagged ≤ collapse 1/2 (50.0 %) [0–100 %]; "
                                "healthy warned 1/8 (12.5 %) [")
     assert len(lines) == 3 and all("first-10" not in line for line in lines)
+
+
+def test_a_trust_share_counts_each_source_as_a_cluster():
+    # healthy runs a1 (source A, fired), b1 b2 (B, none fired), c1…c8 (C, none): 1 of 11. Resampling 3 sources:
+    # no A in the draw with probability (2/3)³ = 8/27 ≈ 30 % → share 0, so the 2.5th percentile is 0; A three times
+    # with probability 1/27 ≈ 3.7 % > 2.5 % → share 1/1, so the 97.5th percentile is 1. As 11 independent runs,
+    # Wilson would give [0.016, 0.38]: the cluster view is the honest, wider one.
+    source = {"a1": "A", "b1": "B", "b2": "B", **{f"c{i}": "C" for i in range(1, 9)}}
+    assert class_interval({"a1"}, list(source), source) == [0.0, 1.0]
+    # a run outside the base is not counted (its detector's inputs are not in its log); none of the base fired:
+    # 0 of 10 → Wilson's [0, z²/(10 + z²)] = [0, 3.8415/13.8415] = [0, 0.27753]
+    base = [r for r in source if r != "a1"]
+    lo, hi = class_interval({"a1"}, base, source)
+    assert lo == 0.0 and hi == pytest.approx(3.8415 / 13.8415, abs=1e-4)
+    assert class_interval(set(), [], source) is None
 
 
 def test_z_is_the_normal_quantile():
