@@ -11,9 +11,10 @@ log-probs can fire only there, so its line and row count over them (and say how 
 ``healthy_fired_ci`` / ``preceded_ci``: the 95 % interval of those two shares over sources (runs of one source are
 alike, so sources are resampled, not runs: ``collapsewatch/lab/bench_intervals.py``); a file written before the
 bench gave them has none, and its lines show none.
-Definitions: ``collapsewatch/lab/bench.py``. ``python -m collapsewatch.trust`` prints the Markdown table;
-``python -m collapsewatch.trust --docs docs/detectors.md`` rewrites it between the markers there (a test keeps the
-two equal).
+Definitions: ``collapsewatch/lab/bench.py``. The file also keeps the bench's headline figures per group of sources
+(``headline``: tuned on, held out, all — flagged collapses, first-10 caught, healthy runs warned and critical, each
+share with its interval). ``python -m collapsewatch.trust`` prints both Markdown tables; ``python -m
+collapsewatch.trust --docs docs/detectors.md`` rewrites them between their markers there (a test keeps them equal).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ ROW_FIELDS = ("detector", "phase", "severity", "healthy_fired", "healthy_runs", 
               "preceded_held_out", "specific_sources", "sources", "healthy_applicable", "collapsed_applicable",
               "healthy_fired_ci", "preceded_ci")
 BEGIN, END = "<!-- trust-table: begin (python -m collapsewatch.trust --docs) -->", "<!-- trust-table: end -->"
+HEADLINE = ("<!-- headline-table: begin (python -m collapsewatch.trust --docs) -->", "<!-- headline-table: end -->")
+HEADLINE_FIELDS = ("source", "collapsed", "flagged_held", "flagged_held_ci", "collapsed_signal", "flagged_signal_held",
+                   "early_held", "first10_collapses", "first10_caught_held", "first10_caught_held_ci", "healthy",
+                   "healthy_alarmed", "healthy_alarmed_ci", "healthy_critical", "healthy_critical_ci",
+                   "healthy_alarms_per_1k")
+"""The bench's group rows (tuned on, held out, all) as the data file keeps them: ``headline`` (:func:`headline_table`)."""
 SEVERITY_ORDER = {"info": 0, "warning": 1, "critical": 2}
 
 _cache: dict[Path, dict[str, Any]] = {}
@@ -144,6 +151,38 @@ def markdown_table(data: dict[str, Any] | None = None) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def headline_table(data: dict[str, Any] | None = None) -> str:
+    """The bench's headline figures per group of sources (held out first), each share with its 95 % interval over
+    sources, against issue 31's aims (a Markdown table; empty without ``headline`` in the data)."""
+    data = load() if data is None else data
+    groups = sorted(data.get("headline") or [], key=lambda r: (not r["source"].startswith("not tuned"),
+                                                                r["source"] == "all"))
+    if not groups:
+        return ""
+    lines = ["| sources | collapses flagged at or before the collapse (aim ≥ 80 %) | … of logs with an early signal "
+             "| ≥ 20 steps early | collapses in a run's first 10 points caught within 2 (aim: all) | healthy runs "
+             "warned (aim ≤ 10 %) | healthy runs with a critical (aim 0) | warnings per 1,000 healthy steps |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in groups:
+        name = ("held out: " if r["source"].startswith("not tuned") else "") + r["source"].replace("not tuned on",
+                                                                                                   "no rule chosen on")
+        per_1k = r.get("healthy_alarms_per_1k")
+        lines.append(f"| {name} | {_count(r, 'flagged_held', 'collapsed')} | {r['flagged_signal_held']} of "
+                     f"{r['collapsed_signal']} | {r['early_held']} | "
+                     f"{_count(r, 'first10_caught_held', 'first10_collapses')} | "
+                     f"{_count(r, 'healthy_alarmed', 'healthy')} | {_count(r, 'healthy_critical', 'healthy')} | "
+                     f"{'—' if per_1k is None else f'{per_1k:.2f}'} |")
+    return (f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}` (rules digest {data.get('rules', '?')}), "
+            f"{data.get('runs_used', '?')} runs at hand. (k %, lo–hi %): the share and its 95 % interval over "
+            f"sources.{_partial(data)}\n\n" + "\n".join(lines) + "\n")
+
+
+def _count(r: dict[str, Any], top: str, bottom: str) -> str:
+    """'33 of 56 (59 %, 28–82 %)' — or '0 of 0' where there is nothing to count."""
+    k, n = r[top], r[bottom]
+    return f"{k} of {n}" + (f" ({share(k, n, r.get(top + '_ci')) or _pct(k / n) + ' %'})" if n else "")
+
+
 def _partial(data: dict[str, Any]) -> str:
     """A warning for figures written with ``lab bench --partial`` (a file written before the bench counted its
     missing runs has none)."""
@@ -152,22 +191,24 @@ def _partial(data: dict[str, Any]) -> str:
             if missing else "")
 
 
-def replace_section(text: str, table: str) -> str:
-    """``text`` with the part between BEGIN and END replaced by ``table``."""
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"no trust-table markers in the document (expected {BEGIN!r} … {END!r})")
-    head, rest = text.split(BEGIN, 1)
-    return head + BEGIN + "\n" + table + rest[rest.index(END):]
+def replace_section(text: str, table: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """``text`` with the part between the markers (default: the trust table's) replaced by ``table``."""
+    begin, end = markers
+    if begin not in text or end not in text:
+        raise ValueError(f"no table markers in the document (expected {begin!r} … {end!r})")
+    head, rest = text.split(begin, 1)
+    return head + begin + "\n" + table + rest[rest.index(end):]
 
 
-def section(text: str) -> str:
-    """The part of ``text`` between BEGIN and END (without the newline after BEGIN)."""
-    return text.split(BEGIN, 1)[1].split(END, 1)[0][1:]
+def section(text: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """The part of ``text`` between the markers (without the newline after the first)."""
+    return text.split(markers[0], 1)[1].split(markers[1], 1)[0][1:]
 
 
 if __name__ == "__main__":  # python -m collapsewatch.trust [--docs docs/detectors.md]
     if sys.argv[1:2] == ["--docs"] and len(sys.argv) == 3:
         doc = Path(sys.argv[2])
-        doc.write_text(replace_section(doc.read_text(), markdown_table()))
+        doc.write_text(replace_section(replace_section(doc.read_text(), markdown_table()), headline_table(),
+                                       HEADLINE))
     else:
-        print(markdown_table(), end="")
+        print(headline_table() + "\n" + markdown_table(), end="")

@@ -45,7 +45,7 @@ def test_trust_line_and_table_by_hand():
     doc = f"intro\n{trust.BEGIN}\nold table\n{trust.END}\nafter\n"
     new = trust.replace_section(doc, "T\n")
     assert new == f"intro\n{trust.BEGIN}\nT\n{trust.END}\nafter\n" and trust.section(new) == "T\n"
-    with pytest.raises(ValueError, match="no trust-table markers"):
+    with pytest.raises(ValueError, match="no table markers"):
         trust.replace_section("no markers", "T\n")
 
 
@@ -70,6 +70,33 @@ def test_intervals_in_the_line_and_the_table():
         "| 2 of 3 | 3 of 3 |")
 
 
+def test_headline_table_by_hand():
+    # two group rows as lab bench writes them (held out listed first whatever their order); held out: 33 of 56 =
+    # 58.9 % → "59 %", interval [0.278, 0.819] → "28–82 %"; first-10 11 of 19 = 57.9 % → "58 %"; healthy 12 of 120 =
+    # 10.0 % (one decimal under 9.95 % only: 10.0 → "10"), interval [0.041, 0.168] → "4.1–17 %"; 0 critical of 120
+    # with Wilson's [0, 0.031] → "0 %, 0–3.1 %"; 0.2750 per 1k → "0.28" (0.27507…). "all": no interval given (a file
+    # written before they were) → the bare share; no first-10 collapse → "0 of 0"; no healthy steps → "—"
+    held = {"source": "not tuned on (65 source(s))", "collapsed": 56, "flagged_held": 33,
+            "flagged_held_ci": [0.278, 0.819], "collapsed_signal": 39, "flagged_signal_held": 26, "early_held": 19,
+            "first10_collapses": 19, "first10_caught_held": 11, "first10_caught_held_ci": [0.0, 1.0],
+            "healthy": 120, "healthy_alarmed": 12, "healthy_alarmed_ci": [0.041, 0.168], "healthy_critical": 0,
+            "healthy_critical_ci": [0.0, 0.031], "healthy_alarms_per_1k": 0.2750756}
+    every = {"source": "all", "collapsed": 4, "flagged_held": 1, "collapsed_signal": 4, "flagged_signal_held": 1,
+             "early_held": 0, "first10_collapses": 0, "first10_caught_held": 0, "healthy": 5, "healthy_alarmed": 1,
+             "healthy_critical": 0, "healthy_alarms_per_1k": None}
+    data = {**DATA, "runs_used": 339, "headline": [every, held]}
+    lines = trust.headline_table(data).splitlines()
+    assert lines[0].startswith("Bench of 2026-01-02: `collapsewatch lab bench --public STORE` (rules digest abc), "
+                               "339 runs at hand.")
+    assert lines[4:] == [
+        "| held out: no rule chosen on (65 source(s)) | 33 of 56 (59 %, 28–82 %) | 26 of 39 | 19 | 11 of 19 (58 %, "
+        "0–100 %) | 12 of 120 (10 %, 4.1–17 %) | 0 of 120 (0 %, 0–3.1 %) | 0.28 |",
+        "| all | 1 of 4 (25 %) | 1 of 4 | 0 | 0 of 0 | 1 of 5 (20 %) | 0 of 5 (0 %) | — |"]
+    assert trust.headline_table({**DATA}) == ""  # a file without headline figures: no table
+    doc = f"a\n{trust.HEADLINE[0]}\n{trust.HEADLINE[1]}\nb\n"
+    assert trust.section(trust.replace_section(doc, "H\n", trust.HEADLINE), trust.HEADLINE) == "H\n"
+
+
 def test_dump_round_trip_and_bad_rows(tmp_path):
     trust.dump(DATA["rows"], {"command": "c", "date": "d", "rules": "r"}, tmp_path / "t.json")
     assert trust.load(tmp_path / "t.json")["rows"] == DATA["rows"]
@@ -83,6 +110,7 @@ def test_docs_table_is_generated_from_the_committed_trust_data():
     assert trust.TRUST_FILE.is_file()
     doc = (ROOT / "docs" / "detectors.md").read_text()
     assert trust.section(doc) == trust.markdown_table()
+    assert trust.load().get("headline") and trust.section(doc, trust.HEADLINE) == trust.headline_table()
 
 
 def test_the_trust_module_reads_the_data_file_without_the_lab():

@@ -73,7 +73,10 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
                    "are held out", err=True)
     table = with_intervals(bench_table(recs, split["tuned_on"]), group_sources(recs, split["tuned_on"]))
     rows = trust_rows(bench.runs, bench.flags)
+    groups = set(group_sources(recs, split["tuned_on"]))
     meta = {"command": _command(public, public_dir, sample, stores, labels, detectors, tuned_on), "split": split,
+            "headline": [{k: r[k] for k in trust.HEADLINE_FIELDS if k in r}
+                         for r in _records(table) if r["source"] in groups],
             "date": dt.date.today().isoformat(), "rules": rules_digest(config), "definitions": DEFINITIONS,
             "runs_used": len(recs), "runs_missing": len(bench.missing),
             "sources": {s: {"healthy": int(g["status"].eq("healthy").sum()),
@@ -84,7 +87,7 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
         typer.echo(f"trust figures written to {trust_out}" + (f" from {len(recs)} run(s), {len(bench.missing)} "
                    "missing (--partial)" if bench.missing else ""), err=True)
     if markdown:
-        sys.stdout.write(trust.markdown_table({**meta, "rows": rows}))
+        sys.stdout.write(trust.headline_table(meta) + "\n" + trust.markdown_table({**meta, "rows": rows}))
         return
     untrusted = recs[recs["status"] == "untrusted"][["source", "run", "collapse", "reason"]]
     if as_json:

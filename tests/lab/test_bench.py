@@ -307,7 +307,7 @@ def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
     from typer.testing import CliRunner
 
     from collapsewatch.cli import app
-    from collapsewatch.trust import load, markdown_table, trust_line
+    from collapsewatch.trust import headline_table, load, markdown_table, trust_line
 
     _, _, root = corpora
     args = ["lab", "bench", "--public", str(root / "public-store"), "--public-dir", str(root / "public"),
@@ -334,7 +334,15 @@ def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
         "(67 %, 0–100 %; 1 as a held-out specific flag)")
     assert trust_line("length", "blowup", "critical", data) == "no benchmark figures for this alarm"
     md = CliRunner().invoke(app, [*args, "--markdown"])
-    assert md.exit_code == 0 and md.stdout.split("\n", 2)[2] == markdown_table(data).split("\n", 2)[2]
+    # --markdown: the headline table, a blank line, the trust table (their "Bench of …" first lines aside)
+    def body(text):
+        return [line for line in text.splitlines() if not line.startswith("Bench of")]
+
+    assert md.exit_code == 0 and body(md.stdout) == body(headline_table(data) + "\n" + markdown_table(data))
+    # the data file keeps the group rows: no split here, so "all" alone, its figures those of the table above
+    # (flagged held out 1, test_pooled_and_held_out_figures; healthy warned 1 of 11: oh1)
+    assert [r["source"] for r in data["headline"]] == ["all"]
+    assert (data["headline"][0]["flagged_held"], data["headline"][0]["healthy_alarmed"]) == (1, 1)
     assert ("| `grad` / `explosion` | warning | 1 of 11 (9.1 %, 0–100 %) | 2 of 3 (67 %, 0–100 %) | 1 of 3 | 2 of 4 |"
             in md.stdout)
 
