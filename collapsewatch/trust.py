@@ -102,8 +102,8 @@ def share(k: int, n: int, ci: list[float] | None, label: str = "") -> str:
 
 
 def _pct(x: float) -> str:
-    """A share as a percentage: 0, one decimal under 10 % (0.4, 2.1), whole above (56)."""
-    return "0" if x == 0 else f"{100 * x:.1f}" if 100 * x < 9.95 else f"{100 * x:.0f}"
+    """A share as a percentage: 0 (under 0.05 %), one decimal under 10 % (0.4, 2.1), whole above (56)."""
+    return "0" if round(100 * x, 1) == 0 else f"{100 * x:.1f}" if 100 * x < 9.95 else f"{100 * x:.0f}"
 
 
 def applicable(r: dict[str, Any]) -> tuple[int, int]:
