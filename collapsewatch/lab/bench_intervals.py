@@ -8,8 +8,9 @@ sources drawn (draws whose sources have no denominator are left out), and the in
 percentiles of those shares (the percentile bootstrap, resampling clusters).
 
 A share of 0 or 1 — no source that differs — has no spread to resample: the bootstrap gives [0, 0] (or [1, 1]),
-which is not evidence of "never". There the bound is Wilson's score interval with the runs taken as independent
-(:func:`wilson`): the narrowest honest bound, and wider than a point.
+which is not evidence of "never". Nor has a share whose runs all come from one source: every resample is that
+source. There the bound is Wilson's score interval with the runs taken as independent (:func:`wilson`): the
+narrowest honest bound, and wider than a point.
 
 The figures (:data:`SHARES`) are the issue's "done when" shares: held-out flagged collapses, healthy runs warned,
 first-10 collapses caught, healthy runs with a critical. ``lab bench`` adds ``<share>_ci`` = [lo, hi] to the group
@@ -66,11 +67,12 @@ def resampled_shares(num: np.ndarray, den: np.ndarray, draws: int = DRAWS, seed:
 
 
 def source_interval(num: np.ndarray, den: np.ndarray, draws: int = DRAWS, seed: int = SEED) -> list[float] | None:
-    """[lo, hi]: the 95 % interval over sources of Σ num / Σ den (module doc); None without any denominator."""
+    """[lo, hi]: the 95 % interval over sources of Σ num / Σ den (module doc; Wilson's at a share of 0 or 1, or with
+    one source holding every denominator); None without any denominator."""
     k, n = int(np.sum(num)), int(np.sum(den))
     if n == 0:
         return None
-    if k in (0, n):
+    if k in (0, n) or int(np.count_nonzero(np.asarray(den))) < 2:
         return list(wilson(k, n))
     shares = resampled_shares(num, den, draws, seed)
     lo, hi = np.percentile(shares, [2.5, 97.5])

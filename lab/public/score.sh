@@ -149,6 +149,10 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                        # lab/public/tb_scalars_json.py writes the long CSV (step, tag, value) ingest pivots
       conv="$(mktemp --suffix=.csv)"; "$py" "$here/tb_scalars_json.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.skyrl.log)  # a SkyRL (skyrl-train) run's console: lab/public/skyrl_console.py reads each step's status dict and
+                  # reward line (mert-cemri/CTU-Agent-v0's W&B output.log)
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/skyrl_console.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.rhd.jsonl)  # Rohanjain2312/grpo-reward-hacking-demo's own per-step logger: lab/public/rhd_metrics.py says what its
                   # keys mean
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rhd_metrics.py" "$raw" "$conv" >&2

@@ -64,8 +64,9 @@ def test_a_clustered_share_is_less_sure_than_independent_runs():
     wlo, whi = wilson(50, 100)
     assert (wlo, whi) == pytest.approx((0.404, 0.596), abs=1e-3)
     assert lo <= 0.25 and hi >= 0.75 and hi - lo > 2.5 * (whi - wlo)
-    # one source alone has no spread between sources: its share, exactly
-    assert source_interval(np.array([3]), np.array([7])) == [3 / 7, 3 / 7]
+    # one source alone has no spread between sources to resample (the bootstrap would give the point 3/7):
+    # Wilson's bound on its runs instead (test_one_source_takes_wilsons_bound_not_a_point)
+    assert source_interval(np.array([3]), np.array([7])) == list(wilson(3, 7))
 
 
 def test_zero_and_all_take_wilsons_bound_and_nothing_to_count_is_none():
@@ -105,6 +106,13 @@ def test_group_rows_get_intervals_over_their_own_sources():
     assert lines[1].startswith("not tuned on (2 source(s)): flagged ≤ collapse 1/2 (50.0 %) [0–100 %]; "
                                "healthy warned 1/8 (12.5 %) [")
     assert len(lines) == 3 and all("first-10" not in line for line in lines)
+
+
+def test_one_source_takes_wilsons_bound_not_a_point():
+    # 5 of 10 runs, all of one source (a second source with no denominator does not count): every resample is that
+    # source, so the bootstrap would say [0.5, 0.5]; Wilson's 5 of 10 instead (test_wilson_by_hand: 0.5 ± 0.26341)
+    lo, hi = source_interval(np.array([5, 0]), np.array([10, 0]))
+    assert lo == pytest.approx(0.5 - 0.26341, abs=1e-4) and hi == pytest.approx(0.5 + 0.26341, abs=1e-4)
 
 
 def test_a_trust_share_counts_each_source_as_a_cluster():

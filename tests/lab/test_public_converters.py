@@ -18,8 +18,9 @@ lab/public/sherry_csv.py (sherrywan717/ppo-vs-grpo-math-rlvr's per-update CSVs),
 split by a resume), lab/public/rezero_console.py (womogenes/re-zero's prime-rl console), lab/public/slime_tb.py (a
 slime run's two TensorBoard writers, THisisPX/slime), lab/public/omnilora_curve.py (SakaiXue6666/Omni-LoRA-RL's
 reward curves), lab/public/rlvrexp_plots.py (halflearned/rlvr-experiments' plot data), lab/public/katop_csv.py
-(katop1234/softmaxed_rewards' table of runs), lab/public/tlr_curves.py (redswimmer/turn-level-rewards' curves) and
-lab/public/tb_scalars_json.py (TensorBoard scalars dumped as JSON, sanjuhs/open-env-meta-final-hackathon).
+(katop1234/softmaxed_rewards' table of runs), lab/public/tlr_curves.py (redswimmer/turn-level-rewards' curves),
+lab/public/tb_scalars_json.py (TensorBoard scalars dumped as JSON, sanjuhs/open-env-meta-final-hackathon) and
+lab/public/skyrl_console.py (a SkyRL run's console, mert-cemri/CTU-Agent-v0).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -983,3 +984,53 @@ def test_tb_scalars_json_becomes_the_long_table_ingest_pivots(tmp_path, store):
         assert tb_scalars_json.main([str(src), str(target)]) == 1 and not target.exists()
         with pytest.raises(ValueError, match=why):
             list(tb_scalars_json.long_rows(bad))
+
+
+# ctu-skyrl-taubench-3b-grpo.skyrl.log (mert-cemri/CTU-Agent-v0's SkyRL console), lines 320, 355, 363, 364, 407, 415
+# and 450 as logged: the progress bar at 0 (sharing its line with a W&B warning), then each step's reward line, status
+# dict and progress bar, steps 1 and 2
+SKYRL = [
+    "Training Step Progress:   0%|          | 0/1150 [00:00<?, ?it/s]wandb: WARNING Tried to log to "
+    "step 0 that is less than the current step 9. Steps must be monotonically increasing, so this da"
+    "ta will be ignored. See https://wandb.me/define-metric to log data out of order.",
+    "2025-08-05 00:28:37.487 | INFO     | skyrl_train.trainer:compute_advantages_and_returns:962 - a"
+    "vg_raw_rewards: 0.40625, avg_response_length: 640.9609375",
+    "2025-08-05 00:30:18.327 | INFO     | skyrl_train.trainer:train:390 - {'policy_loss': 0.00070250"
+    "43790539106, 'policy_lr': 7.91666714405892e-08, 'ppo_clip_ratio': 0.003758988498399655, 'policy"
+    "_entropy': 1.2624313086271286, 'policy_kl': 0.0026074589259224012, 'raw_grad_norm': 0.637273654"
+    "3416977, 'policy_update_steps': 4.0}",
+    "Training Step Progress:   0%|          | 1/1150 [16:48<321:56:36, 1008.70s/it]2025-08-05 00:30:"
+    "18.353 | INFO     | skyrl_train.trainer:train:304 - Started: 'step'",
+    "2025-08-05 00:47:02.182 | INFO     | skyrl_train.trainer:compute_advantages_and_returns:962 - a"
+    "vg_raw_rewards: 0.4375, avg_response_length: 652.4817708333334",
+    "2025-08-05 00:49:59.540 | INFO     | skyrl_train.trainer:train:390 - {'policy_loss': 0.00126452"
+    "20073560874, 'policy_lr': 2.791666648960245e-07, 'ppo_clip_ratio': 0.007767399947624654, 'polic"
+    "y_entropy': 1.379147404183944, 'policy_kl': 0.0048147334552292404, 'raw_grad_norm': 0.762420997"
+    "0235825, 'policy_update_steps': 4.0}",
+    "Training Step Progress:   0%|          | 2/1150 [54:48<560:07:39, 1756.50s/it]2025-08-05 01:08:"
+    "18.317 | INFO     | skyrl_train.trainer:train:304 - Started: 'step'",
+]
+
+
+def test_skyrl_status_dicts_and_reward_lines(tmp_path):
+    skyrl_console = _load("skyrl_console")
+    src, out, store = tmp_path / "run.log", tmp_path / "out.jsonl", tmp_path / "store"
+    src.write_text("\n".join(SKYRL) + "\n")
+    assert skyrl_console.main([str(src), str(out)]) == 0
+    # the k-th status dict is step k, its reward line the one before it; policy_update_steps is not read
+    assert [json.loads(x) for x in out.read_text().splitlines()] == [
+        {"step": 1, "reward_mean": 0.40625, "response_length_mean": 640.9609375, "loss": 0.0007025043790539106,
+         "lr": 7.91666714405892e-08, "clip_region_frac": 0.003758988498399655, "entropy_mean": 1.2624313086271286,
+         "kl_ref_mean": 0.0026074589259224012, "grad_norm": 0.6372736543416977},
+        {"step": 2, "reward_mean": 0.4375, "response_length_mean": 652.4817708333334, "loss": 0.0012645220073560874,
+         "lr": 2.791666648960245e-07, "clip_region_frac": 0.007767399947624654, "entropy_mean": 1.379147404183944,
+         "kl_ref_mean": 0.0048147334552292404, "grad_norm": 0.7624209970235825}]
+    ingest_file(store, out, "skyrl")
+    assert connect(store).execute("SELECT step, reward_mean, entropy_mean, grad_norm FROM steps ORDER BY step"
+                                  ).fetchall() == [(1, 0.40625, 1.2624313086271286, 0.6372736543416977),
+                                                   (2, 0.4375, 1.379147404183944, 0.7624209970235825)]
+    # step 2's status dict missing: its progress bar (2/1150) is ahead of the dicts read — refused, one line, exit 1
+    src.write_text("\n".join(SKYRL[:5] + SKYRL[6:]) + "\n")
+    assert skyrl_console.main([str(src), str(out)]) == 1
+    src.write_text(SKYRL[0] + "\n")
+    assert skyrl_console.main([str(src), str(out)]) == 1  # no status dict at all
