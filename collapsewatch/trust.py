@@ -102,8 +102,9 @@ def share(k: int, n: int, ci: list[float] | None, label: str = "") -> str:
 
 
 def _pct(x: float) -> str:
-    """A share as a percentage: 0 (under 0.05 %), one decimal under 10 % (0.4, 2.1), whole above (56)."""
-    return "0" if round(100 * x, 1) == 0 else f"{100 * x:.1f}" if 100 * x < 9.95 else f"{100 * x:.0f}"
+    """A share as a percentage: 0 (under 0.05 %), one decimal under 20 % (0.4, 10.7: the 10 % aims are read to a
+    tenth), whole above (56)."""
+    return "0" if round(100 * x, 1) == 0 else f"{100 * x:.1f}" if 100 * x < 19.95 else f"{100 * x:.0f}"
 
 
 def applicable(r: dict[str, Any]) -> tuple[int, int]:

@@ -50,32 +50,32 @@ def test_trust_line_and_table_by_hand():
 
 
 def test_intervals_in_the_line_and_the_table():
-    # grad/explosion warning with intervals: 1 of 20 = 5.0 % [0.9 %, 24 %], 2 of 4 = 50 % [15 %, 85 %] (under 10 %
+    # grad/explosion warning with intervals: 1 of 20 = 5.0 % [0.9 %, 24 %], 2 of 4 = 50 % [15 %, 85 %] (under 20 %
     # one decimal, else whole: 0.009 → "0.9", 0.2386 → "24")
     row = {**_row("grad", "explosion", "warning", 1, 2, 2, 3), "healthy_fired_ci": [0.009, 0.2386],
            "preceded_ci": [0.15, 0.85]}
     today = {**DATA, "rules": rules_digest(), "rows": [row]}
     assert trust.trust_line("grad", "explosion", "warning", today) == (
         "fired on 1 of 20 healthy runs (5.0 %, 95 % interval by source 0.9–24 %); preceded 2 of 4 collapses "
-        "(50 %, 15–85 %; 2 as a held-out specific flag)")
+        "(50 %, 15.0–85 %; 2 as a held-out specific flag)")
     assert trust.markdown_table(today).splitlines()[-1] == (
-        "| `grad` / `explosion` | warning | 1 of 20 (5.0 %, 0.9–24 %) | 2 of 4 (50 %, 15–85 %) | 2 of 4 | 3 of 3 |")
+        "| `grad` / `explosion` | warning | 1 of 20 (5.0 %, 0.9–24 %) | 2 of 4 (50 %, 15.0–85 %) | 2 of 4 | 3 of 3 |")
     # a bound within rounding of 0 (Wilson's lower bound at k = 0 can come out as 1e-17) reads "0", not "0.0"
     assert trust.share(0, 3, [1e-17, 0.5615]) == "0 %, 0–56 %"
-    # counted over the runs that log its inputs: 1 of 10 (10 %), 2 of 3 (67 %)
+    # counted over the runs that log its inputs: 1 of 10 (10.0 %), 2 of 3 (67 %)
     few = {**row, "healthy_applicable": 10, "collapsed_applicable": 3}
     assert trust.trust_line("grad", "explosion", "warning", {**today, "rows": [few]}) == (
-        "fired on 1 of the 10 healthy runs that log its inputs (10 %, 95 % interval by source 0.9–24 %; 20 in "
-        "all); preceded 2 of the 3 collapses that do (67 %, 15–85 %; 4 in all; 2 as a held-out specific flag)")
+        "fired on 1 of the 10 healthy runs that log its inputs (10.0 %, 95 % interval by source 0.9–24 %; 20 in "
+        "all); preceded 2 of the 3 collapses that do (67 %, 15.0–85 %; 4 in all; 2 as a held-out specific flag)")
     assert trust.markdown_table({**today, "rows": [few]}).splitlines()[-1] == (
-        "| `grad` / `explosion` | warning | 1 of 10 (10 %, 0.9–24 %), 20 in all | 2 of 3 (67 %, 15–85 %, 4 in all) "
+        "| `grad` / `explosion` | warning | 1 of 10 (10.0 %, 0.9–24 %), 20 in all | 2 of 3 (67 %, 15.0–85 %, 4 in all) "
         "| 2 of 3 | 3 of 3 |")
 
 
 def test_headline_table_by_hand():
     # two group rows as lab bench writes them (held out listed first whatever their order); held out: 33 of 56 =
     # 58.9 % → "59 %", interval [0.278, 0.819] → "28–82 %"; first-10 11 of 19 = 57.9 % → "58 %"; healthy 12 of 120 =
-    # 10.0 % (one decimal under 9.95 % only: 10.0 → "10"), interval [0.041, 0.168] → "4.1–17 %"; 0 critical of 120
+    # 10.0 % (one decimal under 20 %), interval [0.041, 0.168] → "4.1–16.8 %"; 0 critical of 120
     # with Wilson's [0, 0.031] → "0 %, 0–3.1 %"; 0.2750 per 1k → "0.28" (0.27507…). "all": no interval given (a file
     # written before they were) → the bare share; no first-10 collapse → "0 of 0"; no healthy steps → "—"
     held = {"source": "not tuned on (65 source(s))", "collapsed": 56, "flagged_held": 33,
@@ -92,7 +92,7 @@ def test_headline_table_by_hand():
                                "339 runs at hand.")
     assert lines[4:] == [
         "| held out: no rule chosen on (65 source(s)) | 33 of 56 (59 %, 28–82 %) | 26 of 39 | 19 | 11 of 19 (58 %, "
-        "0–100 %) | 12 of 120 (10 %, 4.1–17 %) | 0 of 120 (0 %, 0–3.1 %) | 0.28 |",
+        "0–100 %) | 12 of 120 (10.0 %, 4.1–16.8 %) | 0 of 120 (0 %, 0–3.1 %) | 0.28 |",
         "| all | 1 of 4 (25 %) | 1 of 4 | 0 | 0 of 0 | 1 of 5 (20 %) | 0 of 5 (0 %) | — |"]
     assert trust.headline_table({**DATA}) == ""  # a file without headline figures: no table
     doc = f"a\n{trust.HEADLINE[0]}\n{trust.HEADLINE[1]}\nb\n"

@@ -11,10 +11,14 @@ skyrl-train's trainer logs through loguru, one block per training step (mert-cem
 The dict is the policy's train status, which the trainer also sends to its tracker as ``policy/<key>``; the line
 before it gives the batch's mean reward and mean response length in tokens (``loss/avg_raw_rewards``). Their
 meanings, from the worker's code: ``ppo_clip_ratio`` the token share whose clipped surrogate is the one used
-(``masked_mean(-surr2 > -surr1)``: PPO's clip fraction → ``clip_region_frac``), ``policy_entropy`` the token mean of
-π_θ's entropy during the update (→ ``entropy_mean``), ``policy_kl`` the KL loss to the reference (→ ``kl_ref_mean``),
-``raw_grad_norm`` the norm before clipping (→ ``grad_norm``), ``policy_loss`` → ``loss``, ``policy_lr`` → ``lr``;
-``avg_raw_rewards`` → ``reward_mean``, ``avg_response_length`` → ``response_length_mean``. Step = the dict's rank
+(``masked_mean(-surr2 > -surr1)``: PPO's clip fraction → ``clip_region_frac``), ``policy_kl`` the masked KL loss to
+the reference (→ ``kl_ref_mean``), ``raw_grad_norm`` the norm before clipping (→ ``grad_norm``), ``policy_loss`` →
+``loss``, ``policy_lr`` → ``lr``; ``avg_raw_rewards`` → ``reward_mean``, ``avg_response_length`` →
+``response_length_mean``. ``policy_entropy`` is *not* ``entropy_mean``: it is ``entropy_BS.sum() / numel()`` over
+the whole response window, unmasked — the padding after EOS and, in a multi-turn episode, the tool outputs the model
+did not write are in it — so it keeps its own name, ``skyrl/policy_entropy_unmasked``, which no detector reads
+(docs/lab/public_runs.md, session 45: first converted as ``entropy_mean``, it drew an ``entropy/diffuse`` warning
+on the run's last points). Step = the dict's rank
 (1, 2, …), checked against the ``Training Step Progress: N/M`` bar that follows where the bar shows one; the reward
 line counts for the next dict only. Every other line (generation samples, timings, W&B warnings, evaluation) is
 skipped; a progress bar may share its line with the next log line (tqdm's carriage returns), which is read too.
@@ -36,7 +40,7 @@ STATUS = re.compile(r"skyrl_train\.trainer:train:\d+ - (\{'policy_loss'.*\})\s*$
 REWARD = re.compile(r"compute_advantages_and_returns:\d+ - avg_raw_rewards: (\S+), avg_response_length: (\S+)\s*$")
 PROGRESS = re.compile(r"Training Step Progress:.*?\|\s*(\d+)/(\d+)")
 KEYS = {"policy_loss": "loss", "policy_lr": "lr", "ppo_clip_ratio": "clip_region_frac",
-        "policy_entropy": "entropy_mean", "policy_kl": "kl_ref_mean", "raw_grad_norm": "grad_norm"}
+        "policy_entropy": "skyrl/policy_entropy_unmasked", "policy_kl": "kl_ref_mean", "raw_grad_norm": "grad_norm"}
 
 
 def convert(text: str) -> list[dict]:

@@ -1017,18 +1017,23 @@ def test_skyrl_status_dicts_and_reward_lines(tmp_path):
     src, out, store = tmp_path / "run.log", tmp_path / "out.jsonl", tmp_path / "store"
     src.write_text("\n".join(SKYRL) + "\n")
     assert skyrl_console.main([str(src), str(out)]) == 0
-    # the k-th status dict is step k, its reward line the one before it; policy_update_steps is not read
+    # the k-th status dict is step k, its reward line the one before it; policy_update_steps is not read;
+    # policy_entropy (unmasked over the response window) keeps a name of its own
     assert [json.loads(x) for x in out.read_text().splitlines()] == [
         {"step": 1, "reward_mean": 0.40625, "response_length_mean": 640.9609375, "loss": 0.0007025043790539106,
-         "lr": 7.91666714405892e-08, "clip_region_frac": 0.003758988498399655, "entropy_mean": 1.2624313086271286,
+         "lr": 7.91666714405892e-08, "clip_region_frac": 0.003758988498399655,
+         "skyrl/policy_entropy_unmasked": 1.2624313086271286,
          "kl_ref_mean": 0.0026074589259224012, "grad_norm": 0.6372736543416977},
         {"step": 2, "reward_mean": 0.4375, "response_length_mean": 652.4817708333334, "loss": 0.0012645220073560874,
-         "lr": 2.791666648960245e-07, "clip_region_frac": 0.007767399947624654, "entropy_mean": 1.379147404183944,
+         "lr": 2.791666648960245e-07, "clip_region_frac": 0.007767399947624654,
+         "skyrl/policy_entropy_unmasked": 1.379147404183944,
          "kl_ref_mean": 0.0048147334552292404, "grad_norm": 0.7624209970235825}]
     ingest_file(store, out, "skyrl")
-    assert connect(store).execute("SELECT step, reward_mean, entropy_mean, grad_norm FROM steps ORDER BY step"
-                                  ).fetchall() == [(1, 0.40625, 1.2624313086271286, 0.6372736543416977),
-                                                   (2, 0.4375, 1.379147404183944, 0.7624209970235825)]
+    # the catalogue's columns are filled; the unmasked entropy (its own name) leaves entropy_mean empty
+    assert connect(store).execute("SELECT step, reward_mean, grad_norm, clip_region_frac, entropy_mean FROM steps "
+                                  "ORDER BY step").fetchall() == [
+        (1, 0.40625, 0.6372736543416977, 0.003758988498399655, None),
+        (2, 0.4375, 0.7624209970235825, 0.007767399947624654, None)]
     # step 2's status dict missing: its progress bar (2/1150) is ahead of the dicts read — refused, one line, exit 1
     src.write_text("\n".join(SKYRL[:5] + SKYRL[6:]) + "\n")
     assert skyrl_console.main([str(src), str(out)]) == 1
