@@ -147,7 +147,8 @@ def markdown_table(data: dict[str, Any] | None = None) -> str:
     head = (f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}` (rules digest {data.get('rules', '?')})."
             f"{tuned} Runs counted: those that log any of the detector's inputs (the others, where it cannot fire, "
             "are said as \"in all\"). (k %, lo–hi %): the share and its 95 % interval over sources (sources resampled, not "
-            "runs; Wilson's bound where the share is 0 or 1). A row whose figures equal the next severity's is left out."
+            "runs; Wilson's bound where the share is 0 or 1 or one source holds its runs). A row whose figures equal the "
+            "next severity's is left out."
             f"{_partial(data)}\n\n")
     return head + "\n".join(lines) + "\n"
 
