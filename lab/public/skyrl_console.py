@@ -18,7 +18,9 @@ the reference (→ ``kl_ref_mean``), ``raw_grad_norm`` the norm before clipping 
 the whole response window, unmasked — the padding after EOS and, in a multi-turn episode, the tool outputs the model
 did not write are in it — so it keeps its own name, ``skyrl/policy_entropy_unmasked``, which no detector reads
 (docs/lab/public_runs.md, session 45: first converted as ``entropy_mean``, it drew an ``entropy/diffuse`` warning
-on the run's last points). Step = the dict's rank
+on the run's last points). SkyRL's own repository (NovaSky-AI/SkyRL @ a956457, 2026-08) now takes
+``masked_mean(entropy_BS, loss_mask)``: the key's meaning depends on the version, so a reader of SkyRL logs must know
+which wrote them. Step = the dict's rank
 (1, 2, …), checked against the ``Training Step Progress: N/M`` bar that follows where the bar shows one; the reward
 line counts for the next dict only. Every other line (generation samples, timings, W&B warnings, evaluation) is
 skipped; a progress bar may share its line with the next log line (tqdm's carriage returns), which is read too.
