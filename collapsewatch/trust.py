@@ -98,7 +98,12 @@ def share(k: int, n: int, ci: list[float] | None, label: str = "") -> str:
     without an interval (figures written before the bench gave one)."""
     if not n or not isinstance(ci, list) or len(ci) != 2:
         return ""
-    return f"{_pct(k / n)} %, {label}{_pct(ci[0])}–{_pct(ci[1])} %"
+    return f"{_pct(k / n)} %, {label}{interval(ci)}"
+
+
+def interval(ci: list[float] | None) -> str:
+    """'1.1–19 %' for an interval [0.011, 0.185]; '—' for none."""
+    return f"{_pct(ci[0])}–{_pct(ci[1])} %" if isinstance(ci, list) and len(ci) == 2 else "—"
 
 
 def _pct(x: float) -> str:

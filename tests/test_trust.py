@@ -62,6 +62,7 @@ def test_intervals_in_the_line_and_the_table():
         "| `grad` / `explosion` | warning | 1 of 20 (5.0 %, 0.9–24 %) | 2 of 4 (50 %, 15.0–85 %) | 2 of 4 | 3 of 3 |")
     # a bound within rounding of 0 (Wilson's lower bound at k = 0 can come out as 1e-17) reads "0", not "0.0"
     assert trust.share(0, 3, [1e-17, 0.5615]) == "0 %, 0–56 %"
+    assert (trust.interval([0.011, 0.185]), trust.interval(None)) == ("1.1–18.5 %", "—")
     # counted over the runs that log its inputs: 1 of 10 (10.0 %), 2 of 3 (67 %)
     few = {**row, "healthy_applicable": 10, "collapsed_applicable": 3}
     assert trust.trust_line("grad", "explosion", "warning", {**today, "rows": [few]}) == (

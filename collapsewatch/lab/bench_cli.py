@@ -197,7 +197,9 @@ def _print_tables(recs: pd.DataFrame, table: pd.DataFrame, rows: list[dict], unt
         if lines:
             typer.echo("\n95 % intervals over sources (resampling whole sources; a share of 0 or 1: Wilson's bound, "
                        "runs as independent; collapsewatch/lab/bench_intervals.py):\n" + "\n".join(lines))
-        alarms = pd.DataFrame([r for r in rows if r["severity"] != "info"])
+        alarms = pd.DataFrame([{**r, "healthy_fired_ci": trust.interval(r.get("healthy_fired_ci")),
+                                "preceded_ci": trust.interval(r.get("preceded_ci"))}
+                               for r in rows if r["severity"] != "info"])
         if len(alarms):
             typer.echo("\nper flag class (severity ≥): healthy runs fired on, collapses preceded, held out:")
             print_frame(alarms)

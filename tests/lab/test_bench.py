@@ -402,6 +402,8 @@ def test_the_split_file_is_the_default_tuned_on_list(corpora, tmp_path):
     text = CliRunner().invoke(app, args[:-1])
     assert text.exit_code == 0 and "95 % intervals over sources" in text.output
     assert "not tuned on (3 source(s)): flagged ≤ collapse 0/2 (0.0 %) [0–66 %]" in text.output
+    # the per-class table prints its intervals as text (grad/explosion warning: [0, 1] as "0–100 %"), not as lists
+    assert "per flag class" in text.output and "[0.0, 1.0]" not in text.output and "0–100 %" in text.output
     # the trust table's head names the split (the folder is a machine path here: the file's name alone)
     md = CliRunner().invoke(app, [*args[:-1], "--markdown"])
     assert "Split: the 1 source(s) of `tuned_on.csv` tuned on, every other source held out." in md.stdout
