@@ -195,8 +195,8 @@ def _print_tables(recs: pd.DataFrame, table: pd.DataFrame, rows: list[dict], unt
                    "collapsewatch/lab/bench.py")
         lines = interval_lines(table)
         if lines:
-            typer.echo("\n95 % intervals over sources (resampling whole sources; a share of 0 or 1: Wilson's bound, "
-                       "runs as independent; collapsewatch/lab/bench_intervals.py):\n" + "\n".join(lines))
+            typer.echo("\n95 % intervals over sources (resampling whole sources; a share of 0 or 1, or of one source: "
+                       "Wilson's bound, runs as independent; collapsewatch/lab/bench_intervals.py):\n" + "\n".join(lines))
         alarms = pd.DataFrame([{**r, "healthy_fired_ci": trust.interval(r.get("healthy_fired_ci")),
                                 "preceded_ci": trust.interval(r.get("preceded_ci"))}
                                for r in rows if r["severity"] != "info"])
