@@ -14,6 +14,14 @@ the sha256 of their sorted ``sha256sum`` listing, as score.sh does; ``A.tar.gz (
 inside a committed archive, and a file entry's ``A.zip (member DIR/FILE)`` one file from inside a committed zip (its
 sha256 that of the member). Runs whose repository has no snapshot, whose commit the snapshot lacks or whose sha256
 differs are listed at the end and left alone; nothing already in raw/ is touched.
+
+With ``--fetch``, a run whose repository has no snapshot under MIRRORS, or whose snapshot lacks the file at the
+recorded commit, has that commit fetched from GitHub (``git fetch --depth 1 URL COMMIT`` into
+``MIRRORS/owner+name/repo``, a bare repository made where there is none) and is taken from it, sha256-checked as
+the rest. A clone with network access restores the corpus in one command:
+
+    python lab/public/from_mirror.py --fetch MIRRORS     (URL: https://github.com/OWNER/NAME.git; --fetch-url TEMPLATE
+                                                         with {repo} for another host or a local copy)
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+GITHUB = "https://github.com/{repo}.git"
+FETCH_TIMEOUT_S = 600
 
 
 def git_dir(mirrors: Path, repo: str) -> Path | None:
@@ -41,6 +51,29 @@ def git_dir(mirrors: Path, repo: str) -> Path | None:
         if (cand / "HEAD").is_file() and (cand / "objects").is_dir():
             return cand
     return None
+
+
+def fetch_commit(mirrors: Path, repo: str, commit: str, url_template: str) -> tuple[Path | None, str]:
+    """Fetch ``commit`` of ``repo`` (from ``url_template`` with ``{repo}``) into its snapshot under ``mirrors``, or
+    into a new bare repository ``mirrors/owner+name/repo`` where there is none: (its git directory, "") or
+    (None, why not)."""
+    git = git_dir(mirrors, repo)
+    if git is None:
+        git = mirrors / repo.replace("/", "+") / "repo"
+        git.mkdir(parents=True, exist_ok=True)
+        made = subprocess.run(["git", "init", "-q", "--bare", str(git)], capture_output=True, text=True)
+        if made.returncode != 0:
+            return None, f"git init {git}: {made.stderr.strip()}"
+    url = url_template.format(repo=repo)
+    try:
+        done = subprocess.run(["git", "--git-dir", str(git), "fetch", "-q", "--depth", "1", url, commit],
+                              capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"git fetch {url} {commit[:12]}: no answer in {FETCH_TIMEOUT_S} s"
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        return None, f"git fetch {url} {commit[:12]}: {lines[-1] if lines else f'exit {done.returncode}'}"
+    return git, ""
 
 
 def show(git: Path, commit: str, path: str) -> bytes | None:
@@ -164,7 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("mirrors", type=Path, help="folder of owner+name/ git snapshots")
     ap.add_argument("--sources", type=Path, default=HERE / "sources.csv")
     ap.add_argument("--raw", type=Path, default=HERE / "raw")
+    ap.add_argument("--fetch", action="store_true",
+                    help="fetch a commit the snapshots lack from its repository (network; module doc)")
+    ap.add_argument("--fetch-url", default=GITHUB, help="URL of a repository, {repo} standing for owner/name "
+                    f"(default {GITHUB})")
     args = ap.parse_args(argv)
+    if args.fetch:
+        if "{repo}" not in args.fetch_url:
+            ap.error(f"--fetch-url: {args.fetch_url!r} holds no {{repo}}")
+        args.mirrors.mkdir(parents=True, exist_ok=True)
     if not args.mirrors.is_dir():
         ap.error(f"mirrors: {args.mirrors} is not a folder")
     with open(args.sources, newline="") as f:
@@ -172,16 +213,19 @@ def main(argv: list[str] | None = None) -> int:
     args.raw.mkdir(parents=True, exist_ok=True)
     written, skipped, failed = 0, 0, []
     done_folders: set[str] = set()
+    fetched: set[tuple[str, str]] = set()  # (repo, commit) fetched once, whatever came of it
     for row in rows:
         target = args.raw / row["file"]
         if target.exists() or row["file"] in done_folders:
             skipped += 1
             continue
+        entry = folder_entry if row["file"].endswith("/") else file_entry
         git = git_dir(args.mirrors, row["repo"])
-        if git is None:
-            failed.append((row["run"], f"no snapshot of {row['repo']}"))
-            continue
-        why = (folder_entry if row["file"].endswith("/") else file_entry)(git, row, args.raw)
+        why = f"no snapshot of {row['repo']}" if git is None else entry(git, row, args.raw)
+        if why and args.fetch and (row["repo"], row["commit"]) not in fetched:
+            fetched.add((row["repo"], row["commit"]))
+            git, why_not = fetch_commit(args.mirrors, row["repo"], row["commit"], args.fetch_url)
+            why = f"{why}; {why_not}" if git is None else entry(git, row, args.raw)
         if why:
             failed.append((row["run"], why))
         else:

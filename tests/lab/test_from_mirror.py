@@ -207,3 +207,73 @@ def test_mirrors_not_a_folder_is_one_line(tmp_path: Path, capsys: pytest.Capture
     with pytest.raises(SystemExit):
         from_mirror.main([str(tmp_path / "nope")])
     assert "mirrors:" in capsys.readouterr().err
+
+
+def _remote(tmp_path: Path, files: list[dict[str, bytes]]) -> tuple[str, list[str]]:
+    """A repository standing for GitHub's alice/runs (``--fetch-url`` TEMPLATE/{repo}): one commit per dict."""
+    repo = tmp_path / "remotes" / "alice" / "runs"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    return str(tmp_path / "remotes" / "{repo}"), [_commit(repo, f) for f in files]
+
+
+def test_fetch_brings_a_commit_no_snapshot_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the repository has no snapshot: --fetch makes mirrors/alice+runs/repo (bare) and fetches the recorded commit,
+    # the first of two (not the tip: a run's file is often changed later), then takes the file as from a snapshot
+    old = b'{"step": 1, "reward": 0.5}\n'
+    url, (c1, _) = _remote(tmp_path, [{"logs/a.jsonl": old}, {"logs/a.jsonl": b"changed later\n"}])
+    src = _sources(tmp_path / "sources.csv", [
+        {"run": "a", "file": "a.jsonl", "repo": "alice/runs", "path": "logs/a.jsonl", "commit": c1,
+         "sha256": _sha(old)},
+        {"run": "a2", "file": "a2.jsonl", "repo": "alice/runs", "path": "logs/a.jsonl", "commit": c1,
+         "sha256": _sha(old)},  # the same commit again: fetched once, read from the snapshot the first made
+    ])
+    raw, mirrors = tmp_path / "raw", tmp_path / "mirrors"  # the folder need not exist yet
+    # without --fetch: listed, nothing written
+    mirrors.mkdir()
+    from_mirror.main([str(mirrors), "--sources", str(src), "--raw", str(raw)])
+    assert "a: no snapshot of alice/runs" in capsys.readouterr().out and not (raw / "a.jsonl").exists()
+    assert from_mirror.main([str(mirrors), "--sources", str(src), "--raw", str(raw), "--fetch",
+                             "--fetch-url", url]) == 0
+    assert "2 written, 0 already there, 0 not" in capsys.readouterr().out
+    assert (raw / "a.jsonl").read_bytes() == old and (raw / "a2.jsonl").read_bytes() == old
+    assert (mirrors / "alice+runs" / "repo" / "HEAD").is_file()  # a bare repository, where score.sh's docs say
+
+
+def test_fetch_fills_in_a_snapshot_that_lacks_the_commit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a snapshot of another repository's history under alice+runs (it lacks the commit): the commit is fetched into it
+    snap = tmp_path / "mirrors" / "alice+runs" / "repo"
+    snap.mkdir(parents=True)
+    _git(snap, "init", "-q")
+    _commit(snap, {"other.txt": b"another history\n"})
+    data = b"step,reward\n1,0.25\n"
+    url, (c1,) = _remote(tmp_path, [{"m.csv": data}])
+    src = _sources(tmp_path / "sources.csv", [
+        {"run": "m", "file": "m.csv", "repo": "alice/runs", "path": "m.csv", "commit": c1, "sha256": _sha(data)}])
+    raw = tmp_path / "raw"
+    from_mirror.main([str(tmp_path / "mirrors"), "--sources", str(src), "--raw", str(raw), "--fetch",
+                      "--fetch-url", url])
+    assert "1 written" in capsys.readouterr().out and (raw / "m.csv").read_bytes() == data
+
+
+def test_a_commit_the_repository_lacks_is_listed_with_gits_reason(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    url, _ = _remote(tmp_path, [{"a.csv": b"x\n"}])
+    gone = "0123456789abcdef0123456789abcdef01234567"  # no such commit (force-pushed away, say)
+    src = _sources(tmp_path / "sources.csv", [
+        {"run": "gone", "file": "a.csv", "repo": "alice/runs", "path": "a.csv", "commit": gone, "sha256": "0" * 64},
+        {"run": "nowhere", "file": "b.csv", "repo": "bob/none", "path": "a.csv", "commit": gone, "sha256": "0" * 64}])
+    raw = tmp_path / "raw"
+    assert from_mirror.main([str(tmp_path / "m"), "--sources", str(src), "--raw", str(raw), "--fetch",
+                             "--fetch-url", url]) == 0
+    out = capsys.readouterr().out
+    assert "0 written, 0 already there, 2 not" in out
+    assert f"gone: no snapshot of alice/runs; git fetch {url.format(repo='alice/runs')} 0123456789ab: " in out
+    assert "nowhere: no snapshot of bob/none; git fetch" in out
+    assert list(raw.iterdir()) == []  # nothing written
+
+
+def test_a_fetch_url_without_repo_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        from_mirror.main([str(tmp_path), "--fetch", "--fetch-url", "https://example.org/x.git"])
+    assert "--fetch-url: 'https://example.org/x.git' holds no {repo}" in capsys.readouterr().err
