@@ -169,6 +169,10 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                   # takes the arm, the run's name after "akna-"
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/akna_series.py" "$raw" "${run#*-}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.figdata.json)  # a figure-data JSON of per-step [reward, frac_reward_zero_std] pairs (Chaoqi31/text2sql-agent-rl):
+                     # lab/public/figdata_pairs.py takes the key, the run's name after "chaoqi-"
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/figdata_pairs.py" "$raw" "${run#*-}" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.shamanez.csv)  # shamanez/verl's W&B history pulls (short names): lab/public/shamanez_csv.py gives verl's keys back
       conv="$(mktemp --suffix=.csv)"; "$py" "$here/shamanez_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;

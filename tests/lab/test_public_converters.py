@@ -20,7 +20,8 @@ slime run's two TensorBoard writers, THisisPX/slime), lab/public/omnilora_curve.
 reward curves), lab/public/rlvrexp_plots.py (halflearned/rlvr-experiments' plot data), lab/public/katop_csv.py
 (katop1234/softmaxed_rewards' table of runs), lab/public/tlr_curves.py (redswimmer/turn-level-rewards' curves),
 lab/public/tb_scalars_json.py (TensorBoard scalars dumped as JSON, sanjuhs/open-env-meta-final-hackathon) and
-lab/public/skyrl_console.py (a SkyRL run's console, mert-cemri/CTU-Agent-v0).
+lab/public/skyrl_console.py (a SkyRL run's console, mert-cemri/CTU-Agent-v0) and lab/public/figdata_pairs.py
+(Chaoqi31/text2sql-agent-rl's figure data: per-step [reward, frac_reward_zero_std] pairs).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ rpm_csv = _load("rpm_csv")
 rhd_metrics = _load("rhd_metrics")
 wolleaf_csv = _load("wolleaf_csv")
 akna_series = _load("akna_series")
+figdata_pairs = _load("figdata_pairs")
 shamanez_csv = _load("shamanez_csv")
 sherry_csv = _load("sherry_csv")
 nik_metrics = _load("nik_metrics")
@@ -1039,3 +1041,23 @@ def test_skyrl_status_dicts_and_reward_lines(tmp_path):
     assert skyrl_console.main([str(src), str(out)]) == 1
     src.write_text(SKYRL[0] + "\n")
     assert skyrl_console.main([str(src), str(out)]) == 1  # no status dict at all
+
+
+# the file's first three pairs of each arm, as committed (assets/figdata/figdata.json @ 5633028), and one of its
+# final evaluations (not a series: left alone)
+FIGDATA = {"r1_v2": [[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]], "r2_v2": [[0.0, 1.0], [0.0, 1.0], [0.03285, 0.875]],
+           "evals": {"base": {"n": 1534, "ex": 0.4498}}}
+
+
+def test_figdata_pairs_are_trl_reward_and_zero_std_share(tmp_path, store):
+    src, out = tmp_path / "figdata.json", tmp_path / "out.jsonl"
+    src.write_text(json.dumps(FIGDATA))
+    assert figdata_pairs.main([str(src), "r2_v2", str(out)]) == 0
+    ingest_file(store, out, "chaoqi")
+    # the pair's rank from 1 is the step; TRL's reward → reward_mean, frac_reward_zero_std → zero_std_group_frac
+    assert connect(store).execute(
+        "SELECT step, reward_mean, zero_std_group_frac FROM steps ORDER BY step").fetchall() == [
+        (1, 0.0, 1.0), (2, 0.0, 1.0), (3, 0.03285, 0.875)]
+    assert figdata_pairs.main([str(src), "r3_v2", str(out)]) == 1  # a key the file lacks: refused, named
+    src.write_text(json.dumps({"r1_v2": [[0.0, 1.0], [0.5]]}))
+    assert figdata_pairs.main([str(src), "r1_v2", str(out)]) == 1  # not a pair of numbers: refused, named
