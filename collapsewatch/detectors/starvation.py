@@ -47,6 +47,9 @@ groups alike fill it, which a healthy run whose groups are all-equal 40 % of the
 (P(≥ 3 of 5 | 0.16)), several times over a long run. So its level is the mean share over ⌈single_points / g⌉ points
 (10 at two groups, 7 at three: the same 20 groups), read from half as many (session 44: a healthy TRL run of two
 prompts a step warned at its 25th step). From four groups a step, ⌈20 / 4⌉ = 5 points is the 5-point level already.
+The solved-or-starved split then reads the reward (or ``correct_frac``) as the mean over those same points: the
+bound on the all-correct share holds for a position and a share of the same groups, and a 5-point reward median
+beside a 20-group share flipped a solved one-prompt run to "all-wrong" on a few format-only steps (session 46).
 
 Timing: the rule reads a level, the median of the last ``smooth_steps`` points — it holds once most of them are
 ≥ warn_frac — so that median is its confirmation (``confirm_steps`` = 1) and it is not read before the run has
@@ -110,18 +113,25 @@ def zero_std(h: History, n: int) -> tuple[Series, str]:
     return Series(c.steps, ((c.values == 0.0) | (c.values == 1.0)).astype(float)), "correct_frac"
 
 
-def groups(h: History, z: float, cfg: DetectorConfig) -> tuple[str, dict]:
-    """all-correct / all-wrong / cannot tell for a zero-std share ``z`` (module doc), with what told it."""
+def groups(h: History, z: float, cfg: DetectorConfig, points: int | None = None) -> tuple[str, dict]:
+    """all-correct / all-wrong / cannot tell for a zero-std share ``z`` (module doc), with what told it. ``points``:
+    ``z`` is the mean share of the last this-many points (few groups a step), and the levels read here are means over
+    those same points — the bound holds for a reward position and a share of the same groups; None: ``smooth_steps``
+    -point medians, as the share's level."""
     k = cfg.smooth_steps
-    correct = h.series("correct_frac", k)
-    if len(correct):
-        level = correct.level(k)
-        return (SOLVED if level >= 0.5 else STARVED), {"told_by": "correct_frac", "correct_frac_level": level}
+
+    def level(key: str) -> float:
+        x = h.series(key, points or k)
+        return float(x.values.mean()) if points else x.level(k)
+
+    if len(h.series("correct_frac", k)):
+        correct = level("correct_frac")
+        return (SOLVED if correct >= 0.5 else STARVED), {"told_by": "correct_frac", "correct_frac_level": correct}
     rng = reward_range(h, cfg.history_steps, k)
     if rng is None:
         return UNKNOWN, {"told_by": None}
     lo, hi = rng
-    r = h.series("reward_mean", k).level(k)
+    r = level("reward_mean")
     ev = {"told_by": "reward range", "reward_level": r, "reward_lo": lo, "reward_hi": hi}
     if hi - lo < drop_needed(hi, cfg):  # no material range: nothing earned (module doc)
         return STARVED, ev
@@ -183,7 +193,7 @@ class Starvation:
             level, window = zs.level(k), k
         if level < c.warn_frac:
             return {"starvation": None}
-        kind, told = groups(h, level, self.cfg)
+        kind, told = groups(h, level, self.cfg, window if single else None)
         sustained = zero_std(h, c.critical_window)[0]
         mean = float(sustained.values.mean())
         reward = h.series("reward_mean", k)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from collapsewatch.alerts import event_message
 from collapsewatch.detectors import DetectorConfig
 
@@ -211,3 +213,25 @@ def test_two_groups_a_step_read_the_share_of_their_last_20_groups():
     assert (first.value, first.window_steps) == (0.8, 10)
     assert first.evidence["groups_a_step"] == 2 and first.evidence["one_group_a_step"] is False
     assert "(2 groups a step: 16 of the last 20)" in first.message
+
+
+def test_few_groups_a_step_read_the_reward_over_the_same_groups_as_the_share():
+    # One prompt a step (a reward of 1.2 = format 0.2 + correct 1.0): a mixed group (z 0, reward 0.8) at every step
+    # ≡ 0 mod 5, an all-correct group (z 1, 1.2) at the others — but all-wrong, format only (z 1, 0.2) at 36–38.
+    # At step 38 the share is the mean of steps 19–38: 16 of 20 all-equal = 0.8 ≥ warn_frac. The range: lo = 0
+    # (min(0, lowest 5-point median 0.2)), hi = 1.2 (the highest 5-point median).
+    # The reward over those same 20 groups: 4 mixed (20, 25, 30, 35) × 0.8 + 3 × 0.2 + 13 × 1.2 = 3.2 + 0.6 + 15.6
+    # = 19.4 → mean 0.97, position p = 0.97 / 1.2 = 0.8083; all-correct share ≥ (p − (1 − 0.8)) / 0.8 = 0.760 ≥ 0.5:
+    # all-correct — info. A 5-point median (steps 34–38: 1.2, 0.8, 0.2, 0.2, 0.2 → 0.2, p = 0.1667) read beside the
+    # 20-group share gives ≤ 0.1667 / 0.8 = 0.208 < 0.5: "all-wrong", a warning on a solved run's three format-only
+    # steps — the bound holds only for a position and a share of the same groups.
+    def reward(s: int) -> float:
+        return 0.8 if s % 5 == 0 else 0.2 if s in (36, 37, 38) else 1.2
+
+    _, suite = feed(rows(39, zero_std_group_frac=lambda s: 0.0 if s % 5 == 0 else 1.0, reward_mean=reward), ONLY)
+    eps = [e for e in suite.episodes() if e.detector == "starvation"]
+    assert {e.severity for e in eps} == {"info"}
+    last = eps[-1]
+    assert last.step_end == 38 and last.evidence["groups"] == "all-correct" and last.evidence["one_group_a_step"]
+    assert last.evidence["reward_level"] == pytest.approx(0.97)
+    assert last.evidence["solved_share_low"] == pytest.approx((0.97 / 1.2 - 0.2) / 0.8)
