@@ -33,6 +33,7 @@ import gzip
 import hashlib
 import io
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -57,22 +58,27 @@ def fetch_commit(mirrors: Path, repo: str, commit: str, url_template: str) -> tu
     """Fetch ``commit`` of ``repo`` (from ``url_template`` with ``{repo}``) into its snapshot under ``mirrors``, or
     into a new bare repository ``mirrors/owner+name/repo`` where there is none: (its git directory, "") or
     (None, why not)."""
-    git = git_dir(mirrors, repo)
-    if git is None:
-        git = mirrors / repo.replace("/", "+") / "repo"
+    git, new = git_dir(mirrors, repo), None
+    if git is None:  # a new bare repository, removed again if nothing comes into it
+        new = mirrors / repo.replace("/", "+")
+        git = new / "repo"
         git.mkdir(parents=True, exist_ok=True)
         made = subprocess.run(["git", "init", "-q", "--bare", str(git)], capture_output=True, text=True)
         if made.returncode != 0:
+            shutil.rmtree(new, ignore_errors=True)
             return None, f"git init {git}: {made.stderr.strip()}"
     url = url_template.format(repo=repo)
     try:
         done = subprocess.run(["git", "--git-dir", str(git), "fetch", "-q", "--depth", "1", url, commit],
                               capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"git fetch {url} {commit[:12]}: no answer in {FETCH_TIMEOUT_S} s"
-    if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
-        return None, f"git fetch {url} {commit[:12]}: {lines[-1] if lines else f'exit {done.returncode}'}"
+        why = "" if done.returncode == 0 else lines[-1] if lines else f"exit {done.returncode}"
+    except subprocess.TimeoutExpired:
+        why = f"no answer in {FETCH_TIMEOUT_S} s"
+    if why:
+        if new is not None:
+            shutil.rmtree(new, ignore_errors=True)
+        return None, f"git fetch {url} {commit[:12]}: {why}"
     return git, ""
 
 

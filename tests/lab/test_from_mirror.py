@@ -271,6 +271,7 @@ def test_a_commit_the_repository_lacks_is_listed_with_gits_reason(tmp_path: Path
     assert f"gone: no snapshot of alice/runs; git fetch {url.format(repo='alice/runs')} 0123456789ab: " in out
     assert "nowhere: no snapshot of bob/none; git fetch" in out
     assert list(raw.iterdir()) == []  # nothing written
+    assert list((tmp_path / "m").iterdir()) == []  # and no empty repository left to read as a snapshot next time
 
 
 def test_a_fetch_url_without_repo_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
