@@ -50,7 +50,9 @@
   - critical when the policy degrades: the correct responses' entropy (``entropy_mean_correct``) is blown up by
     the same rule on its own history, or L — the likelihood of correct responses, from the LLD detector's source
     (:mod:`.likelihood`) — falls significantly by ≥ ``lld.decay_change`` over its window;
-  - warning when neither holds but the reward dropped from its running max (``signals.reward_drop``);
+  - warning when neither holds but the reward dropped from its running max (``signals.reward_drop``: by the
+    reward-drop margin and by the severity gate's ``noise_z`` × the level's noise — a dip inside the reward's own
+    noise is no drop; session 47);
   - info when the reward did not drop and L holds: the correct responses' entropy is known (≥ min_points points)
     and not blown up — the rise is in the incorrect responses — or it is not recorded (ingested or older runs):
     the rule cannot tell exploration from collapse, and a rise while the run still earns its reward is not an

@@ -19,17 +19,14 @@ Signal = tuple["bool | None", dict[str, Any]]
 
 def reward_drop(h: History, cfg: DetectorConfig, smooth: int | None = None) -> Signal:
     """Reward level (median of the last ``smooth`` points, default smooth_steps) below its running max (over
-    reward_peak_window) by the configured margin."""
-    s = cfg.signals
-    r = h.series("reward_mean", s.reward_peak_window)
+    reward_peak_window) by the configured margin and by ``severity.noise_z`` × the level's noise — the severity
+    gate's margin on one level (:func:`level_fall` with sustain 1): the best of many levels of a noisy reward sits
+    high by noise alone, and a level that far under it is no drop. None below 2 · smooth points."""
     k = smooth or cfg.smooth_steps
-    if len(r) < 2 * k:
+    fired, ev = level_fall(h, cfg, "reward_mean", k, 1, name="reward")
+    if fired is None:
         return None, {}
-    levels = r.levels(k)
-    peak, now = float(levels.max()), float(levels[-1])
-    need = drop_needed(peak, cfg)
-    fired = peak - now >= need
-    return fired, {"reward_peak": peak, "reward_now": now, "drop": peak - now, "drop_needed": need, "smooth": k}
+    return fired, {**ev, "reward_peak": ev["reward_best"], "drop": ev["reward_best"] - ev["reward_now"], "smooth": k}
 
 
 def drop_needed(peak: float, cfg: DetectorConfig) -> float:

@@ -167,14 +167,10 @@ def test_a_fall_within_the_rewards_noise_is_no_harm():
     # noise = 1.4826 · 0.25 / √2 = 0.26209; a level's noise 1.2533 · 0.26209 / √5 = 0.14690; noise_z 3 → the
     # fall must exceed 0.4407: 0.3 does not → no harm. noise_z 0: the plain margin 0.15 → harm. x = 0: noise 0 →
     # harm.
-    from collapsewatch.detectors.history import History, Row
     from collapsewatch.detectors.signals import reward_fall
 
     def fall(x: float, cfg: DetectorConfig):
-        h = History(200)
-        for s in range(41):
-            h.push(Row(s, {"reward_mean": (0.6 if s < 20 else 0.3) + (0.0, x, 0.0, -x)[s % 4]}))
-        return reward_fall(h, cfg, cfg.severity.sustain_levels)
+        return reward_fall(_wiggled_fall(x), cfg, cfg.severity.sustain_levels)
 
     fired, ev = fall(0.4, DetectorConfig())
     assert fired is False
@@ -183,3 +179,35 @@ def test_a_fall_within_the_rewards_noise_is_no_harm():
     assert fall(0.4, replace(DetectorConfig(), severity=SeverityConfig(noise_z=0.0)))[0] is True
     fired, ev = fall(0.0, DetectorConfig())
     assert fired is True and ev["drop_needed"] == pytest.approx(0.15)
+
+
+def _wiggled_fall(x: float):
+    """41 reward points: 0.6 for steps 0–19, 0.3 from 20, plus the period-4 wiggle (0, +x, 0, −x)[s % 4]."""
+    from collapsewatch.detectors.history import History, Row
+
+    h = History(200)
+    for s in range(41):
+        h.push(Row(s, {"reward_mean": (0.6 if s < 20 else 0.3) + (0.0, x, 0.0, -x)[s % 4]}))
+    return h
+
+
+def test_a_reward_drop_within_the_rewards_noise_is_no_drop():
+    # signals.reward_drop — the one-level drop the entropy blow-up's warning, the entropy collapse's "reward holds"
+    # and the ISDD / LLD confirmations read — takes the gate's noise margin on one level. The series of the test
+    # above: best level 0.6, last level 0.3, a drop of 0.3 ≥ the plain margin 0.15; per-point noise 0.26209 (all 41
+    # points), a 5-point level's 1.2533 · 0.26209 / √5 = 0.14690, × noise_z 3 = 0.4407 > 0.3 → no drop (before session
+    # 47 the plain margin alone said "dropped"). Without the wiggle (x = 0) the noise is 0 and the margin 0.15 decides
+    # → a drop of 0.3. Fewer than 2 × 5 points: None (no best to drop from).
+    from collapsewatch.detectors.history import History, Row
+    from collapsewatch.detectors.signals import reward_drop
+
+    dropped, ev = reward_drop(_wiggled_fall(0.4), DetectorConfig())
+    assert dropped is False
+    assert ev["drop_needed"] == pytest.approx(3 * 1.2533 * 1.4826 * 0.25 / math.sqrt(2) / math.sqrt(5))
+    assert ev["reward_peak"] == pytest.approx(0.6) and ev["drop"] == pytest.approx(0.3)
+    dropped, ev = reward_drop(_wiggled_fall(0.0), DetectorConfig())
+    assert dropped is True and ev["drop_needed"] == pytest.approx(0.15)
+    h = History(200)
+    for s in range(9):
+        h.push(Row(s, {"reward_mean": 0.6}))
+    assert reward_drop(h, DetectorConfig()) == (None, {})
