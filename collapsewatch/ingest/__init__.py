@@ -23,10 +23,10 @@ How it reads (one module per format, each with ``sniff`` and ``read``; :data:`FO
 The format is detected from the file (:func:`detect`); ``--format`` forces one, and a file that is not that format
 says so in one line naming it. Every reader yields :class:`.records.Record` rows; :class:`.records.Account` turns
 them into steps and counts what it leaves out; :class:`.sink.RunSink` writes the run: every value under its
-logged key, and the catalogue columns the keys mean (:mod:`.keys`, the one home of that mapping), so an ingested
-run's ``steps`` carry ``entropy_mean``, ``reward_mean``, ``response_length_mean`` … for the detectors and the
-dashboard; ``--map KEY=COLUMN`` adds the user's own aliases there (:mod:`.maps`), so every format and ``--follow``
-take them. Per-token metrics cannot be recovered from logs: NULL.
+logged key, and the catalogue columns the keys mean (:mod:`.key_table`, the one home of that mapping, looked up by
+:mod:`.keys`), so an ingested run's ``steps`` carry ``entropy_mean``, ``reward_mean``, ``response_length_mean`` … for
+the detectors and the dashboard; ``--map KEY=COLUMN`` adds the user's own aliases there (:mod:`.maps`), so every
+format and ``--follow`` take them. Per-token metrics cannot be recovered from logs: NULL.
 
 ``--follow`` (:class:`Tail`) follows a live run in every format: the complete lines appended to a JSONL or console file,
 or the steps after the last ingested one of a snapshot re-read through the format's reader (TensorBoard's and W&B's
@@ -57,7 +57,8 @@ from . import (
     trainer_state,
     wandb_run,
 )
-from .keys import KEY_MAP, Meaning, catalogue_values
+from .key_table import KEY_MAP, Meaning
+from .keys import catalogue_values
 from .maps import MapError, check_maps, parse_maps
 from .records import Account, IngestError, Reader, Record, Skip, Step, sqlite_tables, step_of
 from .result import Ingested, ingested
