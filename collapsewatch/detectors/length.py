@@ -8,10 +8,13 @@ truncation rising during the run), degenerate output (``degenerate``: responses 
 * blowup: truncation *rising* — level(truncated_frac) ≥ that start median + truncated_frac (a run that starts near
   0 % truncated: level ≥ truncated_frac) → warning; critical when the mean of the last
   ``blowup_sustain_points`` points is ≥ truncated_critical too (a blow-up that recovers within that many points
-  stays a warning); the severity gate keeps it critical only with a sustained reward fall. While the reward
-  *holds* — its level is not below its best by :func:`.signals.reward_fall`'s margin (the gate's rule, one level) —
-  responses are growing into the budget as the run learns (longer reasoning): the blow-up is info, a
-  configuration finding like ``budget``; no reward column → it stays a warning (nothing tells);
+  stays a warning); the severity gate keeps it critical only with a sustained reward fall. While the reward has
+  not *stayed down* — the last ``severity.sustain_levels`` (5) reward levels are not all below its best by
+  :func:`.signals.reward_fall`'s margin (the gate's rule, without its step minimum) — responses are growing into the
+  budget as the run learns (longer reasoning): the blow-up is info, a configuration finding like ``budget``. A
+  one-level dip beside rising truncation was a warning until session 48: on a tuned-on source's 40-point runs it
+  warned three healthy runs (a dip of a point or two) and no collapse counted it (docs/lab/bench.md). No reward
+  column, or too few reward points to have held a best for 5 levels → it stays a warning (nothing tells);
 * degenerate (critical): the latest response_length_mean ≤ degenerate_tokens — no history needed, so a collapse
   inside a run's first points is flagged at the first point that shows it (``Finding.immediate``). Degenerate
   output is harm by itself: the severity gate never lowers it (``severity.exempt``) — but where no point since the
@@ -121,12 +124,13 @@ class Length:
             sustained = len(recent) >= c.blowup_sustain_points and mean >= c.truncated_critical
             ev = {**ev, "truncated_frac_mean": mean, "mean_points": len(recent)}
             msg = f"length blow-up: {level:.0%} of responses truncated, up from {start:.0%} at the start"
-            fell, rev = reward_fall(h, self.cfg, 1)
-            if fell is False:  # the reward holds at its best: growing into the budget, not collapsing
+            fell, rev = reward_fall(h, self.cfg, self.cfg.severity.sustain_levels)
+            if fell is False:  # the reward has not stayed down: growing into the budget, not collapsing
                 out["blowup"] = Finding(
                     "info", "truncated_frac", level, start + c.truncated_frac, k,
-                    f"{msg}, while the reward holds (level {rev['reward_now']:.3g}, best {rev['reward_best']:.3g}) "
-                    f"— responses grew into the length budget: raise the completion length", {**ev, **rev})
+                    f"{msg}, while the reward has not stayed down (level {rev['reward_now']:.3g}, best "
+                    f"{rev['reward_best']:.3g}; a fall holds {rev['sustain_levels']} levels) — responses grew into "
+                    f"the length budget: raise the completion length", {**ev, **rev})
             else:
                 out["blowup"] = Finding(
                     "critical" if level >= c.truncated_critical and sustained else "warning", "truncated_frac",
