@@ -134,6 +134,10 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                   # lab/public/titan_console.py says what their keys mean
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/titan_console.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.dschat.log)  # DeepSpeed-Chat's step-3 PPO console (epoch|step|act_loss|cri_loss lines, their losses printed
+                   # summed): lab/public/dschat_console.py says what they mean and undoes the sums
+      conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/dschat_console.py" "$raw" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.drgrpo.csv)  # chaoheng666/DeepRetrieval-GRPO's analysis CSVs: lab/public/drgrpo_csv.py (the stage of a two-stage
                    # file from the run name's -stage1 / -stage2)
       conv="$(mktemp --suffix=.csv)"; stage=""; case "$run" in *-stage[12]) stage="${run##*-stage}" ;; esac

@@ -20,8 +20,9 @@ slime run's two TensorBoard writers, THisisPX/slime), lab/public/omnilora_curve.
 reward curves), lab/public/rlvrexp_plots.py (halflearned/rlvr-experiments' plot data), lab/public/katop_csv.py
 (katop1234/softmaxed_rewards' table of runs), lab/public/tlr_curves.py (redswimmer/turn-level-rewards' curves),
 lab/public/tb_scalars_json.py (TensorBoard scalars dumped as JSON, sanjuhs/open-env-meta-final-hackathon) and
-lab/public/skyrl_console.py (a SkyRL run's console, mert-cemri/CTU-Agent-v0) and lab/public/figdata_pairs.py
-(Chaoqi31/text2sql-agent-rl's figure data: per-step [reward, frac_reward_zero_std] pairs).
+lab/public/skyrl_console.py (a SkyRL run's console, mert-cemri/CTU-Agent-v0), lab/public/figdata_pairs.py
+(Chaoqi31/text2sql-agent-rl's figure data: per-step [reward, frac_reward_zero_std] pairs) and
+lab/public/dschat_console.py (DeepSpeed-Chat's step-3 PPO console, microsoft/DeepSpeedExamples).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ rhd_metrics = _load("rhd_metrics")
 wolleaf_csv = _load("wolleaf_csv")
 akna_series = _load("akna_series")
 figdata_pairs = _load("figdata_pairs")
+dschat_console = _load("dschat_console")
 shamanez_csv = _load("shamanez_csv")
 sherry_csv = _load("sherry_csv")
 nik_metrics = _load("nik_metrics")
@@ -1061,3 +1063,54 @@ def test_figdata_pairs_are_trl_reward_and_zero_std_share(tmp_path, store):
     assert figdata_pairs.main([str(src), "r3_v2", str(out)]) == 1  # a key the file lacks: refused, named
     src.write_text(json.dumps({"r1_v2": [[0.0, 1.0], [0.5]]}))
     assert figdata_pairs.main([str(src), "r1_v2", str(out)]) == 1  # not a pair of numbers: refused, named
+
+
+# the shared DeepSpeed-Chat step-3 log's (training_log_output/actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log
+# @ 3a77097) first line and its lines 2 and 18-30 — steps 2 and 3, step 2 after two fp16 overflow lines — as committed
+DSCHAT_CMD = ("cmd = deepspeed main.py --data_path Dahoas/rm-static --data_split 2,4,4 --actor_model_name_or_path "
+              "~/DeepSpeedExamples/applications/DeepSpeed-Chat/training/step1_supervised_finetuning/output "
+              "--critic_model_name_or_path ~/DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
+              "step2_reward_model_finetuning/output --num_padding_at_beginning 1 --per_device_train_batch_size 4 "
+              "--per_device_mini_train_batch_size 4 --generation_batch_numbers 1 --ppo_epochs 1 --max_answer_seq_len "
+              "256 --max_prompt_seq_len 256 --actor_learning_rate 9.65e-6 --critic_learning_rate 5e-6 "
+              "--actor_weight_decay 0. --critic_weight_decay 0. --num_train_epochs 1 --lr_scheduler_type cosine "
+              "--gradient_accumulation_steps 1 --num_warmup_steps 100 --deepspeed --seed 1234 --enable_hybrid_engine "
+              "--actor_zero_stage 2 --critic_zero_stage 2 --enable_ema --output_dir "
+              "./output_fourDatasets_NoWeightDecay_withDropout_mixed")
+DSCHAT = [
+    DSCHAT_CMD,
+    "***** Running training *****",
+    "[2023-04-18 08:48:09,105] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+    "Attempted loss scale: 32768, reducing to 16384",
+    "[2023-04-18 08:48:09,378] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+    "Attempted loss scale: 32768, reducing to 16384",
+    "epoch: 0|step: 2|ppo_ep: 1|act_loss: 0.22314453125|cri_loss: 0.1396484375|unsuper_loss: 0.0",
+    "average reward score: 0.195556640625",
+    "-------------------------------------------------------------------------------------",
+    "|E2E latency=3.91s |Gather latency=0.00s (0.00%) |Generate time=2.79s (71.38%) |Training time=0.82s (20.99%) "
+    "|Others=0.30 (7.63%)|CurSamplesPerSec=16.35 |AvgSamplesPerSec=12.28",
+    "epoch: 0|step: 3|ppo_ep: 1|act_loss: 0.31298828125|cri_loss: 0.2052001953125|unsuper_loss: 0.0",
+    "average reward score: 0.0030517578125",
+]
+
+
+def test_dschat_losses_undo_the_summed_printout(tmp_path, store):
+    src, out = tmp_path / "run.dschat.log", tmp_path / "out.jsonl"
+    src.write_text("\n".join(DSCHAT) + "\n")
+    assert dschat_console.main([str(src), str(out)]) == 0
+    # printed cri = actor + critic, act = 2 actor + critic: actor = act - cri, critic = 2 cri - act
+    # step 2: 0.22314453125 - 0.1396484375 = 0.08349609375; 0.279296875 - 0.22314453125 = 0.05615234375
+    # step 3: 0.31298828125 - 0.2052001953125 = 0.1077880859375; 0.410400390625 - 0.31298828125 = 0.097412109375
+    assert [json.loads(x) for x in out.read_text().splitlines()] == [
+        {"step": 2, "reward_mean": 0.195556640625, "loss_policy": 0.08349609375, "dschat/critic_loss": 0.05615234375,
+         "dschat/fp16_overflows": 2},
+        {"step": 3, "reward_mean": 0.0030517578125, "loss_policy": 0.1077880859375,
+         "dschat/critic_loss": 0.097412109375, "dschat/fp16_overflows": 0}]
+    ingest_file(store, out, "dschat")
+    assert connect(store).execute("SELECT step, reward_mean, loss_policy FROM steps ORDER BY step").fetchall() == [
+        (2, 0.195556640625, 0.08349609375), (3, 0.0030517578125, 0.1077880859375)]
+    # two PPO epochs a step: the printed sums no longer undo — refused, one line naming the file, exit 1
+    src.write_text("\n".join([DSCHAT_CMD.replace("--ppo_epochs 1", "--ppo_epochs 2")] + DSCHAT[1:]) + "\n")
+    assert dschat_console.main([str(src), str(out)]) == 1
+    src.write_text("\n".join(DSCHAT[:5]) + "\n")
+    assert dschat_console.main([str(src), str(out)]) == 1  # a step line without its reward line
