@@ -74,9 +74,13 @@ def score_natural(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
 def run_table(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
     """One row per undrilled run: steps, collapse step ("cannot tell" where the run's end decides its label, with why
     in ``undecided``), and per detector its first flag ≥ warning as ``phase@step(severity)`` (worst severity of that
-    episode), '' when none; ``witness``: "evaluation" where the starting evaluation dated the collapse
-    (:attr:`.labels.RunLabel.witness`), else ''."""
+    episode), '' when none; ``criticals``: every critical episode of the run as ``detector/phase@step`` (dated when it
+    first stood at critical), '' when none — a detector's cell shows its first flag only, so a critical episode after
+    a warning one would not show there (session 47 read "no critical" off those cells on a run that had two);
+    ``witness``: "evaluation" where the starting evaluation dated the collapse (:attr:`.labels.RunLabel.witness`),
+    else ''."""
     warn = _flags(flags).sort_values("step_start")
+    crit = _flags(flags, "critical").sort_values("step_start")
     detectors = sorted(set(flags["detector"]))
     rows = []
     for lab in sorted((lab for lab in labels if not lab.kind), key=lambda lab: lab.run):
@@ -86,6 +90,9 @@ def run_table(flags: pd.DataFrame, labels: list[RunLabel]) -> pd.DataFrame:
             first = warn[(warn["run"] == lab.run) & (warn["detector"] == det)].head(1)
             row[det] = "" if first.empty else \
                 f"{first['phase'].iat[0]}@{int(first['step_start'].iat[0])}({first['severity'].iat[0]})"
+        mine = crit[crit["run"] == lab.run]
+        row["criticals"] = ", ".join(f"{d}/{p}@{int(t)}" for d, p, t in
+                                     zip(mine["detector"], mine["phase"], mine["step_start"], strict=True))
         row["undecided"] = lab.undecided if lab.collapse is None else ""
         row["witness"] = lab.witness
         rows.append(row)

@@ -58,9 +58,24 @@ def test_run_table_says_what_fired_where():
     assert t.loc["n1", "lld"] == "steady_decay@290(warning)" and t.loc["n1", "collapse"] == 300
     assert t.loc["n2", "entropy"] == "" and t.loc["n3", "entropy"] == "blowup@40(critical)"
     assert (t["witness"] == "").all()  # every collapse of LABELS is the reward rule's
+    # every critical episode, by detector/phase and the step it stood at critical: n1's LLD at 310, n3's blow-up at 40
+    assert t["criticals"].to_dict() == {"n1": "lld/accelerated_collapse@310", "n2": "", "n3": "entropy/blowup@40",
+                                        "n4": ""}
     # a collapse the starting evaluation dated says so
     dated = run_table(FLAGS, [*LABELS, RunLabel("n6", "", None, 10, 0, 399, "", "evaluation")]).set_index("run")
     assert (dated.loc["n6", "collapse"], dated.loc["n6", "witness"]) == (10, "evaluation")
+
+
+def test_a_critical_after_a_warning_of_the_same_detector_shows():
+    # n7: an entropy blow-up at warning from 137, then another episode that stood at critical from 281 (opened at
+    # 249 as a warning: its critical_at dates it). The detector's cell is its first flag, the warning at 137; the
+    # criticals column still says entropy/blowup@281 (the session-47 misreading: "no critical" off the first cell).
+    flags = pd.DataFrame([
+        ("n7", "entropy", "blowup", "warning", 137, 137, None),
+        ("n7", "entropy", "blowup", "critical", 249, 249, 281),
+    ], columns=[*FLAGS.columns, "warning_at", "critical_at"])
+    t = run_table(flags, [RunLabel("n7", "", None, None, 0, 599)]).set_index("run")
+    assert t.loc["n7", "entropy"] == "blowup@137(warning)" and t.loc["n7", "criticals"] == "entropy/blowup@281"
 
 
 def test_claim_table_compares_the_first_and_last_windows():
