@@ -6,13 +6,18 @@ tens of MB a run. The stripped copy scores the same (docs/lab/natural-corpus.md,
 ``lab natural --runs --json``) at a few hundred KB a run, so the corpus can live in the repository and survive a
 machine change. The ``store`` path in each run's recorded config (the training machine's folder) is blanked: it says
 nothing about the run and is not the committed folder. A run already in DEST is left as it is (say ``--replace``).
+With ``--manifest CSV --commit SHA``, a row per copied run (its steps, objective, learning rate and seed from its
+config, the commit that trained it, ``--note``) replaces that run's row in CSV or is appended.
 
-    python lab/natural_ship.py STORE DEST [RUN ...] [--replace]      (no RUN: every finished run of STORE)
+    python lab/natural_ship.py STORE DEST [RUN ...] [--replace] [--manifest CSV --commit SHA [--note TEXT]]
+    (no RUN: every finished run of STORE)
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -69,15 +74,44 @@ def ship(store: Path, dest: Path, runs: list[str], replace: bool = False) -> lis
     return done
 
 
+MANIFEST_COLUMNS = ("run", "steps", "objective", "lr", "seed", "commit", "note")
+
+
+def manifest_row(dest: Path, run: str, commit: str, note: str) -> dict[str, str]:
+    """The manifest's row of ``run`` in ``dest``, from its recorded config."""
+    ((config,),) = duckdb.sql("SELECT config FROM read_parquet(?)", params=[str(dest / run / "runs" / "*.parquet")]
+                              ).fetchall()
+    c = json.loads(config)
+    return {"run": run, "steps": str(c["steps"]), "objective": c["objective"], "lr": f"{c['lr']:g}",
+            "seed": str(c["seed"]), "commit": commit, "note": note}
+
+
+def update_manifest(path: Path, rows: list[dict[str, str]]) -> None:
+    """Replace each row's run in the CSV at ``path`` (created if absent) or append it; rows kept in run order."""
+    old = list(csv.DictReader(open(path, newline=""))) if path.exists() else []
+    by_run = {r["run"]: r for r in old} | {r["run"]: r for r in rows}
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, MANIFEST_COLUMNS)
+        w.writeheader()
+        w.writerows(by_run[r] for r in sorted(by_run))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("store", type=Path)
     ap.add_argument("dest", type=Path)
     ap.add_argument("runs", nargs="*")
     ap.add_argument("--replace", action="store_true", help="copy a run again where DEST holds it already")
+    ap.add_argument("--manifest", type=Path, help="a CSV to record each copied run in (with --commit)")
+    ap.add_argument("--commit", default="", help="the commit whose code trained the runs")
+    ap.add_argument("--note", default="", help="the manifest's note for these runs")
     a = ap.parse_args(argv)
+    if a.manifest and not a.commit:
+        ap.error("--manifest needs --commit (the commit whose code trained the runs)")
     runs = a.runs or finished_runs(a.store)
     done = ship(a.store, a.dest, runs, a.replace)
+    if a.manifest:
+        update_manifest(a.manifest, [manifest_row(a.dest, run, a.commit, a.note) for run in done])
     print(f"natural_ship: {len(done)} run(s) copied to {a.dest}: {', '.join(done) or '-'}")
     return 0
 

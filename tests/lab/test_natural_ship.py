@@ -1,7 +1,10 @@
-"""lab/natural_ship.py: a natural-corpus run copied stripped scores as the original does."""
+"""lab/natural_ship.py: a natural-corpus run copied stripped scores as the original does; and the committed corpus
+(lab/natural/): every run its manifest lists is in the store, finished, with the steps the manifest says, stripped to
+what `lab natural` reads and with no training machine's folder in its config."""
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import subprocess
@@ -9,6 +12,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_runs" / "store"
@@ -51,6 +55,19 @@ def test_a_shipped_run_keeps_what_the_lab_reads_and_scores_the_same(tmp_path):
     assert natural_ship.ship(SAMPLE, dest, [run], replace=True) == [run]
 
 
+def test_the_manifest_records_each_copied_run_once(tmp_path):
+    # grpo-collapse: the sample store's 200-step GRPO run (sample_runs/make_sample_runs.py); a second copy of the
+    # same run replaces its row (a new note), it does not add one
+    dest, manifest = tmp_path / "corpus", tmp_path / "runs.csv"
+    assert natural_ship.main([str(SAMPLE), str(dest), "grpo-collapse", "--manifest", str(manifest),
+                              "--commit", "abc1234", "--note", "first"]) == 0
+    assert natural_ship.main([str(SAMPLE), str(dest), "grpo-collapse", "grpo-healthy", "--replace", "--manifest",
+                              str(manifest), "--commit", "abc1234", "--note", "again"]) == 0
+    rows = list(csv.DictReader(open(manifest, newline="")))
+    assert [(r["run"], r["steps"], r["objective"], r["commit"], r["note"]) for r in rows] == [
+        ("grpo-collapse", "200", "grpo", "abc1234", "again"), ("grpo-healthy", "200", "grpo", "abc1234", "again")]
+
+
 def test_a_folder_that_is_no_store_is_refused_by_name(tmp_path):
     try:
         natural_ship.ship(tmp_path, tmp_path / "out", ["x"])
@@ -58,3 +75,26 @@ def test_a_folder_that_is_no_store_is_refused_by_name(tmp_path):
         assert str(tmp_path) in str(e) and "no _schema folder" in str(e)
     else:
         raise AssertionError("a folder without _schema was accepted")
+
+
+CORPUS = ROOT / "lab" / "natural"
+STORE = CORPUS / "store"
+MANIFEST = list(csv.DictReader(open(CORPUS / "runs.csv", newline="")))
+
+
+def test_the_manifest_and_the_store_hold_the_same_runs():
+    in_store = sorted(p.name for p in STORE.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    assert sorted(r["run"] for r in MANIFEST) == in_store and len(in_store) >= 10
+
+
+@pytest.mark.parametrize("row", MANIFEST, ids=[r["run"] for r in MANIFEST])
+def test_each_run_is_finished_stripped_and_as_long_as_the_manifest_says(row):
+    run = STORE / row["run"]
+    assert {p.name for p in run.iterdir()} <= set(natural_ship.KEEP)
+    ((status, config),) = duckdb.sql("SELECT status, config FROM read_parquet(?)",
+                                     params=[str(run / "runs" / "*.parquet")]).fetchall()
+    config = json.loads(config)
+    assert status == "finished" and config["store"] == "" and config["steps"] == int(row["steps"])
+    ((last,),) = duckdb.sql("SELECT max(step) FROM read_parquet(?)",
+                            params=[str(run / "step_metrics" / "**" / "*.parquet")]).fetchall()
+    assert last == int(row["steps"]) - 1  # steps 0 … steps − 1
