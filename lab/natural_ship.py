@@ -33,8 +33,8 @@ def finished_runs(store: Path) -> list[str]:
     out = []
     for d in sorted(p for p in store.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
         files = sorted((d / "runs").glob("*.parquet"))
-        if files and duckdb.sql(f"SELECT bool_and(status = 'finished') FROM read_parquet({[str(f) for f in files]})"
-                                ).fetchall()[0][0]:
+        if files and duckdb.execute("SELECT bool_and(status = 'finished') FROM read_parquet(?)",
+                                    [[str(f) for f in files]]).fetchall()[0][0]:
             out.append(d.name)
     return out
 

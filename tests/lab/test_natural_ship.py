@@ -64,6 +64,8 @@ def test_the_manifest_records_each_copied_run_once(tmp_path):
     assert natural_ship.main([str(SAMPLE), str(dest), "grpo-collapse", "grpo-healthy", "--replace", "--manifest",
                               str(manifest), "--commit", "abc1234", "--note", "again"]) == 0
     rows = list(csv.DictReader(open(manifest, newline="")))
+    # with no RUN named, every finished run of the store: the sample store's runs all finished
+    assert {"grpo-collapse", "grpo-healthy"} <= set(natural_ship.finished_runs(SAMPLE))
     assert [(r["run"], r["steps"], r["objective"], r["commit"], r["note"]) for r in rows] == [
         ("grpo-collapse", "200", "grpo", "abc1234", "again"), ("grpo-healthy", "200", "grpo", "abc1234", "again")]
 
