@@ -22,7 +22,7 @@ from collapsewatch.store.queries import runs_summary
 
 LENGTH_ONLY = DetectorConfig(enabled=("length",), severity=SeverityConfig(sustain_steps=0))
 """The length detector alone; the severity gate by its levels only (a 40-step run: its 20-step fall never lasts the
-default sustain_steps 30 — test_severity.py has that)."""
+default sustain_steps 90 — test_severity.py has that)."""
 STEPS = 40
 FALL = 20
 """From step FALL on every response is truncated and the logged reward is 0.1 (0.8 before)."""

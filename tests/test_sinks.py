@@ -167,7 +167,7 @@ def test_swanlab(tracked):
 def test_watch_to_tensorboard_keeps_stdout_json(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import TENSORS, EventAccumulator
 
-    run = SyntheticRun(tmp_path / "store", "collapse", n_steps=120, shape=Shape(seqs=8, token_seqs=2, seq_len=24))
+    run = SyntheticRun(tmp_path / "store", "collapse", n_steps=300, shape=Shape(seqs=8, token_seqs=2, seq_len=24))
     run.write()
     run.close()
     p = subprocess.run([sys.executable, "-m", "collapsewatch", "watch", str(tmp_path / "store"), "--once", "--json",
@@ -293,7 +293,7 @@ def test_a_failing_webhook_reads_the_same_under_watch_whichever_option_made_it(c
 def collapsed(tmp_path_factory) -> Path:
     """A store holding one finished synthetic run, ``collapse`` (its verdict: collapsed)."""
     root = tmp_path_factory.mktemp("collapsed") / "store"
-    run = SyntheticRun(root, "collapse", n_steps=120, shape=Shape(seqs=8, token_seqs=2, seq_len=24))
+    run = SyntheticRun(root, "collapse", n_steps=300, shape=Shape(seqs=8, token_seqs=2, seq_len=24))
     run.write()
     run.close()
     return root

@@ -31,7 +31,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def synth(tmp_path_factory):
     """A collapsing run (real detectors' events, criticals included) and a healthy one (no warning)."""
     root = tmp_path_factory.mktemp("watch")
-    for name, kw in {"collapse": dict(n_steps=120), "healthy": dict(n_steps=60, collapse=False, seed=1)}.items():
+    for name, kw in {"collapse": dict(n_steps=300), "healthy": dict(n_steps=60, collapse=False, seed=1)}.items():
         run = SyntheticRun(root, name, shape=SMALL, **kw)
         run.write()
         run.close()
@@ -192,11 +192,12 @@ def test_a_tracker_gets_the_verdict_when_the_collapse_is_seen_and_again_at_the_e
 
 
 def test_follows_a_live_writer_to_its_end(tmp_path, receiver):
-    live = SyntheticRun(tmp_path, "live", n_steps=120, shape=SMALL, flush_every=10, heartbeat_s=3600)
+    # 300 steps: the reward falls from 55 % of the run on, and stays down past the severity gate's 90 steps
+    live = SyntheticRun(tmp_path, "live", n_steps=300, shape=SMALL, flush_every=10, heartbeat_s=3600)
     proc = subprocess.Popen([sys.executable, "-m", "collapsewatch", "watch", str(tmp_path), "--run", "live",
                              "--json", "--interval", "0.2", "--notify", receiver.url],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for until in range(20, 121, 20):
+    for until in range(50, 301, 50):
         live.write(until=until)
     live.close()
     out, err = proc.communicate(timeout=180)  # it ends by itself once the run is finished

@@ -277,9 +277,9 @@ class SeverityConfig:
     """Critical only while each of the last this many reward levels is below the running best by the reward-drop
     margin (``signals.reward_drop_*``): a sustained fall, not a one-level dip (5 = ``smooth_steps``: the fall
     outlasts one level's window)."""
-    sustain_steps: int = 30
-    """… and that run of fallen levels has lasted this many steps (30 levels of a log of every step; 5 levels of a log
-    of every 10th step span 50). Chosen on the natural corpus (docs/lab/bench.md, 2026-11-29 late); 0: off."""
+    sustain_steps: int = 90
+    """… and that run of fallen levels has lasted this many steps (0: off). 90: the natural corpus's rewards dip 30-80
+    steps and recover; from 90 on its never-collapsed runs get no critical (docs/lab/bench.md, 2026-12-02)."""
     noise_z: float = 3.0
     """… and by this many times the level's noise (1.2533 · the reward's per-point noise / √smooth_steps): on a
     noisy reward the best level sits high by noise alone, so a fall within the noise shows no harm."""

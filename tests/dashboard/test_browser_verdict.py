@@ -58,7 +58,7 @@ def test_episodes_cause_first_and_grouped(sample_site, page):  # noqa: F811
         .map(r => [r.cells[0].innerText, r.cells[1].innerText.replace('●', '').trim(), r.cells[2].innerText])""")
     # the entropy blow-up group leads — its first critical episode (114–199) begins before the length blow-up's
     # (117) — opening with its own early warnings at 54 and 85 (85–86 is a warning: the reward's fall had not lasted
-    # severity.sustain_steps 30 steps there)
+    # severity.sustain_steps 90 steps there)
     assert rows[:2] == [["54–56", "entropy · blowup", "warning"], ["85–86", "entropy · blowup", "warning"]]
     groups = [what for _, what, _ in rows]
     assert all(groups.index(g) == i or groups[i - 1] == g for i, g in enumerate(groups))  # each phase together

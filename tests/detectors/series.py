@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fixtures.synthetic_steps import GATE_30
+
 from collapsewatch.detectors import DetectorConfig, DetectorSuite, Event
+
+__all__ = ["GATE_30", "feed", "rows", "spans"]
 
 Column = float | bool | str | None | Sequence[Any] | Callable[[int], Any]
 

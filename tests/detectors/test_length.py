@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collapsewatch.detectors import DetectorConfig
 
-from .series import feed, rows, spans
+from .series import GATE_30, feed, rows, spans
 
-ONLY = DetectorConfig(enabled=("length",))
+ONLY = DetectorConfig(enabled=("length",), severity=GATE_30)
 
 
 def test_blowup_and_repetition_open_from_their_own_steps():
@@ -22,7 +22,7 @@ def test_blowup_and_repetition_open_from_their_own_steps():
     assert suite.episodes()[0].evidence["response_length_level"] == 200.0
     assert suite.episodes()[0].evidence["truncated_frac_start"] == 0.02
     # The reward falls 0.6 → 0.2 at 90 and stays: levels 0.4 below the best from 92 (≥ max(0.05, 0.25 · 0.6) =
-    # 0.15), over 5 levels from 96, and the fall has lasted severity.sustain_steps 30 steps at 92 + 29 = 121 — so
+    # 0.15), over 5 levels from 96, and the fall has lasted GATE_30.sustain_steps 30 steps at 92 + 29 = 121 — so
     # the rule's critical (from 103) stands from 121.
     stream, suite = feed(rows(130, truncated_frac=trunc, response_length_mean=200.0,
                               reward_mean=lambda s: 0.6 if s < 90 else 0.2), ONLY)

@@ -12,9 +12,9 @@ from dataclasses import replace
 
 from collapsewatch.detectors import DetectorConfig
 
-from .series import feed, rows, spans
+from .series import GATE_30, feed, rows, spans
 
-LLD_ONLY = DetectorConfig(enabled=("lld",))
+LLD_ONLY = DetectorConfig(enabled=("lld",), severity=GATE_30)
 
 
 def L_spiral(t: int) -> float:

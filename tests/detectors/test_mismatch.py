@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collapsewatch.detectors import DetectorConfig
 
-from .series import feed, rows, spans
+from .series import GATE_30, feed, rows, spans
 
-ONLY = DetectorConfig(enabled=("mismatch",))
+ONLY = DetectorConfig(enabled=("mismatch",), severity=GATE_30)
 
 
 def test_rising_abs_log_ratio():

@@ -11,9 +11,9 @@ import pytest
 from collapsewatch.detectors import DetectorConfig, SeverityConfig
 from collapsewatch.detectors.config import EntropyConfig
 
-from .series import feed, rows, spans
+from .series import GATE_30, feed, rows, spans
 
-ENTROPY = DetectorConfig(enabled=("entropy",))
+ENTROPY = DetectorConfig(enabled=("entropy",), severity=GATE_30)
 
 
 def blowup(s: int) -> float:
@@ -84,9 +84,8 @@ def test_a_fall_must_also_last_sustain_steps():
     from collapsewatch.detectors.history import History, Row
     from collapsewatch.detectors.signals import reward_fall
 
-    cfg = DetectorConfig()  # sustain_levels 5, sustain_steps 30
-
-    def fall(points: list[tuple[int, float]]):
+    def fall(points: list[tuple[int, float]], cfg: DetectorConfig = DetectorConfig(severity=GATE_30)):
+        # sustain_levels 5, sustain_steps 30 unless cfg says otherwise
         h = History(400)
         for s, r in points:
             h.push(Row(s, {"reward_mean": r}))
@@ -111,6 +110,15 @@ def test_a_fall_must_also_last_sustain_steps():
     assert fall(sparse[:36])[0] is False
     fired, ev = fall(sparse[:37])
     assert fired is True and (ev["fallen_since"], ev["fallen_steps"]) == (320, 41)
+    # The default, sustain_steps 90: the 40-step dip (110–149) is never harm; a fall that stays (0.3 from 110 on)
+    # is harm once t − 112 + 1 ≥ 90, at t = 201, and not at 200 (89 steps).
+    default = DetectorConfig()
+    assert default.severity.sustain_steps == 90
+    assert not any(fall(every[:t], default)[0] for t in range(120, 200))
+    stays = [(s, 0.3 if s >= 110 else 0.6) for s in range(300)]
+    assert fall(stays[:201], default)[0] is False
+    fired, ev = fall(stays[:202], default)
+    assert fired is True and (ev["fallen_since"], ev["fallen_steps"]) == (112, 90)
 
 
 def test_without_reward_nothing_shows_harm_but_nonfinite_and_degenerate_are_exempt():

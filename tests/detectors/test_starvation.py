@@ -7,9 +7,9 @@ import pytest
 from collapsewatch.alerts import event_message
 from collapsewatch.detectors import DetectorConfig
 
-from .series import feed, rows, spans
+from .series import GATE_30, feed, rows, spans
 
-ONLY = DetectorConfig(enabled=("starvation",))
+ONLY = DetectorConfig(enabled=("starvation",), severity=GATE_30)
 
 
 def test_warning_then_critical_and_the_kind_of_groups():

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from fixtures.synthetic_steps import make_run
+from fixtures.synthetic_steps import GATE_30, make_run
 
 from collapsewatch import connect
 from collapsewatch.catalogue import LOGGED_SCALARS, STEP_METRICS
-from collapsewatch.detectors import detect_each, detect_frame
+from collapsewatch.detectors import DetectorConfig, detect_each, detect_frame
 from collapsewatch.store import StoreWriter
 
 
@@ -34,7 +34,8 @@ def test_stored_run_detects_like_the_frame(tmp_path):
     frame = make_run("isdd", seed=4, gaps=True).frame
     write(tmp_path, "r1", frame)
     steps = connect(tmp_path).execute("SELECT * FROM steps ORDER BY step").df()
-    expected = detect_frame(frame)
+    cfg = DetectorConfig(severity=GATE_30)  # the synthetic run's reward fall lasts 30 steps, not 90, before it ends
+    expected = detect_frame(frame, cfg)
     assert [e.detector for e in expected if e.severity == "critical"] == ["isdd"]
-    assert detect_frame(steps) == expected
-    assert detect_each(steps) == {("r1", 0): expected}
+    assert detect_frame(steps, cfg) == expected
+    assert detect_each(steps, cfg) == {("r1", 0): expected}

@@ -7,9 +7,9 @@ import pytest
 from collapsewatch.detectors import DetectorConfig, ToolsConfig
 from collapsewatch.detectors.registry import specs
 
-from .series import feed, rows, spans
+from .series import GATE_30, feed, rows, spans
 
-ONLY = DetectorConfig(enabled=("tools",))
+ONLY = DetectorConfig(enabled=("tools",), severity=GATE_30)
 
 
 def test_an_agent_that_stops_searching_is_flagged_where_its_level_reaches_the_bar():
