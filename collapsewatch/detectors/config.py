@@ -114,8 +114,7 @@ class EntropyConfig(Timing):
     collapse_frac: float = 0.1
     """… or below this fraction of its peak level over the history (blow-up levels excluded from the peak)."""
     blowup_factor: float = 1.5
-    """Blow-up: level ≥ this × the median of entropy_mean over the history (`collapsewatch lab calibrate` on the
-    lab corpus; docs/lab/detectors-evaluation.md, "Calibration")."""
+    """Blow-up: level ≥ this × the median of entropy_mean over the history (docs/lab/detectors-evaluation.md)."""
     min_points: int = 20
     """Points the history needs before the collapse or blow-up rule gives a verdict."""
     degenerate_floor: float = 1e-3
@@ -134,10 +133,11 @@ class EntropyConfig(Timing):
     ceiling_points: int = 2
     """… consecutive points (one point over the bar is a spike, not output)."""
     early_points: int = 3
-    """Early collapse (while the history holds fewer than min_points points): the median of the last this-many
-    points ≤ collapse_frac × the highest of the run's first smooth_steps points before them — the collapse phase, flagged at the
-    point that shows it (the median is its confirmation); 0: off. Chosen on a tuned-on source's first-points
-    collapse (docs/lab/bench.md, session 34)."""
+    """Early collapse (while the history holds fewer than min_points points): the median of the last this-many points
+    ≤ collapse_frac × the highest of the run's first smooth_steps points before them — the collapse phase, flagged at
+    the point that shows it (the median is its confirmation); 0: off (docs/lab/bench.md, session 34)."""
+    exit_patience: int = 10
+    """An episode ends after this many evaluated points without its rule (5 split a flickering level into alarms)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

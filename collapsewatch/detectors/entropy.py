@@ -76,6 +76,13 @@ critical stays as above.
 Blow-up and the collapse rule past its early form need min_points points in the history. The history is bounded
 (history_steps), so a blow-up that lasts longer than about half of it becomes the new median and its episode ends:
 by then the run is gone.
+
+**Episodes** end after ``exit_patience`` = 10 evaluated points without their rule, not the default 5: a level that
+hovers at its bar (a blow-up level near 1.5 × the median, entropy flickering across the diffuse ceiling) re-opened
+the same alarm every few steps — on the natural corpus's never-collapsed runs 32 of 50 re-opened blow-up warnings
+began ≤ 20 steps after the last one ended. With 10 one alarm stands for the stretch; no alarm rings earlier or later
+(an episode kept open escalates only once its rule is confirmed again, :func:`.events.advance`), so which runs are
+warned, and when first, is unchanged (docs/lab/bench.md, session 50).
 """
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from collapsewatch.dashboard import ids
+from collapsewatch.demo import start_dashboard
 from collapsewatch.judge import judge
 from collapsewatch.store import Store
+from tests.ports import free_port
 
 from .test_browser import browser, context, page, sample_site  # noqa: F401  (the shared Chromium fixtures)
 
@@ -18,10 +20,15 @@ pytestmark = pytest.mark.browser
 GRAPH = f"#{ids.OV_GRAPH} .main-svg"
 
 
-def _verdict(root: Path, run: str):
+NATURAL = Path(__file__).resolve().parents[2] / "lab" / "natural" / "store"
+NATURAL_RUN = "healthy-sapo_search-nll04-s0"
+SHOWN_ROWS = 12  # the events table's visible rows (dashboard/pages/overview.py; importing it registers a Dash page)
+
+
+def _judged(root: Path, run: str):
     s = Store(root)
     try:
-        return judge(s, run).verdict
+        return judge(s, run)
     finally:
         s.close()
 
@@ -35,7 +42,7 @@ def test_every_run_page_opens_with_its_verdict(sample_site, page, run, status): 
     page.goto(f"{base}/run/{run}")
     page.wait_for_selector(GRAPH)
     line = page.locator(f"#{ids.OV_VERDICT}")
-    v = _verdict(root, run)
+    v = _judged(root, run).verdict
     assert v.status == status and line.inner_text().split(None, 1) == [status.upper(), v.sentence]
     # the verdict line is the first thing on the page, above the run picker and the events
     top = page.evaluate(f"() => document.querySelector('#{ids.OV_VERDICT}').getBoundingClientRect().top")
@@ -51,27 +58,51 @@ def test_every_run_page_opens_with_its_verdict(sample_site, page, run, status): 
 
 
 def test_episodes_cause_first_and_grouped(sample_site, page):  # noqa: F811
-    base, _ = sample_site
+    base, root = sample_site
     page.goto(f"{base}/run/grpo-collapse")
     page.wait_for_selector(f"#{ids.OV_EVENTS} .ev-row")
     rows = page.evaluate(f"""() => Array.from(document.querySelectorAll('#{ids.OV_EVENTS} .ev-row'))
         .map(r => [r.cells[0].innerText, r.cells[1].innerText.replace('●', '').trim(), r.cells[2].innerText])""")
-    # the entropy blow-up group leads — its first critical episode (114–199) begins before the length blow-up's
-    # (117) — opening with its own early warnings at 54 and 85 (85–86 is a warning: the reward's fall had not lasted
-    # severity.sustain_steps 90 steps there)
+    # the entropy blow-up group leads — its critical episode (99–199: a warning at 99, critical at 187) begins before
+    # the length blow-up's (117) — opening with its own early warnings at 54 and 85 (85–86 is a warning: the reward's
+    # fall had not lasted severity.sustain_steps 90 steps there)
     assert rows[:2] == [["54–56", "entropy · blowup", "warning"], ["85–86", "entropy · blowup", "warning"]]
     groups = [what for _, what, _ in rows]
     assert all(groups.index(g) == i or groups[i - 1] == g for i, g in enumerate(groups))  # each phase together
-    # no scroll box: of its 13 episodes (make sample-events lists them) SHOWN_ROWS = 12 are visible rows, the 13th
-    # folds away under "1 more"
-    assert len(rows) == 13 and page.locator(f"#{ids.OV_EVENTS} .ev-more summary").inner_text().startswith("1 more")
+    # one row per episode (12: make sample-events lists them), all of them visible (SHOWN_ROWS = 12): nothing folds
+    assert len(rows) == len(_judged(root, "grpo-collapse").events) == SHOWN_ROWS
+    assert page.locator(f"#{ids.OV_EVENTS} .ev-more").count() == 0
+    assert page.errors == []
+
+
+@pytest.fixture(scope="module")
+def natural_site(tmp_path_factory):
+    """A store holding one run of the committed natural corpus — a real 400-step training run with more episodes
+    than the events table shows — served from a copy (the committed folder is never touched by a test)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("natural") / "store"
+    for part in ("_schema", NATURAL_RUN):
+        shutil.copytree(NATURAL / part, root / part)
+    proc = start_dashboard(root, port := free_port())
+    yield f"http://127.0.0.1:{port}", root
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_episodes_past_the_shown_rows_fold_away_without_a_scroll_box(natural_site, page):  # noqa: F811
+    # healthy-sapo_search-nll04-s0 has n = 28 episodes under today's rules (judge lists them; the count is read, not
+    # written here): SHOWN_ROWS = 12 are visible rows, the other n − 12 fold away under "n − 12 more", and the table
+    # needs no scroll box
+    base, root = natural_site
+    n = len(_judged(root, NATURAL_RUN).events)
+    assert n > SHOWN_ROWS
+    page.goto(f"{base}/run/{NATURAL_RUN}")
+    page.wait_for_selector(f"#{ids.OV_EVENTS} .ev-row")
+    assert page.locator(f"#{ids.OV_EVENTS} .ev-row").count() == n  # every episode is a row, folded or not
+    assert page.locator(f"#{ids.OV_EVENTS} .ev-more summary").inner_text().startswith(f"{n - SHOWN_ROWS} more")
     assert page.evaluate(f"() => document.querySelector('#{ids.OV_EVENTS}').scrollHeight "
                          f"<= document.querySelector('#{ids.OV_EVENTS}').clientHeight + 1")
-    # sapo_search has 15 (`collapsewatch detect sample_runs/store --run sapo_search`): 12 visible rows, the other 3
-    # fold away under "3 more"
-    page.goto(f"{base}/run/sapo_search")
-    page.wait_for_selector(f"#{ids.OV_EVENTS} .ev-row")
-    assert page.locator(f"#{ids.OV_EVENTS} .ev-more summary").inner_text().startswith("3 more")
     assert page.errors == []
 
 

@@ -302,12 +302,13 @@ def test_without_correctness_a_reward_at_the_top_of_its_range_reads_as_solved():
 
 
 def test_a_degenerate_point_among_normal_ones_is_a_warning_and_a_degenerate_start_a_warning_at_once():
-    # entropy 0.05 (a sharp policy) with single points at 1e-4 (< degenerate_floor 1e-3) at steps 10 and 20: one
+    # entropy 0.05 (a sharp policy) with single points at 1e-4 (< degenerate_floor 1e-3) at steps 10 and 25: one
     # group answered the same way. The median of the last 10 points (9 × 0.05 and the 1e-4) is 0.05 ≥ the floor →
-    # each opens a degenerate warning at once (immediate), none critical.
-    dips = rows(30, entropy_mean=lambda s: 1e-4 if s in (10, 20) else 0.05)
+    # each opens a degenerate warning at once (immediate), none critical; the first ends after 10 misses (11–20,
+    # exit_patience 10), so 25 opens a second one (a dip at 20, 9 misses on, would have extended the first).
+    dips = rows(35, entropy_mean=lambda s: 1e-4 if s in (10, 25) else 0.05)
     assert [(p, a, sev) for p, a, _, sev in spans(feed(dips, ONLY)[1].episodes(), "entropy")] == [
-        ("degenerate", 10, "warning"), ("degenerate", 20, "warning")]
+        ("degenerate", 10, "warning"), ("degenerate", 25, "warning")]
     # a run degenerate from its first point: flagged at step 0, no history needed (issue 31's first-10 collapses),
     # but no point since the run's first was ≥ the floor (History.highest 1e-4 < 1e-3): a run that never started,
     # a warning that says so (severity.NEVER_STARTED), though the median of its last points is under the floor too
@@ -351,13 +352,14 @@ def test_one_group_a_step_reads_its_entropy_over_single_points():
     blow = {"entropy_mean": lambda s: 0.4 if 40 <= s <= 42 else 0.1}
     assert spans(feed(rows(60, **blow, **many), ONLY)[1].episodes(), "entropy") == [("blowup", 44, 44, "info")]
     assert feed(rows(60, **blow, **single), ONLY)[1].episodes() == []
-    # (2) a point under the degenerate floor (1e-4 < 1e-3 at steps 10 and 20, 0.05 elsewhere; the median of the last
-    # 10 points 0.05 is not under it): a warning each today, info on one group a step (one group answered alike)
-    dips = {"entropy_mean": lambda s: 1e-4 if s in (10, 20) else 0.05}
-    assert [(p, a, sev) for p, a, _, sev in spans(feed(rows(30, **dips, **many), ONLY)[1].episodes(), "entropy")] == [
-        ("degenerate", 10, "warning"), ("degenerate", 20, "warning")]
-    got = feed(rows(30, **dips, **single), ONLY)[1].episodes()
-    assert [(e.phase, e.step_start, e.severity) for e in got] == [("degenerate", 10, "info"), ("degenerate", 20, "info")]
+    # (2) a point under the degenerate floor (1e-4 < 1e-3 at steps 10 and 25, 0.05 elsewhere; the median of the last
+    # 10 points 0.05 is not under it): a warning each today, info on one group a step (one group answered alike);
+    # two episodes: 10 misses (11–20) end the first (exit_patience 10)
+    dips = {"entropy_mean": lambda s: 1e-4 if s in (10, 25) else 0.05}
+    assert [(p, a, sev) for p, a, _, sev in spans(feed(rows(35, **dips, **many), ONLY)[1].episodes(), "entropy")] == [
+        ("degenerate", 10, "warning"), ("degenerate", 25, "warning")]
+    got = feed(rows(35, **dips, **single), ONLY)[1].episodes()
+    assert [(e.phase, e.step_start, e.severity) for e in got] == [("degenerate", 10, "info"), ("degenerate", 25, "info")]
     assert got[0].evidence["one_group_a_step"] is True and "one group answered alike" in got[0].message
     # ... and a sustained fall under it stays critical: 0.5 for steps 0–9, then 1e-4 — at step 14 the last 10 points
     # hold five 0.5 and five 1e-4 (median 0.25); at 15 six 1e-4 → median 1e-4 < the floor: critical from then

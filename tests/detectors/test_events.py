@@ -67,6 +67,28 @@ def test_reached_records_when_each_severity_first_held():
     assert reached_step({"x": 1}, "warning", 7) == reached_step("not json", "critical", 7) == 7
 
 
+def test_after_a_gap_an_episode_escalates_only_once_its_rule_is_confirmed_again():
+    # confirm 3, patience 5: info holds 1-3 (opens at 3, streak 3), misses 4-5 (the episode stays open, streak 0),
+    # then a warning at 6 alone (streak 1 < 3) and a miss at 7: the episode extends to 6 but stays info — a new
+    # episode would not have opened on one point either. Warnings at 8, 9, 10: streak 1, 2, 3 → info, info, warning
+    # at 10, the step a new episode confirmed by them would have opened. The message and severity_now are the
+    # latest finding's throughout. Without a gap (confirm 3, holds 1-3 info, warning at 4, streak 4) it escalates
+    # at once, as before.
+    info = Finding("info", "m", 0.5, 0.5, 10, "i")
+    events = drive({1: info, 2: info, 3: info, 4: None, 5: None, 6: WARN, 7: None, 8: WARN, 9: WARN, 10: WARN},
+                   patience=5)
+    assert [(e.step_end, e.severity, e.evidence["severity_now"]) for e in events] == [
+        (3, "info", "info"), (6, "info", "warning"), (8, "info", "warning"), (9, "info", "warning"),
+        (10, "warning", "warning")]
+    assert events[-1].step_start == 3 and events[-1].evidence["reached"] == {"info": 3, "warning": 10}
+    events = drive({1: info, 2: info, 3: info, 4: WARN})
+    assert [(e.step_end, e.severity) for e in events] == [(3, "info"), (4, "warning")]
+    # an immediate finding escalates at its first point, gap or not (it needs no confirmation to open either)
+    now = Finding("critical", "m", 1e-4, 1e-3, 1, "c", immediate=True)
+    events = drive({1: info, 2: info, 3: info, 4: None, 5: now}, patience=5)
+    assert [(e.step_end, e.severity) for e in events] == [(3, "info"), (5, "critical")]
+
+
 def test_clean_and_as_row_give_strict_json():
     ev = clean({"a": float("nan"), "b": [math.inf, 1.23456789], "c": True, "d": 3})
     assert ev == {"a": None, "b": [None, 1.23457], "c": True, "d": 3}

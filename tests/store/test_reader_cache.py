@@ -59,8 +59,8 @@ def test_a_runs_table_reads_a_kept_judgement_without_building_its_frames(tmp_pat
     real_judge, real_frame_in = judge._judge, judged.frame_in
     monkeypatch.setattr(judge, "_judge", lambda *a, **k: calls.append("judge") or real_judge(*a, **k))
     monkeypatch.setattr(judged, "frame_in", lambda *a, **k: calls.append("frame") or real_frame_in(*a, **k))
-    first = judge.summary(Store(SAMPLE), "grpo-collapse")  # never judged in this cache: judged now (13 episodes)
-    assert calls == ["judge"] and first.n_events == 13
+    first = judge.summary(Store(SAMPLE), "grpo-collapse")  # never judged in this cache: judged now (12 episodes)
+    assert calls == ["judge"] and first.n_events == 12
     _forget()
     again = judge.summary(Store(SAMPLE), "grpo-collapse")  # a new process's view: the kept record, read
     assert calls == ["judge"] and again == first
@@ -158,8 +158,8 @@ def test_a_run_is_judged_once_per_files_and_rules(tmp_path, cache, monkeypatch):
     calls: list[str] = []
     real = judge._judge
     monkeypatch.setattr(judge, "_judge", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
-    first = judge.judge(Store(root), "grpo-collapse")  # 13 episodes (make sample-events lists them; stored, or computed if the rules changed since)
-    assert len(first.events) == 13 and calls == ["grpo-collapse"]
+    first = judge.judge(Store(root), "grpo-collapse")  # 12 episodes (make sample-events lists them; stored, or computed if the rules changed since)
+    assert len(first.events) == 12 and calls == ["grpo-collapse"]
     _forget()
     again = judge.judge(Store(root), "grpo-collapse")  # a new process's view: read, not judged
     assert calls == ["grpo-collapse"]
