@@ -13,10 +13,11 @@ one); the episode's first :class:`Event` has
 ``step_end`` extended (same detector, phase, step_start: the store keeps the latest row). The episode
 ends after ``exit_patience`` consecutive evaluated steps where the rule does not hold; its ``step_end``
 stays at the last step where it held. Steps without a verdict neither extend nor end an episode.
-Severity is the worst seen during the episode — except that after a step where the rule did not hold, the episode
-rises to a finding's severity only once the rule has held ``confirm_steps`` steps in a row again (an immediate finding
-at once), the bar a new episode meets: an episode kept open through its exit patience is no easier to escalate than
-a new one would be to open; message, value and evidence are those of its last step, plus
+Severity is the worst seen during the episode — except that an open episode rises to a finding's severity only
+once the rule has held ``confirm_steps`` steps in a row (an immediate finding at once), the bar a new episode meets.
+That bites after a step where the rule did not hold (and in an episode an immediate finding opened before
+``confirm_steps``): an episode kept open through its exit patience is no easier to escalate than a new one would be
+to open. Message, value and evidence are those of its last step, plus
 ``reached``: the step at which the episode first stood at each severity up to its worst (an episode that opens at
 info and turns warning later rang as a warning then, not at its start: :func:`reached_step`).
 """
@@ -184,7 +185,7 @@ def advance(
     severity = finding.severity
     if old is not None and (SEVERITY_RANK[old.severity] > SEVERITY_RANK[severity]
                             or streak < confirm_steps and not finding.immediate):
-        severity = old.severity  # worst seen; after a gap, no escalation before the rule is confirmed again
+        severity = old.severity  # worst seen; no escalation before the rule holds confirm_steps in a row
     reached = dict(old.evidence.get("reached") or {}) if old is not None else {}
     for level, rank in SEVERITY_RANK.items():  # the first step at each level up to this one
         if rank <= SEVERITY_RANK[severity]:
