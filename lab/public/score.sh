@@ -161,7 +161,8 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                   # keys mean
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rhd_metrics.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
-    *.rpm.csv)  # richardodliu/OpenRLHF's per-step export of its console dicts: lab/public/rpm_csv.py names the columns
+    *.rpm.csv | *.rpm.csv.gz)  # richardodliu/OpenRLHF's per-step export of its console dicts: lab/public/rpm_csv.py
+                               # names the columns
       conv="$(mktemp --suffix=.csv)"; "$py" "$here/rpm_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.wolleaf.csv)  # Wolleaf/Search-R1's step table of three runs (a stage column): lab/public/wolleaf_csv.py takes the
@@ -177,7 +178,8 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                      # lab/public/figdata_pairs.py takes the key, the run's name after "chaoqi-"
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/figdata_pairs.py" "$raw" "${run#*-}" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
-    *.shamanez.csv)  # shamanez/verl's W&B history pulls (short names): lab/public/shamanez_csv.py gives verl's keys back
+    *.shamanez.csv | *.shamanez.csv.gz)  # shamanez/verl's W&B history pulls (short names): lab/public/shamanez_csv.py
+                                         # gives verl's keys back
       conv="$(mktemp --suffix=.csv)"; "$py" "$here/shamanez_csv.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
     *.sherry.csv)  # sherrywan717/ppo-vs-grpo-math-rlvr's per-update CSVs: lab/public/sherry_csv.py names TRL's keys
