@@ -60,7 +60,7 @@ def test_an_entropy_collapse_while_the_reward_holds_is_info_where_no_correctness
 
 
 def test_blowup_until_the_history_median_catches_up():
-    # 0.5 until 100, then 1.5: the bar is 2 × the median over the history (≤ 200 rows). The level 1.5 ≥ 1.0
+    # 0.5 until 100, then 1.5: the bar is 1.5 × the median over the history (≤ 200 rows). The level 1.5 ≥ 0.75
     # from 102 → opens at 104. Rows 0…180 hold 100 points at 0.5 and 81 at 1.5: the median is still 0.5,
     # so the episode lasts to the end (at 200 rows with ≥ 100 at 1.5 it would close). No entropy_mean_correct,
     # reward or L: the rule cannot tell exploration from collapse, and nothing shows harm → info.
@@ -178,8 +178,8 @@ def test_an_entropy_collapse_in_the_first_points_is_flagged_before_the_history_f
 
 def test_return_to_normal_after_a_blowup_is_not_a_collapse():
     # 0.3 (normal), a blow-up to 5.0 for steps 60–99, then back to 0.3. A peak taken over every level would put the
-    # collapse bar at 0.1 · 5.0 = 0.5 > 0.3 and flag the recovery; the normal peak excludes levels ≥ 2 × median
-    # (median 0.3 → levels ≥ 0.6), so the bar stays max(0.05, 0.1 · 0.3) = 0.05 and only the blow-up is flagged.
+    # collapse bar at 0.1 · 5.0 = 0.5 > 0.3 and flag the recovery; the normal peak excludes levels ≥ 1.5 × median
+    # (median 0.3 → levels ≥ 0.45), so the bar stays max(0.05, 0.1 · 0.3) = 0.05 and only the blow-up is flagged.
     data = rows(160, entropy_mean=lambda s: 5.0 if 60 <= s < 100 else 0.3)
     _, suite = feed(data, ONLY)
     assert sorted(p for p, *_ in spans(suite.episodes(), "entropy")) == ["blowup", "diffuse"]  # 5 nats: diffuse too
