@@ -59,9 +59,9 @@ def gather(public: Path | None, public_dir: Path, sample: Path | None, stores: l
 def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores: list[str], labels: list[str],
               config: DetectorConfig | None, per_run: bool, markdown: bool, trust_out: Path | None,
               as_json: bool, detectors: Path | None = None, tuned_on: list[str] | None = None,
-              partial: bool = False, blind: bool = False) -> None:
-    if blind and (trust_out is not None or markdown):
-        raise ValueError("--blind shows the tuned-on sources only; --trust-out and --markdown need every source")
+              partial: bool = False, tuned_only: bool = False) -> None:
+    if tuned_only and (trust_out is not None or markdown):
+        raise ValueError("--tuned-only shows the tuned-on sources only; --trust-out and --markdown need every source")
     bench = gather(public, public_dir, sample, stores, labels, config, echo=lambda s: typer.echo(s, err=True))
     recs = run_records(bench.runs, bench.flags)
     if trust_out is not None and bench.missing and not partial:
@@ -84,8 +84,8 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
             "sources": {s: {"healthy": int(g["status"].eq("healthy").sum()),
                             "collapsed": int(g["status"].eq("collapsed").sum())}
                         for s, g in recs.groupby("source", sort=True)}}
-    if blind:
-        recs, table, rows, meta, bench.missing = _blinded(recs, table, meta, bench.missing, split["tuned_on"])
+    if tuned_only:
+        recs, table, rows, meta, bench.missing = _tuned_only(recs, table, meta, bench.missing, split["tuned_on"])
     if trust_out is not None:
         trust.dump(rows, meta, trust_out)
         typer.echo(f"trust figures written to {trust_out}" + (f" from {len(recs)} run(s), {len(bench.missing)} "
@@ -103,16 +103,16 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
     _print_tables(recs, table, rows, untrusted, bench.missing, per_run)
 
 
-def _blinded(recs: pd.DataFrame, table: pd.DataFrame, meta: dict, missing: list[dict],
+def _tuned_only(recs: pd.DataFrame, table: pd.DataFrame, meta: dict, missing: list[dict],
              tuned_on: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict], dict, list[dict]]:
-    """``--blind``: what a rule may be chosen on — the tuned-on sources' runs, rows and group row. The held-out and
+    """``--tuned-only``: what a rule may be chosen on — the tuned-on sources' runs, rows and group row. The held-out and
     pooled rows, the trust rows (they pool every source) and the held-out runs are withheld, so a candidate is
     screened without a look at the figures it will be judged on once."""
     if not tuned_on:
-        raise ValueError("--blind: no source is tuned on (give --tuned-on SOURCE or a tuned_on.csv in --public-dir)")
+        raise ValueError("--tuned-only: no source is tuned on (give --tuned-on SOURCE or a tuned_on.csv in --public-dir)")
     keep = set(tuned_on)
     group = f"tuned on ({len(keep)} source(s))"
-    meta = {**meta, "blind": True, "headline": [h for h in meta["headline"] if h["source"] == group],
+    meta = {**meta, "tuned_only": True, "headline": [h for h in meta["headline"] if h["source"] == group],
             "sources": {s: v for s, v in meta["sources"].items() if s in keep},
             "runs_used": int(recs["source"].isin(keep).sum())}
     table = table[table["source"].isin(keep | {group})].reset_index(drop=True)

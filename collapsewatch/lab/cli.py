@@ -197,9 +197,10 @@ def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Stor
                                                              "runs of the corpus are missing.")] = None,
               partial: Annotated[bool, typer.Option("--partial", help="Write --trust-out although runs are "
                                                     "missing (the file records how many).")] = False,
-              blind: Annotated[bool, typer.Option("--blind", help="Show the tuned-on sources only (their rows, "
-                                                  "runs and group row), to screen a rule candidate where it is "
-                                                  "chosen; held-out figures withheld.")] = False,
+              tuned_only: Annotated[bool, typer.Option("--tuned-only", help="Show the tuned-on sources only "
+                                                       "(their rows, runs and group row), to screen a rule "
+                                                       "candidate where it is chosen; held-out figures "
+                                                       "withheld.")] = False,
               as_json: JsonOpt = False) -> None:
     """Every labelled corpus per source: collapses flagged by specific flags, alarms on healthy runs — pooled and
     held out by source (definitions: collapsewatch/lab/bench.py)."""
@@ -208,4 +209,4 @@ def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Stor
     run_bench(public=public, public_dir=public_dir, sample=None if no_sample else sample, stores=store or [],
               labels=labels or [], config=_detector_config(detectors), per_run=runs, markdown=markdown,
               trust_out=trust_out, as_json=as_json, detectors=detectors,
-              tuned_on=tuned_on or [], partial=partial, blind=blind)
+              tuned_on=tuned_on or [], partial=partial, tuned_only=tuned_only)

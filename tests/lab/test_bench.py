@@ -419,7 +419,7 @@ def test_the_split_file_is_the_default_tuned_on_list(corpora, tmp_path):
     assert "Traceback" not in res.output
 
 
-def test_blind_shows_the_tuned_on_sources_only(corpora, tmp_path):
+def test_tuned_only_shows_the_tuned_on_sources_only(corpora, tmp_path):
     from typer.testing import CliRunner
 
     from collapsewatch.cli import app
@@ -429,28 +429,28 @@ def test_blind_shows_the_tuned_on_sources_only(corpora, tmp_path):
             "--store", f"gamma={root / 'gamma-store'}", "--tuned-on", "alpha/x", "--json", "--runs"]
     full = json.loads(CliRunner().invoke(app, args).stdout)
     assert "not tuned on (3 source(s))" in {r["source"] for r in full["table"]} and full["trust"]
-    res = CliRunner().invoke(app, [*args, "--blind"])
+    res = CliRunner().invoke(app, [*args, "--tuned-only"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    # the split of test_the_split_file_is_the_default_tuned_on_list: alpha/x tuned on, 3 sources held out. Blind, only
-    # alpha/x's row and the group row over it remain, with the same figures as in the full bench; no held-out or
-    # "all" row, no trust row (they pool every source), no held-out run
+    # the split of test_the_split_file_is_the_default_tuned_on_list: alpha/x tuned on, 3 sources held out. With
+    # --tuned-only only alpha/x's row and the group row over it remain, with the same figures as in the full bench;
+    # no held-out or "all" row, no trust row (they pool every source), no held-out run
     group = "tuned on (1 source(s))"
     assert [r["source"] for r in out["table"]] == ["alpha/x", group]
     assert out["table"] == [r for r in full["table"] if r["source"] in ("alpha/x", group)]
-    assert [h["source"] for h in out["headline"]] == [group] and out["trust"] == [] and out["blind"] is True
+    assert [h["source"] for h in out["headline"]] == [group] and out["trust"] == [] and out["tuned_only"] is True
     assert {r["source"] for r in out["runs"]} == {"alpha/x"} and out["runs"] == [
         r for r in full["runs"] if r["source"] == "alpha/x"]
     assert set(out["sources"]) == {"alpha/x"} and out["runs_used"] == len(out["runs"])
     assert all(m["source"] == "alpha/x" for m in out["missing"])
     # the text form prints no held-out row either
-    text = CliRunner().invoke(app, [a for a in args if a not in ("--json", "--runs")] + ["--blind"])
+    text = CliRunner().invoke(app, [a for a in args if a not in ("--json", "--runs")] + ["--tuned-only"])
     assert text.exit_code == 0 and "not tuned on" not in text.output and "per flag class" not in text.output
     # what needs every source is refused in one line; so is a bench with nothing tuned on
     for extra in (["--markdown"], ["--trust-out", str(tmp_path / "t.json")]):
-        bad = CliRunner().invoke(app, [*args, "--blind", *extra])
-        assert bad.exit_code == 1 and "--blind" in bad.output and "Traceback" not in bad.output
-    none = CliRunner().invoke(app, [a for a in args if a not in ("--tuned-on", "alpha/x")] + ["--blind"])
+        bad = CliRunner().invoke(app, [*args, "--tuned-only", *extra])
+        assert bad.exit_code == 1 and "--tuned-only" in bad.output and "Traceback" not in bad.output
+    none = CliRunner().invoke(app, [a for a in args if a not in ("--tuned-on", "alpha/x")] + ["--tuned-only"])
     assert none.exit_code == 1 and "no source is tuned on" in none.output
 
 
