@@ -74,7 +74,7 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
         typer.echo(f"split: {len(split['tuned_on'])} source(s) a rule was chosen on ({split['from']}); the others "
                    "are held out", err=True)
     table = with_intervals(bench_table(recs, split["tuned_on"]), group_sources(recs, split["tuned_on"]))
-    rows = trust_rows(bench.runs, bench.flags)
+    rows = [] if tuned_only else trust_rows(bench.runs, bench.flags)  # they pool every source
     groups = set(group_sources(recs, split["tuned_on"]))
     meta = {"command": _command(public, public_dir, sample, stores, labels, detectors, tuned_on), "split": split,
             "headline": [{k: r[k] for k in trust.HEADLINE_FIELDS if k in r}
@@ -85,7 +85,7 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
                             "collapsed": int(g["status"].eq("collapsed").sum())}
                         for s, g in recs.groupby("source", sort=True)}}
     if tuned_only:
-        recs, table, rows, meta, bench.missing = _tuned_only(recs, table, meta, bench.missing, split["tuned_on"])
+        recs, table, meta, bench.missing = _tuned_only(recs, table, meta, bench.missing, split["tuned_on"])
     if trust_out is not None:
         trust.dump(rows, meta, trust_out)
         typer.echo(f"trust figures written to {trust_out}" + (f" from {len(recs)} run(s), {len(bench.missing)} "
@@ -104,10 +104,10 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
 
 
 def _tuned_only(recs: pd.DataFrame, table: pd.DataFrame, meta: dict, missing: list[dict],
-             tuned_on: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict], dict, list[dict]]:
+                tuned_on: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, dict, list[dict]]:
     """``--tuned-only``: what a rule may be chosen on — the tuned-on sources' runs, rows and group row. The held-out and
-    pooled rows, the trust rows (they pool every source) and the held-out runs are withheld, so a candidate is
-    screened without a look at the figures it will be judged on once."""
+    pooled rows and the held-out runs are withheld (the trust rows are not computed: they pool every source), so a
+    candidate is screened without a look at the figures it will be judged on once."""
     if not tuned_on:
         raise ValueError("--tuned-only: no source is tuned on (give --tuned-on SOURCE or a tuned_on.csv in --public-dir)")
     keep = set(tuned_on)
@@ -116,7 +116,7 @@ def _tuned_only(recs: pd.DataFrame, table: pd.DataFrame, meta: dict, missing: li
             "sources": {s: v for s, v in meta["sources"].items() if s in keep},
             "runs_used": int(recs["source"].isin(keep).sum())}
     table = table[table["source"].isin(keep | {group})].reset_index(drop=True)
-    return (recs[recs["source"].isin(keep)].reset_index(drop=True), table, [], meta,
+    return (recs[recs["source"].isin(keep)].reset_index(drop=True), table, meta,
             [m for m in missing if m["source"] in keep])
 
 
