@@ -59,6 +59,8 @@ Definitions (fixed before any figure was looked at; the constants below are the 
   ``collapsed_signal``), so a miss no rule could have caught is told apart from one a rule should have; and healthy
   runs with an alarm over the healthy runs whose log has one (``healthy_alarmed_signal`` of ``healthy_signal``): a
   reward-only healthy log is quiet by construction, and would lower the warned share without testing any rule.
+* **Why not flagged** (since session 53): each collapsed run not flagged says why — alike, not specific, blind,
+  late or silent (:mod:`.bench_misses`); per row, ``missed_<reason>_pooled|held``.
 * **Criticals on collapsed runs** (no specificity filter): runs whose first critical rang at or before E, runs whose
   first came after E, and the median of (its step − E) over the latter — in ``--json`` (``critical_by_collapse``,
   ``critical_after_collapse``, ``critical_lag_median``; per run ``first_critical``), the cost of criticals that need
@@ -84,6 +86,7 @@ import pandas as pd
 from ..detectors.events import SEVERITY_RANK
 from ..reward import rule_best
 from .bench_intervals import class_interval
+from .bench_misses import miss, miss_counts
 from .labels import SMOOTH, RunLabel
 from .natural import EARLY
 from .score import SEVERITIES, dated
@@ -258,6 +261,8 @@ def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Spe
     for how, f in first.items():
         rec[f"caught_{how}"] = (f is not None and r.collapse is not None
                                 and _point(r.steps, f) <= _point(r.steps, r.collapse) + WITHIN_POINTS)
+        spec = pooled if how == "pooled" else held  # why not flagged (bench_misses): the own-source test left out
+        rec[f"miss_{how}"] = miss(r.collapse, f, _first_specific(alarms, spec), rec["first_alarm"], r.blind)
     return rec
 
 
@@ -307,6 +312,7 @@ def summarise(recs: pd.DataFrame, name: str) -> dict:
     # means harm", reported beside the early flags
     crit = [(int(e), int(c)) for e, c in zip(col["collapse"], col["first_critical"], strict=True) if pd.notna(c)]
     after = [c - e for e, c in crit if c > e]
+    row.update(miss_counts(col))
     row.update({"critical_by_collapse": sum(c <= e for e, c in crit), "critical_after_collapse": len(after),
                 "critical_lag_median": float(statistics.median(after)) if after else None})
     steps = int(healthy["steps"].sum())

@@ -27,6 +27,7 @@ from .bench import (
     trust_rows,
 )
 from .bench_intervals import interval_lines, with_intervals
+from .bench_misses import MISSES, miss_lines
 from .bench_sources import PUBLIC_SPLIT, SAMPLE_SOURCE, Bench, add_public, add_store, named_paths, tuned_on_sources
 
 DEFINITIONS = {"specific_max": SPECIFIC_MAX, "early_steps": EARLY, "first_points": FIRST_POINTS,
@@ -100,7 +101,7 @@ def run_bench(public: Path | None, public_dir: Path, sample: Path | None, stores
                                      **({"runs": _records(recs)} if per_run else {})},
                                     default=_plain, allow_nan=False) + "\n")
         return
-    _print_tables(recs, table, rows, untrusted, bench.missing, per_run)
+    _print_tables(recs, table, rows, untrusted, bench.missing, per_run, groups)
 
 
 def _tuned_only(recs: pd.DataFrame, table: pd.DataFrame, meta: dict, missing: list[dict],
@@ -204,7 +205,7 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _print_tables(recs: pd.DataFrame, table: pd.DataFrame, rows: list[dict], untrusted: pd.DataFrame,
-                  missing: list[dict], per_run: bool) -> None:
+                  missing: list[dict], per_run: bool, groups: set[str] = frozenset()) -> None:
     if per_run:
         print_frame(recs.drop(columns=["reason"]))
     else:
@@ -218,6 +219,10 @@ def _print_tables(recs: pd.DataFrame, table: pd.DataFrame, rows: list[dict], unt
         if lines:
             typer.echo("\n95 % intervals over sources (resampling whole sources; a share of 0 or 1, or of one source: "
                        "Wilson's bound, runs as independent; collapsewatch/lab/bench_intervals.py):\n" + "\n".join(lines))
+        lines = miss_lines(table, groups)
+        if lines:
+            typer.echo(f"\ncollapses not flagged ≤ collapse, held out, by why ({' > '.join(MISSES)}: the first that "
+                       "applies; collapsewatch/lab/bench_misses.py):\n" + "\n".join(lines))
         alarms = pd.DataFrame([{**r, "healthy_fired_ci": trust.interval(r.get("healthy_fired_ci")),
                                 "preceded_ci": trust.interval(r.get("preceded_ci"))}
                                for r in rows if r["severity"] != "info"])

@@ -271,6 +271,50 @@ def test_a_flag_alike_in_its_own_source_does_not_count():
     assert run_record(healthy, alarms.assign(run="h1"), others, others, alike)["first_specific_held"] == 30
 
 
+def test_why_a_collapse_was_not_flagged():
+    import pandas as pd
+
+    from collapsewatch.lab.bench import BenchRun, Specificity, run_record, summarise
+
+    # A run collapsing at E = 50 (steps 0…59); its one alarm a grad/explosion warning. The reasons are tried in the
+    # order alike > not specific > blind > late > silent (collapsewatch/lab/bench_misses.py):
+    key = ("grad", "explosion", "warning")
+    quiet, loud = Specificity({}, 10), Specificity({key: {"h1", "h2"}}, 10)  # fired on 0 / 2 of 10 healthy runs
+    alike = Specificity({key: {"h1"}}, 2)  # 1 of its own source's 2 healthy runs: 50 % > 10 %
+
+    def rec(at=None, pooled=quiet, held=quiet, own=None, blind=False):
+        run = BenchRun("s", "c", "collapsed", 50, 60, tuple(range(60)), blind=blind)
+        rows = [] if at is None else [{"run": "c", "detector": "grad", "phase": "explosion", "severity": "warning",
+                                       "step_start": at, "warning_at": at, "critical_at": None}]
+        alarms = pd.DataFrame(rows, columns=["run", "detector", "phase", "severity", "step_start", "warning_at",
+                                             "critical_at"])
+        return run_record(run, alarms, pooled, held, own)
+
+    # rang at 30 ≤ 50 and counts: flagged, no reason
+    assert (rec(30)["miss_pooled"], rec(30)["miss_held"]) == (None, None)
+    # rang at 30, specific on the other sources but fired on half its own source's healthy runs: alike
+    assert rec(30, own=alike)["miss_held"] == "alike"
+    # rang at 30, specific pooled but fired on 2 of 10 of the other sources' healthy runs: not specific held out
+    assert (rec(30, held=loud)["miss_pooled"], rec(30, held=loud)["miss_held"]) == (None, "not specific")
+    # …and so on a reward-only log too: a rule saw it, so "not specific" comes before "blind"
+    assert rec(30, held=loud, blind=True)["miss_held"] == "not specific"
+    # rang at 52 only (after E): late; with no signal column: blind
+    assert (rec(52)["miss_held"], rec(52, blind=True)["miss_held"]) == ("late", "blind")
+    # no alarm at all: silent; with no signal column: blind
+    assert (rec()["miss_held"], rec(blind=True)["miss_held"]) == ("silent", "blind")
+    # a healthy run has no reason
+    healthy = BenchRun("s", "h", "healthy", None, 60, tuple(range(60)))
+    none = pd.DataFrame(columns=["run", "detector", "phase", "severity", "step_start", "warning_at", "critical_at"])
+    assert run_record(healthy, none, quiet, quiet)["miss_held"] is None
+    # the counts of a row: 6 collapsed — flagged 1 (30), alike 1, not specific 1, late 1, blind 1, silent 1
+    row = summarise(pd.DataFrame([rec(30), rec(30, own=alike), rec(30, held=loud), rec(52), rec(blind=True), rec()]),
+                    "s")
+    assert row["flagged_held"] == 1
+    assert [row[f"missed_{m}_held"] for m in ("alike", "not_specific", "blind", "late", "silent")] == [1, 1, 1, 1, 1]
+    # pooled, the "not specific" run (specific on every source's healthy runs) is flagged: 2 flagged, no not-specific
+    assert (row["flagged_pooled"], row["missed_not_specific_pooled"]) == (2, 0)
+
+
 def test_drilled_runs_u1_and_other():
     steps = np.arange(60)
     reward = gu1_reward(steps)  # derived collapse at 20 (module docstring)
