@@ -33,7 +33,8 @@ HEADLINE = ("<!-- headline-table: begin (python -m collapsewatch.trust --docs) -
 HEADLINE_FIELDS = ("source", "collapsed", "flagged_held", "flagged_held_ci", "collapsed_signal", "flagged_signal_held",
                    "early_held", "first10_collapses", "first10_caught_held", "first10_caught_held_ci", "healthy",
                    "healthy_alarmed", "healthy_alarmed_ci", "healthy_critical", "healthy_critical_ci",
-                   "healthy_alarms_per_1k")
+                   "healthy_alarms_per_1k", "missed_alike_held", "missed_not_specific_held", "missed_blind_held",
+                   "missed_late_held", "missed_silent_held")
 """The bench's group rows (tuned on, held out, all) as the data file keeps them: ``headline`` (:func:`headline_table`)."""
 SEVERITY_ORDER = {"info": 0, "warning": 1, "critical": 2}
 
@@ -168,8 +169,9 @@ def headline_table(data: dict[str, Any] | None = None) -> str:
         return ""
     lines = ["| sources | collapses flagged at or before the collapse (aim ≥ 80 %) | … of logs with an early signal "
              "| ≥ 20 steps early | collapses in a run's first 10 points caught within 2 (aim: all) | healthy runs "
-             "warned (aim ≤ 10 %) | healthy runs with a critical (aim 0) | warnings per 1,000 healthy steps |",
-             "|---|---|---|---|---|---|---|---|"]
+             "warned (aim ≤ 10 %) | healthy runs with a critical (aim 0) | warnings per 1,000 healthy steps | "
+             "collapses not flagged, why |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in groups:
         name = ("held out: " if r["source"].startswith("not tuned") else "") + r["source"].replace("not tuned on",
                                                                                                    "no rule chosen on")
@@ -178,10 +180,20 @@ def headline_table(data: dict[str, Any] | None = None) -> str:
                      f"{r['collapsed_signal']} | {r['early_held']} | "
                      f"{_count(r, 'first10_caught_held', 'first10_collapses')} | "
                      f"{_count(r, 'healthy_alarmed', 'healthy')} | {_count(r, 'healthy_critical', 'healthy')} | "
-                     f"{'—' if per_1k is None else f'{per_1k:.2f}'} |")
+                     f"{'—' if per_1k is None else f'{per_1k:.2f}'} | {_why(r)} |")
     return (f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}` (rules digest {data.get('rules', '?')}), "
             f"{data.get('runs_used', '?')} runs at hand. (k %, lo–hi %): the share and its 95 % interval over "
             f"sources.{_partial(data)}\n\n" + "\n".join(lines) + "\n")
+
+
+def _why(r: dict[str, Any]) -> str:
+    """'blind 11, silent 8, late 3, alike 3': a group row's held-out misses by reason (:mod:`.lab.bench_misses`), the
+    reasons with none left out; '—' in a file written before the bench counted them."""
+    from .lab.bench_misses import MISSES, column
+
+    if not any(column(m, "held") in r for m in MISSES):
+        return "—"
+    return ", ".join(f"{m} {r[column(m, 'held')]}" for m in MISSES if r.get(column(m, "held"))) or "none"
 
 
 def _count(r: dict[str, Any], top: str, bottom: str) -> str:

@@ -77,13 +77,16 @@ def test_headline_table_by_hand():
     # two group rows as lab bench writes them (held out listed first whatever their order); held out: 33 of 56 =
     # 58.9 % → "59 %", interval [0.278, 0.819] → "28–82 %"; first-10 11 of 19 = 57.9 % → "58 %"; healthy 12 of 120 =
     # 10.0 % (one decimal under 20 %), interval [0.041, 0.168] → "4.1–16.8 %"; 0 critical of 120
-    # with Wilson's [0, 0.031] → "0 %, 0–3.1 %"; 0.2750 per 1k → "0.28" (0.27507…). "all": no interval given (a file
-    # written before they were) → the bare share; no first-10 collapse → "0 of 0"; no healthy steps → "—"
+    # with Wilson's [0, 0.031] → "0 %, 0–3.1 %"; 0.2750 per 1k → "0.28" (0.27507…); the 56 − 33 = 23 not flagged by
+    # why, in the bench's order, a reason with none left out (not specific 0): 2 + 12 + 1 + 8 = 23. "all": no interval
+    # given (a file written before they were) → the bare share; no first-10 collapse → "0 of 0"; no healthy steps →
+    # "—"; no miss counts (a file written before them) → "—"
     held = {"source": "not tuned on (65 source(s))", "collapsed": 56, "flagged_held": 33,
             "flagged_held_ci": [0.278, 0.819], "collapsed_signal": 39, "flagged_signal_held": 26, "early_held": 19,
             "first10_collapses": 19, "first10_caught_held": 11, "first10_caught_held_ci": [0.0, 1.0],
             "healthy": 120, "healthy_alarmed": 12, "healthy_alarmed_ci": [0.041, 0.168], "healthy_critical": 0,
-            "healthy_critical_ci": [0.0, 0.031], "healthy_alarms_per_1k": 0.2750756}
+            "healthy_critical_ci": [0.0, 0.031], "healthy_alarms_per_1k": 0.2750756, "missed_alike_held": 2,
+            "missed_not_specific_held": 0, "missed_blind_held": 12, "missed_late_held": 1, "missed_silent_held": 8}
     every = {"source": "all", "collapsed": 4, "flagged_held": 1, "collapsed_signal": 4, "flagged_signal_held": 1,
              "early_held": 0, "first10_collapses": 0, "first10_caught_held": 0, "healthy": 5, "healthy_alarmed": 1,
              "healthy_critical": 0, "healthy_alarms_per_1k": None}
@@ -93,8 +96,9 @@ def test_headline_table_by_hand():
                                "339 runs at hand.")
     assert lines[4:] == [
         "| held out: no rule chosen on (65 source(s)) | 33 of 56 (59 %, 28–82 %) | 26 of 39 | 19 | 11 of 19 (58 %, "
-        "0–100 %) | 12 of 120 (10.0 %, 4.1–16.8 %) | 0 of 120 (0 %, 0–3.1 %) | 0.28 |",
-        "| all | 1 of 4 (25 %) | 1 of 4 | 0 | 0 of 0 | 1 of 5 (20 %) | 0 of 5 (0 %) | — |"]
+        "0–100 %) | 12 of 120 (10.0 %, 4.1–16.8 %) | 0 of 120 (0 %, 0–3.1 %) | 0.28 | alike 2, blind 12, late 1, "
+        "silent 8 |",
+        "| all | 1 of 4 (25 %) | 1 of 4 | 0 | 0 of 0 | 1 of 5 (20 %) | 0 of 5 (0 %) | — | — |"]
     assert trust.headline_table({**DATA}) == ""  # a file without headline figures: no table
     doc = f"a\n{trust.HEADLINE[0]}\n{trust.HEADLINE[1]}\nb\n"
     assert trust.section(trust.replace_section(doc, "H\n", trust.HEADLINE), trust.HEADLINE) == "H\n"

@@ -262,7 +262,8 @@ def run_record(r: BenchRun, alarms: pd.DataFrame, pooled: Specificity, held: Spe
         rec[f"caught_{how}"] = (f is not None and r.collapse is not None
                                 and _point(r.steps, f) <= _point(r.steps, r.collapse) + WITHIN_POINTS)
         spec = pooled if how == "pooled" else held  # why not flagged (bench_misses): the own-source test left out
-        rec[f"miss_{how}"] = miss(r.collapse, f, _first_specific(alarms, spec), rec["first_alarm"], r.blind)
+        rec[f"miss_{how}"] = (miss(r.collapse, f, _first_specific(alarms, spec), rec["first_alarm"], r.blind)
+                              if r.status == "collapsed" else None)
     return rec
 
 

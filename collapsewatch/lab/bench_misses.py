@@ -13,7 +13,7 @@ first that applies:
 * ``late`` — nothing rang ≤ E; an alarm rang after it;
 * ``silent`` — no alarm at all, though the log has a signal column.
 
-A run that is flagged, or not collapsed, has none. What a rule saw comes first: a reward-only log whose evaluation
+A run that is flagged, or not collapsed (healthy, other, untrusted), has none. What a rule saw comes first: a reward-only log whose evaluation
 fall warned by E, on a class too common on healthy runs, is "not specific", not "blind". ``alike``, ``not specific``
 and ``late`` are misses of today's rules on what the log shows; ``blind`` is a miss of the log; ``silent`` needs a
 rule that reads the columns the log has.

@@ -306,6 +306,9 @@ def test_why_a_collapse_was_not_flagged():
     healthy = BenchRun("s", "h", "healthy", None, 60, tuple(range(60)))
     none = pd.DataFrame(columns=["run", "detector", "phase", "severity", "step_start", "warning_at", "critical_at"])
     assert run_record(healthy, none, quiet, quiet)["miss_held"] is None
+    # …nor has an untrusted label with a collapse step (scored nowhere): its silence is no miss
+    untrusted = BenchRun("s", "u", "untrusted", 50, 60, tuple(range(60)), reason="U2: …")
+    assert run_record(untrusted, none, quiet, quiet)["miss_held"] is None
     # the counts of a row: 6 collapsed — flagged 1 (30), alike 1, not specific 1, late 1, blind 1, silent 1
     row = summarise(pd.DataFrame([rec(30), rec(30, own=alike), rec(30, held=loud), rec(52), rec(blind=True), rec()]),
                     "s")
