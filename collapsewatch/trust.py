@@ -30,11 +30,21 @@ ROW_FIELDS = ("detector", "phase", "severity", "healthy_fired", "healthy_runs", 
               "healthy_fired_ci", "preceded_ci")
 BEGIN, END = "<!-- trust-table: begin (python -m collapsewatch.trust --docs) -->", "<!-- trust-table: end -->"
 HEADLINE = ("<!-- headline-table: begin (python -m collapsewatch.trust --docs) -->", "<!-- headline-table: end -->")
+MISS_REASONS = ("alike", "not specific", "blind", "late", "silent")
+"""Why a collapse was not flagged, in the order the bench tries them (defined in :mod:`.lab.bench_misses`, which
+reads this list: the product shows the counts, the lab computes them)."""
+
+
+def miss_field(reason: str, how: str = "held") -> str:
+    """The bench row's field counting the collapses not flagged for ``reason``, judged ``how`` (``pooled`` /
+    ``held``): ``missed_not_specific_held``."""
+    return f"missed_{reason.replace(' ', '_')}_{how}"
+
+
 HEADLINE_FIELDS = ("source", "collapsed", "flagged_held", "flagged_held_ci", "collapsed_signal", "flagged_signal_held",
                    "early_held", "first10_collapses", "first10_caught_held", "first10_caught_held_ci", "healthy",
                    "healthy_alarmed", "healthy_alarmed_ci", "healthy_critical", "healthy_critical_ci",
-                   "healthy_alarms_per_1k", "missed_alike_held", "missed_not_specific_held", "missed_blind_held",
-                   "missed_late_held", "missed_silent_held")
+                   "healthy_alarms_per_1k", *map(miss_field, MISS_REASONS))
 """The bench's group rows (tuned on, held out, all) as the data file keeps them: ``headline`` (:func:`headline_table`)."""
 SEVERITY_ORDER = {"info": 0, "warning": 1, "critical": 2}
 
@@ -189,11 +199,10 @@ def headline_table(data: dict[str, Any] | None = None) -> str:
 def _why(r: dict[str, Any]) -> str:
     """'blind 11, silent 8, late 3, alike 3': a group row's held-out misses by reason (:mod:`.lab.bench_misses`), the
     reasons with none left out; '—' in a file written before the bench counted them."""
-    from .lab.bench_misses import MISSES, column
-
-    if not any(column(m, "held") in r for m in MISSES):
+    counts = {m: r[miss_field(m)] for m in MISS_REASONS if miss_field(m) in r}
+    if not counts:
         return "—"
-    return ", ".join(f"{m} {r[column(m, 'held')]}" for m in MISSES if r.get(column(m, "held"))) or "none"
+    return ", ".join(f"{m} {n}" for m, n in counts.items() if n) or "none"
 
 
 def _count(r: dict[str, Any], top: str, bottom: str) -> str:

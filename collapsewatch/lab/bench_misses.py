@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-MISSES = ("alike", "not specific", "blind", "late", "silent")
-"""The reasons, in the order they are tried."""
+from ..trust import MISS_REASONS as MISSES  # the reasons, in the order they are tried (the product shows them)
+from ..trust import miss_field as column
 
 
 def miss(collapse: int | None, first_counting: int | None, first_elsewhere: int | None, first_alarm: int | None,
@@ -40,11 +40,6 @@ def miss(collapse: int | None, first_counting: int | None, first_elsewhere: int 
     if blind:
         return "blind"
     return "late" if first_alarm is not None else "silent"
-
-
-def column(reason: str, how: str) -> str:
-    """The row field counting ``reason`` judged ``how`` (``pooled`` / ``held``): ``missed_not_specific_held``."""
-    return f"missed_{reason.replace(' ', '_')}_{how}"
 
 
 def miss_counts(collapsed: pd.DataFrame) -> dict[str, int]:
