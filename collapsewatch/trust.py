@@ -190,15 +190,16 @@ def headline_table(data: dict[str, Any] | None = None) -> str:
                      f"{r['collapsed_signal']} | {r['early_held']} | "
                      f"{_count(r, 'first10_caught_held', 'first10_collapses')} | "
                      f"{_count(r, 'healthy_alarmed', 'healthy')} | {_count(r, 'healthy_critical', 'healthy')} | "
-                     f"{'—' if per_1k is None else f'{per_1k:.2f}'} | {_why(r)} |")
+                     f"{'—' if per_1k is None else f'{per_1k:.2f}'} | {why_missed(r)} |")
     return (f"Bench of {data.get('date', '?')}: `{data.get('command', '?')}` (rules digest {data.get('rules', '?')}), "
             f"{data.get('runs_used', '?')} runs at hand. (k %, lo–hi %): the share and its 95 % interval over "
             f"sources.{_partial(data)}\n\n" + "\n".join(lines) + "\n")
 
 
-def _why(r: dict[str, Any]) -> str:
-    """'blind 11, silent 8, late 3, alike 3': a group row's held-out misses by reason (:mod:`.lab.bench_misses`), the
-    reasons with none left out; '—' in a file written before the bench counted them."""
+def why_missed(r: dict[str, Any]) -> str:
+    """'alike 3, blind 11, late 3, silent 8': a bench row's held-out misses by reason (:mod:`.lab.bench_misses`), the
+    reasons with none left out ('none' where nothing was missed); '—' in a file written before the bench counted
+    them."""
     counts = {m: r[miss_field(m)] for m in MISS_REASONS if miss_field(m) in r}
     if not counts:
         return "—"

@@ -13,10 +13,10 @@ first that applies:
 * ``late`` — nothing rang ≤ E; an alarm rang after it;
 * ``silent`` — no alarm at all, though the log has a signal column.
 
-A run that is flagged, or not collapsed (healthy, other, untrusted), has none. What a rule saw comes first: a reward-only log whose evaluation
-fall warned by E, on a class too common on healthy runs, is "not specific", not "blind". ``alike``, ``not specific``
-and ``late`` are misses of today's rules on what the log shows; ``blind`` is a miss of the log; ``silent`` needs a
-rule that reads the columns the log has.
+A run that is flagged, or not collapsed (healthy, other, untrusted), has none. What a rule saw comes first: a
+reward-only log whose evaluation fall warned by E, on a class too common on healthy runs, is "not specific", not
+"blind". ``alike``, ``not specific`` and ``late`` are misses of today's rules on what the log shows; ``blind`` is a
+miss of the log; ``silent`` needs a rule that reads the columns the log has.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..trust import MISS_REASONS as MISSES  # the reasons, in the order they are tried (the product shows them)
 from ..trust import miss_field as column
+from ..trust import why_missed
 
 
 def miss(collapse: int | None, first_counting: int | None, first_elsewhere: int | None, first_alarm: int | None,
@@ -52,7 +53,5 @@ def miss_lines(table: pd.DataFrame, groups: set[str]) -> list[str]:
     """One line per group row of the bench table: its held-out misses by reason (reasons with none left out)."""
     out = []
     for r in table[table["source"].isin(groups)].to_dict("records"):
-        missed = r["collapsed"] - r["flagged_held"]
-        parts = ", ".join(f"{m} {r[column(m, 'held')]}" for m in MISSES if r.get(column(m, "held")))
-        out.append(f"  {r['source']}: {missed} of {r['collapsed']}" + (f" — {parts}" if parts else ""))
+        out.append(f"  {r['source']}: {r['collapsed'] - r['flagged_held']} of {r['collapsed']} — {why_missed(r)}")
     return out

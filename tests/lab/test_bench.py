@@ -134,6 +134,11 @@ def test_pooled_and_held_out_figures(corpora):
     # bc1: a first-10 collapse (point 8); its flag rang at point 12 > 8 + 2: not caught (dated by its start, point
     # 10, it was; test_an_alarm_is_dated_when_it_rang has the caught case)
     assert (a["first10_collapses"], a["first10_caught_pooled"], a["first10_caught_held"]) == (1, 0, 0)
+    # why not flagged (bench_misses): bc1's only alarm rang after its collapse → late, pooled and held out; gc1's at
+    # 42 ≤ 55 counts pooled (1 of 11 healthy runs fired) but not in gamma's fold (oh1 of the other sources' 3
+    # healthy runs bh1, bh2, oh1: 33 % > 10 %) → not specific, held out only
+    assert (a["missed_late_pooled"], a["missed_not_specific_pooled"]) == (1, 0)
+    assert (a["missed_late_held"], a["missed_not_specific_held"], a["missed_silent_held"]) == (1, 1, 0)
     # no critical anywhere in this fixture: no collapsed run has one
     assert (a["critical_by_collapse"], a["critical_after_collapse"]) == (0, 0) and a["critical_lag_median"] is None
     # healthy: oh1's one warning over 11 × 60 steps; no critical; bh2's info is no alarm
@@ -380,6 +385,10 @@ def test_cli_json_markdown_and_trust_file(corpora, tmp_path):
         "fired on 1 of 11 healthy runs (9.1 %, 95 % interval by source 0–100 %); preceded 2 of 3 collapses "
         "(67 %, 0–100 %; 1 as a held-out specific flag)")
     assert trust_line("length", "blowup", "critical", data) == "no benchmark figures for this alarm"
+    text = CliRunner().invoke(app, args)
+    # the text output: under the table, each group row's held-out misses by why (no split here: "all" alone; 3
+    # collapsed − 1 flagged held out = 2, as test_pooled_and_held_out_figures)
+    assert text.exit_code == 0 and "  all: 2 of 3 — not specific 1, late 1" in text.stdout.splitlines()
     md = CliRunner().invoke(app, [*args, "--markdown"])
     # --markdown: the headline table, a blank line, the trust table (their "Bench of …" first lines aside)
     def body(text):
