@@ -1,4 +1,5 @@
-"""`collapsewatch lab run | score | calibrate | hold | natural | mismatch`: thin Typer commands over the lab modules."""
+"""`collapsewatch lab run | score | calibrate | hold | natural | mismatch | bench | loso`: thin Typer commands over
+the lab modules."""
 
 from __future__ import annotations
 
@@ -210,3 +211,35 @@ def bench_cmd(public: Annotated[Path | None, typer.Option("--public", help="Stor
               labels=labels or [], config=_detector_config(detectors), per_run=runs, markdown=markdown,
               trust_out=trust_out, as_json=as_json, detectors=detectors,
               tuned_on=tuned_on or [], partial=partial, tuned_only=tuned_only)
+
+
+@app.command("loso")
+@friendly
+def loso_cmd(benches: Annotated[list[str], typer.Argument(help="NAME=FILE or FILE (name: its stem), each the output "
+                                                           "of `lab bench --json --runs [--detectors TOML]`; the "
+                                                           "first is the default.")],
+             as_json: JsonOpt = False) -> None:
+    """Choose among detector settings leave one source out; score each source under the choice made without it."""
+    from .bench_cli import readable
+    from .bench_loso import loso_table, read_bench
+
+    named: dict[str, object] = {}
+    tuned_on: list[str] | None = None
+    for arg in benches:
+        name, _, path = arg.rpartition("=") if "=" in arg else (Path(arg).stem, "", arg)
+        if name in named:
+            raise ValueError(f"two benches named {name!r}: name them NAME=FILE")
+        named[name], split = read_bench(Path(path))
+        tuned_on = tuned_on or split.get("tuned_on")
+    table, choice = loso_table(named, tuned_on)  # type: ignore[arg-type]
+    if as_json:
+        sys.stdout.write(json.dumps({"choice": choice, "table": json.loads(table.to_json(orient="records"))}) + "\n")
+        return
+    out = readable(table)
+    out.insert(0, "group", table["group"].to_numpy())
+    out = out.rename(columns={"source": "setting"})
+    print_frame(out)
+    typer.echo(f"\nchosen on all sources: {choice['all_sources']}; folds (one per source left out) choosing each: "
+               + ", ".join(f"{n} {k}" for n, k in choice["folds"].items())
+               + "\nLOSO = each source scored under the setting chosen without it (objective: Youden's J of any "
+                 "alarm by the collapse; definitions: collapsewatch/lab/bench_loso.py)")
