@@ -241,5 +241,7 @@ def loso_cmd(benches: Annotated[list[str], typer.Argument(help="NAME=FILE or FIL
     print_frame(out)
     typer.echo(f"\nchosen on all sources: {choice['all_sources']}; folds (one per source left out) choosing each: "
                + ", ".join(f"{n} {k}" for n, k in choice["folds"].items())
+               + "".join(f"\n  left out, {s} chose {c}" for s, c in choice["per_source"].items()
+                         if c != choice["all_sources"])
                + "\nLOSO = each source scored under the setting chosen without it (objective: Youden's J of any "
                  "alarm by the collapse; definitions: collapsewatch/lab/bench_loso.py)")

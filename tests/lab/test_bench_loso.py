@@ -18,8 +18,16 @@ from .test_bench import corpora  # noqa: F401  (the fixture)
 
 
 def _rec(run, source, status, collapse=None, first_alarm=None, alarms=0, critical=False):
-    return {"run": run, "source": source, "status": status, "collapse": collapse, "first_alarm": first_alarm,
-            "alarms": alarms, "critical": critical}
+    # the fields the choice reads, then the rest of a bench record (lab/bench.py's run_record) so that the table's
+    # figures can be summed: every alarm specific, none standing, no early collapse, 100 steps a run
+    caught = collapse is not None and first_alarm is not None and first_alarm <= collapse
+    rec = {"run": run, "source": source, "status": status, "collapse": collapse, "first_alarm": first_alarm,
+           "alarms": alarms, "critical": critical, "steps": 100, "first_points": False, "blind": False,
+           "first_critical": None}
+    for how in ("pooled", "held"):
+        rec |= {f"first_specific_{how}": first_alarm, f"caught_{how}": caught, f"standing_{how}": False,
+                f"miss_{how}": None if caught or status != "collapsed" else "late"}
+    return rec
 
 
 def _bench(quiet: set[str] = frozenset(), crit: set[str] = frozenset()) -> pd.DataFrame:
@@ -109,6 +117,22 @@ def test_cli_end_to_end(corpora, tmp_path):  # noqa: F811
     text = CliRunner().invoke(app, ["lab", "loso", f"d={tmp_path / 'default.json'}", f"q={tmp_path / 'quiet.json'}"])
     assert text.exit_code == 0 and "chosen on all sources: d; folds (one per source left out) choosing each: d 4, " \
         "q 0" in text.stdout
+    assert "left out," not in text.stdout  # every fold chose as all sources did
+
+
+def test_the_text_names_the_folds_that_chose_otherwise(tmp_path):
+    from typer.testing import CliRunner
+
+    from collapsewatch.cli import app
+
+    # test_a_change_is_credited_only_where_other_sources_chose_it without "all": all sources choose "one", the fold
+    # leaving A out chooses the default
+    for name, quiet in (("default", set()), ("one", {"Ah1"})):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"runs": _bench(quiet).to_dict("records")}))
+    res = CliRunner().invoke(app, ["lab", "loso", str(tmp_path / "default.json"), str(tmp_path / "one.json")])
+    assert res.exit_code == 0, res.output
+    assert "chosen on all sources: one; folds (one per source left out) choosing each: default 1, one 2" in res.stdout
+    assert "  left out, A chose default" in res.stdout.splitlines()
 
 
 def test_a_file_that_is_not_a_bench_is_one_line(tmp_path):
