@@ -1,4 +1,4 @@
-"""Tool-use collapse: tool_calls_mean falling to ≤ 0.2 × its peak level after tool use was established."""
+"""Tool-use collapse: tool_calls_mean falling to ≤ 0.1 × its peak level after tool use was established."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ ONLY = DetectorConfig(enabled=("tools",), severity=GATE_30)
 
 def test_an_agent_that_stops_searching_is_flagged_where_its_level_reaches_the_bar():
     # calls 1.0 on steps 0–5, then 0.9, 0.5, 0.2, 0.1, 0, 0 … Levels (median of 3): 1.0 up to step 6, 0.9 at 7,
-    # 0.5 at 8, 0.2 at 9 (≤ 0.2 × peak 1.0 = 0.2: holds), 0.1 at 10, 0.0 at 11 → three in a row, opens at 11
-    # (confirm_steps 3). No reward logged: nothing shows harm, the severity gate lowers its critical to a warning.
+    # 0.5 at 8, 0.2 at 9 (> 0.1 × peak 1.0 = 0.1), 0.1 at 10 (≤ 0.1: holds), 0.0 at 11 and 12 → three in a row,
+    # opens at 12 (confirm_steps 3). No reward logged: nothing shows harm, the severity gate lowers its critical to a warning.
     calls = [1.0] * 6 + [0.9, 0.5, 0.2, 0.1, 0.0, 0.0, 0.0, 0.0]
     _, suite = feed(rows(len(calls), tool_calls_mean=calls), ONLY)
-    assert spans(suite.episodes(), "tools") == [("collapse", 11, 13, "warning")]
+    assert spans(suite.episodes(), "tools") == [("collapse", 12, 13, "warning")]
     ep = suite.episodes()[0]
-    assert ep.metric == "tool_calls_mean" and ep.value == 0.0 and ep.threshold == pytest.approx(0.2)
+    assert ep.metric == "tool_calls_mean" and ep.value == 0.0 and ep.threshold == pytest.approx(0.1)
     assert ep.evidence["tool_calls_peak"] == 1.0 and ep.evidence["peak_step"] == 2  # the first level of 1.0 ends at 2
 
 
@@ -38,10 +38,22 @@ def test_with_the_reward_falling_and_staying_down_it_is_critical():
 
 
 def test_a_dip_to_two_fifths_of_the_peak_that_recovers_is_quiet():
-    # a search agent's healthy dip: 1.0, then 0.4 (0.4 × the peak, above the 0.2 bar), then 1.2
+    # a search agent's healthy dip: 1.0, then 0.4 (0.4 × the peak, above the 0.1 bar), then 1.2
     calls = [1.0] * 10 + [0.4] * 10 + [1.2] * 10
     _, suite = feed(rows(len(calls), tool_calls_mean=calls), ONLY)
     assert spans(suite.episodes(), "tools") == []
+
+
+def test_a_dip_to_three_twentieths_is_quiet_at_the_default_bar_and_flagged_at_the_old_one():
+    # 1.0 on steps 0–9, 0.15 on 10–19, 1.0 on 20–29: levels 0.15 from step 11 (median(1.0, 0.15, 0.15)) to 20
+    # (median(0.15, 0.15, 1.0)); 0.15 > 0.1 × 1.0 → quiet. Under collapse_frac 0.2 (the default before session 54):
+    # 0.15 ≤ 0.2 holds on 11…20, three in a row → opens at 13, ends at 20 (21's level is 1.0: patience, no re-entry)
+    calls = [1.0] * 10 + [0.15] * 10 + [1.0] * 10
+    _, suite = feed(rows(len(calls), tool_calls_mean=calls), ONLY)
+    assert spans(suite.episodes(), "tools") == []
+    old = DetectorConfig(enabled=("tools",), severity=GATE_30, tools=ToolsConfig(collapse_frac=0.2))
+    _, suite = feed(rows(len(calls), tool_calls_mean=calls), old)
+    assert spans(suite.episodes(), "tools") == [("collapse", 13, 20, "warning")]
 
 
 def test_tool_use_never_established_is_not_abandoned():
