@@ -169,9 +169,9 @@ class Entropy:
                                else self._degenerate(h, e.values, now, single)}
         degenerate["diffuse"] = self._diffuse(e.values[-max(c.ceiling_points, k):], h.first("entropy_mean", k).values,
                                               "diffuse" in open_phases)
-        if len(e) < max(c.min_points, k):
-            return {**degenerate, "collapse": self._early_collapse(h, e, single)}
         n = self.cfg.starvation.single_points if single else k  # one group a step: a level of single_points groups
+        if len(e) < max(c.min_points, n):  # a level needs its n points (starvation.single_points may exceed min_points)
+            return {**degenerate, "collapse": self._early_collapse(h, e, single)}
         level = e.level(n)
         levels, median = e.levels(n), median_of(e.values)
         normal = levels[levels < c.blowup_factor * median] if median > 0 else levels

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from collapsewatch.detectors import DetectorConfig
@@ -374,6 +376,21 @@ def test_one_group_a_step_reads_its_entropy_over_single_points():
     early = {"entropy_mean": [1.0] * 5 + [0.5, 0.5, 0.05, 0.05, 0.05] + [0.5] * 5}
     assert spans(feed(rows(15, **early, **many), ONLY)[1].episodes(), "entropy") == [("collapse", 8, 10, "warning")]
     assert feed(rows(15, **early, **single), ONLY)[1].episodes() == []
+
+
+def test_one_group_a_step_with_more_single_points_than_min_points_waits_for_a_whole_level():
+    # starvation.single_points 30 > entropy.min_points 20 on a run of one group a step: from its 20th point to its
+    # 29th the history held no whole 30-point level, and the level's array was empty — `detect` died on "zero-size
+    # array to reduction operation maximum" (a public run of one prompt a step, screened in session 54). Now those
+    # points take the early form, as before min_points: entropy 0.5 for 40 steps, nothing fell → no episode.
+    # Then 0.5 for steps 0–29 and 0.01 from 30: from the 30th point on the 30-point level is read — the median of
+    # the last 30 points, at step 44 (15 of each) (0.5 + 0.01) / 2 = 0.255, at 45 (16 of 0.01) 0.01 ≤ 0.1 × the peak
+    # level 0.5 = 0.05: holds from 45, confirmed at 47 (confirm_steps 3); no reward logged, nothing tells: a warning.
+    single = {"zero_std_group_frac": lambda s: 1.0 if s % 2 == 0 else 0.0}
+    cfg = dataclasses.replace(ONLY, starvation=dataclasses.replace(ONLY.starvation, single_points=30))
+    assert feed(rows(40, entropy_mean=0.5, **single), cfg)[1].episodes() == []
+    fell = feed(rows(60, entropy_mean=lambda s: 0.5 if s < 30 else 0.01, **single), cfg)[1].episodes()
+    assert spans(fell, "entropy") == [("collapse", 47, 59, "warning")]
 
 
 def test_a_huge_logged_entropy_is_written_as_a_power_of_ten():
