@@ -13,8 +13,9 @@ per call makes not searching pay — and its reward need not fall at first: the 
   agent that stops searching while its reward holds is a mechanism under way, not yet harm.
 
 The defaults were chosen on the runs that logged a tool-call column when the rule was written (a Search-R1
-reproduction's healthy runs dip to 0.4 of their peak and recover; its no-search collapse falls to 0.0 of 1.1):
-docs/detectors.md, "Tool-use collapse".
+reproduction's healthy runs dip to 0.4 of their peak and recover; its no-search collapse falls to 0.0 of 1.1);
+``collapse_frac`` went from 0.2 to 0.1 in session 54, chosen leave one source out on the public runs (two healthy
+agents of two sources held between 0.1 and 0.2 of their peak for a while): docs/detectors.md, "Tool-use collapse".
 """
 
 from __future__ import annotations
