@@ -65,7 +65,7 @@ def loso(benches: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict[str, str]
     first = next(iter(benches.values()))
     _check(benches)
     chosen = {s: choose(benches, s) for s in sorted(set(first["source"]))}
-    recs = pd.concat([b[b["source"] == s] for s, n in chosen.items() for b in (benches[n],)], ignore_index=True)
+    recs = pd.concat([benches[n][benches[n]["source"] == s] for s, n in chosen.items()], ignore_index=True)
     return recs, chosen
 
 
