@@ -162,8 +162,8 @@ class GradConfig(Timing):
     exit_patience: int = 3
     window: int = 50
     """Reference points (the previous logged grad norms, current excluded) whose median is the normal one."""
-    min_points: int = 10
-    """Reference points needed for a verdict."""
+    min_points: int = 20
+    """Reference points needed for a verdict (a median of fewer describes a run's first, settling steps)."""
     spike_factor: float = 5.0
     """Explosion: grad_norm ≥ this × the reference median (warning) …"""
     spike_z: float = 5.0

@@ -8,14 +8,14 @@ except
   one episode starting at p, worst severity warning — an info spike at p and p+1, a warning from p+2: the bench
   dates the alarm p+2, when it rang as a warning;
 * an *info* at point p: 10.0 at p alone (falls back at once).
-A point needs 10 earlier points (min_points), so p ≥ 10.
+A point needs 20 earlier points (min_points), so p ≥ 20.
 
 Sources, 60 steps per run unless said:
 * ``alpha/x`` (public, labels.csv): ac1 collapse 50 (labels.csv), warning at 25; no healthy run (its own healthy
   runs cannot tell whether a flag fires on them alike: it counts).
 * ``omega/z`` (public): oh1 healthy, warning at 30 (a false alarm), no collapsed run.
 * ``beta/y`` (public): bh1 healthy, quiet; bh2 healthy, info at 20; bc1 labels.csv kind grad-explosion onset 8, no
-  collapse column → E = 8, at point 8 < 10 (an early collapse), warning at 10; bmiss in sources.csv, no raw file.
+  collapse column → E = 8, at point 8 < 10 (an early collapse), warning at 20; bmiss in sources.csv, no raw file.
 * ``gamma`` (a --store, labels derived by the reward rule): gh1…gh8 healthy, quiet, reward 0.5; gc1 reward 0.2 for
   steps 0–19, 0.6 for 20–49, 0.1 for 50–79: the 10-point median first reaches 0.6 at step 25 (six 0.6 in 16–25) and
   falls to 0.1 ≤ 0.5 × 0.6 at step 55 (six 0.1 in 46–55; at 54 it is (0.1 + 0.6) / 2 = 0.35), never back over
@@ -69,7 +69,7 @@ def gu1_reward(s):
 
 PUBLIC = {"oh1": ("omega/z", _series(warning=30)), "ac1": ("alpha/x", _series(warning=25)),
           "bh1": ("beta/y", _series()), "bh2": ("beta/y", _series(info=20)),
-          "bc1": ("beta/y", _series(warning=10)), "bmiss": ("beta/y", None)}
+          "bc1": ("beta/y", _series(warning=20)), "bmiss": ("beta/y", None)}
 GAMMA = {**{f"gh{i}": _series() for i in range(1, 9)}, "gc1": _series(80, gc1_reward, warning=40),
          "gu1": _series(60, gu1_reward, warning=30)}
 
@@ -114,7 +114,7 @@ def test_runs_are_classified_and_the_missing_and_untrusted_listed(corpora):
     # the real detector found exactly the episodes the docstring plans (grad/explosion only)
     got = {(r.run, r.phase, r.severity, int(r.step_start)) for r in bench.flags.itertuples()}
     assert got == {("oh1", "explosion", "warning", 30), ("ac1", "explosion", "warning", 25),
-                   ("bh2", "explosion", "info", 20), ("bc1", "explosion", "warning", 10),
+                   ("bh2", "explosion", "info", 20), ("bc1", "explosion", "warning", 20),
                    ("gc1", "explosion", "warning", 40), ("gu1", "explosion", "warning", 30)}
 
 
@@ -123,7 +123,7 @@ def test_pooled_and_held_out_figures(corpora):
     t = bench_table(recs).set_index("source")
     a = t.loc["all"]
     # pooled: the warning class is specific (1/11): ac1 (rang at 27 ≤ 50, lead 23, early) and gc1 (42 ≤ 55, lead 13,
-    # not ≥ 20 before) flagged; bc1's rang at 12, after its collapse at 8 → 2 of 3, early 1, lead median 18.
+    # not ≥ 20 before) flagged; bc1's rang at 22, after its collapse at 8 → 2 of 3, early 1, lead median 18.
     assert (a["collapsed"], a["flagged_pooled"], a["early_pooled"], a["lead_median_pooled"]) == (3, 2, 1, 18.0)
     # held out: only alpha's fold finds it specific → ac1 alone: 1 of 3, early 1, lead 23
     assert (a["flagged_held"], a["early_held"], a["lead_median_held"]) == (1, 1, 23.0)
@@ -131,8 +131,8 @@ def test_pooled_and_held_out_figures(corpora):
     # pooled 1, 0, 1 of 1 each → 2/3; held out 1, 0, 0 → 1/3
     assert a["collapse_sources"] == 3
     assert (a["flagged_source_mean_pooled"], a["flagged_source_mean_held"]) == (pytest.approx(2 / 3), pytest.approx(1 / 3))
-    # bc1: a first-10 collapse (point 8); its flag rang at point 12 > 8 + 2: not caught (dated by its start, point
-    # 10, it was; test_an_alarm_is_dated_when_it_rang has the caught case)
+    # bc1: a first-10 collapse (point 8); its flag rang at point 22 > 8 + 2: not caught (dated by its start, point
+    # 20, it would not be either; test_an_alarm_is_dated_when_it_rang has the caught case)
     assert (a["first10_collapses"], a["first10_caught_pooled"], a["first10_caught_held"]) == (1, 0, 0)
     # why not flagged (bench_misses): bc1's only alarm rang after its collapse → late, pooled and held out; gc1's at
     # 42 ≤ 55 counts pooled (1 of 11 healthy runs fired) but not in gamma's fold (oh1 of the other sources' 3
@@ -167,7 +167,7 @@ def test_trust_rows_by_hand(corpora):
     rows = {(r["detector"], r["phase"], r["severity"]): r for r in trust_rows(bench.runs, bench.flags)}
     assert set(rows) == {("grad", "explosion", "info"), ("grad", "explosion", "warning")}
     warn = rows[("grad", "explosion", "warning")]
-    # fired on oh1 of 11 healthy; preceded ac1 (rang at 27 ≤ 50) and gc1 (42 ≤ 55), not bc1 (12 > 8); held out: ac1
+    # fired on oh1 of 11 healthy; preceded ac1 (rang at 27 ≤ 50) and gc1 (42 ≤ 55), not bc1 (22 > 8); held out: ac1
     # only; specific in alpha's and omega's folds of 4
     assert [warn[k] for k in ("healthy_fired", "healthy_runs", "preceded", "collapsed_runs", "preceded_held_out",
                               "specific_sources", "sources")] == [1, 11, 2, 3, 1, 2, 4]
