@@ -25,7 +25,7 @@ def main(argv: list[str], script: str, convert: Callable[[list[dict[str, Any]]],
 
 def main_text(argv: list[str], usage: str, convert: Callable[[str], list[dict[str, Any]]]) -> int:
     """``python lab/public/<script> LOG OUT.jsonl`` for a converter of a text log (titan_console.py,
-    beita_console.py, rezero_console.py): ``convert`` the whole file's text (undecodable bytes replaced); exit codes as :func:`main`."""
+    beita_console.py, rezero_console.py; unorl_metrics.py parses its JSON document from the text): ``convert`` the whole file's text (undecodable bytes replaced); exit codes as :func:`main`."""
     if len(argv) != 2:
         print(f"usage: {usage}", file=sys.stderr)
         return 2

@@ -157,6 +157,11 @@ while IFS=$'\t' read -r run file repo path commit sha; do
                   # reward line (mert-cemri/CTU-Agent-v0's W&B output.log)
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/skyrl_console.py" "$raw" "$conv" >&2
       "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" ;;
+    *.unorl.json.gz)  # Quarkstar/unorl's per-run snapshot of SkyRL's tracker dicts (research/data/<run>.json):
+                      # lab/public/unorl_metrics.py flattens them, one dict a step; ingest reads SkyRL's keys
+      conv="$(mktemp --suffix=.jsonl)"; json="$(mktemp --suffix=.json)"; gzip -dc "$raw" > "$json"
+      "$py" "$here/unorl_metrics.py" "$json" "$conv" >&2
+      "$cw" ingest "$store" "$conv" --run "$run"; rm -f "$conv" "$json" ;;
     *.rhd.jsonl)  # Rohanjain2312/grpo-reward-hacking-demo's own per-step logger: lab/public/rhd_metrics.py says what its
                   # keys mean
       conv="$(mktemp --suffix=.jsonl)"; "$py" "$here/rhd_metrics.py" "$raw" "$conv" >&2

@@ -22,7 +22,8 @@ reward curves), lab/public/rlvrexp_plots.py (halflearned/rlvr-experiments' plot 
 lab/public/tb_scalars_json.py (TensorBoard scalars dumped as JSON, sanjuhs/open-env-meta-final-hackathon) and
 lab/public/skyrl_console.py (a SkyRL run's console, mert-cemri/CTU-Agent-v0), lab/public/figdata_pairs.py
 (Chaoqi31/text2sql-agent-rl's figure data: per-step [reward, frac_reward_zero_std] pairs) and
-lab/public/dschat_console.py (DeepSpeed-Chat's step-3 PPO console, microsoft/DeepSpeedExamples).
+lab/public/dschat_console.py (DeepSpeed-Chat's step-3 PPO console, microsoft/DeepSpeedExamples) and
+lab/public/unorl_metrics.py (Quarkstar/unorl's per-run snapshots of SkyRL's tracker dicts).
 Each test's input rows are copied from the sources' files as they are; the expected rows are written out by hand."""
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ ece405_metrics = _load("ece405_metrics")
 cs336hw5_metrics = _load("cs336hw5_metrics")
 json_rows = _load("json_rows")
 tb_scalars_json = _load("tb_scalars_json")
+unorl_metrics = _load("unorl_metrics")
 
 # the first rows of lora32_speed_metrics.csv (an empty entropy cell: not logged at those steps)
 TRINITY = """step,score,entropy,response_clip_ratio,prompt_length_mean,train_step_seconds,update_actor_seconds,tokens,runners
@@ -1114,3 +1116,63 @@ def test_dschat_losses_undo_the_summed_printout(tmp_path, store):
     assert dschat_console.main([str(src), str(out)]) == 1
     src.write_text("\n".join(DSCHAT[:5]) + "\n")
     assert dschat_console.main([str(src), str(out)]) == 1  # a step line without its reward line
+
+
+# unorl-grpo-full.unorl.json.gz (Quarkstar/unorl, research/data/qwen3-4b-base-grpo-20260916-01.json): its first two
+# entries of `metrics` as the file holds them — step 0, the evaluation before training alone; step 1, SkyRL's dict
+UNORL_STEP0 = ("{\"step\": 0, \"metrics\": {\"eval/aime25/avg_score\": -0.9583333333333334, \"eval/aime25/pass_at_8\": 0.1333333"
+    "3333333333, \"eval/aime25/mean_positive_reward\": 0.020833333333333332, \"eval/aime25/pass@8\": 0.1333333333"
+    "3333333, \"eval/aime26/avg_score\": -0.975, \"eval/aime26/pass_at_8\": 0.1, \"eval/aime26/mean_positive_rewar"
+    "d\": 0.0125, \"eval/aime26/pass@8\": 0.1}}")
+UNORL_STEP1 = ("{\"step\": 1, \"metrics\": {\"generate/min_num_tokens\": 5, \"generate/max_num_tokens\": 8192, \"generate/avg_num"
+    "_tokens\": 1125.39453125, \"generate/std_num_tokens\": 1510.222393019102, \"generate/avg_tokens_non_zero_rew"
+    "ards\": 983.6666666666666, \"generate/avg_tokens_zero_rewards\": 0.0, \"generate/avg_assistant_tokens\": 1125"
+    ".39453125, \"generate/min_assistant_tokens\": 5, \"generate/max_assistant_tokens\": 8192, \"generate/std_assi"
+    "stant_tokens\": 1510.222393019102, \"generate/tokens_per_turn_mean\": 1125.39453125, \"generate/tokens_per_t"
+    "urn_std\": 1510.222393019102, \"generate/tokens_per_turn_max\": 8192, \"reward/avg_pass_at_8\": 0.46875, \"rew"
+    "ard/avg_raw_reward\": -0.859375, \"reward/mean_positive_reward\": 0.0703125, \"generate/batch_num_seq\": 256,"
+    " \"generate/batch_padded_seq_len\": 8387, \"policy/rollout_train_logprobs_abs_diff_max\": 1.2476967573165894"
+    ", \"policy/rollout_train_logprobs_abs_diff_min\": 0.0, \"policy/rollout_train_logprobs_abs_diff_mean\": 0.01"
+    "5627598389983177, \"policy/rollout_train_logprobs_abs_diff_std\": 0.03632015734910965, \"loss/avg_final_rew"
+    "ards\": -0.859375, \"loss/avg_raw_advantages\": -0.00411199452355504, \"loss/avg_raw_advantages_abs\": 0.2735"
+    "661566257477, \"policy/policy_entropy\": 0.9277220964431763, \"policy/response_length\": 8192.0, \"policy/pol"
+    "icy_lr\": 0.0, \"policy/loss_metrics/clip_ratio\": 0.0, \"policy/minibatch_rollout_logprobs_abs_diff_mean\": "
+    "0.016179751604795456, \"policy/minibatch_rollout_logprobs_abs_diff_min\": 0.0, \"policy/minibatch_rollout_l"
+    "ogprobs_abs_diff_max\": 1.2476967573165894, \"policy/final_loss\": 0.004957843571901321, \"policy/policy_los"
+    "s\": 0.004957843571901321, \"policy/grad_norm\": 0.19419708847999573, \"policy/minibatch_rollout_logprobs_ab"
+    "s_diff_std\": 0.037536713287228976, \"trainer/tokens_per_second_per_gpu\": 1350.6773423827358, \"trainer/epo"
+    "ch\": 0, \"trainer/global_step\": 1, \"timing/eval\": 416.1048867702484, \"timing/generate\": 208.8474199771881"
+    ", \"timing/postprocess_generator_output\": 0.0013756752014160156, \"timing/convert_to_training_input\": 0.06"
+    "224656105041504, \"timing/fwd_logprobs_values_reward\": 9.155986547470093, \"timing/compute_advantages_and_"
+    "returns\": 0.024335145950317383, \"timing/policy_train\": 30.141873836517334, \"timing/train_critic_and_poli"
+    "cy\": 30.611770629882812, \"timing/sync_weights\": 3.716122627258301, \"timing/sync_weights_only_transfer\": "
+    "1.916322983801365, \"timing/step\": 252.90968203544617}}")
+
+
+def test_unorl_snapshot_flattens_to_one_dict_a_step(tmp_path, store):
+    doc = {"run_id": "qwen3-4b-base-grpo-20260916-01", "analysis": "…",
+           "metrics": [json.loads(UNORL_STEP1), json.loads(UNORL_STEP0)]}  # out of order: sorted by step
+    rows = unorl_metrics.convert(doc)
+    assert [r["step"] for r in rows] == [0, 1]
+    assert rows[1] == {"step": 1, **json.loads(UNORL_STEP1)["metrics"]}
+    src, out = tmp_path / "run.json", tmp_path / "run.jsonl"
+    src.write_text(json.dumps(doc))
+    assert unorl_metrics.main([str(src), str(out)]) == 0
+    ingest_file(store, out, run="u")
+    got = connect(store).sql("SELECT step, reward_mean, entropy_mean, grad_norm, response_length_mean, eval_score "
+                             "FROM steps WHERE run = 'u' ORDER BY step").fetchall()
+    # step 0: no accuracy key, so the evaluation score is the mean of the score keys eval/aime25/avg_score and
+    # eval/aime26/avg_score: (−0.9583333 − 0.975) / 2 = −0.9666667; no training column.
+    # step 1: reward/avg_raw_reward −0.859375 (loss/avg_final_rewards, the same value, comes second);
+    # policy/policy_entropy 0.92772 (read: policy/final_loss, a key of the SkyRL versions that mask it, is logged
+    # beside it); policy/grad_norm 0.19420; generate/avg_num_tokens 1125.39 (policy/response_length, 8192, is the
+    # padded length and maps to nothing)
+    assert got[0][:5] == (0, None, None, None, None) and got[0][5] == pytest.approx(-0.9666667)
+    assert got[1][:5] == pytest.approx((1, -0.859375, 0.9277221, 0.1941971, 1125.3945313)) and got[1][5] is None
+    for bad, why in (({"runs": []}, "no list 'metrics'"), ({"metrics": [{"step": 1}]}, r"metrics\[0\] is not an object"),
+                     ({"metrics": [json.loads(UNORL_STEP1)] * 2}, "step 1 appears twice")):
+        with pytest.raises(ValueError, match=why):
+            unorl_metrics.convert(bad)
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    assert unorl_metrics.main([str(tmp_path / "bad.json"), str(tmp_path / "none.jsonl")]) == 1
+    assert not (tmp_path / "none.jsonl").exists()
