@@ -25,10 +25,13 @@ class Ingested:
     """The logged keys that fill no catalogue column (kept in ``scalars`` under their names)."""
     maps: list[str] = field(default_factory=list)
     """What each ``--map KEY=COLUMN`` did (:meth:`.maps.MapUse.lines`)."""
+    verdict: str | None = None
+    """With ``run_detectors``: the run's verdict sentence, as ``detect`` prints it (a reward-only log's says so)."""
 
     def message(self, store: str | os.PathLike, run: str) -> str:
         """What ``collapsewatch ingest`` prints: what was read and left out, the catalogue columns filled (and, when no
-        key gave the reward, the keys that fill nothing), the detectors' findings with the command that details them."""
+        key gave the reward, the keys that fill nothing), the run's verdict and the detectors' findings with the command
+        that details them."""
         out = f"ingested {self.steps} step(s) of {self.format} into run {run!r}" + (
             f"; {self.summary}" if self.summary else "")
         if self.steps:  # (a --follow that read nothing has nothing to say about its keys)
@@ -40,6 +43,8 @@ class Ingested:
             out += ("\nno key filled reward_mean (the reward the verdict judges)" + (
                 f"; keys that fill no catalogue column: {keys}" if keys else "") +
                 f": map the reward's key with --map KEY=reward_mean, or rename it to one of {KEY_TABLE}")
+        if self.verdict is not None:
+            out += f"\nverdict: {self.verdict}"
         if self.flagged is not None:
             out += "\ndetectors: " + (", ".join(self.flagged) if self.flagged else "no warning") + (
                 f" (details: collapsewatch detect {shlex.quote(str(store))} --run {shlex.quote(run)})")
@@ -70,9 +75,22 @@ def _detect(store: str | os.PathLike, run: str) -> tuple[list[str], str]:
 def ingested(sink: RunSink, fmt: str, summary: str, store: str | os.PathLike, run_detectors: bool) -> Ingested:
     """The finished run's summary; with ``run_detectors`` the detectors run over it first, their episodes stored and
     their rules recorded in its run row (:meth:`.sink.RunSink.judged`)."""
-    flagged = None
+    flagged = sentence = None
     if run_detectors and sink.steps:
         flagged, rules = _detect(store, sink.run)
         sink.judged(rules)
+        sentence = _sentence(store, sink.run)
     return Ingested(fmt, len(sink.steps), summary, flagged, in_catalogue_order(sink.filled),
-                    unmapped(sink.keys, sink.maps.maps), sink.maps.lines(sink.keys))
+                    unmapped(sink.keys, sink.maps.maps), sink.maps.lines(sink.keys), sentence)
+
+
+def _sentence(store: str | os.PathLike, run: str) -> str:
+    """The run's verdict sentence under the built-in rules, from the episodes just stored (``detect``'s first line)."""
+    from ..judge import judge
+    from ..store import Store
+
+    s = Store(store)
+    try:
+        return judge(s, run).verdict.sentence
+    finally:
+        s.close()

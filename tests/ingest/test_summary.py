@@ -96,3 +96,22 @@ def test_the_detectors_line_dates_an_alarm_when_the_verdict_does(tmp_path):
     n = verdict["first_warning_step"]
     assert n > 60 and verdict["sentence"].startswith(f"Warning from step {n}: gradient explosion.")
     assert f"detectors: grad/explosion warning @{n} (details:" in out
+
+
+def test_the_summary_says_the_verdict_and_that_a_reward_only_log_is_watched_by_its_reward_alone(tmp_path):
+    # A JSON list of 60 log dicts, reward 0.5 at steps 0–29 and 0.0 at 30–59, nothing else. The reward level is the
+    # median of the last 10 points; its noise is 0 (every difference but one is 0, so their MAD is 0), so the best is
+    # the level 0.5. At step 34 the window 25–34 holds five 0.5 and five 0.0: median 0.25 ≤ 0.5 × 0.5, and it stays
+    # down to the end — "Collapsed at step 34". No column a detector reads comes before the fall: no episode.
+    log = tmp_path / "log_history.json"
+    log.write_text(json.dumps([{"step": s, "reward": 0.5 if s < 30 else 0.0} for s in range(60)]))
+    store = tmp_path / "st"
+    out = _cli("ingest", str(store), str(log), "--run", "blind")
+    [line] = [x for x in out.splitlines() if x.startswith("verdict: ")]
+    assert line.startswith("verdict: Collapsed at step 34 (reward 0.50 → 0.00). No warning before it. Note: the log ")
+    assert line.endswith("only the reward is watched.")
+    # the same sentence detect prints first, from one home (collapsewatch.verdict)
+    assert _cli("detect", str(store), "--run", "blind").splitlines()[0] == "blind: " + line.removeprefix("verdict: ")
+    assert "detectors: no warning (details:" in out
+    # --no-detect judges nothing at ingest: no verdict line
+    assert "verdict:" not in _cli("ingest", str(store), str(log), "--run", "later", "--no-detect")
