@@ -27,13 +27,17 @@ class Ingested:
     """What each ``--map KEY=COLUMN`` did (:meth:`.maps.MapUse.lines`)."""
     verdict: str | None = None
     """With ``run_detectors``: the run's verdict sentence, as ``detect`` prints it (a reward-only log's says so)."""
+    span: tuple[int, int] | None = None
+    """The first and last step ingested (None: none): the verdict counts a run's steps over this span."""
 
     def message(self, store: str | os.PathLike, run: str) -> str:
         """What ``collapsewatch ingest`` prints: what was read and left out, the catalogue columns filled (and, when no
         key gave the reward, the keys that fill nothing), the run's verdict and the detectors' findings with the command
         that details them."""
-        out = f"ingested {self.steps} step(s) of {self.format} into run {run!r}" + (
-            f"; {self.summary}" if self.summary else "")
+        out = f"ingested {self.steps} step(s) of {self.format} into run {run!r}"
+        if self.span and self.span[1] - self.span[0] + 1 != self.steps:  # a log of every k-th step: its step numbers
+            out += f" (steps {self.span[0]} to {self.span[1]})"
+        out += f"; {self.summary}" if self.summary else ""
         if self.steps:  # (a --follow that read nothing has nothing to say about its keys)
             out += "\ncatalogue columns filled: " + (", ".join(self.filled) or "none")
             out += "".join(f"\n--map {line}" for line in self.maps)
@@ -81,7 +85,8 @@ def ingested(sink: RunSink, fmt: str, summary: str, store: str | os.PathLike, ru
         sink.judged(rules)
         sentence = _sentence(store, sink.run)
     return Ingested(fmt, len(sink.steps), summary, flagged, in_catalogue_order(sink.filled),
-                    unmapped(sink.keys, sink.maps.maps), sink.maps.lines(sink.keys), sentence)
+                    unmapped(sink.keys, sink.maps.maps), sink.maps.lines(sink.keys), sentence,
+                    (min(sink.steps), max(sink.steps)) if sink.steps else None)
 
 
 def _sentence(store: str | os.PathLike, run: str) -> str:

@@ -115,3 +115,16 @@ def test_the_summary_says_the_verdict_and_that_a_reward_only_log_is_watched_by_i
     assert "detectors: no warning (details:" in out
     # --no-detect judges nothing at ingest: no verdict line
     assert "verdict:" not in _cli("ingest", str(store), str(log), "--run", "later", "--no-detect")
+
+
+def test_a_log_of_every_kth_step_names_its_first_and_last_step(tmp_path):
+    # 5 rows logged at steps 10, 20, …, 50 (a trainer's logging_steps=10): 5 logged steps spanning steps 10–50, the
+    # span the verdict counts ("No warning in 41 steps"); rows at steps 1–5 span 5 steps: nothing more is said
+    sparse, dense = tmp_path / "sparse.jsonl", tmp_path / "dense.jsonl"
+    sparse.write_text("".join(json.dumps({"step": 10 * k, "reward": 0.5}) + "\n" for k in range(1, 6)))
+    dense.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    out = _cli("ingest", str(tmp_path / "st"), str(sparse), "--run", "k")
+    assert out.startswith("ingested 5 step(s) of jsonl into run 'k' (steps 10 to 50)\n")
+    assert "verdict: No warning in 41 steps;" in out
+    out = _cli("ingest", str(tmp_path / "st"), str(dense), "--run", "d", "--no-detect")
+    assert out.startswith("ingested 5 step(s) of jsonl into run 'd'\n")
